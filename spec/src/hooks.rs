@@ -1,0 +1,112 @@
+//! The test-hook grammar (`X-Plimsoll-Hook`), parsed in one place for the server and the checker.
+//!
+//! ```text
+//! hooks     = directive *( ";" directive )
+//! directive = "hold=" stage ":" millis | "fail=" stage | "panic=" stage | "alloc=" megabytes
+//! ```
+
+use crate::Stage;
+
+/// One directive of the hook header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookDirective {
+    /// Hold the job at the start of `stage` for `ms` milliseconds (cancellation and the deadline
+    /// still apply while holding).
+    Hold { stage: Stage, ms: u64 },
+    /// Make `stage` fail with an ordinary error.
+    Fail { stage: Stage },
+    /// Make `stage` panic.
+    Panic { stage: Stage },
+    /// Charge `mb` megabytes to the job's memory budget at its first stage.
+    Alloc { mb: u64 },
+}
+
+/// Why a hook header was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid hook directive `{directive}`: {reason}")]
+pub struct HookParseError {
+    pub directive: String,
+    pub reason: String,
+}
+
+/// Parses a whole header value; an empty value is no directive.
+pub fn parse_hooks(value: &str) -> Result<Vec<HookDirective>, HookParseError> {
+    value
+        .split(';')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(parse_directive)
+        .collect()
+}
+
+fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
+    let err = |reason: &str| HookParseError {
+        directive: directive.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let (name, arg) = directive
+        .split_once('=')
+        .ok_or_else(|| err("expected NAME=VALUE"))?;
+    let stage = |s: &str| s.trim().parse::<Stage>().map_err(|e| err(&e));
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|_| err("expected a non-negative integer"))
+    };
+    match name.trim() {
+        "hold" => {
+            let (s, ms) = arg.split_once(':').ok_or_else(|| err("expected hold=STAGE:MS"))?;
+            Ok(HookDirective::Hold {
+                stage: stage(s)?,
+                ms: number(ms)?,
+            })
+        }
+        "fail" => Ok(HookDirective::Fail { stage: stage(arg)? }),
+        "panic" => Ok(HookDirective::Panic { stage: stage(arg)? }),
+        "alloc" => Ok(HookDirective::Alloc { mb: number(arg)? }),
+        _ => Err(err("unknown directive; expected hold, fail, panic or alloc")),
+    }
+}
+
+/// Renders directives back to header syntax (the checker builds headers with this).
+pub fn format_hooks(directives: &[HookDirective]) -> String {
+    directives
+        .iter()
+        .map(|d| match d {
+            HookDirective::Hold { stage, ms } => format!("hold={stage}:{ms}"),
+            HookDirective::Fail { stage } => format!("fail={stage}"),
+            HookDirective::Panic { stage } => format!("panic={stage}"),
+            HookDirective::Alloc { mb } => format!("alloc={mb}"),
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_directive() {
+        let text = "hold=fill:250;fail=segment;panic=decode;alloc=2048";
+        let parsed = parse_hooks(text).unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                HookDirective::Hold { stage: Stage::Fill, ms: 250 },
+                HookDirective::Fail { stage: Stage::Segment },
+                HookDirective::Panic { stage: Stage::Decode },
+                HookDirective::Alloc { mb: 2048 },
+            ]
+        );
+        assert_eq!(format_hooks(&parsed), text);
+    }
+
+    #[test]
+    fn refuses_bad_directives_with_the_offending_text() {
+        for bad in ["hold=fill", "fail=nowhere", "alloc=-1", "explode=now", "hold"] {
+            let e = parse_hooks(bad).unwrap_err();
+            assert_eq!(e.directive, bad);
+        }
+    }
+}

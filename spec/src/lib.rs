@@ -1,0 +1,14 @@
+//! `plimsoll-spec`: the concurrency contract as data.
+//!
+//! `spec/contract.toml` is the single source of truth. This crate loads and validates it, applies
+//! environment overrides, and renders everything derived from it (OpenAPI, JSON Schemas, docs).
+
+pub mod design;
+pub mod hooks;
+pub mod problem;
+pub mod stage;
+
+pub use design::{Design, ExportFormat, Extents, Stitch, StitchCommand, Thread};
+pub use hooks::{HookDirective, HookParseError, parse_hooks};
+pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
+pub use stage::Stage;

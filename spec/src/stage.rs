@@ -1,0 +1,69 @@
+//! Pipeline stage names. They appear verbatim in `failed_stage` / `completed_stages`, in logs and
+//! in hook directives, so they are one enum shared by the contract, the server and the checker.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A named step of a pipeline. `Queue` is the pseudo-stage a request is in before a worker picks
+/// it up, so a deadline or disconnect while queued still names where the request was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Queue,
+    Decode,
+    Quantize,
+    Segment,
+    Fill,
+    Sequence,
+    Serialize,
+    Parse,
+    Encode,
+    Write,
+}
+
+impl Stage {
+    /// Every stage, in declaration order.
+    pub const ALL: [Stage; 10] = [
+        Stage::Queue,
+        Stage::Decode,
+        Stage::Quantize,
+        Stage::Segment,
+        Stage::Fill,
+        Stage::Sequence,
+        Stage::Serialize,
+        Stage::Parse,
+        Stage::Encode,
+        Stage::Write,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Queue => "queue",
+            Stage::Decode => "decode",
+            Stage::Quantize => "quantize",
+            Stage::Segment => "segment",
+            Stage::Fill => "fill",
+            Stage::Sequence => "sequence",
+            Stage::Serialize => "serialize",
+            Stage::Parse => "parse",
+            Stage::Encode => "encode",
+            Stage::Write => "write",
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Stage {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Stage::ALL
+            .into_iter()
+            .find(|stage| stage.as_str() == s)
+            .ok_or_else(|| format!("unknown stage `{s}`"))
+    }
+}
