@@ -6,9 +6,19 @@
 pub mod design;
 pub mod hooks;
 pub mod problem;
+pub mod relay;
+pub mod render;
 pub mod stage;
 
 pub use design::{Design, ExportFormat, Extents, Stitch, StitchCommand, Thread};
 pub use hooks::{HookDirective, HookParseError, parse_hooks};
 pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
 pub use stage::Stage;
+
+pub mod load;
+pub mod model;
+pub mod overrides;
+
+pub use load::{ContractError, EMBEDDED_TOML, Violation};
+pub use model::Contract;
+pub use overrides::{Applied, OverrideError};

@@ -18,6 +18,7 @@ pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
 pub enum ErrorCode {
     Overloaded,
     Timeout,
+    UploadTimeout,
     MemoryCapExceeded,
     StageFailed,
     MalformedImage,
@@ -31,9 +32,10 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::Overloaded,
         ErrorCode::Timeout,
+        ErrorCode::UploadTimeout,
         ErrorCode::MemoryCapExceeded,
         ErrorCode::StageFailed,
         ErrorCode::MalformedImage,
@@ -50,6 +52,7 @@ impl ErrorCode {
         match self {
             ErrorCode::Overloaded => "overloaded",
             ErrorCode::Timeout => "timeout",
+            ErrorCode::UploadTimeout => "upload_timeout",
             ErrorCode::MemoryCapExceeded => "memory_cap_exceeded",
             ErrorCode::StageFailed => "stage_failed",
             ErrorCode::MalformedImage => "malformed_image",

@@ -1,0 +1,34 @@
+//! Command-line parsing; each subcommand hands off to its module.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "plimsoll", version, about = "A machine-readable concurrency contract, its reference server and its conformance suite")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Regenerate docs/concurrency.md, spec/openapi.json and spec/schemas/*.json from spec/contract.toml.
+    Docs {
+        /// Change nothing; exit 1 naming each stale file.
+        #[arg(long)]
+        check: bool,
+        /// Repository root (default: the nearest ancestor holding spec/contract.toml).
+        #[arg(long)]
+        root: Option<PathBuf>,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Docs { check, root } => crate::docs::run(root, check),
+    };
+    ExitCode::from(code)
+}

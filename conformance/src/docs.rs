@@ -1,0 +1,56 @@
+//! `plimsoll docs`: regenerate (or check) every file derived from the contract.
+
+use std::path::{Path, PathBuf};
+
+use plimsoll_spec::{Contract, render};
+
+/// Finds the repository root: the nearest ancestor of `start` holding `spec/contract.toml`.
+pub fn find_root(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|dir| dir.join("spec/contract.toml").is_file())
+        .map(Path::to_path_buf)
+}
+
+/// Runs `plimsoll docs`; returns the process exit code (0 ok, 1 stale, 2 could not run).
+pub fn run(root: Option<PathBuf>, check: bool) -> u8 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let Some(root) = root.or_else(|| find_root(&cwd)) else {
+        eprintln!("plimsoll docs: no spec/contract.toml in {} or above; pass --root", cwd.display());
+        return 2;
+    };
+    let contract = match Contract::from_file(&root.join("spec/contract.toml")) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("plimsoll docs: {e}");
+            return 2;
+        }
+    };
+    if check {
+        let stale = render::stale(&contract, &root);
+        if stale.is_empty() {
+            println!("plimsoll docs: all generated files are fresh");
+            return 0;
+        }
+        for path in &stale {
+            eprintln!("stale: {path}");
+        }
+        eprintln!("plimsoll docs: {} generated file(s) are stale; run `cargo run -p plimsoll-conformance -- docs`", stale.len());
+        return 1;
+    }
+    match render::write_all(&contract, &root) {
+        Ok(changed) => {
+            for path in &changed {
+                println!("wrote {path}");
+            }
+            if changed.is_empty() {
+                println!("plimsoll docs: nothing to do, all generated files are fresh");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("plimsoll docs: {e}");
+            2
+        }
+    }
+}

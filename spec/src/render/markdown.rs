@@ -1,0 +1,220 @@
+//! `docs/concurrency.md`: the contract for people.
+
+use std::fmt::Write;
+
+use super::example_problem;
+use crate::load::ClauseRef;
+use crate::model::{Category, Contract};
+
+/// Renders the whole document.
+pub fn concurrency_md(contract: &Contract) -> String {
+    let mut md = String::new();
+    let meta = &contract.contract;
+    let clauses = contract.clause_list();
+    let _ = writeln!(md, "# {} ({} {})\n", meta.title, meta.name, meta.version);
+    let _ = writeln!(
+        md,
+        "<!-- Generated from spec/contract.toml by `plimsoll docs`. Do not edit: change the contract and regenerate. -->\n"
+    );
+    let _ = writeln!(
+        md,
+        "> Generated from [`spec/contract.toml`](../spec/contract.toml) by `plimsoll docs`; do not edit. \
+         The same values drive the reference server, the OpenAPI document ([`spec/openapi.json`](../spec/openapi.json)) \
+         and the conformance suite (`plimsoll check`).\n"
+    );
+    let _ = writeln!(md, "{}\n", meta.summary);
+
+    let _ = writeln!(md, "## Summary\n");
+    let _ = writeln!(md, "| id | clause | value | override |");
+    let _ = writeln!(md, "|---|---|---|---|");
+    for c in &clauses {
+        let envs: Vec<String> = c.overrides.iter().map(|o| format!("`{}`", o.env)).collect();
+        let _ = writeln!(
+            md,
+            "| [{id}](#{anchor}) | {} | {} | {} |",
+            c.title,
+            contract.text(c, c.statement).replace('|', "\\|"),
+            if envs.is_empty() { "—".to_owned() } else { envs.join(", ") },
+            id = c.id,
+            anchor = anchor(c),
+        );
+    }
+    md.push('\n');
+
+    for category in [Category::Throughput, Category::Bounds, Category::Failure, Category::Relay] {
+        let _ = writeln!(md, "## {}\n", category.title());
+        for c in clauses.iter().filter(|c| c.category == category) {
+            clause_section(&mut md, contract, c);
+        }
+    }
+
+    let _ = writeln!(md, "## Error codes\n");
+    let _ = writeln!(
+        md,
+        "Every error body is `{}` (RFC 9457 `type`, `title`, `status`, `detail`) with the members \
+         `error`, `code`, `failed_stage`, `completed_stages` and `request_id` \
+         ([schema](../spec/schemas/problem.schema.json); unknown members are allowed).\n",
+        crate::PROBLEM_CONTENT_TYPE
+    );
+    let _ = writeln!(md, "| code | status | clause | endpoints | Retry-After | meaning |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for e in &contract.errors {
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            e.code,
+            e.status,
+            e.clause,
+            if e.applies_to.is_empty() { "any unknown path".to_owned() } else { e.applies_to.join(", ") },
+            if e.retry_after { "yes" } else { "no" },
+            e.title
+        );
+    }
+    md.push('\n');
+
+    let api = &contract.api;
+    let _ = writeln!(md, "## Endpoints and limits\n");
+    let _ = writeln!(md, "| endpoint | path | what |");
+    let _ = writeln!(md, "|---|---|---|");
+    let _ = writeln!(md, "| digitize | `{} {}` | {} |", api.digitize.method, api.digitize.path, api.digitize.summary);
+    let _ = writeln!(md, "| export | `{} {}` | {} |", api.export.method, api.export.path, api.export.summary);
+    for (name, e) in [("relay", &api.relay), ("contract", &api.contract), ("metrics", &api.metrics), ("healthz", &api.healthz)] {
+        let _ = writeln!(md, "| {name} | `GET {}` | {} |", e.path, e.summary);
+    }
+    md.push('\n');
+    let _ = writeln!(
+        md,
+        "Digitize takes the image as the raw body ({}), at most {} bytes and {} pixels. \
+         Export takes the design JSON, at most {} bytes, and writes {} (default `{}`). \
+         Bodies are read before admission: a body slower than {} ms is answered `408 upload_timeout` and never holds a worker.\n",
+        api.digitize.content_types.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "),
+        api.digitize.max_upload_bytes,
+        api.digitize.max_pixels,
+        api.export.max_upload_bytes,
+        api.export.formats.iter().map(|f| format!("`{}`", f.as_str())).collect::<Vec<_>>().join(", "),
+        api.export.default_format.as_str(),
+        api.upload_read_timeout_ms,
+    );
+    let _ = writeln!(md, "| digitize parameter | kind | min | max | default | unit | meaning |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+    for (name, p) in api.digitize.params.iter() {
+        let _ = writeln!(
+            md,
+            "| `{name}` | {:?} | {} | {} | {} | {} | {} |",
+            p.kind, p.min, p.max, p.default, p.unit, p.description
+        );
+    }
+    md.push('\n');
+    let stage_list = |s: &[crate::Stage]| s.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" → ");
+    let _ = writeln!(md, "Stages (the names in `failed_stage` and `completed_stages`): digitize {}; export {}. \
+        A request still waiting for a worker is in `queue`.\n", stage_list(&contract.stages.digitize), stage_list(&contract.stages.export));
+
+    let obs = &contract.observability;
+    let _ = writeln!(md, "## Observability\n");
+    let _ = writeln!(
+        md,
+        "Every response carries `{}`. Pipeline responses carry `{}: {}` (W3C Server-Timing, milliseconds). \
+         `GET {}` serves Prometheus text with:\n",
+        obs.request_id_header,
+        obs.server_timing_header,
+        obs.server_timing_metrics.iter().map(|m| format!("{m};dur=…")).collect::<Vec<_>>().join(", "),
+        api.metrics.path
+    );
+    let _ = writeln!(md, "| metric | type | labels | meaning |");
+    let _ = writeln!(md, "|---|---|---|---|");
+    for m in &obs.metrics {
+        let _ = writeln!(md, "| `{}` | {:?} | {} | {} |", m.name, m.kind, m.labels.join(", "), m.help);
+    }
+    md.push('\n');
+
+    let h = &contract.hooks;
+    let _ = writeln!(md, "## Test hooks\n");
+    let _ = writeln!(
+        md,
+        "Honoured only when the server runs with `{}=1`; otherwise a request carrying `{}` is answered `400 {}`, \
+         so a misconfigured gate notices. Grammar:\n\n```text\n{}\n```\n\n`hold` waits at the start of a stage \
+         (cancellation and the deadline still apply), `fail` makes a stage fail, `panic` makes it panic, `alloc` \
+         charges megabytes to the request's memory budget.\n",
+        h.env, h.header, h.disabled_code, h.grammar
+    );
+
+    let t = &contract.tolerances;
+    let _ = writeln!(md, "## Tolerances of the conformance suite\n");
+    let _ = writeln!(md, "| what | allowed |");
+    let _ = writeln!(md, "|---|---|");
+    let _ = writeln!(md, "| refusal latency (503 `overloaded`) | ≤ {} ms |", t.refusal_latency_ms);
+    let _ = writeln!(md, "| 504 after the deadline | ≤ {} ms late, never early |", t.timeout_late_ms);
+    let _ = writeln!(md, "| Retry-After vs measured p50 queue wait | ± {} s |", t.retry_after_tracking_s);
+    let _ = writeln!(md, "| gauge sampling interval | {} ms |", t.metrics_poll_interval_ms);
+    let _ = writeln!(md, "| trials per timing check | {} (judged on the worst) |", t.trials);
+    md.push('\n');
+
+    let _ = writeln!(md, "## Sources\n");
+    for (key, s) in &contract.sources {
+        let _ = writeln!(md, "- `{key}`: {} (`{}`)", s.title, s.file);
+    }
+    md
+}
+
+fn anchor(c: &ClauseRef<'_>) -> String {
+    let text = format!("{} {}", c.id, c.title).to_lowercase();
+    text.chars()
+        .filter_map(|ch| match ch {
+            'a'..='z' | '0'..='9' | '-' | '_' => Some(ch),
+            ' ' => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
+fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
+    let _ = writeln!(md, "### {} {}\n", c.id, c.title);
+    let _ = writeln!(md, "**{}**\n", contract.text(c, c.statement));
+    if !c.value.is_empty() {
+        let _ = writeln!(md, "| value | setting | override |");
+        let _ = writeln!(md, "|---|---|---|");
+        for (field, value) in &c.value {
+            let env = c
+                .overrides
+                .iter()
+                .find(|o| &o.field == field)
+                .map(|o| format!("`{}`", o.env))
+                .unwrap_or_else(|| "—".into());
+            let shown = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let _ = writeln!(md, "| `{field}` | `{}` | {env} |", shown.replace('|', "\\|"));
+        }
+        md.push('\n');
+    }
+    let _ = writeln!(md, "**Rationale.** {}\n", contract.text(c, c.rationale));
+    let source = contract.sources.get(&c.source.doc).map(|s| s.title.as_str()).unwrap_or("?");
+    let _ = writeln!(md, "**Source.** `{}` — {}: {}.\n", c.source.doc, source, c.source.section);
+
+    let errors: Vec<_> = contract.errors.iter().filter(|e| e.clause == c.id).collect();
+    if !errors.is_empty() {
+        let _ = writeln!(md, "**HTTP shape.**\n");
+        for e in errors {
+            let mut headers = vec![
+                format!("Content-Type: {}", crate::PROBLEM_CONTENT_TYPE),
+                format!("{}: <id>", contract.observability.request_id_header),
+            ];
+            if e.retry_after {
+                headers.push(format!("{}: <delay-seconds>", contract.clauses.t3.value.retry_after_header));
+            }
+            let body = serde_json::to_string_pretty(&example_problem(contract, e.code)).expect("serializes");
+            let _ = writeln!(
+                md,
+                "`{}` {} — {}\n\n```http\nHTTP/1.1 {}\n{}\n\n{}\n```\n",
+                e.code,
+                e.status,
+                e.title,
+                e.status,
+                headers.join("\n"),
+                body
+            );
+        }
+    }
+    let _ = writeln!(md, "**How it is checked.** {} (`plimsoll check --only {}`)\n", contract.text(c, c.verification), c.id);
+}

@@ -1,0 +1,153 @@
+//! The contract's own rules: the embedded document is valid, and each kind of broken document is
+//! refused with a message naming the field and its line.
+
+use plimsoll_spec::{Contract, ContractError, EMBEDDED_TOML, ErrorCode};
+
+fn refused(text: &str) -> String {
+    match Contract::from_toml(text, "test.toml") {
+        Ok(_) => panic!("contract was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).expect("needle in contract") + 1
+}
+
+#[test]
+fn embedded_contract_is_valid_and_carries_the_seed_values() {
+    let c = Contract::from_toml(EMBEDDED_TOML, "spec/contract.toml").unwrap();
+    assert_eq!(c.clauses.t1.value.digitize_workers, 4);
+    assert_eq!(c.clauses.b1.value.digitize_timeout_ms, 60_000);
+    assert_eq!(c.clauses.b1.value.export_timeout_ms, 30_000);
+    assert_eq!(c.clauses.b2.value.memory_cap_mb, 1024);
+    assert_eq!(c.clauses.b3.value.stop_within_ms, 1000);
+    assert_eq!(c.clauses.r1.value.relay_concurrency, 8);
+    assert_eq!(c.error(ErrorCode::Overloaded).status, 503);
+    assert_eq!(c.error(ErrorCode::Timeout).status, 504);
+    assert_eq!(c.error(ErrorCode::MalformedImage).status, 400);
+    let ids: Vec<_> = c.clause_list().iter().map(|c| c.id).collect();
+    assert_eq!(ids.len(), 16);
+}
+
+#[test]
+fn missing_rationale_is_refused_naming_the_field_and_line() {
+    let text = EMBEDDED_TOML;
+    let start = text.find("[clauses.T1]").unwrap();
+    let r = start + text[start..].find("rationale = \"").unwrap();
+    let end = r + text[r..].find('\n').unwrap();
+    let text = format!("{}rationale = \"\"{}", &text[..r], &text[end..]);
+    let msg = refused(&text);
+    let line = line_of(&text, "rationale = \"\"");
+    assert!(msg.contains("clauses.T1.rationale"), "{msg}");
+    assert!(msg.contains(&format!("line {line}")), "{msg}");
+}
+
+#[test]
+fn a_field_missing_entirely_is_a_syntax_error_with_its_line() {
+    let start = EMBEDDED_TOML.find("[clauses.T2]").unwrap();
+    let r = start + EMBEDDED_TOML[start..].find("rationale = ").unwrap();
+    let end = r + EMBEDDED_TOML[r..].find('\n').unwrap() + 1;
+    let text = format!("{}{}", &EMBEDDED_TOML[..r], &EMBEDDED_TOML[end..]);
+    let msg = refused(&text);
+    assert!(msg.contains("rationale"), "{msg}");
+    assert!(msg.contains("line"), "{msg}");
+}
+
+#[test]
+fn duplicate_clause_id_is_refused_with_its_line() {
+    let text = format!("{EMBEDDED_TOML}\n[clauses.T1]\ntitle = \"again\"\n");
+    let msg = refused(&text);
+    assert!(matches!(
+        Contract::from_toml(&text, "t"),
+        Err(ContractError::Syntax { .. })
+    ));
+    let line = text.lines().count() - 1;
+    assert!(msg.contains("T1"), "{msg}");
+    assert!(msg.contains(&format!("line {line}")), "{msg}");
+}
+
+#[test]
+fn timeout_below_headroom_rule_is_refused() {
+    let text = EMBEDDED_TOML.replacen("digitize_timeout_ms = 60000", "digitize_timeout_ms = 59999", 1);
+    let msg = refused(&text);
+    assert!(msg.contains("clauses.B1.value.digitize_timeout_ms"), "{msg}");
+    assert!(msg.contains("headroom"), "{msg}");
+    assert!(msg.contains(&format!("line {}", line_of(&text, "digitize_timeout_ms = 59999"))), "{msg}");
+}
+
+#[test]
+fn memory_cap_not_above_documented_peak_is_refused() {
+    let text = EMBEDDED_TOML.replacen("memory_cap_mb = 1024", "memory_cap_mb = 800", 1);
+    let msg = refused(&text);
+    assert!(msg.contains("clauses.B2.value.memory_cap_mb"), "{msg}");
+}
+
+#[test]
+fn unknown_source_and_unknown_field_are_refused() {
+    let text = EMBEDDED_TOML.replacen("doc = \"seed-003\", section = \"Decision\"", "doc = \"seed-999\", section = \"Decision\"", 1);
+    assert!(refused(&text).contains("clauses.R1.source.doc"));
+    let text = EMBEDDED_TOML.replacen("digitize_workers = 4,", "digitize_workerz = 4, digitize_workers = 4,", 1);
+    assert!(refused(&text).contains("digitize_workerz"));
+}
+
+#[test]
+fn an_error_code_without_status_is_refused() {
+    let start = EMBEDDED_TOML.find("code = \"empty_body\"").unwrap();
+    let text = EMBEDDED_TOML.replacen(&EMBEDDED_TOML[start..start + 19], "code = \"not_found\"", 1);
+    let msg = refused(&text);
+    assert!(msg.contains("`empty_body` must appear exactly once"), "{msg}");
+    assert!(msg.contains("`not_found` must appear exactly once"), "{msg}");
+}
+
+#[test]
+fn overrides_are_typed_and_named_in_errors() {
+    let base = Contract::embedded();
+    let (c, applied) = base
+        .with_overrides(|k| match k {
+            "WORKER_POOL_SIZE" => Some("2".into()),
+            "DIGITIZE_TIMEOUT_MS" => Some("2000".into()),
+            "LOG_STACK" => Some("0".into()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(c.clauses.t1.value.digitize_workers, 2);
+    assert_eq!(c.clauses.b1.value.digitize_timeout_ms, 2000);
+    assert!(!c.clauses.f3.value.stack);
+    assert_eq!(applied.len(), 3);
+
+    for (env, raw, expect) in [
+        ("WORKER_POOL_SIZE", "four", "WORKER_POOL_SIZE=four"),
+        ("WORKER_POOL_SIZE", "0", "digitize_workers"),
+        ("LOG_STACK", "maybe", "LOG_STACK=maybe"),
+        ("QUEUE_CAPACITY", "-1", "QUEUE_CAPACITY=-1"),
+    ] {
+        let err = base
+            .with_overrides(|k| (k == env).then(|| raw.to_owned()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expect), "{env}={raw}: {err}");
+    }
+}
+
+#[test]
+fn client_request_ids_follow_the_documented_rule() {
+    let f4 = &Contract::embedded().clauses.f4.value;
+    assert!(f4.accepts("build-42.step:7_a"));
+    assert!(!f4.accepts(""));
+    assert!(!f4.accepts("has space"));
+    assert!(!f4.accepts(&"x".repeat(129)));
+    assert_eq!(f4.pattern(), "^[A-Za-z0-9._:\\-]{1,128}$");
+}
+
+#[test]
+fn prose_placeholders_follow_the_values() {
+    let c = Contract::embedded();
+    let (scaled, _) = c
+        .with_overrides(|k| (k == "WORKER_POOL_SIZE").then(|| "7".to_owned()))
+        .unwrap();
+    let t1 = &scaled.clause_list()[0];
+    assert_eq!(scaled.text(t1, t1.statement), "At most 7 digitize jobs run at once (export: 4).");
+    let text = EMBEDDED_TOML.replacen("{digitize_workers} digitize jobs", "{digitize_workerz} digitize jobs", 1);
+    assert!(refused(&text).contains("clauses.T1.statement"));
+}

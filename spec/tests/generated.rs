@@ -1,0 +1,112 @@
+//! The checked-in generated files are exactly what the contract renders, and what they show is
+//! valid against the schemas they ship.
+
+use std::path::PathBuf;
+
+use plimsoll_spec::render::{self, example_problem};
+use plimsoll_spec::{Contract, ErrorCode};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn generated_files_are_fresh() {
+    let contract = Contract::from_file(&root().join("spec/contract.toml")).unwrap();
+    let stale = render::stale(&contract, &root());
+    assert!(
+        stale.is_empty(),
+        "stale generated files: {stale:?}\nregenerate with `cargo run -p plimsoll-conformance -- docs` and commit them"
+    );
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    let c = Contract::embedded();
+    assert_eq!(render::outputs(c), render::outputs(c));
+}
+
+#[test]
+fn changing_a_value_changes_docs_and_openapi() {
+    let (scaled, _) = Contract::embedded()
+        .with_overrides(|k| (k == "WORKER_POOL_SIZE").then(|| "6".to_owned()))
+        .unwrap();
+    let before = render::outputs(Contract::embedded());
+    let after = render::outputs(&scaled);
+    let changed: Vec<_> = before
+        .iter()
+        .zip(&after)
+        .filter(|(a, b)| a.contents != b.contents)
+        .map(|(a, _)| a.path)
+        .collect();
+    assert_eq!(changed, ["docs/concurrency.md", "spec/openapi.json"]);
+    assert!(after[0].contents.contains("At most 6 digitize jobs"));
+}
+
+fn problem_validator() -> jsonschema::Validator {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("spec/schemas/problem.schema.json")).unwrap(),
+    )
+    .unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+#[test]
+fn problem_schema_validates_the_example_bodies_in_the_docs() {
+    let validator = problem_validator();
+    let md = std::fs::read_to_string(root().join("docs/concurrency.md")).unwrap();
+    let mut bodies = 0;
+    for block in md.split("```http\n").skip(1) {
+        let block = block.split("```").next().unwrap();
+        let json = &block[block.find('{').unwrap()..];
+        let body: serde_json::Value = serde_json::from_str(json).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&body).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{body}: {errors:?}");
+        bodies += 1;
+    }
+    // Every code that belongs to a clause is shown once in its clause's section.
+    assert_eq!(bodies, ErrorCode::ALL.len());
+}
+
+#[test]
+fn problem_schema_allows_unknown_members_and_requires_the_seed_members() {
+    let validator = problem_validator();
+    let mut body = serde_json::to_value(example_problem(Contract::embedded(), ErrorCode::StageFailed)).unwrap();
+    body["vendor_detail"] = "kept".into();
+    assert!(validator.is_valid(&body));
+    for member in ["request_id", "code", "status", "error"] {
+        let mut broken = body.clone();
+        broken.as_object_mut().unwrap().remove(member);
+        assert!(!validator.is_valid(&broken), "schema accepted a body without {member}");
+    }
+    body["code"] = "made_up".into();
+    assert!(!validator.is_valid(&body));
+}
+
+#[test]
+fn openapi_lists_every_documented_status_per_operation() {
+    let doc = render::openapi(Contract::embedded());
+    let statuses = |path: &str, method: &str| -> Vec<String> {
+        doc["paths"][path][method]["responses"].as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(statuses("/v1/digitize", "post"), ["200", "400", "408", "503", "504"]);
+    assert_eq!(statuses("/v1/export", "post"), ["200", "400", "408", "503", "504"]);
+    let r503 = &doc["paths"]["/v1/digitize"]["post"]["responses"]["503"];
+    assert!(r503["headers"]["Retry-After"].is_object());
+    assert_eq!(doc["paths"]["/v1/digitize"]["post"]["x-plimsoll"]["T1"]["workers"], 4);
+}
+
+#[test]
+fn example_bodies_snapshot() {
+    let c = Contract::embedded();
+    let all: Vec<_> = ErrorCode::ALL.iter().map(|&code| example_problem(c, code)).collect();
+    insta::assert_json_snapshot!(all);
+}
+
+#[test]
+fn summary_table_snapshot() {
+    let md = render::concurrency_md(Contract::embedded());
+    let start = md.find("## Summary").unwrap();
+    let end = md.find("## Throughput").unwrap();
+    insta::assert_snapshot!(&md[start..end]);
+}
