@@ -23,12 +23,15 @@ pub enum Command {
         #[arg(long)]
         root: Option<PathBuf>,
     },
+    /// Run the reference server (settings from the environment: WORKER_POOL_SIZE, ..., PLIMSOLL_TEST_HOOKS).
+    Serve(crate::serve::ServeArgs),
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Docs { check, root } => crate::docs::run(root, check),
+        Command::Serve(args) => crate::serve::run(args),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,90 @@
+//! `plimsoll serve`: the reference server as a process.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use plimsoll_server::{Config, LogSink, Server};
+
+/// Command-line settings that override the environment.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Port (default: the contract's `api.default_port`).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Relay workers (R1); same as RELAY_CONCURRENCY.
+    #[arg(long)]
+    pub relay_concurrency: Option<u32>,
+    /// Parent of per-request temp directories (default: $TMPDIR/plimsoll; env PLIMSOLL_TEMP_DIR).
+    #[arg(long)]
+    pub temp_dir: Option<PathBuf>,
+    /// Append JSON logs to this file instead of stdout (env PLIMSOLL_LOG_FILE).
+    #[arg(long)]
+    pub log_file: Option<PathBuf>,
+}
+
+pub fn run(args: ServeArgs) -> u8 {
+    let relay = args.relay_concurrency.map(|n| n.to_string());
+    let config = Config::from_lookup(|k| {
+        if k == "RELAY_CONCURRENCY" && relay.is_some() {
+            return relay.clone();
+        }
+        std::env::var(k).ok()
+    });
+    let mut config = match config {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("plimsoll serve: {e}");
+            return 2;
+        }
+    };
+    if let Some(dir) = args.temp_dir {
+        config.temp_root = dir;
+    }
+    if let Some(path) = args.log_file {
+        config.log = LogSink::File(path);
+    }
+    let port = args.port.unwrap_or(config.contract.api.default_port);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("plimsoll serve: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, port)).await?;
+        eprintln!("plimsoll serve: listening on http://{}", listener.local_addr()?);
+        Server::new(config)?.serve(listener, shutdown_signal()).await
+    });
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("plimsoll serve: {e}");
+            2
+        }
+    }
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,342 @@
+//! Admission control (T1–T3): a bounded pool of worker slots with a bounded queue in front of
+//! it. A request either gets a slot now, waits in the queue for one, or is refused at once with
+//! the Retry-After the estimator computes. Slots are [`Permit`]s, released on drop, so a job gives
+//! its slot back exactly when its worker stops, whatever the exit path.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use tokio::sync::oneshot;
+
+use crate::metrics::{Metrics, PoolLabel};
+use crate::retry_after::RetryAfterEstimator;
+
+/// Which waiter gets a freed slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discipline {
+    /// First come, first served (the contract's T2).
+    Fifo,
+    /// Newest first (a broken variant for the self-test).
+    Lifo,
+}
+
+/// Sizing and behaviour of one pool.
+#[derive(Debug, Clone)]
+pub struct PoolSpec {
+    pub name: &'static str,
+    pub workers: usize,
+    pub queue_capacity: usize,
+    pub discipline: Discipline,
+    /// Retry-After never exceeds this (the pool's timeout, in seconds).
+    pub max_retry_after_s: u64,
+    pub window_samples: usize,
+    pub min_retry_after_s: u64,
+    pub empty_retry_after_s: u64,
+}
+
+/// The pool is full: answer 503 now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    pub retry_after_s: u64,
+}
+
+struct Waiter {
+    id: u64,
+    arrived: Instant,
+    tx: oneshot::Sender<Permit>,
+}
+
+struct State {
+    busy: usize,
+    queue: VecDeque<Waiter>,
+    /// Refusals whose queue-wait sample is still open: it closes when the next slot frees.
+    refused_since: Vec<Instant>,
+    estimator: RetryAfterEstimator,
+    next_id: u64,
+}
+
+/// A pool of worker slots.
+pub struct Pool {
+    spec: PoolSpec,
+    state: Mutex<State>,
+    busy: Gauge,
+    depth: Gauge,
+    wait: Histogram,
+}
+
+impl Pool {
+    pub fn new(spec: PoolSpec, metrics: &Metrics) -> Arc<Pool> {
+        let label = PoolLabel {
+            pool: spec.name.to_owned(),
+        };
+        metrics
+            .workers_limit
+            .get_or_create(&label)
+            .set(i64::try_from(spec.workers).unwrap_or(i64::MAX));
+        Arc::new(Pool {
+            state: Mutex::new(State {
+                busy: 0,
+                queue: VecDeque::new(),
+                refused_since: Vec::new(),
+                estimator: RetryAfterEstimator::new(
+                    spec.window_samples,
+                    spec.min_retry_after_s,
+                    spec.empty_retry_after_s,
+                ),
+                next_id: 0,
+            }),
+            busy: metrics.workers_busy.get_or_create(&label).clone(),
+            depth: metrics.queue_depth.get_or_create(&label).clone(),
+            wait: metrics.queue_wait.get_or_create(&label).clone(),
+            spec,
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.spec.name
+    }
+
+    pub fn spec(&self) -> &PoolSpec {
+        &self.spec
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic never happens while the lock is held; recover the data regardless.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// (busy, queued) right now.
+    pub fn load(&self) -> (usize, usize) {
+        let st = self.lock();
+        (st.busy, st.queue.len())
+    }
+
+    /// Takes a slot: at once if one is free and nobody is waiting, after waiting in the queue if
+    /// there is room, otherwise refused immediately. Dropping the returned future while queued
+    /// (client gone) leaves the queue.
+    pub async fn acquire(self: &Arc<Self>) -> Result<Permit, Refused> {
+        let arrived = Instant::now();
+        let (id, rx) = {
+            let mut st = self.lock();
+            if st.busy < self.spec.workers && st.queue.is_empty() {
+                st.busy += 1;
+                st.estimator.record(Duration::ZERO);
+                self.wait.observe(0.0);
+                self.publish(&st);
+                return Ok(Permit::new(self.clone()));
+            }
+            if st.queue.len() >= self.spec.queue_capacity {
+                st.refused_since.push(arrived);
+                return Err(Refused {
+                    retry_after_s: st.estimator.retry_after_seconds(self.spec.max_retry_after_s),
+                });
+            }
+            let (tx, rx) = oneshot::channel();
+            let id = st.next_id;
+            st.next_id += 1;
+            st.queue.push_back(Waiter { id, arrived, tx });
+            self.publish(&st);
+            (id, rx)
+        };
+        let _leave = LeaveQueue { pool: self, id };
+        match rx.await {
+            Ok(permit) => Ok(permit),
+            // Only possible if the waiter was removed without a permit, which release never does.
+            Err(_) => Err(Refused {
+                retry_after_s: self.spec.min_retry_after_s,
+            }),
+        }
+    }
+
+    /// Waits until a slot is free (used only by the `refusal-waits` broken variant).
+    pub async fn wait_for_free_slot(&self) {
+        loop {
+            if self.load().0 < self.spec.workers {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn release(self: &Arc<Self>) {
+        let mut st = self.lock();
+        let now = Instant::now();
+        let refusals: Vec<Instant> = st.refused_since.drain(..).collect();
+        for refused in refusals {
+            st.estimator.record(now - refused);
+        }
+        loop {
+            let next = match self.spec.discipline {
+                Discipline::Fifo => st.queue.pop_front(),
+                Discipline::Lifo => st.queue.pop_back(),
+            };
+            let Some(waiter) = next else {
+                st.busy -= 1;
+                break;
+            };
+            let wait = now - waiter.arrived;
+            match waiter.tx.send(Permit::new(self.clone())) {
+                Ok(()) => {
+                    st.estimator.record(wait);
+                    self.wait.observe(wait.as_secs_f64());
+                    break;
+                }
+                // The waiter's future is being dropped; hand the slot to the next one.
+                Err(mut orphan) => orphan.armed = false,
+            }
+        }
+        self.publish(&st);
+    }
+
+    fn publish(&self, st: &State) {
+        self.busy.set(i64::try_from(st.busy).unwrap_or(i64::MAX));
+        self.depth.set(i64::try_from(st.queue.len()).unwrap_or(i64::MAX));
+    }
+}
+
+/// Removes a waiter whose request went away before it got a slot.
+struct LeaveQueue<'a> {
+    pool: &'a Arc<Pool>,
+    id: u64,
+}
+
+impl Drop for LeaveQueue<'_> {
+    fn drop(&mut self) {
+        let mut st = self.pool.lock();
+        st.queue.retain(|w| w.id != self.id);
+        self.pool.publish(&st);
+    }
+}
+
+/// One worker slot; the slot is released when the permit drops.
+pub struct Permit {
+    pool: Arc<Pool>,
+    armed: bool,
+    granted: Instant,
+}
+
+impl Permit {
+    fn new(pool: Arc<Pool>) -> Permit {
+        Permit {
+            pool,
+            armed: true,
+            granted: Instant::now(),
+        }
+    }
+
+    /// When the slot was granted (the job's start, for Server-Timing).
+    pub fn granted(&self) -> Instant {
+        self.granted
+    }
+
+    /// Never gives the slot back (the `leak-slot-on-cancel` broken variant).
+    pub fn leak(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if self.armed {
+            self.pool.release();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(workers: usize, queue: usize, discipline: Discipline) -> Arc<Pool> {
+        let contract = plimsoll_spec::Contract::embedded();
+        Pool::new(
+            PoolSpec {
+                name: "test",
+                workers,
+                queue_capacity: queue,
+                discipline,
+                max_retry_after_s: 60,
+                window_samples: 64,
+                min_retry_after_s: 1,
+                empty_retry_after_s: 1,
+            },
+            &Metrics::new(contract),
+        )
+    }
+
+    #[tokio::test]
+    async fn refuses_beyond_workers_plus_queue_and_reuses_released_slots() {
+        let p = pool(2, 0, Discipline::Fifo);
+        let a = p.acquire().await.unwrap();
+        let _b = p.acquire().await.unwrap();
+        assert!(p.acquire().await.is_err());
+        drop(a);
+        assert_eq!(p.load(), (1, 0));
+        assert!(p.acquire().await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn queue_is_served_in_the_discipline_order() {
+        for (discipline, expected) in [(Discipline::Fifo, vec![0, 1, 2]), (Discipline::Lifo, vec![2, 1, 0])] {
+            let p = pool(1, 3, discipline);
+            let first = p.acquire().await.unwrap();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let mut tasks = Vec::new();
+            for i in 0..3 {
+                let p = p.clone();
+                let tx = tx.clone();
+                tasks.push(tokio::spawn(async move {
+                    let permit = p.acquire().await.unwrap();
+                    tx.send(i).unwrap();
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    drop(permit);
+                }));
+                while p.load().1 < i + 1 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            drop(first);
+            for t in tasks {
+                t.await.unwrap();
+            }
+            let order: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+            assert_eq!(order, expected, "{discipline:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_waiter_leaves_the_queue_and_loses_nothing() {
+        let p = pool(1, 1, Discipline::Fifo);
+        let held = p.acquire().await.unwrap();
+        let waiting = tokio::spawn({
+            let p = p.clone();
+            async move { p.acquire().await.map(|_| ()) }
+        });
+        while p.load().1 == 0 {
+            tokio::task::yield_now().await;
+        }
+        waiting.abort();
+        let _ = waiting.await;
+        assert_eq!(p.load(), (1, 0));
+        drop(held);
+        assert_eq!(p.load(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn refusal_samples_close_when_a_slot_frees() {
+        let p = pool(1, 0, Discipline::Fifo);
+        let held = p.acquire().await.unwrap();
+        // Window so far: [0] (the immediate admission) → 1 s.
+        for _ in 0..3 {
+            assert_eq!(p.acquire().await.unwrap_err().retry_after_s, 1);
+        }
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        drop(held);
+        // The three refusals waited ~1.1 s for that slot: [0, 1.1, 1.1, 1.1] → p50 1.1 s → 2 s.
+        let _held = p.acquire().await.unwrap();
+        assert_eq!(p.acquire().await.unwrap_err().retry_after_s, 2);
+    }
+}

@@ -1,0 +1,123 @@
+//! Server settings: the effective contract (defaults from `spec/contract.toml`, then the
+//! environment overrides `plimsoll-spec` parses) plus the few operational knobs that are not
+//! part of the contract.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use plimsoll_spec::{Applied, Contract, OverrideError};
+
+use crate::mutant::Mutant;
+
+/// Where the structured log goes.
+#[derive(Debug, Clone)]
+pub enum LogSink {
+    Stdout,
+    /// Appended to; the conformance suite reads it with `--server-log`.
+    File(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The contract with this deployment's overrides applied.
+    pub contract: Contract,
+    /// The overrides that were applied, for `/v1/contract` readers and the startup log.
+    pub overrides: Vec<Applied>,
+    /// `PLIMSOLL_TEST_HOOKS=1`: honour `X-Plimsoll-Hook`.
+    pub hooks_enabled: bool,
+    /// Parent of the per-request temp directories.
+    pub temp_root: PathBuf,
+    pub log: LogSink,
+    /// On shutdown, in-flight jobs get this long to finish before they are cancelled.
+    pub drain_timeout: Duration,
+    /// A deliberately broken piece, for the conformance suite's self-test only.
+    pub(crate) mutant: Option<Mutant>,
+}
+
+/// Why the server refuses to start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Override(#[from] OverrideError),
+    #[error("{name}={value}: {message}")]
+    Setting {
+        name: &'static str,
+        value: String,
+        message: &'static str,
+    },
+}
+
+impl Config {
+    /// The contract's defaults with no overrides, hooks off, temp files under the system temp dir.
+    pub fn new(contract: Contract) -> Config {
+        Config {
+            contract,
+            overrides: Vec::new(),
+            hooks_enabled: false,
+            temp_root: std::env::temp_dir().join("plimsoll"),
+            log: LogSink::Stdout,
+            drain_timeout: Duration::from_secs(10),
+            mutant: None,
+        }
+    }
+
+    /// Reads the contract overrides and operational settings from `lookup` (normally the
+    /// process environment).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let (contract, overrides) = Contract::embedded().with_overrides(&lookup)?;
+        let mut config = Config::new(contract);
+        config.overrides = overrides;
+        if let Some(value) = lookup("PLIMSOLL_TEST_HOOKS") {
+            config.hooks_enabled = match value.trim() {
+                "1" | "true" => true,
+                "0" | "false" | "" => false,
+                _ => {
+                    return Err(ConfigError::Setting {
+                        name: "PLIMSOLL_TEST_HOOKS",
+                        value,
+                        message: "expected 1 or 0",
+                    });
+                }
+            };
+        }
+        if let Some(dir) = lookup("PLIMSOLL_TEMP_DIR") {
+            config.temp_root = PathBuf::from(dir);
+        }
+        if let Some(path) = lookup("PLIMSOLL_LOG_FILE") {
+            config.log = LogSink::File(PathBuf::from(path));
+        }
+        if let Some(value) = lookup("PLIMSOLL_DRAIN_TIMEOUT_MS") {
+            let ms = value.trim().parse::<u64>().map_err(|_| ConfigError::Setting {
+                name: "PLIMSOLL_DRAIN_TIMEOUT_MS",
+                value: value.clone(),
+                message: "expected milliseconds",
+            })?;
+            config.drain_timeout = Duration::from_millis(ms);
+        }
+        #[cfg(feature = "mutants")]
+        if let Some(name) = lookup("PLIMSOLL_MUTANT") {
+            config.mutant = Some(name.parse().map_err(|_| ConfigError::Setting {
+                name: "PLIMSOLL_MUTANT",
+                value: name.clone(),
+                message: "unknown mutant",
+            })?);
+        }
+        Ok(config)
+    }
+
+    /// [`Config::from_lookup`] over the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Swaps in a broken piece (self-test builds only).
+    #[cfg(feature = "mutants")]
+    pub fn with_mutant(mut self, mutant: Mutant) -> Config {
+        self.mutant = Some(mutant);
+        self
+    }
+
+    pub(crate) fn is(&self, mutant: Mutant) -> bool {
+        self.mutant == Some(mutant)
+    }
+}

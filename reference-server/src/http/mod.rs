@@ -1,0 +1,83 @@
+//! The HTTP surface: routes, the request-id and access-log middleware, and error responses.
+
+mod info;
+mod pipeline;
+mod problem;
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use tracing::instrument::WithSubscriber;
+
+use crate::mutant::Mutant;
+use crate::state::AppState;
+
+pub use problem::error_response;
+
+/// The request's id (F4), set by the middleware before any handler runs.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// The router of a server.
+pub fn router(state: AppState) -> Router {
+    let api = &state.config.contract.api;
+    Router::new()
+        .route(&api.digitize.path, post(pipeline::digitize))
+        .route(&api.export.path, post(pipeline::export))
+        .route(&api.contract.path, get(info::contract))
+        .route(&api.metrics.path, get(info::metrics))
+        .route(&api.healthz.path, get(info::healthz))
+        .fallback(info::not_found)
+        // Bodies are limited per endpoint by the handlers, with the contract's codes.
+        .layer(DefaultBodyLimit::disable())
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+/// F4 and F3: assigns the request id (keeping a well-formed client one), runs the request under
+/// this server's log, writes one access line, and stamps `X-Request-Id` on the response.
+async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let header = header_name(&state.config.contract.observability.request_id_header);
+    let f4 = &state.config.contract.clauses.f4.value;
+    let id = request
+        .headers()
+        .get(&header)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| f4.accepts(v))
+        .map(str::to_owned)
+        .unwrap_or_else(|| state.new_request_id());
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let header_value = HeaderValue::from_str(&id).ok();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let dispatch = state.dispatch.clone();
+    let mut response = async move {
+        let response = next.run(request).await;
+        tracing::info!(
+            request_id = %id,
+            method = %method,
+            path = %path,
+            status = response.status().as_u16(),
+            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "request"
+        );
+        response
+    }
+    .with_subscriber(dispatch)
+    .await;
+    if let Some(value) = header_value.filter(|_| !state.config.is(Mutant::NoRequestId)) {
+        response.headers_mut().insert(header, value);
+    }
+    response
+}
+
+/// A header name the contract spells (validated as a token when the contract is written).
+pub(crate) fn header_name(name: &str) -> HeaderName {
+    HeaderName::try_from(name).unwrap_or_else(|_| HeaderName::from_static("x-plimsoll-invalid-header-name"))
+}

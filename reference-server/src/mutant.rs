@@ -1,0 +1,97 @@
+//! Deliberately broken variants of single pieces of the server. They exist so the conformance
+//! suite can prove each of its checks fails against a server that breaks that clause. A mutant is
+//! only selectable in builds with the `mutants` feature (tests); production builds never set one.
+
+/// One broken piece each. The name is what `PLIMSOLL_MUTANT` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    /// T1: admission lets everything run.
+    NoAdmissionLimit,
+    /// T1: one slot more than the contract says.
+    LimitPlusOne,
+    /// T2: the queue serves the newest waiter first.
+    Lifo,
+    /// T3: 503 without Retry-After.
+    NoRetryAfter,
+    /// T3: `Retry-After: 0`.
+    RetryAfterZero,
+    /// T3: Retry-After as an HTTP-date.
+    RetryAfterHttpDate,
+    /// T3: a refusal waits for a slot to free before answering.
+    RefusalWaits,
+    /// B1: the deadline is ignored (late 200).
+    IgnoreTimeout,
+    /// B1: a timeout is answered 500.
+    TimeoutAs500,
+    /// B2: the memory cap is not enforced.
+    IgnoreMemoryCap,
+    /// B3: client disconnects are not propagated to the job.
+    IgnoreDisconnect,
+    /// F1: temp files survive a failed job.
+    LeakTempFiles,
+    /// F1: `failed_stage` names the next stage.
+    WrongFailedStage,
+    /// F1: `completed_stages` is empty.
+    WrongCompletedStages,
+    /// F2: a malformed image is answered 500.
+    MalformedAs500,
+    /// F4: no `X-Request-Id`.
+    NoRequestId,
+    /// F3: error logs are plain text.
+    PlainTextLogs,
+    /// Load: a cancelled job never gives its slot back.
+    LeakSlotOnCancel,
+}
+
+impl Mutant {
+    pub const ALL: [Mutant; 18] = [
+        Mutant::NoAdmissionLimit,
+        Mutant::LimitPlusOne,
+        Mutant::Lifo,
+        Mutant::NoRetryAfter,
+        Mutant::RetryAfterZero,
+        Mutant::RetryAfterHttpDate,
+        Mutant::RefusalWaits,
+        Mutant::IgnoreTimeout,
+        Mutant::TimeoutAs500,
+        Mutant::IgnoreMemoryCap,
+        Mutant::IgnoreDisconnect,
+        Mutant::LeakTempFiles,
+        Mutant::WrongFailedStage,
+        Mutant::WrongCompletedStages,
+        Mutant::MalformedAs500,
+        Mutant::NoRequestId,
+        Mutant::PlainTextLogs,
+        Mutant::LeakSlotOnCancel,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::NoAdmissionLimit => "no-admission-limit",
+            Mutant::LimitPlusOne => "limit-plus-one",
+            Mutant::Lifo => "lifo",
+            Mutant::NoRetryAfter => "no-retry-after",
+            Mutant::RetryAfterZero => "retry-after-zero",
+            Mutant::RetryAfterHttpDate => "retry-after-http-date",
+            Mutant::RefusalWaits => "refusal-waits",
+            Mutant::IgnoreTimeout => "ignore-timeout",
+            Mutant::TimeoutAs500 => "timeout-as-500",
+            Mutant::IgnoreMemoryCap => "ignore-memory-cap",
+            Mutant::IgnoreDisconnect => "ignore-disconnect",
+            Mutant::LeakTempFiles => "leak-temp-files",
+            Mutant::WrongFailedStage => "wrong-failed-stage",
+            Mutant::WrongCompletedStages => "wrong-completed-stages",
+            Mutant::MalformedAs500 => "malformed-as-500",
+            Mutant::NoRequestId => "no-request-id",
+            Mutant::PlainTextLogs => "plain-text-logs",
+            Mutant::LeakSlotOnCancel => "leak-slot-on-cancel",
+        }
+    }
+}
+
+impl std::str::FromStr for Mutant {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mutant::ALL.into_iter().find(|m| m.name() == s).ok_or(())
+    }
+}

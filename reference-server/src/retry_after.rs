@@ -1,0 +1,96 @@
+//! The Retry-After estimator (T3): the p50 of the last N queue-wait samples, in whole seconds.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// A sliding window of queue-wait samples.
+#[derive(Debug, Clone)]
+pub struct RetryAfterEstimator {
+    window: VecDeque<Duration>,
+    capacity: usize,
+    min_seconds: u64,
+    empty_seconds: u64,
+}
+
+impl RetryAfterEstimator {
+    pub fn new(capacity: usize, min_seconds: u64, empty_seconds: u64) -> Self {
+        RetryAfterEstimator {
+            window: VecDeque::with_capacity(capacity),
+            capacity: capacity.max(1),
+            min_seconds,
+            empty_seconds,
+        }
+    }
+
+    /// Adds one queue wait; the oldest falls out once the window is full.
+    pub fn record(&mut self, wait: Duration) {
+        if self.window.len() == self.capacity {
+            self.window.pop_front();
+        }
+        self.window.push_back(wait);
+    }
+
+    /// The advertised delay: the nearest-rank median of the window, rounded up to whole
+    /// seconds, at least `min_seconds`, at most `max_seconds` (the pool's timeout); an empty
+    /// window answers `empty_seconds`.
+    pub fn retry_after_seconds(&self, max_seconds: u64) -> u64 {
+        if self.window.is_empty() {
+            return self.empty_seconds.clamp(self.min_seconds, max_seconds.max(self.min_seconds));
+        }
+        let mut sorted: Vec<Duration> = self.window.iter().copied().collect();
+        sorted.sort_unstable();
+        let rank = sorted.len().div_ceil(2);
+        let p50 = sorted[rank - 1];
+        let seconds = p50.as_secs() + u64::from(p50.subsec_nanos() > 0);
+        seconds.clamp(self.min_seconds, max_seconds.max(self.min_seconds))
+    }
+
+    pub fn len(&self) -> usize {
+        self.window.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.window.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn empty_window_answers_the_empty_value() {
+        assert_eq!(RetryAfterEstimator::new(64, 1, 1).retry_after_seconds(60), 1);
+    }
+
+    #[test]
+    fn median_is_rounded_up_and_clamped() {
+        let mut e = RetryAfterEstimator::new(64, 1, 1);
+        for v in [100, 2500, 2600, 9000, 10] {
+            e.record(ms(v));
+        }
+        // sorted: 10, 100, 2500, 2600, 9000 → median 2500 ms → 3 s
+        assert_eq!(e.retry_after_seconds(60), 3);
+        assert_eq!(e.retry_after_seconds(2), 2);
+        let mut zero = RetryAfterEstimator::new(64, 1, 1);
+        zero.record(Duration::ZERO);
+        assert_eq!(zero.retry_after_seconds(60), 1);
+    }
+
+    #[test]
+    fn window_forgets_old_samples() {
+        let mut e = RetryAfterEstimator::new(4, 1, 1);
+        for _ in 0..4 {
+            e.record(ms(30_000));
+        }
+        for _ in 0..4 {
+            e.record(ms(1_200));
+        }
+        assert_eq!(e.len(), 4);
+        assert_eq!(e.retry_after_seconds(60), 2);
+    }
+}

@@ -1,0 +1,130 @@
+//! Running a server: start-up housekeeping, serving, and a draining shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::mutant::Mutant;
+use crate::state::AppState;
+
+/// A configured server, ready to serve.
+pub struct Server {
+    state: AppState,
+}
+
+impl Server {
+    /// Prepares the temp root (removing job directories a crash left behind, and logging them)
+    /// and the log sink.
+    pub fn new(config: Config) -> std::io::Result<Server> {
+        crate::job::install_panic_hook();
+        std::fs::create_dir_all(&config.temp_root)?;
+        let dispatch = crate::logging::dispatch(&config.log, config.is(Mutant::PlainTextLogs))?;
+        let removed = crate::temp::remove_stale(&config.temp_root);
+        tracing::dispatcher::with_default(&dispatch, || {
+            if !removed.is_empty() {
+                tracing::warn!(removed = ?removed, temp_root = %config.temp_root.display(), "removed stale job directories");
+            }
+            for o in &config.overrides {
+                tracing::info!(env = %o.env, clause = %o.clause, field = %o.field, value = %o.to, "contract override");
+            }
+        });
+        Ok(Server {
+            state: AppState::new(config, dispatch),
+        })
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting, lets in-flight requests finish
+    /// for up to the drain timeout, cancels what is left, and waits for it to stop.
+    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let state = self.state;
+        let addr = listener.local_addr()?;
+        let drain = state.config.drain_timeout;
+        let stop_within = Duration::from_millis(state.config.contract.clauses.b3.value.stop_within_ms);
+        tracing::dispatcher::with_default(&state.dispatch, || {
+            tracing::info!(%addr, hooks = state.config.hooks_enabled, "plimsoll-server listening");
+        });
+        let stopping = CancellationToken::new();
+        let app = crate::http::router(state.clone());
+        let serve = axum::serve(listener, app).with_graceful_shutdown({
+            let stopping = stopping.clone();
+            async move {
+                shutdown.await;
+                stopping.cancel();
+            }
+        });
+        let mut serve = std::pin::pin!(serve.into_future());
+        tokio::select! {
+            result = &mut serve => return result,
+            () = stopping.cancelled() => {}
+        }
+        let drained = tokio::time::timeout(drain, &mut serve).await;
+        let result = match drained {
+            Ok(result) => result,
+            Err(_) => {
+                // Drain time is up: cancel every job; each stops at its next checkpoint.
+                state.shutdown.cancel();
+                match tokio::time::timeout(stop_within * 2, &mut serve).await {
+                    Ok(result) => result,
+                    Err(_) => Ok(()),
+                }
+            }
+        };
+        // Workers release their slots after removing their temp dirs; wait for the pools.
+        let deadline = tokio::time::Instant::now() + stop_within * 2;
+        while (state.digitize.load().0 > 0 || state.export.load().0 > 0) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let removed = crate::temp::remove_stale(&state.config.temp_root);
+        tracing::dispatcher::with_default(&state.dispatch, || {
+            tracing::info!(leftover_removed = removed.len(), "plimsoll-server stopped");
+        });
+        result
+    }
+
+    /// Serves on a background task; for tests and the embedded checker.
+    pub fn spawn(self, listener: TcpListener) -> std::io::Result<RunningServer> {
+        let addr = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        let state = self.state.clone();
+        let join = tokio::spawn(self.serve(listener, stop.clone().cancelled_owned()));
+        Ok(RunningServer { addr, stop, join, state })
+    }
+}
+
+/// A server serving on a background task.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+    join: tokio::task::JoinHandle<std::io::Result<()>>,
+    state: AppState,
+}
+
+impl RunningServer {
+    /// Binds `127.0.0.1:0` and serves `config`.
+    pub async fn start(config: Config) -> std::io::Result<RunningServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Server::new(config)?.spawn(listener)
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Graceful shutdown (drain, then cancel).
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        self.stop.cancel();
+        self.join.await.unwrap_or(Ok(()))
+    }
+}
