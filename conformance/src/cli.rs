@@ -6,7 +6,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "plimsoll", version, about = "A machine-readable concurrency contract, its reference server and its conformance suite")]
+#[command(
+    name = "plimsoll",
+    version,
+    about = "A machine-readable concurrency contract, its reference server and its conformance suite"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -16,7 +16,10 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
 pub fn run(root: Option<PathBuf>, check: bool) -> u8 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let Some(root) = root.or_else(|| find_root(&cwd)) else {
-        eprintln!("plimsoll docs: no spec/contract.toml in {} or above; pass --root", cwd.display());
+        eprintln!(
+            "plimsoll docs: no spec/contract.toml in {} or above; pass --root",
+            cwd.display()
+        );
         return 2;
     };
     let contract = match Contract::from_file(&root.join("spec/contract.toml")) {
@@ -35,7 +38,10 @@ pub fn run(root: Option<PathBuf>, check: bool) -> u8 {
         for path in &stale {
             eprintln!("stale: {path}");
         }
-        eprintln!("plimsoll docs: {} generated file(s) are stale; run `cargo run -p plimsoll-conformance -- docs`", stale.len());
+        eprintln!(
+            "plimsoll docs: {} generated file(s) are stale; run `cargo run -p plimsoll-conformance -- docs`",
+            stale.len()
+        );
         return 1;
     }
     match render::write_all(&contract, &root) {

@@ -47,7 +47,10 @@ pub fn run(args: ServeArgs) -> u8 {
         config.log = LogSink::File(path);
     }
     let port = args.port.unwrap_or(config.contract.api.default_port);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("plimsoll serve: cannot start the runtime: {e}");
@@ -56,8 +59,13 @@ pub fn run(args: ServeArgs) -> u8 {
     };
     let result = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, port)).await?;
-        eprintln!("plimsoll serve: listening on http://{}", listener.local_addr()?);
-        Server::new(config)?.serve(listener, shutdown_signal()).await
+        eprintln!(
+            "plimsoll serve: listening on http://{}",
+            listener.local_addr()?
+        );
+        Server::new(config)?
+            .serve(listener, shutdown_signal())
+            .await
     });
     match result {
         Ok(()) => 0,
@@ -73,13 +81,14 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

@@ -76,6 +76,7 @@ impl Pool {
             .workers_limit
             .get_or_create(&label)
             .set(i64::try_from(spec.workers).unwrap_or(i64::MAX));
+        metrics.register_pool(spec.name);
         Arc::new(Pool {
             state: Mutex::new(State {
                 busy: 0,
@@ -131,7 +132,9 @@ impl Pool {
             if st.queue.len() >= self.spec.queue_capacity {
                 st.refused_since.push(arrived);
                 return Err(Refused {
-                    retry_after_s: st.estimator.retry_after_seconds(self.spec.max_retry_after_s),
+                    retry_after_s: st
+                        .estimator
+                        .retry_after_seconds(self.spec.max_retry_after_s),
                 });
             }
             let (tx, rx) = oneshot::channel();
@@ -193,7 +196,8 @@ impl Pool {
 
     fn publish(&self, st: &State) {
         self.busy.set(i64::try_from(st.busy).unwrap_or(i64::MAX));
-        self.depth.set(i64::try_from(st.queue.len()).unwrap_or(i64::MAX));
+        self.depth
+            .set(i64::try_from(st.queue.len()).unwrap_or(i64::MAX));
     }
 }
 
@@ -280,7 +284,10 @@ mod tests {
 
     #[tokio::test]
     async fn queue_is_served_in_the_discipline_order() {
-        for (discipline, expected) in [(Discipline::Fifo, vec![0, 1, 2]), (Discipline::Lifo, vec![2, 1, 0])] {
+        for (discipline, expected) in [
+            (Discipline::Fifo, vec![0, 1, 2]),
+            (Discipline::Lifo, vec![2, 1, 0]),
+        ] {
             let p = pool(1, 3, discipline);
             let first = p.acquire().await.unwrap();
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

@@ -87,11 +87,14 @@ impl Config {
             config.log = LogSink::File(PathBuf::from(path));
         }
         if let Some(value) = lookup("PLIMSOLL_DRAIN_TIMEOUT_MS") {
-            let ms = value.trim().parse::<u64>().map_err(|_| ConfigError::Setting {
-                name: "PLIMSOLL_DRAIN_TIMEOUT_MS",
-                value: value.clone(),
-                message: "expected milliseconds",
-            })?;
+            let ms = value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| ConfigError::Setting {
+                    name: "PLIMSOLL_DRAIN_TIMEOUT_MS",
+                    value: value.clone(),
+                    message: "expected milliseconds",
+                })?;
             config.drain_timeout = Duration::from_millis(ms);
         }
         #[cfg(feature = "mutants")]

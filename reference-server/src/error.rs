@@ -30,7 +30,12 @@ pub enum ErrorKind {
 }
 
 impl ApiError {
-    pub fn rejected(request_id: &str, pool: &'static str, code: ErrorCode, detail: impl Into<String>) -> ApiError {
+    pub fn rejected(
+        request_id: &str,
+        pool: &'static str,
+        code: ErrorCode,
+        detail: impl Into<String>,
+    ) -> ApiError {
         ApiError {
             request_id: request_id.to_owned(),
             pool,
@@ -67,14 +72,21 @@ impl ApiError {
     /// What went wrong, for `detail`, `error` and the log.
     pub fn detail(&self) -> String {
         match &self.kind {
-            ErrorKind::Rejected { detail, .. } | ErrorKind::Overloaded { detail, .. } => detail.clone(),
+            ErrorKind::Rejected { detail, .. } | ErrorKind::Overloaded { detail, .. } => {
+                detail.clone()
+            }
             ErrorKind::Timeout {
                 failed_stage,
                 timeout_ms,
                 ..
-            } => format!("{} exceeded its {timeout_ms} ms timeout during {failed_stage}", self.pool),
+            } => format!(
+                "{} exceeded its {timeout_ms} ms timeout during {failed_stage}",
+                self.pool
+            ),
             ErrorKind::Job(e) => match &e.kind {
-                JobErrorKind::Cancelled => "the server is shutting down; the job was cancelled".to_owned(),
+                JobErrorKind::Cancelled => {
+                    "the server is shutting down; the job was cancelled".to_owned()
+                }
                 JobErrorKind::Panicked { message, .. } => {
                     format!("{} panicked: {message}", e.failed_stage)
                 }

@@ -15,7 +15,13 @@ pub fn dispatch(sink: &LogSink, plain_text: bool) -> std::io::Result<Dispatch> {
         .with_ansi(false)
         .with_target(false);
     let dispatch = match (sink, plain_text) {
-        (LogSink::Stdout, false) => Dispatch::new(builder.json().flatten_event(true).with_writer(std::io::stdout).finish()),
+        (LogSink::Stdout, false) => Dispatch::new(
+            builder
+                .json()
+                .flatten_event(true)
+                .with_writer(std::io::stdout)
+                .finish(),
+        ),
         (LogSink::Stdout, true) => Dispatch::new(builder.with_writer(std::io::stdout).finish()),
         (LogSink::File(path), plain) => {
             let file = OpenOptions::new().create(true).append(true).open(path)?;
@@ -23,7 +29,13 @@ pub fn dispatch(sink: &LogSink, plain_text: bool) -> std::io::Result<Dispatch> {
             if plain {
                 Dispatch::new(builder.with_writer(writer).finish())
             } else {
-                Dispatch::new(builder.json().flatten_event(true).with_writer(writer).finish())
+                Dispatch::new(
+                    builder
+                        .json()
+                        .flatten_event(true)
+                        .with_writer(writer)
+                        .finish(),
+                )
             }
         }
     };

@@ -24,6 +24,17 @@ fn wait_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
+/// The `outcome` label values of `plimsoll_requests_total`.
+pub const OUTCOMES: &[&str] = &[
+    "ok",
+    "overloaded",
+    "timeout",
+    "memory_cap_exceeded",
+    "stage_failed",
+    "invalid",
+    "cancelled",
+];
+
 /// Every metric of the server.
 pub struct Metrics {
     registry: Registry,
@@ -60,14 +71,56 @@ impl Metrics {
         };
         let r = &mut m.registry;
         // Counters are registered without `_total`: the exposition appends it.
-        r.register("plimsoll_workers_busy", help("plimsoll_workers_busy"), m.workers_busy.clone());
-        r.register("plimsoll_workers_limit", help("plimsoll_workers_limit"), m.workers_limit.clone());
-        r.register("plimsoll_queue_depth", help("plimsoll_queue_depth"), m.queue_depth.clone());
-        r.register("plimsoll_queue_wait_seconds", help("plimsoll_queue_wait_seconds"), m.queue_wait.clone());
-        r.register("plimsoll_requests", help("plimsoll_requests"), m.requests.clone());
-        r.register("plimsoll_cancellations", help("plimsoll_cancellations"), m.cancellations.clone());
-        r.register("plimsoll_temp_files", help("plimsoll_temp_files"), m.temp_files.clone());
+        r.register(
+            "plimsoll_workers_busy",
+            help("plimsoll_workers_busy"),
+            m.workers_busy.clone(),
+        );
+        r.register(
+            "plimsoll_workers_limit",
+            help("plimsoll_workers_limit"),
+            m.workers_limit.clone(),
+        );
+        r.register(
+            "plimsoll_queue_depth",
+            help("plimsoll_queue_depth"),
+            m.queue_depth.clone(),
+        );
+        r.register(
+            "plimsoll_queue_wait_seconds",
+            help("plimsoll_queue_wait_seconds"),
+            m.queue_wait.clone(),
+        );
+        r.register(
+            "plimsoll_requests",
+            help("plimsoll_requests"),
+            m.requests.clone(),
+        );
+        r.register(
+            "plimsoll_cancellations",
+            help("plimsoll_cancellations"),
+            m.cancellations.clone(),
+        );
+        r.register(
+            "plimsoll_temp_files",
+            help("plimsoll_temp_files"),
+            m.temp_files.clone(),
+        );
         m
+    }
+
+    /// Creates every series of a pool at zero, so dashboards and the checker see them before
+    /// the first event.
+    pub fn register_pool(&self, pool: &str) {
+        self.cancellations.get_or_create(&PoolLabel {
+            pool: pool.to_owned(),
+        });
+        for outcome in OUTCOMES {
+            self.requests.get_or_create(&OutcomeLabels {
+                pool: pool.to_owned(),
+                outcome: (*outcome).to_owned(),
+            });
+        }
     }
 
     /// Counts one finished request.
@@ -83,8 +136,8 @@ impl Metrics {
     /// Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String");
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String");
         out
     }
 }
-

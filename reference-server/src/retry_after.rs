@@ -35,7 +35,9 @@ impl RetryAfterEstimator {
     /// window answers `empty_seconds`.
     pub fn retry_after_seconds(&self, max_seconds: u64) -> u64 {
         if self.window.is_empty() {
-            return self.empty_seconds.clamp(self.min_seconds, max_seconds.max(self.min_seconds));
+            return self
+                .empty_seconds
+                .clamp(self.min_seconds, max_seconds.max(self.min_seconds));
         }
         let mut sorted: Vec<Duration> = self.window.iter().copied().collect();
         sorted.sort_unstable();
@@ -64,7 +66,10 @@ mod tests {
 
     #[test]
     fn empty_window_answers_the_empty_value() {
-        assert_eq!(RetryAfterEstimator::new(64, 1, 1).retry_after_seconds(60), 1);
+        assert_eq!(
+            RetryAfterEstimator::new(64, 1, 1).retry_after_seconds(60),
+            1
+        );
     }
 
     #[test]

@@ -43,11 +43,16 @@ impl Server {
 
     /// Serves until `shutdown` completes, then stops accepting, lets in-flight requests finish
     /// for up to the drain timeout, cancels what is left, and waits for it to stop.
-    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let state = self.state;
         let addr = listener.local_addr()?;
         let drain = state.config.drain_timeout;
-        let stop_within = Duration::from_millis(state.config.contract.clauses.b3.value.stop_within_ms);
+        let stop_within =
+            Duration::from_millis(state.config.contract.clauses.b3.value.stop_within_ms);
         tracing::dispatcher::with_default(&state.dispatch, || {
             tracing::info!(%addr, hooks = state.config.hooks_enabled, "plimsoll-server listening");
         });
@@ -79,7 +84,9 @@ impl Server {
         };
         // Workers release their slots after removing their temp dirs; wait for the pools.
         let deadline = tokio::time::Instant::now() + stop_within * 2;
-        while (state.digitize.load().0 > 0 || state.export.load().0 > 0) && tokio::time::Instant::now() < deadline {
+        while (state.digitize.load().0 > 0 || state.export.load().0 > 0)
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let removed = crate::temp::remove_stale(&state.config.temp_root);
@@ -95,7 +102,12 @@ impl Server {
         let stop = CancellationToken::new();
         let state = self.state.clone();
         let join = tokio::spawn(self.serve(listener, stop.clone().cancelled_owned()));
-        Ok(RunningServer { addr, stop, join, state })
+        Ok(RunningServer {
+            addr,
+            stop,
+            join,
+            state,
+        })
     }
 }
 

@@ -78,7 +78,9 @@ impl AppState {
             c.t2.value.export_queue_capacity,
             c.b1.value.export_timeout_ms,
         );
-        let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let started = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         AppState(Arc::new(Inner {
             metrics,
             digitize,

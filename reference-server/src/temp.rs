@@ -28,7 +28,9 @@ pub fn remove_stale(root: &Path) -> Vec<String> {
             } else {
                 std::fs::remove_file(&path)
             };
-            removed.ok().map(|()| e.file_name().to_string_lossy().into_owned())
+            removed
+                .ok()
+                .map(|()| e.file_name().to_string_lossy().into_owned())
         })
         .collect()
 }

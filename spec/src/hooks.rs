@@ -55,7 +55,9 @@ fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
     };
     match name.trim() {
         "hold" => {
-            let (s, ms) = arg.split_once(':').ok_or_else(|| err("expected hold=STAGE:MS"))?;
+            let (s, ms) = arg
+                .split_once(':')
+                .ok_or_else(|| err("expected hold=STAGE:MS"))?;
             Ok(HookDirective::Hold {
                 stage: stage(s)?,
                 ms: number(ms)?,
@@ -64,7 +66,9 @@ fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
         "fail" => Ok(HookDirective::Fail { stage: stage(arg)? }),
         "panic" => Ok(HookDirective::Panic { stage: stage(arg)? }),
         "alloc" => Ok(HookDirective::Alloc { mb: number(arg)? }),
-        _ => Err(err("unknown directive; expected hold, fail, panic or alloc")),
+        _ => Err(err(
+            "unknown directive; expected hold, fail, panic or alloc",
+        )),
     }
 }
 
@@ -93,9 +97,16 @@ mod tests {
         assert_eq!(
             parsed,
             vec![
-                HookDirective::Hold { stage: Stage::Fill, ms: 250 },
-                HookDirective::Fail { stage: Stage::Segment },
-                HookDirective::Panic { stage: Stage::Decode },
+                HookDirective::Hold {
+                    stage: Stage::Fill,
+                    ms: 250
+                },
+                HookDirective::Fail {
+                    stage: Stage::Segment
+                },
+                HookDirective::Panic {
+                    stage: Stage::Decode
+                },
                 HookDirective::Alloc { mb: 2048 },
             ]
         );
@@ -104,7 +115,13 @@ mod tests {
 
     #[test]
     fn refuses_bad_directives_with_the_offending_text() {
-        for bad in ["hold=fill", "fail=nowhere", "alloc=-1", "explode=now", "hold"] {
+        for bad in [
+            "hold=fill",
+            "fail=nowhere",
+            "alloc=-1",
+            "explode=now",
+            "hold",
+        ] {
             let e = parse_hooks(bad).unwrap_err();
             assert_eq!(e.directive, bad);
         }

@@ -102,8 +102,16 @@ impl Contract {
         let mut out = self.effective_violations();
         let b1 = &self.clauses.b1.value;
         for (field, timeout, reference) in [
-            ("digitize_timeout_ms", b1.digitize_timeout_ms, b1.reference_digitize_ms),
-            ("export_timeout_ms", b1.export_timeout_ms, b1.reference_export_ms),
+            (
+                "digitize_timeout_ms",
+                b1.digitize_timeout_ms,
+                b1.reference_digitize_ms,
+            ),
+            (
+                "export_timeout_ms",
+                b1.export_timeout_ms,
+                b1.reference_export_ms,
+            ),
         ] {
             let needed = b1.headroom_factor.saturating_mul(reference);
             if timeout < needed {
@@ -161,13 +169,19 @@ impl Contract {
             }
             for o in clause.overrides {
                 if !envs.insert(o.env.clone()) {
-                    out.push(violation(&at("overrides"), format!("`{}` overrides two fields", o.env)));
+                    out.push(violation(
+                        &at("overrides"),
+                        format!("`{}` overrides two fields", o.env),
+                    ));
                 }
                 match clause.value.get(&o.field) {
                     Some(v) if !v.is_object() && !v.is_array() => {}
                     _ => out.push(violation(
                         &at("overrides"),
-                        format!("`{}` names `{}`, which is not a scalar field of value", o.env, o.field),
+                        format!(
+                            "`{}` names `{}`, which is not a scalar field of value",
+                            o.env, o.field
+                        ),
                     )),
                 }
             }
@@ -176,65 +190,182 @@ impl Contract {
         let c = &self.clauses;
         let mut range = |field: &str, value: u64, min: u64, max: u64| {
             if value < min || value > max {
-                out.push(violation(field, format!("{value} is out of range {min}..={max}")));
+                out.push(violation(
+                    field,
+                    format!("{value} is out of range {min}..={max}"),
+                ));
             }
         };
-        range("clauses.T1.value.digitize_workers", c.t1.value.digitize_workers.into(), 1, 1024);
-        range("clauses.T1.value.export_workers", c.t1.value.export_workers.into(), 1, 1024);
-        range("clauses.T2.value.digitize_queue_capacity", c.t2.value.digitize_queue_capacity.into(), 0, 100_000);
-        range("clauses.T2.value.export_queue_capacity", c.t2.value.export_queue_capacity.into(), 0, 100_000);
-        range("clauses.T3.value.window_samples", c.t3.value.window_samples.into(), 1, 100_000);
-        range("clauses.T3.value.min_seconds", c.t3.value.min_seconds, 1, 86_400);
-        range("clauses.B1.value.digitize_timeout_ms", c.b1.value.digitize_timeout_ms, 1, 86_400_000);
-        range("clauses.B1.value.export_timeout_ms", c.b1.value.export_timeout_ms, 1, 86_400_000);
-        range("clauses.B1.value.headroom_factor", c.b1.value.headroom_factor, 1, 1000);
-        range("clauses.B2.value.memory_cap_mb", c.b2.value.memory_cap_mb, 1, 1 << 20);
-        range("clauses.B3.value.stop_within_ms", c.b3.value.stop_within_ms, 1, 60_000);
-        range("clauses.B3.value.checkpoint_interval_ms", c.b3.value.checkpoint_interval_ms, 1, c.b3.value.stop_within_ms.saturating_sub(1).max(1));
-        range("clauses.R1.value.relay_concurrency", c.r1.value.relay_concurrency.into(), 1, 1024);
-        range("clauses.R4.value.overflow_factor", c.r4.value.overflow_factor.into(), 2, 100);
-        range("clauses.R5.value.max_frame_body_bytes", c.r5.value.max_frame_body_bytes, 64, 1 << 24);
+        range(
+            "clauses.T1.value.digitize_workers",
+            c.t1.value.digitize_workers.into(),
+            1,
+            1024,
+        );
+        range(
+            "clauses.T1.value.export_workers",
+            c.t1.value.export_workers.into(),
+            1,
+            1024,
+        );
+        range(
+            "clauses.T2.value.digitize_queue_capacity",
+            c.t2.value.digitize_queue_capacity.into(),
+            0,
+            100_000,
+        );
+        range(
+            "clauses.T2.value.export_queue_capacity",
+            c.t2.value.export_queue_capacity.into(),
+            0,
+            100_000,
+        );
+        range(
+            "clauses.T3.value.window_samples",
+            c.t3.value.window_samples.into(),
+            1,
+            100_000,
+        );
+        range(
+            "clauses.T3.value.min_seconds",
+            c.t3.value.min_seconds,
+            1,
+            86_400,
+        );
+        range(
+            "clauses.B1.value.digitize_timeout_ms",
+            c.b1.value.digitize_timeout_ms,
+            1,
+            86_400_000,
+        );
+        range(
+            "clauses.B1.value.export_timeout_ms",
+            c.b1.value.export_timeout_ms,
+            1,
+            86_400_000,
+        );
+        range(
+            "clauses.B1.value.headroom_factor",
+            c.b1.value.headroom_factor,
+            1,
+            1000,
+        );
+        range(
+            "clauses.B2.value.memory_cap_mb",
+            c.b2.value.memory_cap_mb,
+            1,
+            1 << 20,
+        );
+        range(
+            "clauses.B3.value.stop_within_ms",
+            c.b3.value.stop_within_ms,
+            1,
+            60_000,
+        );
+        range(
+            "clauses.B3.value.checkpoint_interval_ms",
+            c.b3.value.checkpoint_interval_ms,
+            1,
+            c.b3.value.stop_within_ms.saturating_sub(1).max(1),
+        );
+        range(
+            "clauses.R1.value.relay_concurrency",
+            c.r1.value.relay_concurrency.into(),
+            1,
+            1024,
+        );
+        range(
+            "clauses.R4.value.overflow_factor",
+            c.r4.value.overflow_factor.into(),
+            2,
+            100,
+        );
+        range(
+            "clauses.R5.value.max_frame_body_bytes",
+            c.r5.value.max_frame_body_bytes,
+            64,
+            1 << 24,
+        );
         range("tolerances.trials", self.tolerances.trials.into(), 1, 100);
-        range("api.digitize.max_pixels", self.api.digitize.max_pixels, 1, 1 << 32);
+        range(
+            "api.digitize.max_pixels",
+            self.api.digitize.max_pixels,
+            1,
+            1 << 32,
+        );
 
         for (name, p) in self.api.digitize.params.iter() {
             if !(p.min <= p.default && p.default <= p.max) {
                 out.push(violation(
                     &format!("api.digitize.params.{name}"),
-                    format!("needs min <= default <= max, got {} <= {} <= {}", p.min, p.default, p.max),
+                    format!(
+                        "needs min <= default <= max, got {} <= {} <= {}",
+                        p.min, p.default, p.max
+                    ),
                 ));
             }
         }
-        if !self.api.export.formats.contains(&self.api.export.default_format) {
-            out.push(violation("api.export.default_format", "is not one of `formats`".into()));
+        if !self
+            .api
+            .export
+            .formats
+            .contains(&self.api.export.default_format)
+        {
+            out.push(violation(
+                "api.export.default_format",
+                "is not one of `formats`".into(),
+            ));
         }
 
         for code in ErrorCode::ALL {
             let n = self.errors.iter().filter(|e| e.code == code).count();
             if n != 1 {
-                out.push(violation("errors", format!("code `{code}` must appear exactly once, found {n}")));
+                out.push(violation(
+                    "errors",
+                    format!("code `{code}` must appear exactly once, found {n}"),
+                ));
             }
         }
         let ids: Vec<&str> = self.clause_list().iter().map(|c| c.id).collect();
         for (i, e) in self.errors.iter().enumerate() {
             let at = |f: &str| format!("errors.{i}.{f}");
             if !(400..=599).contains(&e.status) {
-                out.push(violation(&at("status"), format!("{} is not an error status", e.status)));
+                out.push(violation(
+                    &at("status"),
+                    format!("{} is not an error status", e.status),
+                ));
             }
             if !ids.contains(&e.clause.as_str()) {
-                out.push(violation(&at("clause"), format!("`{}` is not a clause id", e.clause)));
+                out.push(violation(
+                    &at("clause"),
+                    format!("`{}` is not a clause id", e.clause),
+                ));
             }
             if e.retry_after && e.status != 503 {
-                out.push(violation(&at("retry_after"), "Retry-After is only sent with 503".into()));
+                out.push(violation(
+                    &at("retry_after"),
+                    "Retry-After is only sent with 503".into(),
+                ));
             }
         }
         for code in &c.f2.value.codes {
-            if self.errors.iter().find(|e| e.code == *code).is_none_or(|e| e.clause != "F2") {
-                out.push(violation("clauses.F2.value.codes", format!("`{code}` is not an F2 error in [[errors]]")));
+            if self
+                .errors
+                .iter()
+                .find(|e| e.code == *code)
+                .is_none_or(|e| e.clause != "F2")
+            {
+                out.push(violation(
+                    "clauses.F2.value.codes",
+                    format!("`{code}` is not an F2 error in [[errors]]"),
+                ));
             }
         }
 
-        for (name, stages) in [("digitize", &self.stages.digitize), ("export", &self.stages.export)] {
+        for (name, stages) in [
+            ("digitize", &self.stages.digitize),
+            ("export", &self.stages.export),
+        ] {
             let unique: std::collections::BTreeSet<_> = stages.iter().collect();
             if stages.is_empty() || unique.len() != stages.len() || stages.contains(&Stage::Queue) {
                 out.push(violation(
@@ -247,7 +378,10 @@ impl Contract {
         let mut names = std::collections::BTreeSet::new();
         for (i, m) in self.observability.metrics.iter().enumerate() {
             if !m.name.starts_with("plimsoll_") || !names.insert(&m.name) {
-                out.push(violation(&format!("observability.metrics.{i}.name"), format!("`{}` must be unique and start with plimsoll_", m.name)));
+                out.push(violation(
+                    &format!("observability.metrics.{i}.name"),
+                    format!("`{}` must be unique and start with plimsoll_", m.name),
+                ));
             }
         }
         out
@@ -352,7 +486,12 @@ impl Contract {
                 match clause.value.get(name) {
                     Some(serde_json::Value::String(s)) => s.clone(),
                     Some(v) if !v.is_object() && !v.is_array() => v.to_string(),
-                    _ => return Err(format!("placeholder `{{{name}}}` is not a scalar field of {}'s value", clause.id)),
+                    _ => {
+                        return Err(format!(
+                            "placeholder `{{{name}}}` is not a scalar field of {}'s value",
+                            clause.id
+                        ));
+                    }
                 }
             };
             out.push_str(&text);
@@ -364,7 +503,8 @@ impl Contract {
 
     /// [`Contract::expand`] for texts already validated.
     pub fn text(&self, clause: &ClauseRef<'_>, template: &str) -> String {
-        self.expand(clause, template).unwrap_or_else(|_| template.to_owned())
+        self.expand(clause, template)
+            .unwrap_or_else(|_| template.to_owned())
     }
 }
 
@@ -391,4 +531,3 @@ fn locate(text: &str, root: &DeTable<'_>, field: &str) -> Option<usize> {
     }
     best.map(|offset| text[..offset.min(text.len())].matches('\n').count() + 1)
 }
-

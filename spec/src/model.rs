@@ -247,7 +247,13 @@ impl RequestId {
         let extra: String = self
             .client_id_extra_chars
             .chars()
-            .map(|c| if c == '-' || c == ']' || c == '\\' { format!("\\{c}") } else { c.to_string() })
+            .map(|c| {
+                if c == '-' || c == ']' || c == '\\' {
+                    format!("\\{c}")
+                } else {
+                    c.to_string()
+                }
+            })
             .collect();
         format!("^[A-Za-z0-9{extra}]{{1,{}}}$", self.client_id_max_len)
     }

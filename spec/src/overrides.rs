@@ -85,11 +85,12 @@ impl Contract {
                 *slot = new;
             }
         }
-        let contract: Contract = serde_json::from_value(doc).map_err(|e| OverrideError::BadValue {
-            env: applied.last().map(|a| a.env.clone()).unwrap_or_default(),
-            raw: String::new(),
-            message: e.to_string(),
-        })?;
+        let contract: Contract =
+            serde_json::from_value(doc).map_err(|e| OverrideError::BadValue {
+                env: applied.last().map(|a| a.env.clone()).unwrap_or_default(),
+                raw: String::new(),
+                message: e.to_string(),
+            })?;
         let violations = contract.effective_violations();
         if !violations.is_empty() {
             return Err(OverrideError::Invalid(violations));

@@ -13,7 +13,9 @@ pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
 /// Every machine-readable error code. The HTTP status of each lives in `spec/contract.toml`
 /// (`[[errors]]`) and is looked up through [`crate::Contract::error`]; validation proves the
 /// two lists are the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     Overloaded,
@@ -91,7 +93,10 @@ impl std::str::FromStr for ErrorCode {
 /// An error body. Unknown members are allowed (the schema does not forbid them) so
 /// implementations may add their own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(title = "Problem", description = "RFC 9457 problem details with the Plimsoll members")]
+#[schemars(
+    title = "Problem",
+    description = "RFC 9457 problem details with the Plimsoll members"
+)]
 pub struct Problem {
     /// RFC 9457: a URI naming the problem type, `urn:plimsoll:error:{code}`.
     #[serde(rename = "type")]

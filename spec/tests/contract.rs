@@ -11,7 +11,10 @@ fn refused(text: &str) -> String {
 }
 
 fn line_of(text: &str, needle: &str) -> usize {
-    text.lines().position(|l| l.contains(needle)).expect("needle in contract") + 1
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in contract")
+        + 1
 }
 
 #[test]
@@ -69,11 +72,24 @@ fn duplicate_clause_id_is_refused_with_its_line() {
 
 #[test]
 fn timeout_below_headroom_rule_is_refused() {
-    let text = EMBEDDED_TOML.replacen("digitize_timeout_ms = 60000", "digitize_timeout_ms = 59999", 1);
+    let text = EMBEDDED_TOML.replacen(
+        "digitize_timeout_ms = 60000",
+        "digitize_timeout_ms = 59999",
+        1,
+    );
     let msg = refused(&text);
-    assert!(msg.contains("clauses.B1.value.digitize_timeout_ms"), "{msg}");
+    assert!(
+        msg.contains("clauses.B1.value.digitize_timeout_ms"),
+        "{msg}"
+    );
     assert!(msg.contains("headroom"), "{msg}");
-    assert!(msg.contains(&format!("line {}", line_of(&text, "digitize_timeout_ms = 59999"))), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "line {}",
+            line_of(&text, "digitize_timeout_ms = 59999")
+        )),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -85,9 +101,17 @@ fn memory_cap_not_above_documented_peak_is_refused() {
 
 #[test]
 fn unknown_source_and_unknown_field_are_refused() {
-    let text = EMBEDDED_TOML.replacen("doc = \"seed-003\", section = \"Decision\"", "doc = \"seed-999\", section = \"Decision\"", 1);
+    let text = EMBEDDED_TOML.replacen(
+        "doc = \"seed-003\", section = \"Decision\"",
+        "doc = \"seed-999\", section = \"Decision\"",
+        1,
+    );
     assert!(refused(&text).contains("clauses.R1.source.doc"));
-    let text = EMBEDDED_TOML.replacen("digitize_workers = 4,", "digitize_workerz = 4, digitize_workers = 4,", 1);
+    let text = EMBEDDED_TOML.replacen(
+        "digitize_workers = 4,",
+        "digitize_workerz = 4, digitize_workers = 4,",
+        1,
+    );
     assert!(refused(&text).contains("digitize_workerz"));
 }
 
@@ -96,8 +120,14 @@ fn an_error_code_without_status_is_refused() {
     let start = EMBEDDED_TOML.find("code = \"empty_body\"").unwrap();
     let text = EMBEDDED_TOML.replacen(&EMBEDDED_TOML[start..start + 19], "code = \"not_found\"", 1);
     let msg = refused(&text);
-    assert!(msg.contains("`empty_body` must appear exactly once"), "{msg}");
-    assert!(msg.contains("`not_found` must appear exactly once"), "{msg}");
+    assert!(
+        msg.contains("`empty_body` must appear exactly once"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`not_found` must appear exactly once"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -147,7 +177,14 @@ fn prose_placeholders_follow_the_values() {
         .with_overrides(|k| (k == "WORKER_POOL_SIZE").then(|| "7".to_owned()))
         .unwrap();
     let t1 = &scaled.clause_list()[0];
-    assert_eq!(scaled.text(t1, t1.statement), "At most 7 digitize jobs run at once (export: 4).");
-    let text = EMBEDDED_TOML.replacen("{digitize_workers} digitize jobs", "{digitize_workerz} digitize jobs", 1);
+    assert_eq!(
+        scaled.text(t1, t1.statement),
+        "At most 7 digitize jobs run at once (export: 4)."
+    );
+    let text = EMBEDDED_TOML.replacen(
+        "{digitize_workers} digitize jobs",
+        "{digitize_workerz} digitize jobs",
+        1,
+    );
     assert!(refused(&text).contains("clauses.T1.statement"));
 }

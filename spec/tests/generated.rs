@@ -60,7 +60,10 @@ fn problem_schema_validates_the_example_bodies_in_the_docs() {
         let block = block.split("```").next().unwrap();
         let json = &block[block.find('{').unwrap()..];
         let body: serde_json::Value = serde_json::from_str(json).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&body).map(|e| e.to_string()).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&body)
+            .map(|e| e.to_string())
+            .collect();
         assert!(errors.is_empty(), "{body}: {errors:?}");
         bodies += 1;
     }
@@ -71,13 +74,20 @@ fn problem_schema_validates_the_example_bodies_in_the_docs() {
 #[test]
 fn problem_schema_allows_unknown_members_and_requires_the_seed_members() {
     let validator = problem_validator();
-    let mut body = serde_json::to_value(example_problem(Contract::embedded(), ErrorCode::StageFailed)).unwrap();
+    let mut body = serde_json::to_value(example_problem(
+        Contract::embedded(),
+        ErrorCode::StageFailed,
+    ))
+    .unwrap();
     body["vendor_detail"] = "kept".into();
     assert!(validator.is_valid(&body));
     for member in ["request_id", "code", "status", "error"] {
         let mut broken = body.clone();
         broken.as_object_mut().unwrap().remove(member);
-        assert!(!validator.is_valid(&broken), "schema accepted a body without {member}");
+        assert!(
+            !validator.is_valid(&broken),
+            "schema accepted a body without {member}"
+        );
     }
     body["code"] = "made_up".into();
     assert!(!validator.is_valid(&body));
@@ -87,19 +97,36 @@ fn problem_schema_allows_unknown_members_and_requires_the_seed_members() {
 fn openapi_lists_every_documented_status_per_operation() {
     let doc = render::openapi(Contract::embedded());
     let statuses = |path: &str, method: &str| -> Vec<String> {
-        doc["paths"][path][method]["responses"].as_object().unwrap().keys().cloned().collect()
+        doc["paths"][path][method]["responses"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
     };
-    assert_eq!(statuses("/v1/digitize", "post"), ["200", "400", "408", "503", "504"]);
-    assert_eq!(statuses("/v1/export", "post"), ["200", "400", "408", "503", "504"]);
+    assert_eq!(
+        statuses("/v1/digitize", "post"),
+        ["200", "400", "408", "503", "504"]
+    );
+    assert_eq!(
+        statuses("/v1/export", "post"),
+        ["200", "400", "408", "503", "504"]
+    );
     let r503 = &doc["paths"]["/v1/digitize"]["post"]["responses"]["503"];
     assert!(r503["headers"]["Retry-After"].is_object());
-    assert_eq!(doc["paths"]["/v1/digitize"]["post"]["x-plimsoll"]["T1"]["workers"], 4);
+    assert_eq!(
+        doc["paths"]["/v1/digitize"]["post"]["x-plimsoll"]["T1"]["workers"],
+        4
+    );
 }
 
 #[test]
 fn example_bodies_snapshot() {
     let c = Contract::embedded();
-    let all: Vec<_> = ErrorCode::ALL.iter().map(|&code| example_problem(c, code)).collect();
+    let all: Vec<_> = ErrorCode::ALL
+        .iter()
+        .map(|&code| example_problem(c, code))
+        .collect();
     insta::assert_json_snapshot!(all);
 }
 

@@ -16,9 +16,15 @@ pub async fn contract(State(state): State<AppState>) -> Response {
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let temp = crate::temp::count(&state.config.temp_root);
-    state.metrics.temp_files.set(i64::try_from(temp).unwrap_or(i64::MAX));
+    state
+        .metrics
+        .temp_files
+        .set(i64::try_from(temp).unwrap_or(i64::MAX));
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         state.metrics.encode(),
     )
         .into_response()
@@ -28,7 +34,14 @@ pub async fn healthz() -> &'static str {
     "ok\n"
 }
 
-pub async fn not_found(State(state): State<AppState>, Extension(id): Extension<RequestId>, request: Request) -> Response {
+pub async fn not_found(
+    State(state): State<AppState>,
+    Extension(id): Extension<RequestId>,
+    request: Request,
+) -> Response {
     let detail = format!("no route for {} {}", request.method(), request.uri().path());
-    super::error_response(&state, ApiError::rejected(&id.0, "none", ErrorCode::NotFound, detail))
+    super::error_response(
+        &state,
+        ApiError::rejected(&id.0, "none", ErrorCode::NotFound, detail),
+    )
 }

@@ -79,5 +79,6 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
 
 /// A header name the contract spells (validated as a token when the contract is written).
 pub(crate) fn header_name(name: &str) -> HeaderName {
-    HeaderName::try_from(name).unwrap_or_else(|_| HeaderName::from_static("x-plimsoll-invalid-header-name"))
+    HeaderName::try_from(name)
+        .unwrap_or_else(|_| HeaderName::from_static("x-plimsoll-invalid-header-name"))
 }

@@ -39,9 +39,9 @@ pub async fn digitize(
         let p = &api.params;
         let value = |name: &str, param: &plimsoll_spec::model::Param| match query.get(name) {
             None => Ok(param.default),
-            Some(raw) => param
-                .parse(name, raw)
-                .map_err(|detail| ApiError::rejected(&id, "digitize", ErrorCode::InvalidParameter, detail)),
+            Some(raw) => param.parse(name, raw).map_err(|detail| {
+                ApiError::rejected(&id, "digitize", ErrorCode::InvalidParameter, detail)
+            }),
         };
         let params = DigitizeParams {
             width_mm: value("width_mm", &p.width_mm)?,
@@ -50,7 +50,10 @@ pub async fn digitize(
             max_stitch_mm: value("max_stitch_mm", &p.max_stitch_mm)?,
             max_pixels: api.max_pixels,
         };
-        if let Some(unknown) = query.keys().find(|k| !p.iter().iter().any(|(name, _)| name == k)) {
+        if let Some(unknown) = query
+            .keys()
+            .find(|k| !p.iter().iter().any(|(name, _)| name == k))
+        {
             return Err(ApiError::rejected(
                 &id,
                 "digitize",
@@ -59,7 +62,15 @@ pub async fn digitize(
             ));
         }
         content_type(&id, "digitize", &headers, &api.content_types)?;
-        let body = read_body(&state, &id, "digitize", &headers, body, api.max_upload_bytes).await?;
+        let body = read_body(
+            &state,
+            &id,
+            "digitize",
+            &headers,
+            body,
+            api.max_upload_bytes,
+        )
+        .await?;
         Ok((hooks, params, body))
     };
     let (hooks, params, body) = match prepared.await {
@@ -131,7 +142,10 @@ pub async fn export(
     match job.await {
         Ok((out, timing)) => {
             state.metrics.outcome("export", "ok");
-            let disposition = format!("attachment; filename=\"{}\"", safe_file_name(&out.file_name));
+            let disposition = format!(
+                "attachment; filename=\"{}\"",
+                safe_file_name(&out.file_name)
+            );
             let mut response = (
                 [
                     (header::CONTENT_TYPE, format.media_type().to_owned()),
@@ -153,11 +167,20 @@ fn safe_file_name(name: &str) -> String {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
         .collect();
-    if cleaned.is_empty() { "design".into() } else { cleaned }
+    if cleaned.is_empty() {
+        "design".into()
+    } else {
+        cleaned
+    }
 }
 
 /// The hook header: refused unless hooks are enabled, parsed by the contract's grammar.
-fn hooks(state: &AppState, id: &str, pool: &'static str, headers: &HeaderMap) -> Result<Vec<HookDirective>, ApiError> {
+fn hooks(
+    state: &AppState,
+    id: &str,
+    pool: &'static str,
+    headers: &HeaderMap,
+) -> Result<Vec<HookDirective>, ApiError> {
     let h = &state.config.contract.hooks;
     let Some(value) = headers.get(h.header.as_str()) else {
         return Ok(Vec::new());
@@ -167,25 +190,50 @@ fn hooks(state: &AppState, id: &str, pool: &'static str, headers: &HeaderMap) ->
             id,
             pool,
             h.disabled_code,
-            format!("{} is only honoured when the server runs with {}=1", h.header, h.env),
+            format!(
+                "{} is only honoured when the server runs with {}=1",
+                h.header, h.env
+            ),
         ));
     }
     let text = value.to_str().unwrap_or_default();
-    plimsoll_spec::parse_hooks(text).map_err(|e| ApiError::rejected(id, pool, ErrorCode::InvalidParameter, e.to_string()))
+    plimsoll_spec::parse_hooks(text)
+        .map_err(|e| ApiError::rejected(id, pool, ErrorCode::InvalidParameter, e.to_string()))
 }
 
-fn query_map(id: &str, pool: &'static str, query: Params) -> Result<HashMap<String, String>, ApiError> {
-    query
-        .map(|Query(q)| q)
-        .map_err(|e| ApiError::rejected(id, pool, ErrorCode::InvalidParameter, format!("bad query string: {e}")))
+fn query_map(
+    id: &str,
+    pool: &'static str,
+    query: Params,
+) -> Result<HashMap<String, String>, ApiError> {
+    query.map(|Query(q)| q).map_err(|e| {
+        ApiError::rejected(
+            id,
+            pool,
+            ErrorCode::InvalidParameter,
+            format!("bad query string: {e}"),
+        )
+    })
 }
 
 /// A present `Content-Type` must be one the endpoint takes (parameters such as `charset` aside).
-fn content_type(id: &str, pool: &'static str, headers: &HeaderMap, accepted: &[String]) -> Result<(), ApiError> {
+fn content_type(
+    id: &str,
+    pool: &'static str,
+    headers: &HeaderMap,
+    accepted: &[String],
+) -> Result<(), ApiError> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
     };
-    let media = value.to_str().unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
     if accepted.iter().any(|a| *a == media) {
         Ok(())
     } else {
@@ -193,7 +241,10 @@ fn content_type(id: &str, pool: &'static str, headers: &HeaderMap, accepted: &[S
             id,
             pool,
             ErrorCode::UnsupportedFormat,
-            format!("Content-Type `{media}` is not accepted; expected {}", accepted.join(" or ")),
+            format!(
+                "Content-Type `{media}` is not accepted; expected {}",
+                accepted.join(" or ")
+            ),
         ))
     }
 }
@@ -208,7 +259,12 @@ async fn read_body(
     limit: u64,
 ) -> Result<Bytes, ApiError> {
     let too_large = || {
-        ApiError::rejected(id, pool, ErrorCode::PayloadTooLarge, format!("the upload is larger than {limit} bytes"))
+        ApiError::rejected(
+            id,
+            pool,
+            ErrorCode::PayloadTooLarge,
+            format!("the upload is larger than {limit} bytes"),
+        )
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -219,27 +275,42 @@ async fn read_body(
     }
     let read_timeout = Duration::from_millis(state.config.contract.api.upload_read_timeout_ms);
     let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
-    let bytes = match tokio::time::timeout(read_timeout, axum::body::to_bytes(body, limit_usize)).await {
-        Err(_) => {
-            return Err(ApiError::rejected(
-                id,
-                pool,
-                ErrorCode::UploadTimeout,
-                format!("the request body did not arrive within {} ms", read_timeout.as_millis()),
-            ));
-        }
-        Ok(Err(e)) => {
-            let length_limit = std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-            return Err(if length_limit || e.to_string().contains("length limit") {
-                too_large()
-            } else {
-                ApiError::rejected(id, pool, ErrorCode::EmptyBody, format!("the body could not be read: {e}"))
-            });
-        }
-        Ok(Ok(bytes)) => bytes,
-    };
+    let bytes =
+        match tokio::time::timeout(read_timeout, axum::body::to_bytes(body, limit_usize)).await {
+            Err(_) => {
+                return Err(ApiError::rejected(
+                    id,
+                    pool,
+                    ErrorCode::UploadTimeout,
+                    format!(
+                        "the request body did not arrive within {} ms",
+                        read_timeout.as_millis()
+                    ),
+                ));
+            }
+            Ok(Err(e)) => {
+                let length_limit = std::error::Error::source(&e)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                return Err(if length_limit || e.to_string().contains("length limit") {
+                    too_large()
+                } else {
+                    ApiError::rejected(
+                        id,
+                        pool,
+                        ErrorCode::EmptyBody,
+                        format!("the body could not be read: {e}"),
+                    )
+                });
+            }
+            Ok(Ok(bytes)) => bytes,
+        };
     if bytes.is_empty() {
-        return Err(ApiError::rejected(id, pool, ErrorCode::EmptyBody, "the request body is empty"));
+        return Err(ApiError::rejected(
+            id,
+            pool,
+            ErrorCode::EmptyBody,
+            "the request body is empty",
+        ));
     }
     Ok(bytes)
 }
@@ -262,7 +333,9 @@ impl Timing {
             .collect::<Vec<_>>()
             .join(", ");
         if let Ok(v) = HeaderValue::from_str(&value) {
-            response.headers_mut().insert(super::header_name(&obs.server_timing_header), v);
+            response
+                .headers_mut()
+                .insert(super::header_name(&obs.server_timing_header), v);
         }
     }
 }
@@ -287,7 +360,9 @@ impl Drop for DisconnectGuard {
         self.state
             .metrics
             .cancellations
-            .get_or_create(&PoolLabel { pool: self.pool.to_owned() })
+            .get_or_create(&PoolLabel {
+                pool: self.pool.to_owned(),
+            })
             .inc();
         self.state.metrics.outcome(self.pool, "cancelled");
     }
@@ -355,16 +430,30 @@ where
 
     let job_config = JobConfig {
         cancel: token.clone(),
-        deadline: if config.is(Mutant::IgnoreTimeout) { admitted + Duration::from_secs(86_400) } else { deadline },
+        deadline: if config.is(Mutant::IgnoreTimeout) {
+            admitted + Duration::from_secs(86_400)
+        } else {
+            deadline
+        },
         memory_cap_bytes: if config.is(Mutant::IgnoreMemoryCap) {
             u64::MAX / 4
         } else {
-            config.contract.clauses.b2.value.memory_cap_mb.saturating_mul(1 << 20)
+            config
+                .contract
+                .clauses
+                .b2
+                .value
+                .memory_cap_mb
+                .saturating_mul(1 << 20)
         },
         temp_root: config.temp_root.clone(),
         hooks,
     };
-    let first_stage = if name == "export" { config.contract.stages.export[0] } else { config.contract.stages.digitize[0] };
+    let first_stage = if name == "export" {
+        config.contract.stages.export[0]
+    } else {
+        config.contract.stages.digitize[0]
+    };
     let ctx = JobContext::new(job_config).map_err(|e| {
         fail(ErrorKind::Job(JobError {
             kind: JobErrorKind::Failed {
@@ -376,14 +465,20 @@ where
         }))
     })?;
     let progress = ctx.progress();
-    let leak_temp = config.is(Mutant::LeakTempFiles).then(|| config.temp_root.clone());
+    let leak_temp = config
+        .is(Mutant::LeakTempFiles)
+        .then(|| config.temp_root.clone());
     let leak_slot = config.is(Mutant::LeakSlotOnCancel);
     let worker_token = token.clone();
     let handle = tokio::task::spawn_blocking(move || {
         let mut ctx = ctx;
         let result = work(&mut ctx);
         if let (Some(root), Err(_)) = (&leak_temp, &result) {
-            let _ = std::fs::create_dir_all(root.join(format!("{}leaked-{:?}", crate::temp::JOB_DIR_PREFIX, Instant::now())));
+            let _ = std::fs::create_dir_all(root.join(format!(
+                "{}leaked-{:?}",
+                crate::temp::JOB_DIR_PREFIX,
+                Instant::now()
+            )));
         }
         // The temp dir goes before the slot comes back.
         drop(ctx);
@@ -420,7 +515,9 @@ where
             completed_stages: progress.snapshot().1,
         }))),
         Ok(Ok(Ok(value))) => Ok((value, timing())),
-        Ok(Ok(Err(e))) if e.kind == JobErrorKind::DeadlineExceeded => Err(fail(timed_out(e.failed_stage, e.completed_stages))),
+        Ok(Ok(Err(e))) if e.kind == JobErrorKind::DeadlineExceeded => {
+            Err(fail(timed_out(e.failed_stage, e.completed_stages)))
+        }
         Ok(Ok(Err(e))) => Err(fail(ErrorKind::Job(e))),
     }
 }

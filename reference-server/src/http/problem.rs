@@ -79,7 +79,10 @@ pub fn error_response(state: &AppState, error: ApiError) -> Response {
     };
     let mut response = (status, axum::Json(body)).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_CONTENT_TYPE));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(PROBLEM_CONTENT_TYPE),
+    );
     if let ErrorKind::Overloaded { retry_after_s, .. } = error.kind {
         if spec.retry_after {
             let value = if config.is(Mutant::NoRetryAfter) {
@@ -92,7 +95,10 @@ pub fn error_response(state: &AppState, error: ApiError) -> Response {
                 Some(retry_after_s.to_string())
             };
             if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
-                headers.insert(super::header_name(&contract.clauses.t3.value.retry_after_header), v);
+                headers.insert(
+                    super::header_name(&contract.clauses.t3.value.retry_after_header),
+                    v,
+                );
             }
         }
     }

@@ -34,14 +34,23 @@ pub fn concurrency_md(contract: &Contract) -> String {
             "| [{id}](#{anchor}) | {} | {} | {} |",
             c.title,
             contract.text(c, c.statement).replace('|', "\\|"),
-            if envs.is_empty() { "—".to_owned() } else { envs.join(", ") },
+            if envs.is_empty() {
+                "—".to_owned()
+            } else {
+                envs.join(", ")
+            },
             id = c.id,
             anchor = anchor(c),
         );
     }
     md.push('\n');
 
-    for category in [Category::Throughput, Category::Bounds, Category::Failure, Category::Relay] {
+    for category in [
+        Category::Throughput,
+        Category::Bounds,
+        Category::Failure,
+        Category::Relay,
+    ] {
         let _ = writeln!(md, "## {}\n", category.title());
         for c in clauses.iter().filter(|c| c.category == category) {
             clause_section(&mut md, contract, c);
@@ -56,7 +65,10 @@ pub fn concurrency_md(contract: &Contract) -> String {
          ([schema](../spec/schemas/problem.schema.json); unknown members are allowed).\n",
         crate::PROBLEM_CONTENT_TYPE
     );
-    let _ = writeln!(md, "| code | status | clause | endpoints | Retry-After | meaning |");
+    let _ = writeln!(
+        md,
+        "| code | status | clause | endpoints | Retry-After | meaning |"
+    );
     let _ = writeln!(md, "|---|---|---|---|---|---|");
     for e in &contract.errors {
         let _ = writeln!(
@@ -65,7 +77,11 @@ pub fn concurrency_md(contract: &Contract) -> String {
             e.code,
             e.status,
             e.clause,
-            if e.applies_to.is_empty() { "any unknown path".to_owned() } else { e.applies_to.join(", ") },
+            if e.applies_to.is_empty() {
+                "any unknown path".to_owned()
+            } else {
+                e.applies_to.join(", ")
+            },
             if e.retry_after { "yes" } else { "no" },
             e.title
         );
@@ -76,9 +92,22 @@ pub fn concurrency_md(contract: &Contract) -> String {
     let _ = writeln!(md, "## Endpoints and limits\n");
     let _ = writeln!(md, "| endpoint | path | what |");
     let _ = writeln!(md, "|---|---|---|");
-    let _ = writeln!(md, "| digitize | `{} {}` | {} |", api.digitize.method, api.digitize.path, api.digitize.summary);
-    let _ = writeln!(md, "| export | `{} {}` | {} |", api.export.method, api.export.path, api.export.summary);
-    for (name, e) in [("relay", &api.relay), ("contract", &api.contract), ("metrics", &api.metrics), ("healthz", &api.healthz)] {
+    let _ = writeln!(
+        md,
+        "| digitize | `{} {}` | {} |",
+        api.digitize.method, api.digitize.path, api.digitize.summary
+    );
+    let _ = writeln!(
+        md,
+        "| export | `{} {}` | {} |",
+        api.export.method, api.export.path, api.export.summary
+    );
+    for (name, e) in [
+        ("relay", &api.relay),
+        ("contract", &api.contract),
+        ("metrics", &api.metrics),
+        ("healthz", &api.healthz),
+    ] {
         let _ = writeln!(md, "| {name} | `GET {}` | {} |", e.path, e.summary);
     }
     md.push('\n');
@@ -87,15 +116,28 @@ pub fn concurrency_md(contract: &Contract) -> String {
         "Digitize takes the image as the raw body ({}), at most {} bytes and {} pixels. \
          Export takes the design JSON, at most {} bytes, and writes {} (default `{}`). \
          Bodies are read before admission: a body slower than {} ms is answered `408 upload_timeout` and never holds a worker.\n",
-        api.digitize.content_types.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "),
+        api.digitize
+            .content_types
+            .iter()
+            .map(|t| format!("`{t}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
         api.digitize.max_upload_bytes,
         api.digitize.max_pixels,
         api.export.max_upload_bytes,
-        api.export.formats.iter().map(|f| format!("`{}`", f.as_str())).collect::<Vec<_>>().join(", "),
+        api.export
+            .formats
+            .iter()
+            .map(|f| format!("`{}`", f.as_str()))
+            .collect::<Vec<_>>()
+            .join(", "),
         api.export.default_format.as_str(),
         api.upload_read_timeout_ms,
     );
-    let _ = writeln!(md, "| digitize parameter | kind | min | max | default | unit | meaning |");
+    let _ = writeln!(
+        md,
+        "| digitize parameter | kind | min | max | default | unit | meaning |"
+    );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
     for (name, p) in api.digitize.params.iter() {
         let _ = writeln!(
@@ -105,9 +147,19 @@ pub fn concurrency_md(contract: &Contract) -> String {
         );
     }
     md.push('\n');
-    let stage_list = |s: &[crate::Stage]| s.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" → ");
-    let _ = writeln!(md, "Stages (the names in `failed_stage` and `completed_stages`): digitize {}; export {}. \
-        A request still waiting for a worker is in `queue`.\n", stage_list(&contract.stages.digitize), stage_list(&contract.stages.export));
+    let stage_list = |s: &[crate::Stage]| {
+        s.iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    };
+    let _ = writeln!(
+        md,
+        "Stages (the names in `failed_stage` and `completed_stages`): digitize {}; export {}. \
+        A request still waiting for a worker is in `queue`.\n",
+        stage_list(&contract.stages.digitize),
+        stage_list(&contract.stages.export)
+    );
 
     let obs = &contract.observability;
     let _ = writeln!(md, "## Observability\n");
@@ -117,13 +169,24 @@ pub fn concurrency_md(contract: &Contract) -> String {
          `GET {}` serves Prometheus text with:\n",
         obs.request_id_header,
         obs.server_timing_header,
-        obs.server_timing_metrics.iter().map(|m| format!("{m};dur=…")).collect::<Vec<_>>().join(", "),
+        obs.server_timing_metrics
+            .iter()
+            .map(|m| format!("{m};dur=…"))
+            .collect::<Vec<_>>()
+            .join(", "),
         api.metrics.path
     );
     let _ = writeln!(md, "| metric | type | labels | meaning |");
     let _ = writeln!(md, "|---|---|---|---|");
     for m in &obs.metrics {
-        let _ = writeln!(md, "| `{}` | {:?} | {} | {} |", m.name, m.kind, m.labels.join(", "), m.help);
+        let _ = writeln!(
+            md,
+            "| `{}` | {:?} | {} | {} |",
+            m.name,
+            m.kind,
+            m.labels.join(", "),
+            m.help
+        );
     }
     md.push('\n');
 
@@ -142,11 +205,31 @@ pub fn concurrency_md(contract: &Contract) -> String {
     let _ = writeln!(md, "## Tolerances of the conformance suite\n");
     let _ = writeln!(md, "| what | allowed |");
     let _ = writeln!(md, "|---|---|");
-    let _ = writeln!(md, "| refusal latency (503 `overloaded`) | ≤ {} ms |", t.refusal_latency_ms);
-    let _ = writeln!(md, "| 504 after the deadline | ≤ {} ms late, never early |", t.timeout_late_ms);
-    let _ = writeln!(md, "| Retry-After vs measured p50 queue wait | ± {} s |", t.retry_after_tracking_s);
-    let _ = writeln!(md, "| gauge sampling interval | {} ms |", t.metrics_poll_interval_ms);
-    let _ = writeln!(md, "| trials per timing check | {} (judged on the worst) |", t.trials);
+    let _ = writeln!(
+        md,
+        "| refusal latency (503 `overloaded`) | ≤ {} ms |",
+        t.refusal_latency_ms
+    );
+    let _ = writeln!(
+        md,
+        "| 504 after the deadline | ≤ {} ms late, never early |",
+        t.timeout_late_ms
+    );
+    let _ = writeln!(
+        md,
+        "| Retry-After vs measured p50 queue wait | ± {} s |",
+        t.retry_after_tracking_s
+    );
+    let _ = writeln!(
+        md,
+        "| gauge sampling interval | {} ms |",
+        t.metrics_poll_interval_ms
+    );
+    let _ = writeln!(
+        md,
+        "| trials per timing check | {} (judged on the worst) |",
+        t.trials
+    );
     md.push('\n');
 
     let _ = writeln!(md, "## Sources\n");
@@ -184,15 +267,31 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
                 serde_json::Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            let _ = writeln!(md, "| `{field}` | `{}` | {env} |", shown.replace('|', "\\|"));
+            let _ = writeln!(
+                md,
+                "| `{field}` | `{}` | {env} |",
+                shown.replace('|', "\\|")
+            );
         }
         md.push('\n');
     }
     let _ = writeln!(md, "**Rationale.** {}\n", contract.text(c, c.rationale));
-    let source = contract.sources.get(&c.source.doc).map(|s| s.title.as_str()).unwrap_or("?");
-    let _ = writeln!(md, "**Source.** `{}` — {}: {}.\n", c.source.doc, source, c.source.section);
+    let source = contract
+        .sources
+        .get(&c.source.doc)
+        .map(|s| s.title.as_str())
+        .unwrap_or("?");
+    let _ = writeln!(
+        md,
+        "**Source.** `{}` — {}: {}.\n",
+        c.source.doc, source, c.source.section
+    );
 
-    let errors: Vec<_> = contract.errors.iter().filter(|e| e.clause == c.id).collect();
+    let errors: Vec<_> = contract
+        .errors
+        .iter()
+        .filter(|e| e.clause == c.id)
+        .collect();
     if !errors.is_empty() {
         let _ = writeln!(md, "**HTTP shape.**\n");
         for e in errors {
@@ -201,9 +300,13 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
                 format!("{}: <id>", contract.observability.request_id_header),
             ];
             if e.retry_after {
-                headers.push(format!("{}: <delay-seconds>", contract.clauses.t3.value.retry_after_header));
+                headers.push(format!(
+                    "{}: <delay-seconds>",
+                    contract.clauses.t3.value.retry_after_header
+                ));
             }
-            let body = serde_json::to_string_pretty(&example_problem(contract, e.code)).expect("serializes");
+            let body = serde_json::to_string_pretty(&example_problem(contract, e.code))
+                .expect("serializes");
             let _ = writeln!(
                 md,
                 "`{}` {} — {}\n\n```http\nHTTP/1.1 {}\n{}\n\n{}\n```\n",
@@ -216,5 +319,10 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
             );
         }
     }
-    let _ = writeln!(md, "**How it is checked.** {} (`plimsoll check --only {}`)\n", contract.text(c, c.verification), c.id);
+    let _ = writeln!(
+        md,
+        "**How it is checked.** {} (`plimsoll check --only {}`)\n",
+        contract.text(c, c.verification),
+        c.id
+    );
 }

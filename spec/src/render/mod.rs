@@ -118,32 +118,63 @@ pub fn example_problem(contract: &Contract, code: ErrorCode) -> Problem {
             Some(digitize[..3].to_vec()),
         ),
         ErrorCode::UploadTimeout => (
-            format!("the request body did not arrive within {} ms", api.upload_read_timeout_ms),
+            format!(
+                "the request body did not arrive within {} ms",
+                api.upload_read_timeout_ms
+            ),
             None,
             None,
         ),
         ErrorCode::MemoryCapExceeded => (
-            format!("the image needs an estimated 1536 MB, over the {} MB cap", contract.clauses.b2.value.memory_cap_mb),
+            format!(
+                "the image needs an estimated 1536 MB, over the {} MB cap",
+                contract.clauses.b2.value.memory_cap_mb
+            ),
             Some(Stage::Decode),
             Some(vec![]),
         ),
-        ErrorCode::StageFailed => (format!("{} failed: region table overflow", digitize[2]), Some(digitize[2]), Some(digitize[..2].to_vec())),
-        ErrorCode::MalformedImage => ("the PNG data is truncated".into(), Some(Stage::Decode), Some(vec![])),
-        ErrorCode::UnsupportedFormat => ("expected PNG or JPEG, found GIF".into(), Some(Stage::Decode), Some(vec![])),
+        ErrorCode::StageFailed => (
+            format!("{} failed: region table overflow", digitize[2]),
+            Some(digitize[2]),
+            Some(digitize[..2].to_vec()),
+        ),
+        ErrorCode::MalformedImage => (
+            "the PNG data is truncated".into(),
+            Some(Stage::Decode),
+            Some(vec![]),
+        ),
+        ErrorCode::UnsupportedFormat => (
+            "expected PNG or JPEG, found GIF".into(),
+            Some(Stage::Decode),
+            Some(vec![]),
+        ),
         ErrorCode::PayloadTooLarge => (
-            format!("the upload is larger than {} bytes", api.digitize.max_upload_bytes),
+            format!(
+                "the upload is larger than {} bytes",
+                api.digitize.max_upload_bytes
+            ),
             None,
             None,
         ),
         ErrorCode::EmptyBody => ("the request body is empty".into(), None, None),
         ErrorCode::InvalidParameter => (
-            format!("`density_mm` must be between {} and {} mm, got 5", density.min, density.max),
+            format!(
+                "`density_mm` must be between {} and {} mm, got 5",
+                density.min, density.max
+            ),
             None,
             None,
         ),
-        ErrorCode::MalformedDesign => ("stitches[3].cmd: unknown variant `sew`".into(), Some(Stage::Parse), Some(vec![])),
+        ErrorCode::MalformedDesign => (
+            "stitches[3].cmd: unknown variant `sew`".into(),
+            Some(Stage::Parse),
+            Some(vec![]),
+        ),
         ErrorCode::HooksDisabled => (
-            format!("{} is only honoured when {}=1", contract.hooks.header, contract.hooks.env),
+            format!(
+                "{} is only honoured when {}=1",
+                contract.hooks.header, contract.hooks.env
+            ),
             None,
             None,
         ),

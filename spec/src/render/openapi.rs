@@ -3,11 +3,11 @@
 use serde_json::{Map, Value, json};
 
 use super::example_problem;
+use crate::Problem;
 use crate::design::Design;
 use crate::model::{Contract, ErrorSpec, ParamKind};
 use crate::problem::PROBLEM_CONTENT_TYPE;
 use crate::relay::{RelayRequest, RelayResponse};
-use crate::Problem;
 
 /// The OpenAPI 3.1 document of the contract's API.
 pub fn openapi(contract: &Contract) -> Value {
@@ -48,7 +48,11 @@ pub fn openapi(contract: &Contract) -> Value {
 
     let error_responses = |endpoint: &str| {
         let mut by_status: std::collections::BTreeMap<u16, Vec<&ErrorSpec>> = Default::default();
-        for e in contract.errors.iter().filter(|e| e.applies_to.iter().any(|a| a == endpoint)) {
+        for e in contract
+            .errors
+            .iter()
+            .filter(|e| e.applies_to.iter().any(|a| a == endpoint))
+        {
             by_status.entry(e.status).or_default().push(e);
         }
         let mut out = Map::new();
@@ -60,10 +64,16 @@ pub fn openapi(contract: &Contract) -> Value {
                     json!({ "summary": e.title, "value": example_problem(contract, e.code) }),
                 );
             }
-            let codes: Vec<String> = errors.iter().map(|e| format!("`{}` ({})", e.code, e.clause)).collect();
+            let codes: Vec<String> = errors
+                .iter()
+                .map(|e| format!("`{}` ({})", e.code, e.clause))
+                .collect();
             let mut headers = vec![];
             if errors.iter().any(|e| e.retry_after) {
-                headers.push((contract.clauses.t3.value.retry_after_header.as_str(), &retry_after));
+                headers.push((
+                    contract.clauses.t3.value.retry_after_header.as_str(),
+                    &retry_after,
+                ));
             }
             out.insert(
                 status.to_string(),
@@ -111,22 +121,23 @@ pub fn openapi(contract: &Contract) -> Value {
         .chain([hook_param.clone(), request_id_param.clone()])
         .collect();
 
-    let pool_ext = |pool: &str, workers: u32, queue: u32, timeout_ms: u64, stages: &[crate::Stage]| {
-        json!({
-            "pool": pool,
-            "T1": { "workers": workers },
-            "T2": { "order": c.t2.value.order, "queue_capacity": queue },
-            "T3": c.t3.value,
-            "B1": { "timeout_ms": timeout_ms },
-            "B2": c.b2.value,
-            "B3": c.b3.value,
-            "F1": c.f1.value,
-            "F2": c.f2.value,
-            "F3": c.f3.value,
-            "F4": c.f4.value,
-            "stages": stages
-        })
-    };
+    let pool_ext =
+        |pool: &str, workers: u32, queue: u32, timeout_ms: u64, stages: &[crate::Stage]| {
+            json!({
+                "pool": pool,
+                "T1": { "workers": workers },
+                "T2": { "order": c.t2.value.order, "queue_capacity": queue },
+                "T3": c.t3.value,
+                "B1": { "timeout_ms": timeout_ms },
+                "B2": c.b2.value,
+                "B3": c.b3.value,
+                "F1": c.f1.value,
+                "F2": c.f2.value,
+                "F3": c.f3.value,
+                "F4": c.f4.value,
+                "stages": stages
+            })
+        };
 
     let mut digitize_responses = error_responses("digitize");
     digitize_responses.insert(
@@ -140,7 +151,10 @@ pub fn openapi(contract: &Contract) -> Value {
     let mut export_responses = error_responses("export");
     let mut export_content = Map::new();
     for f in &api.export.formats {
-        export_content.insert(f.media_type().to_owned(), json!({ "schema": { "type": "string" } }));
+        export_content.insert(
+            f.media_type().to_owned(),
+            json!({ "schema": { "type": "string" } }),
+        );
     }
     export_responses.insert(
         "200".into(),
@@ -171,9 +185,7 @@ pub fn openapi(contract: &Contract) -> Value {
         .iter()
         .map(|m| json!({ "name": m.name, "type": m.kind, "labels": m.labels }))
         .collect();
-    let simple_ok = |description: &str, content: Value| {
-        json!({ "200": { "description": description, "headers": common_headers(&[]), "content": content } })
-    };
+    let simple_ok = |description: &str, content: Value| json!({ "200": { "description": description, "headers": common_headers(&[]), "content": content } });
 
     let mut paths = Map::new();
     paths.insert(
@@ -269,4 +281,3 @@ pub fn openapi(contract: &Contract) -> Value {
         }
     })
 }
-

@@ -1,0 +1,178 @@
+//! Shared helpers for the server's loopback tests.
+#![allow(dead_code)]
+
+use std::io::Cursor;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use plimsoll_server::{Config, LogSink, RunningServer};
+
+pub struct TestServer {
+    pub server: RunningServer,
+    pub temp: tempfile::TempDir,
+    pub log: PathBuf,
+    pub client: reqwest::Client,
+}
+
+impl TestServer {
+    /// A server on 127.0.0.1:0 with hooks on, its own temp root and log file, and `overrides`
+    /// applied as if they were environment variables.
+    pub async fn start(overrides: &[(&str, &str)]) -> TestServer {
+        Self::start_with(overrides, true, |c| c).await
+    }
+
+    pub async fn start_with(
+        overrides: &[(&str, &str)],
+        hooks: bool,
+        edit: impl FnOnce(Config) -> Config,
+    ) -> TestServer {
+        let temp = tempfile::tempdir().unwrap();
+        let log = temp.path().join("server.log");
+        let owned: Vec<(String, String)> = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut config =
+            Config::from_lookup(|k| owned.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+                .unwrap();
+        config.hooks_enabled = hooks;
+        config.temp_root = temp.path().join("jobs");
+        config.log = LogSink::File(log.clone());
+        let server = RunningServer::start(edit(config)).await.unwrap();
+        TestServer {
+            server,
+            temp,
+            log,
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.server.url(), path)
+    }
+
+    pub fn digitize(&self, png: &[u8], hook: Option<&str>) -> reqwest::RequestBuilder {
+        let mut r = self
+            .client
+            .post(self.url("/v1/digitize?width_mm=40"))
+            .header("content-type", "image/png")
+            .body(png.to_vec());
+        if let Some(h) = hook {
+            r = r.header("x-plimsoll-hook", h);
+        }
+        r
+    }
+
+    /// A sample of a metric, e.g. `metric("plimsoll_workers_busy", "digitize")`.
+    pub async fn metric(&self, name: &str, pool: &str) -> f64 {
+        let text = self
+            .client
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        metric_value(&text, name, pool).unwrap_or(0.0)
+    }
+
+    /// Polls a metric until `pred` holds; returns how long it took, or None after `limit`.
+    pub async fn wait_metric(
+        &self,
+        name: &str,
+        pool: &str,
+        limit: Duration,
+        pred: impl Fn(f64) -> bool,
+    ) -> Option<Duration> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if pred(self.metric(name, pool).await) {
+                return Some(start.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        None
+    }
+
+    pub fn temp_entries(&self) -> Vec<String> {
+        std::fs::read_dir(self.temp.path().join("jobs"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn log_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+pub fn metric_value(text: &str, name: &str, pool: &str) -> Option<f64> {
+    let prefix = format!("{name}{{");
+    text.lines()
+        .filter(|l| l.starts_with(&prefix) && l.contains(&format!("pool=\"{pool}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .reduce(|a, b| a + b)
+}
+
+/// A small flat-colour PNG: a blue disc and a red bar on white.
+pub fn png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        let (cx, cy) = (width as i64 / 3, height as i64 / 2);
+        let (dx, dy) = (x as i64 - cx, y as i64 - cy);
+        if dx * dx + dy * dy < (height as i64 / 3).pow(2) {
+            image::Rgb([20, 40, 200])
+        } else if x > width * 2 / 3 && y > height / 4 && y < height * 3 / 4 {
+            image::Rgb([220, 30, 30])
+        } else {
+            image::Rgb([255, 255, 255])
+        }
+    });
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+pub async fn problem(
+    response: reqwest::Response,
+) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.json().await.unwrap();
+    (status, headers, body)
+}
+
+/// A valid 8x8 PNG whose IHDR (with a correct CRC) claims `width` x `height` pixels.
+pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
+    let mut bytes = png(8, 8);
+    bytes[16..20].copy_from_slice(&width.to_be_bytes());
+    bytes[20..24].copy_from_slice(&height.to_be_bytes());
+    let crc = crc32(&bytes[12..29]);
+    bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
