@@ -27,6 +27,8 @@ pub enum Command {
         #[arg(long)]
         root: Option<PathBuf>,
     },
+    /// Check an implementation against the contract (default: the embedded reference server).
+    Check(crate::check::CheckArgs),
     /// Run the reference server (settings from the environment: WORKER_POOL_SIZE, ..., PLIMSOLL_TEST_HOOKS).
     Serve(crate::serve::ServeArgs),
 }
@@ -36,6 +38,7 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Docs { check, root } => crate::docs::run(root, check),
         Command::Serve(args) => crate::serve::run(args),
+        Command::Check(args) => crate::check::run(args),
     };
     ExitCode::from(code)
 }

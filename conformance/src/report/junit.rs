@@ -1,0 +1,104 @@
+//! `--junit FILE`: the run as JUnit XML, the format CI systems already know how to show.
+//!
+//! One suite, `plimsoll check`; one testcase per check, named `{id} {title}` with the clause
+//! as classname so CI groups them by clause. quick-junit does the XML escaping.
+
+use std::path::Path;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::duration_from_ms;
+use crate::verdict::{CheckResult, RunReport, Verdict};
+
+/// The name of the single suite every testcase sits in.
+pub const SUITE_NAME: &str = "plimsoll check";
+
+/// Everything behind a verdict, as the testcase's `system-out`: CI shows it next to the test.
+fn details(r: &CheckResult) -> String {
+    let mut out = format!("expected: {}\nobserved: {}\n", r.expected, r.observed);
+    match &r.verdict {
+        Verdict::Pass => {}
+        Verdict::Fail(why) => out.push_str(&format!("reason: {why}\n")),
+        Verdict::Skip(why) => out.push_str(&format!("skipped: {why}\n")),
+    }
+    if !r.trials_ms.is_empty() {
+        let trials: Vec<String> = r.trials_ms.iter().map(|t| format!("{t:.1}")).collect();
+        out.push_str(&format!("trials_ms: {}\n", trials.join(", ")));
+    }
+    if !r.evidence.is_empty() {
+        out.push_str("evidence:\n");
+        for line in &r.evidence {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out
+}
+
+fn test_case(r: &CheckResult) -> TestCase {
+    let status = match &r.verdict {
+        Verdict::Pass => TestCaseStatus::success(),
+        Verdict::Fail(why) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_message(format!(
+                    "expected {}; observed {}; {why}",
+                    r.expected, r.observed
+                ))
+                .set_type(format!("clause {}", r.clause))
+                .set_description(r.evidence.join("\n"));
+            status
+        }
+        Verdict::Skip(why) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(why.as_str());
+            status
+        }
+    };
+    let mut case = TestCase::new(format!("{} {}", r.id, r.title), status);
+    case.set_classname(r.clause.as_str())
+        .set_time(duration_from_ms(r.duration_ms))
+        .set_system_out(details(r));
+    case
+}
+
+/// The quick-junit model of the run, for callers that want to add to it.
+pub fn build(report: &RunReport) -> Report {
+    let m = &report.manifest;
+    let mut suite = TestSuite::new(SUITE_NAME);
+    // Properties carry the manifest, so a CI artifact alone says how the run was made.
+    suite.add_properties([
+        Property::new("tool", format!("{} {}", m.tool, m.version)),
+        Property::new("target", m.target.as_str()),
+        Property::new("mode", m.mode.as_str()),
+        Property::new("contract_version", m.contract_version.as_str()),
+        Property::new("contract_hash", m.contract_hash.as_str()),
+        Property::new("scaled", m.scaled.to_string()),
+        Property::new("differences", m.differences.join("; ")),
+        Property::new("trials", m.trials.to_string()),
+        Property::new("seed", m.seed.to_string()),
+        Property::new("started_unix_ms", m.started_unix_ms.to_string()),
+    ]);
+    suite.add_test_cases(report.results.iter().map(test_case));
+    let total_ms: f64 = report
+        .results
+        .iter()
+        .map(|r| r.duration_ms)
+        .filter(|ms| ms.is_finite() && *ms > 0.0)
+        .sum();
+    suite.set_time(duration_from_ms(total_ms));
+
+    let mut junit = Report::new("plimsoll");
+    junit.set_time(duration_from_ms(total_ms));
+    junit.add_test_suite(suite);
+    junit
+}
+
+/// The XML text.
+pub fn render(report: &RunReport) -> std::io::Result<String> {
+    build(report).to_string().map_err(std::io::Error::other)
+}
+
+/// Writes [`render`] to `path`.
+pub fn write(path: &Path, report: &RunReport) -> std::io::Result<()> {
+    std::fs::write(path, render(report)?)
+}

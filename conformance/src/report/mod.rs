@@ -1,0 +1,72 @@
+//! Renderings of a [`RunReport`]: the terminal while running, and the files a run leaves
+//! behind (`--json`, `--junit`, `--html`), so people and CI systems each get a form they read.
+
+pub mod html;
+pub mod json;
+pub mod junit;
+pub mod terminal;
+
+use std::path::Path;
+
+use crate::verdict::RunReport;
+
+pub use html::write as write_html;
+pub use json::write as write_json;
+pub use junit::write as write_junit;
+pub use terminal::{Progress, progress_line, summary_table};
+
+/// Writes every report file that was asked for; `None` skips that format.
+///
+/// All requested files are attempted even when one fails, so a bad `--html` path does not
+/// also cost the CI system its JUnit file; the first error is returned.
+pub fn write_all(
+    report: &RunReport,
+    json: Option<&Path>,
+    junit: Option<&Path>,
+    html: Option<&Path>,
+) -> std::io::Result<()> {
+    let mut first_err = None;
+    let mut note = |result: std::io::Result<()>, path: &Path| {
+        if let Err(e) = result {
+            first_err.get_or_insert_with(|| {
+                std::io::Error::new(e.kind(), format!("writing {}: {e}", path.display()))
+            });
+        }
+    };
+    if let Some(path) = json {
+        note(json::write(path, report), path);
+    }
+    if let Some(path) = junit {
+        note(junit::write(path, report), path);
+    }
+    if let Some(path) = html {
+        note(html::write(path, report), path);
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Milliseconds as people read them: `12 ms`, `1.35 s`; `?` for a value that is not a time.
+pub(crate) fn format_ms(ms: f64) -> String {
+    if !ms.is_finite() || ms < 0.0 {
+        "?".to_string()
+    } else if ms < 10.0 {
+        format!("{ms:.1} ms")
+    } else if ms < 1000.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{:.2} s", ms / 1000.0)
+    }
+}
+
+/// A duration from milliseconds that never panics: checks may hand over NaN or negatives
+/// after a clock hiccup, and `Duration::from_secs_f64` would abort the whole report.
+pub(crate) fn duration_from_ms(ms: f64) -> std::time::Duration {
+    if ms.is_finite() && ms > 0.0 {
+        std::time::Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(std::time::Duration::MAX)
+    } else {
+        std::time::Duration::ZERO
+    }
+}

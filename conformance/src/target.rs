@@ -1,0 +1,312 @@
+//! The implementation under test, seen only from outside: HTTP, `/metrics`, `/v1/contract`, and
+//! (when given) its temp folder and log file. Every reply is validated against the contract's
+//! OpenAPI statuses and problem schema as it arrives.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use plimsoll_spec::{Contract, PROBLEM_CONTENT_TYPE};
+use reqwest::header::HeaderMap;
+
+/// One answered request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// When it was sent.
+    pub sent: Instant,
+    /// Send to complete response.
+    pub elapsed: Duration,
+    /// Server-Timing `queue` and `run`, in ms.
+    pub timing: Option<(f64, f64)>,
+    /// Where it breaks the OpenAPI document or the problem schema.
+    pub violations: Vec<String>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The `code` member of a problem body.
+    pub fn code(&self) -> String {
+        self.json()["code"].as_str().unwrap_or_default().to_owned()
+    }
+
+    pub fn request_id(&self, header: &str) -> Option<String> {
+        self.header(header).map(str::to_owned)
+    }
+}
+
+/// Which documented operation a request exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Digitize,
+    Export,
+    Other,
+}
+
+pub struct Target {
+    pub base: String,
+    pub client: reqwest::Client,
+    /// The values the run judges against.
+    pub expected: Contract,
+    pub temp_dir: Option<PathBuf>,
+    pub server_log: Option<PathBuf>,
+    pub trials: u32,
+    openapi: serde_json::Value,
+    problem_schema: jsonschema::Validator,
+    /// A small real PNG for requests that should succeed.
+    pub image: Vec<u8>,
+    /// (status, carried the request-id header) of every reply of the run, for F4.
+    pub seen: std::sync::Mutex<Vec<(u16, bool)>>,
+}
+
+impl Target {
+    pub fn new(base: String, expected: Contract, temp_dir: Option<PathBuf>, server_log: Option<PathBuf>, trials: u32) -> Target {
+        let schema = plimsoll_spec::render::root_schema::<plimsoll_spec::Problem>();
+        Target {
+            base: base.trim_end_matches('/').to_owned(),
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .timeout(Duration::from_secs(600))
+                .build()
+                .expect("a default reqwest client builds"),
+            openapi: plimsoll_spec::render::openapi(&expected),
+            problem_schema: jsonschema::validator_for(&schema).expect("the problem schema compiles"),
+            expected,
+            temp_dir,
+            server_log,
+            trials,
+            image: sample_png(),
+            seen: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A digitize request for the sample image, with an optional hook.
+    pub fn digitize_request(&self, hook: Option<&str>) -> reqwest::RequestBuilder {
+        let api = &self.expected.api.digitize;
+        let mut r = self
+            .client
+            .post(self.url(&api.path))
+            .header("content-type", api.content_types[0].as_str())
+            .body(self.image.clone());
+        if let Some(h) = hook {
+            r = r.header(self.expected.hooks.header.as_str(), h);
+        }
+        r
+    }
+
+    pub async fn digitize(&self, hook: Option<&str>) -> Result<Reply, String> {
+        self.send(self.digitize_request(hook), Op::Digitize).await
+    }
+
+    /// Sends, reads the whole reply, and validates it.
+    pub async fn send(&self, request: reqwest::RequestBuilder, op: Op) -> Result<Reply, String> {
+        let sent = Instant::now();
+        let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.map_err(|e| format!("reading the body failed: {e}"))?.to_vec();
+        let elapsed = sent.elapsed();
+        let timing = headers
+            .get(self.expected.observability.server_timing_header.as_str())
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_server_timing);
+        let mut reply = Reply {
+            status,
+            headers,
+            body,
+            sent,
+            elapsed,
+            timing,
+            violations: Vec::new(),
+        };
+        reply.violations = self.violations(&reply, op);
+        let has_id = reply.headers.contains_key(self.request_id_header());
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).push((status, has_id));
+        Ok(reply)
+    }
+
+    fn violations(&self, reply: &Reply, op: Op) -> Vec<String> {
+        let mut out = Vec::new();
+        let (path, method) = match op {
+            Op::Digitize => (&self.expected.api.digitize.path, "post"),
+            Op::Export => (&self.expected.api.export.path, "post"),
+            Op::Other => return out,
+        };
+        let operation = &self.openapi["paths"][path.as_str()][method];
+        let documented = operation["responses"].get(reply.status.to_string());
+        if documented.is_none() {
+            out.push(format!("status {} is not documented for {} {path}", reply.status, method.to_uppercase()));
+        }
+        if reply.status >= 400 {
+            let ct = reply.header("content-type").unwrap_or_default();
+            if !ct.starts_with(PROBLEM_CONTENT_TYPE) {
+                out.push(format!("error content-type is `{ct}`, not {PROBLEM_CONTENT_TYPE}"));
+            }
+            match serde_json::from_slice::<serde_json::Value>(&reply.body) {
+                Ok(body) => {
+                    for e in self.problem_schema.iter_errors(&body) {
+                        out.push(format!("problem body: {e} at {}", e.instance_path()));
+                    }
+                    if body["status"].as_u64() != Some(u64::from(reply.status)) {
+                        out.push(format!("body status {} differs from the HTTP status {}", body["status"], reply.status));
+                    }
+                }
+                Err(e) => out.push(format!("error body is not JSON: {e}")),
+            }
+        }
+        if let Some(doc) = documented {
+            for (name, h) in doc["headers"].as_object().into_iter().flatten() {
+                if h["schema"]["type"] == "integer" {
+                    if let Some(v) = reply.header(name) {
+                        if v.parse::<u64>().is_err() {
+                            out.push(format!("{name}: `{v}` is not an integer as the OpenAPI document says"));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The sum of a metric's samples for a pool (or all, when `pool` is empty).
+    pub async fn metric(&self, name: &str, pool: &str) -> Result<f64, String> {
+        let text = self
+            .client
+            .get(self.url(&self.expected.api.metrics.path))
+            .send()
+            .await
+            .map_err(|e| format!("GET metrics: {e}"))?
+            .text()
+            .await
+            .map_err(|e| format!("GET metrics: {e}"))?;
+        Ok(metric_value(&text, name, pool).unwrap_or(0.0))
+    }
+
+    /// Polls a metric until `pred` holds; returns the time it took.
+    pub async fn wait_metric(&self, name: &str, pool: &str, limit: Duration, pred: impl Fn(f64) -> bool) -> Result<Duration, String> {
+        let start = Instant::now();
+        let poll = Duration::from_millis(self.expected.tolerances.metrics_poll_interval_ms);
+        let mut last = f64::NAN;
+        while start.elapsed() <= limit {
+            last = self.metric(name, pool).await?;
+            if pred(last) {
+                return Ok(start.elapsed());
+            }
+            tokio::time::sleep(poll).await;
+        }
+        Err(format!("{name}{{pool=\"{pool}\"}} still {last} after {} ms", limit.as_millis()))
+    }
+
+    /// Job directories in the implementation's temp folder, if the checker can see it.
+    pub fn temp_entries(&self) -> Option<Vec<String>> {
+        let dir = self.temp_dir.as_ref()?;
+        Some(
+            std::fs::read_dir(dir)
+                .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default(),
+        )
+    }
+
+    pub fn hook_header(&self) -> &str {
+        &self.expected.hooks.header
+    }
+
+    pub fn request_id_header(&self) -> &str {
+        &self.expected.observability.request_id_header
+    }
+
+    pub fn digitize_workers(&self) -> usize {
+        self.expected.clauses.t1.value.digitize_workers as usize
+    }
+
+    pub fn digitize_queue(&self) -> usize {
+        self.expected.clauses.t2.value.digitize_queue_capacity as usize
+    }
+
+    pub fn stop_within(&self) -> Duration {
+        Duration::from_millis(self.expected.clauses.b3.value.stop_within_ms)
+    }
+}
+
+/// `queue;dur=1.5, run;dur=20` → (1.5, 20.0).
+pub fn parse_server_timing(value: &str) -> Option<(f64, f64)> {
+    let mut queue = None;
+    let mut run = None;
+    for part in value.split(',') {
+        let mut fields = part.trim().split(';');
+        let name = fields.next()?.trim();
+        let dur = fields.find_map(|f| f.trim().strip_prefix("dur=")).and_then(|d| d.parse::<f64>().ok());
+        match name {
+            "queue" => queue = dur,
+            "run" => run = dur,
+            _ => {}
+        }
+    }
+    Some((queue?, run?))
+}
+
+pub fn metric_value(text: &str, name: &str, pool: &str) -> Option<f64> {
+    let label = format!("pool=\"{pool}\"");
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| {
+            let metric = l.split(['{', ' ']).next().unwrap_or_default();
+            metric == name && (pool.is_empty() || l.contains(&label))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .reduce(|a, b| a + b)
+}
+
+/// A small PNG with flat colours: quick to digitize, real enough to produce stitches.
+pub fn sample_png() -> Vec<u8> {
+    let (w, h) = (96u32, 64u32);
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        let (dx, dy) = (x as i64 - 30, y as i64 - 32);
+        if dx * dx + dy * dy < 22 * 22 {
+            image::Rgb([20, 40, 200])
+        } else if x > 60 && (16..48).contains(&y) {
+            image::Rgb([220, 30, 30])
+        } else {
+            image::Rgb([255, 255, 255])
+        }
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).expect("encoding a PNG in memory");
+    out.into_inner()
+}
+
+/// A valid PNG whose header claims `width` x `height` (for the memory-cap check).
+pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_pixel(8, 8, image::Rgb([1, 2, 3]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).expect("encoding a PNG in memory");
+    let mut bytes = out.into_inner();
+    bytes[16..20].copy_from_slice(&width.to_be_bytes());
+    bytes[20..24].copy_from_slice(&height.to_be_bytes());
+    let crc = crc32(&bytes[12..29]);
+    bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}

@@ -1,0 +1,122 @@
+//! What a check found: the data every report renders.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// pass | fail | skip, with the reason for the last two.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail(String),
+    Skip(String),
+}
+
+impl Verdict {
+    pub fn is_fail(&self) -> bool {
+        matches!(self, Verdict::Fail(_))
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail(_) => "fail",
+            Verdict::Skip(_) => "skip",
+        }
+    }
+}
+
+/// What happened to one request, for the timeline picture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneOutcome {
+    Ok,
+    Refused,
+    TimedOut,
+    Cancelled,
+    Failed,
+}
+
+/// One request on the timeline: times in ms since the check started.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Lane {
+    pub label: String,
+    pub request_id: Option<String>,
+    /// Sent.
+    pub start_ms: f64,
+    /// Worker start (sent + Server-Timing `queue`), when known.
+    pub run_start_ms: Option<f64>,
+    /// Answered or abandoned.
+    pub end_ms: f64,
+    pub outcome: LaneOutcome,
+    pub status: Option<u16>,
+}
+
+/// The result of one check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    /// Check id, e.g. `T3` or `T3.retry-after-tracks-p50`.
+    pub id: String,
+    /// The contract clause it judges.
+    pub clause: String,
+    pub title: String,
+    /// The contract's value, in words.
+    pub expected: String,
+    /// What was measured, in words.
+    pub observed: String,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    pub duration_ms: f64,
+    /// Request ids, timings and other facts behind the verdict.
+    pub evidence: Vec<String>,
+    /// Per-trial measurements of a timing check (worst judged, median reported).
+    pub trials_ms: Vec<f64>,
+    pub timeline: Vec<Lane>,
+}
+
+impl CheckResult {
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.duration_ms / 1000.0)
+    }
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub manifest: Manifest,
+    pub results: Vec<CheckResult>,
+}
+
+impl RunReport {
+    pub fn passed(&self) -> usize {
+        self.results.iter().filter(|r| r.verdict == Verdict::Pass).count()
+    }
+    pub fn failed(&self) -> usize {
+        self.results.iter().filter(|r| r.verdict.is_fail()).count()
+    }
+    pub fn skipped(&self) -> usize {
+        self.results.iter().filter(|r| matches!(r.verdict, Verdict::Skip(_))).count()
+    }
+}
+
+/// How the run was made, so a result can be reproduced and compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    pub tool: String,
+    pub version: String,
+    pub target: String,
+    /// `embedded` or `external`.
+    pub mode: String,
+    /// FNV-1a 64 of the expected contract's TOML text.
+    pub contract_hash: String,
+    pub contract_version: String,
+    /// Differences between the contract and the target's effective values.
+    pub differences: Vec<String>,
+    /// True when differences were allowed (`--allow-overrides` or the embedded scaled server).
+    pub scaled: bool,
+    pub effective: serde_json::Value,
+    pub trials: u32,
+    pub seed: u64,
+    pub started_unix_ms: u128,
+}
