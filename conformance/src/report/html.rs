@@ -32,6 +32,15 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Escaped text, or a muted dash for an empty value (a skipped check observed nothing).
+fn or_dash(text: &str) -> String {
+    if text.trim().is_empty() {
+        "<span class=\"muted\">—</span>".to_string()
+    } else {
+        escape(text)
+    }
+}
+
 /// An `id` attribute for a check: ids like `T3.retry-after` must still make a valid fragment.
 fn anchor(index: usize, id: &str) -> String {
     let slug: String = id
@@ -112,14 +121,16 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 dl.facts ul { margin: 0; padding-left: 18px; }
 table.verdicts { width: 100%; border-collapse: collapse; background: #fff; }
 table.verdicts th, table.verdicts td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line);
-       vertical-align: top; overflow-wrap: anywhere; }
-table.verdicts th { background: #eef1f4; font-weight: 600; }
+       vertical-align: top; }
+table.verdicts th { background: #eef1f4; font-weight: 600; white-space: nowrap; }
+table.verdicts td.key { white-space: nowrap; }
+table.verdicts td.text { overflow-wrap: anywhere; min-width: 12em; }
 table.verdicts td.num { text-align: right; white-space: nowrap; }
 tr.pass td:first-child { border-left: 4px solid var(--pass); }
 tr.fail td:first-child { border-left: 4px solid var(--fail); }
 tr.skip td:first-child { border-left: 4px solid var(--skip); }
 tr.fail { background: #fdf1f1; } tr.skip { background: #fdf9ec; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 700;
+.badge { display: inline-block; white-space: nowrap; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 700;
          color: #fff; text-transform: uppercase; letter-spacing: .03em; }
 .badge.pass { background: var(--pass); } .badge.fail { background: var(--fail); } .badge.skip { background: var(--skip); }
 section.check.pass { border-left: 5px solid var(--pass); }
@@ -135,6 +146,7 @@ svg.timeline text.muted { fill: var(--muted); }
 pre { background: #f3f4f6; padding: 8px 10px; border-radius: 6px; overflow-x: auto; margin: 4px 0 0; }
 details summary { cursor: pointer; color: var(--muted); }
 a { color: inherit; }
+.muted { color: var(--muted); }
 "#;
 
 /// The whole page as a string.
@@ -143,11 +155,7 @@ pub fn render(report: &RunReport) -> String {
     let mut out = String::with_capacity(16 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    let _ = writeln!(
-        out,
-        "<title>Plimsoll check: {}</title>",
-        escape(&m.target)
-    );
+    let _ = writeln!(out, "<title>Plimsoll check: {}</title>", escape(&m.target));
     let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>\n<main>");
 
     // Header: how the run was made.
@@ -218,13 +226,13 @@ pub fn render(report: &RunReport) -> String {
         let label = r.verdict.label();
         let _ = writeln!(
             out,
-            "<tr class=\"{label}\"><td><a href=\"#{}\"><code>{}</code></a></td><td>{}</td><td>{}</td><td><span class=\"badge {label}\">{label}</span></td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+            "<tr class=\"{label}\"><td class=\"key\"><a href=\"#{}\"><code>{}</code></a></td><td class=\"key\">{}</td><td>{}</td><td><span class=\"badge {label}\">{label}</span></td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"num\">{}</td></tr>",
             anchor(i, &r.id),
             escape(&r.id),
             escape(&r.clause),
             escape(&r.title),
-            escape(&r.expected),
-            escape(&r.observed),
+            or_dash(&r.expected),
+            or_dash(&r.observed),
             escape(&format_ms(r.duration_ms)),
         );
     }
@@ -253,8 +261,8 @@ fn check_section(out: &mut String, index: usize, r: &CheckResult) {
     );
     out.push_str("<dl class=\"facts\">\n");
     let _ = writeln!(out, "<dt>Clause</dt><dd>{}</dd>", escape(&r.clause));
-    let _ = writeln!(out, "<dt>Expected</dt><dd>{}</dd>", escape(&r.expected));
-    let _ = writeln!(out, "<dt>Observed</dt><dd>{}</dd>", escape(&r.observed));
+    let _ = writeln!(out, "<dt>Expected</dt><dd>{}</dd>", or_dash(&r.expected));
+    let _ = writeln!(out, "<dt>Observed</dt><dd>{}</dd>", or_dash(&r.observed));
     match &r.verdict {
         Verdict::Pass => {}
         Verdict::Fail(why) | Verdict::Skip(why) => {
@@ -344,7 +352,13 @@ fn timeline_svg(out: &mut String, index: usize, lanes: &[Lane]) {
 
     let t_max = lanes
         .iter()
-        .flat_map(|l| [clean(l.start_ms), clean(l.end_ms), l.run_start_ms.map_or(0.0, clean)])
+        .flat_map(|l| {
+            [
+                clean(l.start_ms),
+                clean(l.end_ms),
+                l.run_start_ms.map_or(0.0, clean),
+            ]
+        })
         .fold(0.0f64, f64::max)
         .max(1.0);
     let step = nice_step(t_max, 8.0);
@@ -375,7 +389,11 @@ fn timeline_svg(out: &mut String, index: usize, lanes: &[Lane]) {
 
     // Axis with ticks and vertical grid lines.
     let ticks = (axis_max / step).round() as usize;
-    let decimals = if step >= 1.0 { 0 } else { (-step.log10().floor()) as usize };
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10().floor()) as usize
+    };
     for k in 0..=ticks {
         let t = step * k as f64;
         let tx = x(t);
@@ -519,8 +537,11 @@ fn legend(out: &mut String, hatch: &str) {
                 let colour = outcome_colour(LaneOutcome::Refused);
                 let _ = write!(
                     out,
-                    "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"6\" height=\"9\" fill=\"{colour}\"/><line x1=\"{lx:.1}\" y1=\"{y}\" x2=\"{lx:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"6\" height=\"9\" fill=\"{colour}\"/><line x1=\"{:.1}\" y1=\"{y}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+                    lx + 6.0,
                     y + 2.5,
+                    lx + 6.0,
+                    lx + 6.0,
                     y + 14.0
                 );
             }

@@ -98,7 +98,11 @@ fn pad(text: &str, width: usize, right_align: bool) -> String {
 /// skipped check has observed nothing.
 pub fn progress_line(r: &CheckResult, color: bool) -> String {
     let colour = verdict_colour(&r.verdict);
-    let head = paint(&format!("{} {}", symbol(&r.verdict), one_line(&r.id)), colour, color);
+    let head = paint(
+        &format!("{} {}", symbol(&r.verdict), one_line(&r.id)),
+        colour,
+        color,
+    );
     let body = match &r.verdict {
         Verdict::Skip(reason) => format!("skipped: {}", one_line(reason)),
         Verdict::Pass | Verdict::Fail(_) => format!(
