@@ -65,6 +65,8 @@ pub struct Target {
     pub image: Vec<u8>,
     /// (status, carried the request-id header) of every reply of the run, for F4.
     pub seen: std::sync::Mutex<Vec<(u16, bool)>>,
+    /// Every OpenAPI / problem-schema violation of the run, for the API check.
+    pub violations: std::sync::Mutex<Vec<String>>,
 }
 
 impl Target {
@@ -85,6 +87,7 @@ impl Target {
             trials,
             image: sample_png(),
             seen: std::sync::Mutex::new(Vec::new()),
+            violations: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -132,6 +135,11 @@ impl Target {
             violations: Vec::new(),
         };
         reply.violations = self.violations(&reply, op);
+        if !reply.violations.is_empty() {
+            let id = reply.request_id(self.request_id_header()).unwrap_or_else(|| "(no id)".into());
+            let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
+            all.extend(reply.violations.iter().map(|v| format!("{id}: {v}")));
+        }
         let has_id = reply.headers.contains_key(self.request_id_header());
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).push((status, has_id));
         Ok(reply)

@@ -15,6 +15,7 @@ pub mod logging;
 pub mod metrics;
 pub mod mutant;
 pub mod pipeline;
+pub mod relay;
 pub mod retry_after;
 pub mod server;
 pub mod state;

@@ -112,11 +112,11 @@ impl Metrics {
     /// Creates every series of a pool at zero, so dashboards and the checker see them before
     /// the first event.
     pub fn register_pool(&self, pool: &str) {
-        self.cancellations.get_or_create(&PoolLabel {
+        let _ = self.cancellations.get_or_create(&PoolLabel {
             pool: pool.to_owned(),
         });
         for outcome in OUTCOMES {
-            self.requests.get_or_create(&OutcomeLabels {
+            let _ = self.requests.get_or_create(&OutcomeLabels {
                 pool: pool.to_owned(),
                 outcome: (*outcome).to_owned(),
             });

@@ -41,10 +41,18 @@ pub enum Mutant {
     PlainTextLogs,
     /// Load: a cancelled job never gives its slot back.
     LeakSlotOnCancel,
+    /// R2: the relay handles envelopes one at a time.
+    RelaySerial,
+    /// R1: the relay pool has no bound.
+    RelayUnbounded,
+    /// R5: frames are written without the per-frame lock (split and interleaved).
+    RelaySplitFrames,
+    /// R6: a relay slot is leaked when the socket drops with work in flight.
+    RelayLeakSlot,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 18] = [
+    pub const ALL: [Mutant; 22] = [
         Mutant::NoAdmissionLimit,
         Mutant::LimitPlusOne,
         Mutant::Lifo,
@@ -63,6 +71,10 @@ impl Mutant {
         Mutant::NoRequestId,
         Mutant::PlainTextLogs,
         Mutant::LeakSlotOnCancel,
+        Mutant::RelaySerial,
+        Mutant::RelayUnbounded,
+        Mutant::RelaySplitFrames,
+        Mutant::RelayLeakSlot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,6 +97,10 @@ impl Mutant {
             Mutant::NoRequestId => "no-request-id",
             Mutant::PlainTextLogs => "plain-text-logs",
             Mutant::LeakSlotOnCancel => "leak-slot-on-cancel",
+            Mutant::RelaySerial => "relay-serial",
+            Mutant::RelayUnbounded => "relay-unbounded",
+            Mutant::RelaySplitFrames => "relay-split-frames",
+            Mutant::RelayLeakSlot => "relay-leak-slot",
         }
     }
 }

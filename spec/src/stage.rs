@@ -21,11 +21,13 @@ pub enum Stage {
     Parse,
     Encode,
     Write,
+    /// A relay worker handling one envelope (seed 003); `hold=relay:MS` delays it.
+    Relay,
 }
 
 impl Stage {
     /// Every stage, in declaration order.
-    pub const ALL: [Stage; 10] = [
+    pub const ALL: [Stage; 11] = [
         Stage::Queue,
         Stage::Decode,
         Stage::Quantize,
@@ -36,6 +38,7 @@ impl Stage {
         Stage::Parse,
         Stage::Encode,
         Stage::Write,
+        Stage::Relay,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +53,7 @@ impl Stage {
             Stage::Parse => "parse",
             Stage::Encode => "encode",
             Stage::Write => "write",
+            Stage::Relay => "relay",
         }
     }
 }

@@ -10,6 +10,13 @@ use crate::target::{Reply, Target};
 async fn saturate(t: &Arc<Target>, c: &mut Ctx, hold_ms: u64) -> Vec<tokio::task::JoinHandle<Result<Reply, String>>> {
     let (workers, queue) = (t.digitize_workers(), t.digitize_queue());
     let stage = t.expected.stages.digitize[0];
+    // Start from an idle pool: a worker still stopping after an earlier 504 would otherwise
+    // push our holders into the queue and make the count wrong.
+    let settle = t.stop_within() * 2;
+    let baseline = c.baseline_busy;
+    if let Err(e) = t.wait_metric("plimsoll_workers_busy", "digitize", settle, |v| v <= baseline).await {
+        c.fail(format!("pool not idle before saturating: {e}"));
+    }
     let mut tasks = Vec::new();
     for _ in 0..workers {
         tasks.push(spawn_digitize(t, Some(format!("hold={stage}:{hold_ms}"))));
@@ -123,7 +130,7 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let predicted = (p50.as_secs() + u64::from(p50.subsec_nanos() > 0)).max(t3.min_seconds);
 
     // 3. Saturate again and read the advertised delay.
-    let held = saturate(t, c, 600).await;
+    let held = saturate(t, c, hold_ms).await;
     let advertised = match t.digitize(None).await {
         Ok(reply) => judge_refusal(t, c, "retry-after-probe", &reply),
         Err(e) => {
@@ -131,6 +138,7 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
             None
         }
     };
+    let advertised_at = Instant::now();
     for (i, r) in join_all(held).await.iter().enumerate() {
         if let Ok(reply) = r {
             c.reply(format!("resaturate-{i}"), reply, t.request_id_header());
@@ -140,8 +148,9 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         c.require(n.abs_diff(predicted) <= tol.retry_after_tracking_s, || {
             format!("Retry-After {n} s, but the p50 queue wait of the scenario was {:.2} s (→ {predicted} s)", p50.as_secs_f64())
         });
-        // 4. Retry after the advertised delay: load has dropped, so it succeeds.
-        tokio::time::sleep(Duration::from_secs(n)).await;
+        // 4. Retry after the advertised delay, once the load has dropped: it succeeds.
+        let _ = t.wait_metric("plimsoll_workers_busy", "digitize", t.stop_within() * 2, |v| v <= c.baseline_busy).await;
+        tokio::time::sleep(Duration::from_secs(n).saturating_sub(advertised_at.elapsed())).await;
         match t.digitize(None).await {
             Ok(reply) => {
                 c.reply("retry", &reply, t.request_id_header());

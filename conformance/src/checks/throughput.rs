@@ -71,7 +71,6 @@ pub async fn t1(t: &Arc<Target>, c: &mut Ctx) {
 }
 
 pub async fn t2(t: &Arc<Target>, c: &mut Ctx) {
-    let workers = t.digitize_workers();
     let queue = t.digitize_queue();
     c.expected = "queued requests start in arrival order (FIFO)".into();
     if queue == 0 {
@@ -80,14 +79,10 @@ pub async fn t2(t: &Arc<Target>, c: &mut Ctx) {
     }
     let stage = t.expected.stages.digitize[0];
     // Holders release one at a time, 150 ms apart, so each queued request starts alone.
-    let holders: Vec<_> = (0..workers)
-        .map(|k| spawn_digitize(t, Some(format!("hold={stage}:{}", 500 + 150 * k))))
-        .collect();
-    if let Err(e) = t.wait_metric("plimsoll_workers_busy", "digitize", Duration::from_secs(5), |v| v >= workers as f64).await {
-        c.fail(format!("could not occupy every worker: {e}"));
-    }
-    let mut queued = Vec::new();
-    for i in 0..queue {
+    let (holders, first_queued) = super::occupy(t, c, |k| 500 + 150 * k as u64).await;
+    let Some(first_queued) = first_queued else { return };
+    let mut queued = vec![first_queued];
+    for i in 1..queue {
         queued.push(spawn_digitize(t, Some(format!("hold={stage}:100"))));
         if let Err(e) = t.wait_metric("plimsoll_queue_depth", "digitize", Duration::from_secs(2), |v| v >= (i + 1) as f64).await {
             c.fail(format!("queued request {i} did not show in the queue: {e}"));

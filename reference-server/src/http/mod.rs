@@ -29,6 +29,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route(&api.digitize.path, post(pipeline::digitize))
         .route(&api.export.path, post(pipeline::export))
+        .route(&api.relay.path, get(crate::relay::upgrade))
         .route(&api.contract.path, get(info::contract))
         .route(&api.metrics.path, get(info::metrics))
         .route(&api.healthz.path, get(info::healthz))

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Extension;
@@ -249,7 +250,9 @@ fn content_type(
     }
 }
 
-/// Reads the whole body before admission, bounded in size and in time.
+/// Reads the whole body before admission, bounded in size and in time. An oversize body is
+/// still drained (up to a bound) before the 400 is answered: a client that is still sending
+/// when the server closes would see a reset instead of the answer.
 async fn read_body(
     state: &AppState,
     id: &str,
@@ -258,61 +261,58 @@ async fn read_body(
     body: Body,
     limit: u64,
 ) -> Result<Bytes, ApiError> {
-    let too_large = || {
-        ApiError::rejected(
-            id,
-            pool,
-            ErrorCode::PayloadTooLarge,
-            format!("the upload is larger than {limit} bytes"),
-        )
-    };
+    use http_body_util::BodyExt;
+
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
+    // Past this much, stop draining and let the connection close.
+    let drain_cap = limit.saturating_mul(4);
     let read_timeout = Duration::from_millis(state.config.contract.api.upload_read_timeout_ms);
-    let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
-    let bytes =
-        match tokio::time::timeout(read_timeout, axum::body::to_bytes(body, limit_usize)).await {
-            Err(_) => {
-                return Err(ApiError::rejected(
-                    id,
-                    pool,
-                    ErrorCode::UploadTimeout,
-                    format!(
-                        "the request body did not arrive within {} ms",
-                        read_timeout.as_millis()
-                    ),
-                ));
+    let mut body = body;
+    let mut kept = Vec::new();
+    let mut seen: u64 = 0;
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| e.to_string())?;
+            if let Ok(data) = frame.into_data() {
+                seen += data.len() as u64;
+                if seen <= limit && declared.is_none_or(|n| n <= limit) {
+                    kept.extend_from_slice(&data);
+                } else if seen > drain_cap {
+                    break;
+                }
             }
-            Ok(Err(e)) => {
-                let length_limit = std::error::Error::source(&e)
-                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-                return Err(if length_limit || e.to_string().contains("length limit") {
-                    too_large()
-                } else {
-                    ApiError::rejected(
-                        id,
-                        pool,
-                        ErrorCode::EmptyBody,
-                        format!("the body could not be read: {e}"),
-                    )
-                });
-            }
-            Ok(Ok(bytes)) => bytes,
-        };
-    if bytes.is_empty() {
+        }
+        Ok::<(), String>(())
+    };
+    match tokio::time::timeout(read_timeout, read).await {
+        Err(_) => {
+            return Err(ApiError::rejected(
+                id,
+                pool,
+                ErrorCode::UploadTimeout,
+                format!("the request body did not arrive within {} ms", read_timeout.as_millis()),
+            ));
+        }
+        Ok(Err(e)) => {
+            return Err(ApiError::rejected(id, pool, ErrorCode::EmptyBody, format!("the body could not be read: {e}")));
+        }
+        Ok(Ok(())) => {}
+    }
+    if seen > limit || declared.is_some_and(|n| n > limit) {
         return Err(ApiError::rejected(
             id,
             pool,
-            ErrorCode::EmptyBody,
-            "the request body is empty",
+            ErrorCode::PayloadTooLarge,
+            format!("the upload is larger than {limit} bytes"),
         ));
     }
-    Ok(bytes)
+    if kept.is_empty() {
+        return Err(ApiError::rejected(id, pool, ErrorCode::EmptyBody, "the request body is empty"));
+    }
+    Ok(Bytes::from(kept))
 }
 
 /// Queue and run durations, for `Server-Timing`.
@@ -344,6 +344,8 @@ impl Timing {
 /// client disconnect reaches us (hyper drops the connection's future) (B3).
 struct DisconnectGuard {
     token: CancellationToken,
+    /// Set when the client went away (as opposed to a deadline or shutdown cancel).
+    gone: Arc<AtomicBool>,
     state: AppState,
     pool: &'static str,
     armed: bool,
@@ -354,6 +356,7 @@ impl Drop for DisconnectGuard {
         if !self.armed {
             return;
         }
+        self.gone.store(true, Ordering::SeqCst);
         if !self.state.config.is(Mutant::IgnoreDisconnect) {
             self.token.cancel();
         }
@@ -393,8 +396,10 @@ where
     let admitted = Instant::now();
     let deadline = admitted + timeout;
     let token = state.shutdown.child_token();
+    let gone = Arc::new(AtomicBool::new(false));
     let mut guard = DisconnectGuard {
         token: token.clone(),
+        gone: gone.clone(),
         state: state.clone(),
         pool: name,
         armed: true,
@@ -469,7 +474,6 @@ where
         .is(Mutant::LeakTempFiles)
         .then(|| config.temp_root.clone());
     let leak_slot = config.is(Mutant::LeakSlotOnCancel);
-    let worker_token = token.clone();
     let handle = tokio::task::spawn_blocking(move || {
         let mut ctx = ctx;
         let result = work(&mut ctx);
@@ -482,7 +486,7 @@ where
         }
         // The temp dir goes before the slot comes back.
         drop(ctx);
-        if leak_slot && worker_token.is_cancelled() {
+        if leak_slot && gone.load(Ordering::SeqCst) {
             permit.leak();
         } else {
             drop(permit);

@@ -1,0 +1,318 @@
+//! `decode`: spool the upload, sniff the format, check the header, then decode under limits.
+//!
+//! Everything that can be refused from the first bytes is refused before a pixel buffer exists:
+//! the format (PNG and JPEG only, by magic bytes, never by a client's content type), zero or
+//! corrupt dimensions, the memory estimate from the header (a decompression bomb claims huge
+//! dimensions in a tiny file) and the pixel limit. The decoder then runs with
+//! [`image::Limits`] set from what is left of the budget, so it cannot allocate past the cap
+//! even if the header lied.
+
+use std::io::Cursor;
+
+use image::error::LimitErrorKind;
+use image::{DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
+use plimsoll_spec::ErrorCode;
+
+use super::{
+    DigitizeParams, ESTIMATED_BYTES_PER_PIXEL, HeapSize, MAX_COORDINATE, UNITS_PER_MM,
+    invalid_parameter, vec_bytes,
+};
+use crate::job::{Interrupt, JobContext, StageError};
+
+/// Name of the spooled upload inside the job's temp directory.
+pub const UPLOAD_FILE_NAME: &str = "upload.bin";
+
+/// Decoded pixels, 8- or 16-bit, 1 to 4 channels, rows packed without padding.
+#[derive(Debug)]
+pub struct DecodedImage {
+    pub width: u32,
+    pub height: u32,
+    /// 1 = luma, 2 = luma + alpha, 3 = RGB, 4 = RGBA.
+    pub channels: u8,
+    pub samples: Samples,
+}
+
+#[derive(Debug)]
+pub enum Samples {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+}
+
+impl HeapSize for DecodedImage {
+    fn heap_bytes(&self) -> u64 {
+        match &self.samples {
+            Samples::U8(v) => vec_bytes(v),
+            Samples::U16(v) => vec_bytes(v),
+        }
+    }
+}
+
+/// The two formats we take, recognised by their magic bytes.
+pub fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(ImageFormat::Png)
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some(ImageFormat::Jpeg)
+    } else {
+        None
+    }
+}
+
+fn describe_unsupported(bytes: &[u8]) -> &'static str {
+    const KNOWN: [(&[u8], &str); 7] = [
+        (b"GIF8", "GIF"),
+        (b"II*\0", "TIFF"),
+        (b"MM\0*", "TIFF"),
+        (b"%PDF", "PDF"),
+        (b"BM", "BMP"),
+        (b"RIFF", "RIFF/WebP"),
+        (b"<", "text/markup"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(magic, _)| bytes.starts_with(magic))
+        .map(|(_, name)| *name)
+        .unwrap_or("unrecognised data")
+}
+
+fn malformed(message: impl std::fmt::Display) -> StageError {
+    StageError::invalid(
+        ErrorCode::MalformedImage,
+        format!("malformed image: {message}"),
+    )
+}
+
+fn check_params(params: &DigitizeParams) -> Result<(), StageError> {
+    let max_mm = f64::from(MAX_COORDINATE) / UNITS_PER_MM;
+    let in_range = |v: f64, lo: f64, hi: f64| v.is_finite() && v >= lo && v <= hi;
+    if !in_range(params.width_mm, 1.0, max_mm) {
+        return Err(invalid_parameter(format!(
+            "width_mm must be between 1 and {max_mm}, got {}",
+            params.width_mm
+        )));
+    }
+    if !in_range(params.density_mm, 0.1, 100.0) {
+        return Err(invalid_parameter(format!(
+            "density_mm must be between 0.1 and 100, got {}",
+            params.density_mm
+        )));
+    }
+    if !in_range(params.max_stitch_mm, 1.0, 100.0) {
+        return Err(invalid_parameter(format!(
+            "max_stitch_mm must be between 1 and 100, got {}",
+            params.max_stitch_mm
+        )));
+    }
+    if params.colors == 0 || params.colors == u8::MAX {
+        return Err(invalid_parameter(format!(
+            "colors must be between 1 and 254, got {}",
+            params.colors
+        )));
+    }
+    if params.max_pixels == 0 {
+        return Err(invalid_parameter("max_pixels must be positive"));
+    }
+    Ok(())
+}
+
+/// Maps an `image` error: an allocation limit hit means the budget, an unsupported feature means
+/// the format, anything else (truncation, bad checksums, bad markers, data larger than its
+/// header) is a malformed image.
+fn map_image_error(err: ImageError, ctx: &JobContext) -> StageError {
+    match err {
+        ImageError::Limits(e) if matches!(e.kind(), LimitErrorKind::InsufficientMemory) => {
+            // The decoder wanted more than the budget left: more than the cap in total.
+            StageError::Interrupted(Interrupt::MemoryCapExceeded {
+                requested_bytes: ctx.memory_cap_bytes().saturating_add(1),
+                cap_bytes: ctx.memory_cap_bytes(),
+            })
+        }
+        ImageError::Unsupported(e) => StageError::invalid(
+            ErrorCode::UnsupportedFormat,
+            format!("unsupported image feature: {e}"),
+        ),
+        other => malformed(other),
+    }
+}
+
+pub fn decode(
+    ctx: &JobContext,
+    bytes: &[u8],
+    params: &DigitizeParams,
+) -> Result<DecodedImage, StageError> {
+    check_params(params)?;
+    if bytes.is_empty() {
+        return Err(StageError::invalid(
+            ErrorCode::EmptyBody,
+            "the request body is empty",
+        ));
+    }
+    // The upload is the job's: it stays in memory for decoding and is charged as such.
+    let _upload = ctx.charge(bytes.len() as u64)?;
+    std::fs::write(ctx.temp_dir().join(UPLOAD_FILE_NAME), bytes)
+        .map_err(|e| StageError::failed(format!("spooling the upload failed: {e}")))?;
+    ctx.checkpoint()?;
+
+    let Some(format) = sniff(bytes) else {
+        return Err(StageError::invalid(
+            ErrorCode::UnsupportedFormat,
+            format!(
+                "unsupported image format ({}); send PNG or JPEG",
+                describe_unsupported(bytes)
+            ),
+        ));
+    };
+
+    // Header only. The allocation limit still applies (metadata chunks such as a compressed ICC
+    // profile are expanded here), but not the dimensions: a bomb must be measured, not fail to
+    // open. The JPEG decoder copies the input, hence the second charge.
+    let _header_copy = ctx.charge(if format == ImageFormat::Jpeg {
+        bytes.len() as u64
+    } else {
+        0
+    })?;
+    let mut header_limits = Limits::default();
+    header_limits.max_alloc = Some(ctx.memory_available_bytes());
+    let mut header_reader = ImageReader::with_format(Cursor::new(bytes), format);
+    header_reader.limits(header_limits);
+    let header = header_reader
+        .into_decoder()
+        .map_err(|e| map_image_error(e, ctx))?;
+    let (width, height) = header.dimensions();
+    let color = header.color_type();
+    drop(header);
+    if width == 0 || height == 0 {
+        return Err(malformed(format!("zero dimension {width}x{height}")));
+    }
+    let pixels = u64::from(width) * u64::from(height);
+    let estimate = pixels.saturating_mul(ESTIMATED_BYTES_PER_PIXEL);
+    if estimate > ctx.memory_cap_bytes() {
+        return Err(Interrupt::MemoryCapExceeded {
+            requested_bytes: estimate,
+            cap_bytes: ctx.memory_cap_bytes(),
+        }
+        .into());
+    }
+    if pixels > params.max_pixels || pixels >= u64::from(u32::MAX) {
+        return Err(StageError::invalid(
+            ErrorCode::PayloadTooLarge,
+            format!(
+                "image is {width}x{height} = {pixels} pixels, more than the limit of {}",
+                params.max_pixels
+            ),
+        ));
+    }
+    let height_mm = params.width_mm * f64::from(height) / f64::from(width);
+    if height_mm * UNITS_PER_MM > f64::from(MAX_COORDINATE) {
+        return Err(invalid_parameter(format!(
+            "at width_mm {} this {width}x{height} image would be {height_mm:.0} mm tall, more than {} mm",
+            params.width_mm,
+            f64::from(MAX_COORDINATE) / UNITS_PER_MM
+        )));
+    }
+
+    // Charge the decoded buffer, and give the decoder what is left of the budget as its own
+    // allocation limit (the buffer included), so it stops rather than overrun the cap.
+    let output_bytes = pixels * u64::from(color.bytes_per_pixel());
+    let _output = ctx.charge(output_bytes)?;
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(width);
+    limits.max_image_height = Some(height);
+    limits.max_alloc = Some(ctx.memory_available_bytes() + output_bytes);
+    let interrupted = std::cell::Cell::new(None);
+    let input = CheckedInput {
+        inner: Cursor::new(bytes),
+        ctx,
+        interrupted: &interrupted,
+    };
+    let mut reader = ImageReader::with_format(input, format);
+    reader.limits(limits);
+    let decoded = reader.decode();
+    if let Some(interrupt) = interrupted.get() {
+        return Err(interrupt.into());
+    }
+    let image = decoded.map_err(|e| map_image_error(e, ctx))?;
+    ctx.checkpoint()?;
+    if (image.width(), image.height()) != (width, height) {
+        return Err(malformed(format!(
+            "header says {width}x{height}, data decodes to {}x{}",
+            image.width(),
+            image.height()
+        )));
+    }
+    into_decoded(ctx, image)
+}
+
+/// The upload as the decoder's input, with a checkpoint whenever the decoder asks for more data
+/// (at most [`INPUT_SLICE`] bytes at a time). The PNG decoder pulls compressed data as it
+/// produces rows, so a cancel or the deadline stops it mid-image; a refusal is an I/O error to
+/// the decoder, and the reason is kept in `interrupted`. (The JPEG decoder reads its whole input
+/// first, so a JPEG decode is one uninterruptible call, ~5 ms per megapixel.)
+struct CheckedInput<'a> {
+    inner: Cursor<&'a [u8]>,
+    ctx: &'a JobContext,
+    interrupted: &'a std::cell::Cell<Option<Interrupt>>,
+}
+
+/// Largest slice handed to the decoder per request for data.
+const INPUT_SLICE: usize = 16 * 1024;
+
+impl CheckedInput<'_> {
+    fn check(&self) -> std::io::Result<()> {
+        self.ctx.checkpoint().map_err(|i| {
+            self.interrupted.set(Some(i));
+            std::io::Error::other(i)
+        })
+    }
+}
+
+impl std::io::Read for CheckedInput<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.check()?;
+        let n = buf.len().min(INPUT_SLICE);
+        self.inner.read(&mut buf[..n])
+    }
+}
+
+impl std::io::BufRead for CheckedInput<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.check()?;
+        let data = self.inner.fill_buf()?;
+        Ok(&data[..data.len().min(INPUT_SLICE)])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
+    }
+}
+
+impl std::io::Seek for CheckedInput<'_> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+fn into_decoded(ctx: &JobContext, image: DynamicImage) -> Result<DecodedImage, StageError> {
+    let (width, height) = (image.width(), image.height());
+    let (channels, samples) = match image {
+        DynamicImage::ImageLuma8(b) => (1, Samples::U8(b.into_raw())),
+        DynamicImage::ImageLumaA8(b) => (2, Samples::U8(b.into_raw())),
+        DynamicImage::ImageRgb8(b) => (3, Samples::U8(b.into_raw())),
+        DynamicImage::ImageRgba8(b) => (4, Samples::U8(b.into_raw())),
+        DynamicImage::ImageLuma16(b) => (1, Samples::U16(b.into_raw())),
+        DynamicImage::ImageLumaA16(b) => (2, Samples::U16(b.into_raw())),
+        DynamicImage::ImageRgb16(b) => (3, Samples::U16(b.into_raw())),
+        DynamicImage::ImageRgba16(b) => (4, Samples::U16(b.into_raw())),
+        other => {
+            // Float images do not come out of PNG or JPEG; convert rather than fail if one does.
+            let _converted = ctx.charge(u64::from(width) * u64::from(height) * 4)?;
+            (4, Samples::U8(other.into_rgba8().into_raw()))
+        }
+    };
+    Ok(DecodedImage {
+        width,
+        height,
+        channels,
+        samples,
+    })
+}

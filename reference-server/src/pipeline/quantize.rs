@@ -1,0 +1,402 @@
+//! `quantize`: reduce the image to K thread colours and re-express it as runs of palette indices.
+//!
+//! Colours are first counted in a 32×32×32 histogram (5 bits per channel, keeping exact colour
+//! sums per bin), then split by a variance-minimising median cut over the occupied bins: the box
+//! with the largest between-bin squared error is cut along its widest channel at the point that
+//! minimises the error of the two halves. That costs one pass over the pixels plus work
+//! proportional to the number of occupied bins, not K × pixels as k-means would. Pixels are then
+//! mapped through a bin → colour lookup table, with a one-pixel cache because flat artwork repeats
+//! the same colour for long stretches.
+//!
+//! Transparent pixels (alpha < 128) are background: neither counted nor stitched.
+
+use super::decode::{DecodedImage, Samples};
+use super::{HeapSize, Ticker, reserve_charged, vec_bytes};
+use crate::job::{JobContext, StageError};
+
+/// Palette index of background (transparent) pixels; never stored in a run.
+pub const BACKGROUND: u8 = u8::MAX;
+
+/// A horizontal run `[x0, x1)` of one palette colour in one image row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColorRun {
+    pub x0: u32,
+    pub x1: u32,
+    pub color: u8,
+}
+
+/// The image as thread colours: for each row, its non-background runs, left to right.
+#[derive(Debug)]
+pub struct Quantized {
+    pub width: u32,
+    pub height: u32,
+    /// Thread colours as RGB.
+    pub palette: Vec<[u8; 3]>,
+    /// Runs of row `y` are `runs[row_start[y]..row_start[y + 1]]`.
+    pub row_start: Vec<u32>,
+    pub runs: Vec<ColorRun>,
+}
+
+impl Quantized {
+    pub fn row(&self, y: u32) -> &[ColorRun] {
+        let y = y as usize;
+        &self.runs[self.row_start[y] as usize..self.row_start[y + 1] as usize]
+    }
+}
+
+impl HeapSize for Quantized {
+    fn heap_bytes(&self) -> u64 {
+        vec_bytes(&self.row_start) + vec_bytes(&self.runs) + vec_bytes(&self.palette)
+    }
+}
+
+const BINS: usize = 1 << 15;
+/// Packed value of a transparent pixel (opaque pixels are `0x00RRGGBB`).
+const TRANSPARENT: u32 = u32::MAX;
+/// A value no pixel packs to, to start each row's cache.
+const NONE: u32 = u32::MAX - 1;
+/// Pixels between checkpoints.
+const CHUNK: usize = 4096;
+
+trait Sample: Copy {
+    fn to_u8(self) -> u8;
+}
+
+impl Sample for u8 {
+    #[inline(always)]
+    fn to_u8(self) -> u8 {
+        self
+    }
+}
+
+impl Sample for u16 {
+    #[inline(always)]
+    fn to_u8(self) -> u8 {
+        (self >> 8) as u8
+    }
+}
+
+#[inline(always)]
+fn pack<T: Sample, const C: usize>(px: &[T]) -> u32 {
+    let rgb = |r: T, g: T, b: T| {
+        (u32::from(r.to_u8()) << 16) | (u32::from(g.to_u8()) << 8) | u32::from(b.to_u8())
+    };
+    match C {
+        1 => rgb(px[0], px[0], px[0]),
+        2 if px[1].to_u8() < 128 => TRANSPARENT,
+        2 => rgb(px[0], px[0], px[0]),
+        3 => rgb(px[0], px[1], px[2]),
+        _ if px[3].to_u8() < 128 => TRANSPARENT,
+        _ => rgb(px[0], px[1], px[2]),
+    }
+}
+
+#[inline(always)]
+fn bin_of(packed: u32) -> usize {
+    (((packed >> 9) & 0x7C00) | ((packed >> 6) & 0x03E0) | ((packed >> 3) & 0x001F)) as usize
+}
+
+/// Colour statistics of one histogram bin.
+#[derive(Debug, Clone, Copy, Default)]
+struct Bin {
+    key: u16,
+    count: u64,
+    sum: [u64; 3],
+}
+
+struct Histogram {
+    count: Vec<u64>,
+    sum: Vec<[u64; 3]>,
+}
+
+impl Histogram {
+    #[inline(always)]
+    fn add(&mut self, packed: u32, n: u64) {
+        if packed >= NONE || n == 0 {
+            return;
+        }
+        let b = bin_of(packed);
+        self.count[b] += n;
+        let s = &mut self.sum[b];
+        s[0] += u64::from((packed >> 16) & 0xFF) * n;
+        s[1] += u64::from((packed >> 8) & 0xFF) * n;
+        s[2] += u64::from(packed & 0xFF) * n;
+    }
+}
+
+pub fn quantize(
+    ctx: &JobContext,
+    image: DecodedImage,
+    colors: u8,
+) -> Result<Quantized, StageError> {
+    let _input = ctx.charge(image.heap_bytes())?;
+    match (&image.samples, image.channels) {
+        (Samples::U8(s), 1) => run::<u8, 1>(ctx, &image, s, colors),
+        (Samples::U8(s), 2) => run::<u8, 2>(ctx, &image, s, colors),
+        (Samples::U8(s), 3) => run::<u8, 3>(ctx, &image, s, colors),
+        (Samples::U8(s), _) => run::<u8, 4>(ctx, &image, s, colors),
+        (Samples::U16(s), 1) => run::<u16, 1>(ctx, &image, s, colors),
+        (Samples::U16(s), 2) => run::<u16, 2>(ctx, &image, s, colors),
+        (Samples::U16(s), 3) => run::<u16, 3>(ctx, &image, s, colors),
+        (Samples::U16(s), _) => run::<u16, 4>(ctx, &image, s, colors),
+    }
+}
+
+fn run<T: Sample, const C: usize>(
+    ctx: &JobContext,
+    image: &DecodedImage,
+    samples: &[T],
+    colors: u8,
+) -> Result<Quantized, StageError> {
+    let width = image.width as usize;
+    let row_len = width * C;
+    let mut ticker = Ticker::new(ctx, 16 * 1024);
+
+    // Pass 1: histogram, accumulated per run of identical pixels.
+    let hist_bytes = (BINS * (size_of::<u64>() + size_of::<[u64; 3]>() + 1)) as u64;
+    let _hist_charge = ctx.charge(hist_bytes)?;
+    let mut hist = Histogram {
+        count: vec![0; BINS],
+        sum: vec![[0; 3]; BINS],
+    };
+    for row in samples.chunks_exact(row_len) {
+        let mut last = NONE;
+        let mut n = 0u64;
+        for chunk in row.chunks(CHUNK * C) {
+            for px in chunk.chunks_exact(C) {
+                let p = pack::<T, C>(px);
+                if p == last {
+                    n += 1;
+                } else {
+                    hist.add(last, n);
+                    last = p;
+                    n = 1;
+                }
+            }
+            ticker.tick((chunk.len() / C) as u64)?;
+        }
+        hist.add(last, n);
+    }
+
+    let bins: Vec<Bin> = (0..BINS)
+        .filter(|&k| hist.count[k] > 0)
+        .map(|k| Bin {
+            key: k as u16,
+            count: hist.count[k],
+            sum: hist.sum[k],
+        })
+        .collect();
+    drop(hist);
+    let (palette, lut) = median_cut(ctx, bins, usize::from(colors))?;
+
+    // Pass 2: map every pixel to its thread colour and emit runs.
+    let mut runs_charge = ctx.charge(0)?;
+    let row_start_bytes = (image.height as u64 + 1) * 4;
+    let mut runs: Vec<ColorRun> = Vec::new();
+    let mut row_start: Vec<u32> = Vec::with_capacity(image.height as usize + 1);
+    row_start.push(0);
+    for row in samples.chunks_exact(row_len) {
+        let mut last = NONE;
+        let mut last_idx = BACKGROUND;
+        let mut cur = BACKGROUND;
+        let mut start = 0u32;
+        let mut x = 0u32;
+        for chunk in row.chunks(CHUNK * C) {
+            reserve_charged(&mut runs, CHUNK, &mut runs_charge, row_start_bytes)?;
+            for px in chunk.chunks_exact(C) {
+                let p = pack::<T, C>(px);
+                if p != last {
+                    last = p;
+                    last_idx = if p == TRANSPARENT {
+                        BACKGROUND
+                    } else {
+                        lut[bin_of(p)]
+                    };
+                }
+                if last_idx != cur {
+                    if cur != BACKGROUND {
+                        runs.push(ColorRun {
+                            x0: start,
+                            x1: x,
+                            color: cur,
+                        });
+                    }
+                    cur = last_idx;
+                    start = x;
+                }
+                x += 1;
+            }
+            ticker.tick((chunk.len() / C) as u64)?;
+        }
+        if cur != BACKGROUND {
+            reserve_charged(&mut runs, 1, &mut runs_charge, row_start_bytes)?;
+            runs.push(ColorRun {
+                x0: start,
+                x1: x,
+                color: cur,
+            });
+        }
+        row_start.push(runs.len() as u32);
+    }
+    runs.shrink_to_fit();
+    Ok(Quantized {
+        width: image.width,
+        height: image.height,
+        palette,
+        row_start,
+        runs,
+    })
+}
+
+/// Sums over a set of bins that give its between-bin squared error in O(1).
+#[derive(Debug, Clone, Copy, Default)]
+struct Moments {
+    n: f64,
+    s: [f64; 3],
+    /// Σ sum² / count per channel.
+    q: [f64; 3],
+}
+
+impl Moments {
+    fn add_bin(&mut self, b: &Bin) {
+        let n = b.count as f64;
+        self.n += n;
+        for c in 0..3 {
+            let s = b.sum[c] as f64;
+            self.s[c] += s;
+            self.q[c] += s * s / n;
+        }
+    }
+
+    fn minus(&self, o: &Moments) -> Moments {
+        Moments {
+            n: self.n - o.n,
+            s: [self.s[0] - o.s[0], self.s[1] - o.s[1], self.s[2] - o.s[2]],
+            q: [self.q[0] - o.q[0], self.q[1] - o.q[1], self.q[2] - o.q[2]],
+        }
+    }
+
+    fn channel_sse(&self, c: usize) -> f64 {
+        if self.n <= 0.0 {
+            0.0
+        } else {
+            (self.q[c] - self.s[c] * self.s[c] / self.n).max(0.0)
+        }
+    }
+
+    fn sse(&self) -> f64 {
+        (0..3).map(|c| self.channel_sse(c)).sum()
+    }
+}
+
+struct ColorBox {
+    start: usize,
+    end: usize,
+    moments: Moments,
+}
+
+fn box_of(bins: &[Bin], start: usize, end: usize) -> ColorBox {
+    let mut moments = Moments::default();
+    for b in &bins[start..end] {
+        moments.add_bin(b);
+    }
+    ColorBox {
+        start,
+        end,
+        moments,
+    }
+}
+
+/// Splits the occupied bins into at most `colors` boxes; returns the palette (mean colour of each
+/// box) and the bin → palette index table (nearest palette colour of each bin's mean).
+fn median_cut(
+    ctx: &JobContext,
+    mut bins: Vec<Bin>,
+    colors: usize,
+) -> Result<(Vec<[u8; 3]>, Vec<u8>), StageError> {
+    let mut boxes = Vec::new();
+    if !bins.is_empty() {
+        boxes.push(box_of(&bins, 0, bins.len()));
+    }
+    let mut prefix: Vec<Moments> = Vec::with_capacity(bins.len() + 1);
+    while boxes.len() < colors {
+        ctx.checkpoint()?;
+        let Some((i, _)) = boxes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.end - b.start > 1)
+            .map(|(i, b)| (i, b.moments.sse()))
+            .filter(|(_, sse)| *sse > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+        else {
+            break;
+        };
+        let (start, end) = (boxes[i].start, boxes[i].end);
+        let axis = (0..3)
+            .max_by(|&a, &b| {
+                boxes[i]
+                    .moments
+                    .channel_sse(a)
+                    .total_cmp(&boxes[i].moments.channel_sse(b))
+            })
+            .unwrap_or(0);
+        // Sort by the mean along the axis (scaled to an integer for a total order).
+        bins[start..end].sort_unstable_by_key(|b| (b.sum[axis] << 8) / b.count);
+        prefix.clear();
+        let mut acc = Moments::default();
+        prefix.push(acc);
+        for b in &bins[start..end] {
+            acc.add_bin(b);
+            prefix.push(acc);
+        }
+        let total = acc;
+        let cut = (1..end - start)
+            .min_by(|&a, &b| {
+                let cost = |k: usize| prefix[k].sse() + total.minus(&prefix[k]).sse();
+                cost(a).total_cmp(&cost(b))
+            })
+            .unwrap_or(1);
+        boxes[i] = box_of(&bins, start, start + cut);
+        boxes.push(box_of(&bins, start + cut, end));
+    }
+
+    let palette: Vec<[u8; 3]> = boxes
+        .iter()
+        .map(|b| {
+            let m = &b.moments;
+            let c = |k: usize| (m.s[k] / m.n).round().clamp(0.0, 255.0) as u8;
+            [c(0), c(1), c(2)]
+        })
+        .collect();
+    let mut lut = vec![0u8; BINS];
+    for b in &bins {
+        let mean = [0, 1, 2].map(|c| b.sum[c] as f64 / b.count as f64);
+        let nearest = palette
+            .iter()
+            .enumerate()
+            .min_by(|(_, p), (_, q)| {
+                let d = |p: &[u8; 3]| -> f64 {
+                    (0..3).map(|c| (mean[c] - f64::from(p[c])).powi(2)).sum()
+                };
+                d(p).total_cmp(&d(q))
+            })
+            .map(|(i, _)| i as u8)
+            .unwrap_or(0);
+        lut[usize::from(b.key)] = nearest;
+    }
+    Ok((palette, lut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bin_keeps_the_top_five_bits_of_each_channel() {
+        assert_eq!(bin_of(0x00FF_FFFF), BINS - 1);
+        assert_eq!(bin_of(0x0008_0000), 1 << 10);
+        assert_eq!(bin_of(0x0000_0800), 1 << 5);
+        assert_eq!(bin_of(0x0000_0008), 1);
+        assert_eq!(bin_of(0x0007_0707), 0);
+    }
+}

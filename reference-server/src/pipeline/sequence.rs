@@ -1,0 +1,522 @@
+//! `sequence`: turn the filled pieces into one needle program.
+//!
+//! One colour block per thread colour, largest area first (background and big fills go down
+//! before the details that sit on them). Inside a block, regions are visited nearest-neighbour
+//! (greedy, from where the needle is, using a uniform grid so it stays fast with many regions),
+//! and inside a region its pieces likewise; a piece may be entered at either end (stitched
+//! backwards it is the same fill), whichever is nearer. Travel of up to
+//! [`TRIM_THRESHOLD_UNITS`] is stitched (split so no stitch exceeds the maximum); longer travel
+//! is a trim and then jumps of at most [`MAX_JUMP_UNITS`] per axis, so every jump fits one record
+//! of both DST and EXP. Blocks are separated by a trim and a colour change; the program starts
+//! with jumps from the origin and ends with a trim and `end`.
+
+use plimsoll_spec::design::DESIGN_FORMAT;
+use plimsoll_spec::{Design, Extents, Stitch, StitchCommand, Thread};
+
+use super::fill::{Filled, Point};
+use super::{
+    DigitizeParams, HeapSize, MAX_JUMP_UNITS, MAX_STITCHES, TRIM_THRESHOLD_UNITS, Ticker,
+    UNITS_PER_MM, invalid_parameter, reserve_charged, stitch_steps,
+};
+use crate::job::{Charge, JobContext, StageError};
+
+pub fn sequence(
+    ctx: &JobContext,
+    filled: Filled,
+    params: &DigitizeParams,
+) -> Result<Design, StageError> {
+    let _input = ctx.charge(filled.heap_bytes())?;
+    let pitch = ((params.max_stitch_mm * UNITS_PER_MM).floor() as i64).max(1);
+    let mut ticker = Ticker::new(ctx, 16 * 1024);
+
+    // Pieces grouped by region, regions by colour (counting sorts; pieces keep their order).
+    let n_regions = filled.regions.len();
+    let mut region_piece_start = vec![0u32; n_regions + 1];
+    for p in &filled.pieces {
+        region_piece_start[p.region as usize + 1] += 1;
+    }
+    for r in 0..n_regions {
+        region_piece_start[r + 1] += region_piece_start[r];
+    }
+    let mut fill_at = region_piece_start.clone();
+    let mut region_pieces = vec![0u32; filled.pieces.len()];
+    for (i, p) in filled.pieces.iter().enumerate() {
+        let slot = &mut fill_at[p.region as usize];
+        region_pieces[*slot as usize] = i as u32;
+        *slot += 1;
+    }
+    drop(fill_at);
+    let pieces_of = |r: usize| {
+        &region_pieces[region_piece_start[r] as usize..region_piece_start[r + 1] as usize]
+    };
+
+    let mut color_area = vec![0u64; filled.palette.len()];
+    for (r, region) in filled.regions.iter().enumerate() {
+        if !pieces_of(r).is_empty() {
+            color_area[usize::from(region.color)] += region.area_px;
+        }
+    }
+    let mut colors: Vec<usize> = (0..filled.palette.len())
+        .filter(|&c| color_area[c] > 0)
+        .collect();
+    colors.sort_by_key(|&c| (std::cmp::Reverse(color_area[c]), c));
+
+    let mut program = Program::new(ctx, filled.points.len() + filled.pieces.len() * 4 + 16)?;
+    let mut threads = Vec::with_capacity(colors.len());
+    // Either end of a piece can be its entry: stitched backwards it is the same fill.
+    let end_point = |piece: u32, end: usize| {
+        let p = filled.pieces[piece as usize];
+        filled.points[if end == 0 { p.start } else { p.end - 1 } as usize]
+    };
+    for (block, &color) in colors.iter().enumerate() {
+        let [r, g, b] = filled.palette[color];
+        threads.push(Thread {
+            color: format!("#{r:02x}{g:02x}{b:02x}"),
+        });
+        let regions: Vec<u32> = (0..n_regions as u32)
+            .filter(|&r| {
+                usize::from(filled.regions[r as usize].color) == color
+                    && !pieces_of(r as usize).is_empty()
+            })
+            .collect();
+        // Both ends of every piece of this colour, grouped by region.
+        let mut ends: Vec<Point> = Vec::new();
+        let mut ends_start: Vec<usize> = Vec::with_capacity(regions.len() + 1);
+        let mut owner: Vec<u32> = Vec::new();
+        for (k, &r) in regions.iter().enumerate() {
+            ends_start.push(ends.len());
+            for &piece in pieces_of(r as usize) {
+                ends.extend([end_point(piece, 0), end_point(piece, 1)]);
+                owner.extend([k as u32, k as u32]);
+            }
+        }
+        ends_start.push(ends.len());
+        let mut nearest_region = NearestIndex::new(&ends);
+        let mut block_started = false;
+        while let Some(e) = nearest_region.take_nearest(program.position()) {
+            let k = owner[e] as usize;
+            for other in ends_start[k]..ends_start[k + 1] {
+                nearest_region.remove(other);
+            }
+            let pieces = pieces_of(regions[k] as usize);
+            let region_ends = &ends[ends_start[k]..ends_start[k + 1]];
+            let mut order = PieceOrder::new(region_ends);
+            while let Some(e) = order.next(program.position()) {
+                let p = filled.pieces[pieces[e / 2] as usize];
+                let stitches = &filled.points[p.start as usize..p.end as usize];
+                let reversed = e % 2 == 1;
+                let to = if reversed {
+                    stitches[stitches.len() - 1]
+                } else {
+                    stitches[0]
+                };
+                if !block_started {
+                    if block > 0 {
+                        program.push_here(StitchCommand::Trim)?;
+                        program.push_here(StitchCommand::ColorChange)?;
+                    }
+                    program.jump_to(to)?;
+                    block_started = true;
+                } else {
+                    program.travel_to(to, pitch)?;
+                }
+                if reversed {
+                    program.stitch_all(stitches.iter().rev())?;
+                } else {
+                    program.stitch_all(stitches.iter())?;
+                }
+                ticker.tick(stitches.len() as u64 + 16)?;
+            }
+        }
+    }
+    if program.stitch_count > 0 {
+        program.push_here(StitchCommand::Trim)?;
+    }
+    program.push_here(StitchCommand::End)?;
+    if program.stitch_count > MAX_STITCHES {
+        return Err(invalid_parameter(format!(
+            "the design needs {} stitches, more than the limit of {MAX_STITCHES}",
+            program.stitch_count
+        )));
+    }
+    Ok(Design {
+        format: DESIGN_FORMAT.to_owned(),
+        width_mm: filled.width_mm,
+        height_mm: filled.height_mm,
+        threads,
+        extents: program.extents(),
+        stitch_count: program.stitch_count,
+        stitches: program.out,
+    })
+}
+
+#[inline]
+fn dist2(a: Point, b: Point) -> i64 {
+    let (dx, dy) = (i64::from(a.x - b.x), i64::from(a.y - b.y));
+    dx * dx + dy * dy
+}
+
+/// The needle program being written, with its charge and running extents.
+struct Program<'a> {
+    out: Vec<Stitch>,
+    charge: Charge<'a>,
+    at: Point,
+    stitch_count: u64,
+    min: Point,
+    max: Point,
+}
+
+impl<'a> Program<'a> {
+    fn new(ctx: &'a JobContext, capacity: usize) -> Result<Self, StageError> {
+        let mut charge = ctx.charge(0)?;
+        let mut out = Vec::new();
+        reserve_charged(&mut out, capacity, &mut charge, 0)?;
+        Ok(Program {
+            out,
+            charge,
+            at: Point { x: 0, y: 0 },
+            stitch_count: 0,
+            min: Point {
+                x: i32::MAX,
+                y: i32::MAX,
+            },
+            max: Point {
+                x: i32::MIN,
+                y: i32::MIN,
+            },
+        })
+    }
+
+    fn position(&self) -> Point {
+        self.at
+    }
+
+    #[inline]
+    fn push(&mut self, to: Point, cmd: StitchCommand) -> Result<(), StageError> {
+        reserve_charged(&mut self.out, 1, &mut self.charge, 0)?;
+        self.out.push(Stitch {
+            x: to.x,
+            y: to.y,
+            cmd,
+        });
+        self.at = to;
+        self.min.x = self.min.x.min(to.x);
+        self.min.y = self.min.y.min(to.y);
+        self.max.x = self.max.x.max(to.x);
+        self.max.y = self.max.y.max(to.y);
+        if cmd == StitchCommand::Stitch {
+            self.stitch_count += 1;
+        }
+        Ok(())
+    }
+
+    fn push_here(&mut self, cmd: StitchCommand) -> Result<(), StageError> {
+        self.push(self.at, cmd)
+    }
+
+    /// Jumps to `to` in moves of at most [`MAX_JUMP_UNITS`] per axis.
+    fn jump_to(&mut self, to: Point) -> Result<(), StageError> {
+        let from = self.at;
+        let (dx, dy) = (i64::from(to.x - from.x), i64::from(to.y - from.y));
+        let n =
+            (dx.abs().max(dy.abs()) + i64::from(MAX_JUMP_UNITS) - 1) / i64::from(MAX_JUMP_UNITS);
+        for i in 1..=n {
+            let p = Point {
+                x: from.x + (dx * i / n) as i32,
+                y: from.y + (dy * i / n) as i32,
+            };
+            self.push(p, StitchCommand::Jump)?;
+        }
+        Ok(())
+    }
+
+    /// Short travel is stitched (in stitches no longer than `pitch`), long travel trimmed and
+    /// jumped. Either way the needle ends at `to` without stitching it.
+    fn travel_to(&mut self, to: Point, pitch: i64) -> Result<(), StageError> {
+        let d2 = dist2(self.at, to);
+        if d2 > TRIM_THRESHOLD_UNITS * TRIM_THRESHOLD_UNITS {
+            self.push_here(StitchCommand::Trim)?;
+            return self.jump_to(to);
+        }
+        let from = self.at;
+        let (dx, dy) = (i64::from(to.x - from.x), i64::from(to.y - from.y));
+        let n = stitch_steps(dx, dy, pitch);
+        for i in 1..n {
+            let p = Point {
+                x: from.x + (dx * i / n) as i32,
+                y: from.y + (dy * i / n) as i32,
+            };
+            self.push(p, StitchCommand::Stitch)?;
+        }
+        Ok(())
+    }
+
+    fn stitch_all<'p>(
+        &mut self,
+        points: impl ExactSizeIterator<Item = &'p Point>,
+    ) -> Result<(), StageError> {
+        reserve_charged(&mut self.out, points.len(), &mut self.charge, 0)?;
+        for &p in points {
+            self.push(p, StitchCommand::Stitch)?;
+        }
+        Ok(())
+    }
+
+    fn extents(&self) -> Extents {
+        if self.out.is_empty() || self.min.x > self.max.x {
+            return Extents::default();
+        }
+        Extents {
+            min_x: self.min.x,
+            min_y: self.min.y,
+            max_x: self.max.x,
+            max_y: self.max.y,
+        }
+    }
+}
+
+/// The pieces of one region, nearest end first. Most regions are one piece: that needs no index.
+enum PieceOrder<'a> {
+    Single { ends: &'a [Point], done: bool },
+    Many(NearestIndex<'a>),
+}
+
+impl<'a> PieceOrder<'a> {
+    /// `ends` holds both ends of every piece: `2i` its start, `2i + 1` its end.
+    fn new(ends: &'a [Point]) -> Self {
+        if ends.len() == 2 {
+            PieceOrder::Single { ends, done: false }
+        } else {
+            PieceOrder::Many(NearestIndex::new(ends))
+        }
+    }
+
+    /// The next end to enter by (its piece is then done).
+    fn next(&mut self, from: Point) -> Option<usize> {
+        match self {
+            PieceOrder::Single { done: true, .. } => None,
+            PieceOrder::Single { ends, done } => {
+                *done = true;
+                Some(usize::from(dist2(from, ends[1]) < dist2(from, ends[0])))
+            }
+            PieceOrder::Many(index) => {
+                let e = index.take_nearest(from)?;
+                index.remove(e ^ 1);
+                Some(e)
+            }
+        }
+    }
+}
+
+/// Greedy nearest-neighbour over a fixed set of points, with a uniform grid (about two points per
+/// cell) rebuilt as points are taken, so a search looks at a few cells rather than every point.
+struct NearestIndex<'a> {
+    points: &'a [Point],
+    alive: Vec<bool>,
+    remaining: usize,
+    grid: Grid,
+}
+
+struct Grid {
+    x0: i64,
+    y0: i64,
+    cell: i64,
+    cols: i64,
+    rows: i64,
+    /// Points of cell `c` are `items[start[c]..start[c + 1]]`.
+    start: Vec<u32>,
+    items: Vec<u32>,
+    live: Vec<u32>,
+    built_with: usize,
+}
+
+impl<'a> NearestIndex<'a> {
+    fn new(points: &'a [Point]) -> Self {
+        let alive = vec![true; points.len()];
+        let grid = Grid::build(points, &alive, points.len());
+        NearestIndex {
+            points,
+            alive,
+            remaining: points.len(),
+            grid,
+        }
+    }
+
+    /// Removes and returns the point nearest to `from`.
+    fn take_nearest(&mut self, from: Point) -> Option<usize> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let g = &self.grid;
+        let cx = ((i64::from(from.x) - g.x0) / g.cell).clamp(0, g.cols - 1);
+        let cy = ((i64::from(from.y) - g.y0) / g.cell).clamp(0, g.rows - 1);
+        let mut best: Option<(i64, usize)> = None;
+        let max_ring = g.cols.max(g.rows);
+        for ring in 0..=max_ring {
+            let mut visit = |x: i64, y: i64| {
+                let c = (y * g.cols + x) as usize;
+                if g.live[c] == 0 {
+                    return;
+                }
+                for &i in &g.items[g.start[c] as usize..g.start[c + 1] as usize] {
+                    if self.alive[i as usize] {
+                        let d = dist2(from, self.points[i as usize]);
+                        if best.is_none_or(|(bd, bi)| (d, i as usize) < (bd, bi)) {
+                            best = Some((d, i as usize));
+                        }
+                    }
+                }
+            };
+            // The cells at Chebyshev distance `ring`, clipped to the grid.
+            let (x0, x1) = ((cx - ring).max(0), (cx + ring).min(g.cols - 1));
+            let (y0, y1) = ((cy - ring).max(0), (cy + ring).min(g.rows - 1));
+            if cy - ring >= 0 {
+                (x0..=x1).for_each(|x| visit(x, cy - ring));
+            }
+            if ring > 0 && cy + ring < g.rows {
+                (x0..=x1).for_each(|x| visit(x, cy + ring));
+            }
+            let (ys, ye) = ((cy - ring + 1).max(y0), (cy + ring - 1).min(y1));
+            if ring > 0 && cx - ring >= 0 {
+                (ys..=ye).for_each(|y| visit(cx - ring, y));
+            }
+            if ring > 0 && cx + ring < g.cols {
+                (ys..=ye).for_each(|y| visit(cx + ring, y));
+            }
+            if let Some((d, _)) = best {
+                let reach = ring * g.cell;
+                if d <= reach * reach {
+                    break;
+                }
+            }
+        }
+        let (_, i) = best?;
+        self.remove(i);
+        Some(i)
+    }
+
+    /// Takes point `i` out (if it is still in).
+    fn remove(&mut self, i: usize) {
+        if !self.alive[i] {
+            return;
+        }
+        self.alive[i] = false;
+        self.remaining -= 1;
+        let cell = self.grid.cell_of(self.points[i]);
+        self.grid.live[cell] -= 1;
+        if self.remaining > 64 && self.remaining * 4 < self.grid.built_with {
+            self.grid = Grid::build(self.points, &self.alive, self.remaining);
+        }
+    }
+}
+
+impl Grid {
+    fn build(points: &[Point], alive: &[bool], live_count: usize) -> Grid {
+        let live = || {
+            points
+                .iter()
+                .zip(alive)
+                .filter(|(_, a)| **a)
+                .map(|(p, _)| p)
+        };
+        let (mut x0, mut y0, mut x1, mut y1) = (i64::MAX, i64::MAX, i64::MIN, i64::MIN);
+        for p in live() {
+            x0 = x0.min(i64::from(p.x));
+            y0 = y0.min(i64::from(p.y));
+            x1 = x1.max(i64::from(p.x));
+            y1 = y1.max(i64::from(p.y));
+        }
+        if x0 > x1 {
+            (x0, y0, x1, y1) = (0, 0, 0, 0);
+        }
+        let (w, h) = (x1 - x0 + 1, y1 - y0 + 1);
+        let cells_wanted = (live_count / 2).max(1) as f64;
+        let cell = (((w as f64) * (h as f64) / cells_wanted).sqrt().ceil() as i64).max(1);
+        let cols = (w + cell - 1) / cell;
+        let rows = (h + cell - 1) / cell;
+        let mut grid = Grid {
+            x0,
+            y0,
+            cell,
+            cols,
+            rows,
+            start: vec![0; (cols * rows) as usize + 1],
+            items: vec![0; live_count],
+            live: vec![0; (cols * rows) as usize],
+            built_with: live_count,
+        };
+        for p in live() {
+            let c = grid.cell_of(*p);
+            grid.live[c] += 1;
+        }
+        for c in 0..grid.live.len() {
+            grid.start[c + 1] = grid.start[c] + grid.live[c];
+        }
+        let mut at = grid.start.clone();
+        for (i, p) in points.iter().enumerate() {
+            if alive[i] {
+                let c = grid.cell_of(*p);
+                grid.items[at[c] as usize] = i as u32;
+                at[c] += 1;
+            }
+        }
+        grid
+    }
+
+    fn cell_of(&self, p: Point) -> usize {
+        let cx = ((i64::from(p.x) - self.x0) / self.cell).clamp(0, self.cols - 1);
+        let cy = ((i64::from(p.y) - self.y0) / self.cell).clamp(0, self.rows - 1);
+        (cy * self.cols + cx) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_nearest_matches_a_linear_scan() {
+        let mut seed = 12345u64;
+        let mut rnd = |m: i32| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % m as u64) as i32
+        };
+        let scattered: Vec<Point> = (0..500)
+            .map(|_| Point {
+                x: rnd(5000),
+                y: rnd(3000),
+            })
+            .collect();
+        // Degenerate: every point on one line, far apart, plus a tight cluster.
+        let mut line: Vec<Point> = (0..300)
+            .map(|_| Point {
+                x: rnd(1_000_000),
+                y: 7,
+            })
+            .collect();
+        for _ in 0..100 {
+            line.push(Point {
+                x: 500 + rnd(3),
+                y: 7 + rnd(3),
+            });
+        }
+        for points in [scattered, line] {
+            let mut index = NearestIndex::new(&points);
+            let mut alive = vec![true; points.len()];
+            let mut at = Point { x: -100, y: 7000 };
+            while let Some(i) = index.take_nearest(at) {
+                let best = (0..points.len())
+                    .filter(|&j| alive[j])
+                    .map(|j| dist2(at, points[j]))
+                    .min()
+                    .unwrap();
+                assert_eq!(dist2(at, points[i]), best);
+                alive[i] = false;
+                at = points[i];
+            }
+            assert!(alive.iter().all(|a| !a));
+        }
+    }
+}
