@@ -86,15 +86,23 @@ pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static st
 /// The embedded server's config: hooks on, scaled values; temp root and log are set at start.
 pub fn embedded_config(full_timeouts: bool) -> Result<Config, Fatal> {
     let overrides = embedded_overrides(full_timeouts);
-    let mut config = Config::from_lookup(|k| overrides.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()))
-        .map_err(|e| Fatal::Embedded(e.to_string()))?;
+    let mut config = Config::from_lookup(|k| {
+        overrides
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| (*v).to_owned())
+    })
+    .map_err(|e| Fatal::Embedded(e.to_string()))?;
     config.hooks_enabled = true;
     Ok(config)
 }
 
 /// `plimsoll check` from the command line; returns the exit code.
 pub fn run(args: CheckArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("plimsoll check: cannot start the runtime: {e}");
@@ -123,8 +131,10 @@ pub fn run(args: CheckArgs) -> u8 {
 pub async fn execute(args: &CheckArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
     let (contract, contract_text) = match &args.contract {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Fatal::Contract(format!("{}: {e}", path.display())))?;
-            let c = Contract::from_toml(&text, &path.display().to_string()).map_err(|e| Fatal::Contract(e.to_string()))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Fatal::Contract(format!("{}: {e}", path.display())))?;
+            let c = Contract::from_toml(&text, &path.display().to_string())
+                .map_err(|e| Fatal::Contract(e.to_string()))?;
             (c, text)
         }
         None => (Contract::embedded().clone(), EMBEDDED_TOML.to_owned()),
@@ -137,20 +147,50 @@ pub async fn execute(args: &CheckArgs, embedded: Option<Config>) -> Result<RunRe
             config.temp_root = workspace.path().join("jobs");
             let log = workspace.path().join("server.log");
             config.log = LogSink::File(log.clone());
-            let server = RunningServer::start(config).await.map_err(|e| Fatal::Embedded(e.to_string()))?;
+            let server = RunningServer::start(config)
+                .await
+                .map_err(|e| Fatal::Embedded(e.to_string()))?;
             let url = server.url();
-            (Some(server), url, Some(workspace.path().join("jobs")), Some(log))
+            (
+                Some(server),
+                url,
+                Some(workspace.path().join("jobs")),
+                Some(log),
+            )
         }
-        None => (None, args.target.clone().unwrap_or_default(), args.temp_dir.clone(), args.server_log.clone()),
+        None => (
+            None,
+            args.target.clone().unwrap_or_default(),
+            args.temp_dir.clone(),
+            args.server_log.clone(),
+        ),
     };
-    let mode = if server.is_some() { "embedded" } else { "external" };
+    let mode = if server.is_some() {
+        "embedded"
+    } else {
+        "external"
+    };
 
-    let result = run_suite(args, contract, &contract_text, &base, mode, temp_dir, server_log).await;
+    let result = run_suite(
+        args,
+        contract,
+        &contract_text,
+        &base,
+        mode,
+        temp_dir,
+        server_log,
+    )
+    .await;
     if let Some(server) = server {
         let _ = server.shutdown().await;
     }
     let report = result?;
-    report::write_all(&report, args.json.as_deref(), args.junit.as_deref(), args.html.as_deref())?;
+    report::write_all(
+        &report,
+        args.json.as_deref(),
+        args.junit.as_deref(),
+        args.html.as_deref(),
+    )?;
     Ok(report)
 }
 
@@ -163,7 +203,10 @@ async fn run_suite(
     temp_dir: Option<PathBuf>,
     server_log: Option<PathBuf>,
 ) -> Result<RunReport, Fatal> {
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis();
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
     let client = reqwest::Client::new();
     let base = base.trim_end_matches('/').to_owned();
     let effective: serde_json::Value = client
@@ -173,21 +216,41 @@ async fn run_suite(
         .map_err(|e| Fatal::Unreachable(format!("{base}: {e}")))?
         .json()
         .await
-        .map_err(|e| Fatal::Contract(format!("{base}{} is not JSON: {e}", contract.api.contract.path)))?;
-    let differences = diff(&serde_json::to_value(&contract).expect("serializes"), &effective);
+        .map_err(|e| {
+            Fatal::Contract(format!(
+                "{base}{} is not JSON: {e}",
+                contract.api.contract.path
+            ))
+        })?;
+    let differences = diff(
+        &serde_json::to_value(&contract).expect("serializes"),
+        &effective,
+    );
     let scaled = mode == "embedded" || args.allow_overrides;
     let expected = if scaled {
-        serde_json::from_value::<Contract>(effective.clone())
-            .map_err(|e| Fatal::Contract(format!("the target's effective contract does not parse: {e}")))?
+        serde_json::from_value::<Contract>(effective.clone()).map_err(|e| {
+            Fatal::Contract(format!(
+                "the target's effective contract does not parse: {e}"
+            ))
+        })?
     } else {
         contract.clone()
     };
     let trials = args.trials.unwrap_or(expected.tolerances.trials);
-    let target = Arc::new(Target::new(base.clone(), expected, temp_dir, server_log, trials));
+    let target = Arc::new(Target::new(
+        base.clone(),
+        expected,
+        temp_dir,
+        server_log,
+        trials,
+    ));
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them.
     let probe = target
-        .digitize(Some(&format!("hold={}:1", target.expected.stages.digitize[0])))
+        .digitize(Some(&format!(
+            "hold={}:1",
+            target.expected.stages.digitize[0]
+        )))
         .await
         .map_err(Fatal::Unreachable)?;
     if probe.status == 400 && probe.code() == target.expected.hooks.disabled_code.as_str() {
@@ -208,7 +271,11 @@ async fn run_suite(
     // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
     let print = |r: &CheckResult| {
         let line = report::terminal::progress_line(r, color);
-        if color { progress.finish_one(&line) } else { println!("{line}") }
+        if color {
+            progress.finish_one(&line)
+        } else {
+            println!("{line}")
+        }
     };
     let mut results = Vec::new();
 
@@ -216,7 +283,13 @@ async fn run_suite(
     print(&contract_check);
     results.push(contract_check);
     for id in selected {
-        let title = target.expected.clause_list().iter().find(|c| c.id == id).map(|c| c.title.to_owned()).unwrap_or_default();
+        let title = target
+            .expected
+            .clause_list()
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.title.to_owned())
+            .unwrap_or_default();
         progress.start(id, &title);
         let result = checks::run(id, &target).await;
         print(&result);
@@ -263,7 +336,11 @@ fn contract_result(differences: &[String], scaled: bool) -> CheckResult {
         observed: if differences.is_empty() {
             "identical".into()
         } else {
-            format!("{} difference(s){}", differences.len(), if scaled { " (allowed: scaled run)" } else { "" })
+            format!(
+                "{} difference(s){}",
+                differences.len(),
+                if scaled { " (allowed: scaled run)" } else { "" }
+            )
         },
         verdict,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -279,7 +356,15 @@ pub fn diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Vec<Str
         match v {
             serde_json::Value::Object(map) => {
                 for (k, v) in map {
-                    leaves(v, if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, out);
+                    leaves(
+                        v,
+                        if path.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{path}.{k}")
+                        },
+                        out,
+                    );
                 }
             }
             other => {
@@ -304,5 +389,7 @@ pub fn diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Vec<Str
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

@@ -70,7 +70,13 @@ pub struct Target {
 }
 
 impl Target {
-    pub fn new(base: String, expected: Contract, temp_dir: Option<PathBuf>, server_log: Option<PathBuf>, trials: u32) -> Target {
+    pub fn new(
+        base: String,
+        expected: Contract,
+        temp_dir: Option<PathBuf>,
+        server_log: Option<PathBuf>,
+        trials: u32,
+    ) -> Target {
         let schema = plimsoll_spec::render::root_schema::<plimsoll_spec::Problem>();
         Target {
             base: base.trim_end_matches('/').to_owned(),
@@ -80,7 +86,8 @@ impl Target {
                 .build()
                 .expect("a default reqwest client builds"),
             openapi: plimsoll_spec::render::openapi(&expected),
-            problem_schema: jsonschema::validator_for(&schema).expect("the problem schema compiles"),
+            problem_schema: jsonschema::validator_for(&schema)
+                .expect("the problem schema compiles"),
             expected,
             temp_dir,
             server_log,
@@ -116,10 +123,17 @@ impl Target {
     /// Sends, reads the whole reply, and validates it.
     pub async fn send(&self, request: reqwest::RequestBuilder, op: Op) -> Result<Reply, String> {
         let sent = Instant::now();
-        let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("request failed: {e}"))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = response.bytes().await.map_err(|e| format!("reading the body failed: {e}"))?.to_vec();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| format!("reading the body failed: {e}"))?
+            .to_vec();
         let elapsed = sent.elapsed();
         let timing = headers
             .get(self.expected.observability.server_timing_header.as_str())
@@ -136,12 +150,17 @@ impl Target {
         };
         reply.violations = self.violations(&reply, op);
         if !reply.violations.is_empty() {
-            let id = reply.request_id(self.request_id_header()).unwrap_or_else(|| "(no id)".into());
+            let id = reply
+                .request_id(self.request_id_header())
+                .unwrap_or_else(|| "(no id)".into());
             let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
             all.extend(reply.violations.iter().map(|v| format!("{id}: {v}")));
         }
         let has_id = reply.headers.contains_key(self.request_id_header());
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).push((status, has_id));
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((status, has_id));
         Ok(reply)
     }
 
@@ -155,12 +174,18 @@ impl Target {
         let operation = &self.openapi["paths"][path.as_str()][method];
         let documented = operation["responses"].get(reply.status.to_string());
         if documented.is_none() {
-            out.push(format!("status {} is not documented for {} {path}", reply.status, method.to_uppercase()));
+            out.push(format!(
+                "status {} is not documented for {} {path}",
+                reply.status,
+                method.to_uppercase()
+            ));
         }
         if reply.status >= 400 {
             let ct = reply.header("content-type").unwrap_or_default();
             if !ct.starts_with(PROBLEM_CONTENT_TYPE) {
-                out.push(format!("error content-type is `{ct}`, not {PROBLEM_CONTENT_TYPE}"));
+                out.push(format!(
+                    "error content-type is `{ct}`, not {PROBLEM_CONTENT_TYPE}"
+                ));
             }
             match serde_json::from_slice::<serde_json::Value>(&reply.body) {
                 Ok(body) => {
@@ -168,7 +193,10 @@ impl Target {
                         out.push(format!("problem body: {e} at {}", e.instance_path()));
                     }
                     if body["status"].as_u64() != Some(u64::from(reply.status)) {
-                        out.push(format!("body status {} differs from the HTTP status {}", body["status"], reply.status));
+                        out.push(format!(
+                            "body status {} differs from the HTTP status {}",
+                            body["status"], reply.status
+                        ));
                     }
                 }
                 Err(e) => out.push(format!("error body is not JSON: {e}")),
@@ -176,12 +204,13 @@ impl Target {
         }
         if let Some(doc) = documented {
             for (name, h) in doc["headers"].as_object().into_iter().flatten() {
-                if h["schema"]["type"] == "integer" {
-                    if let Some(v) = reply.header(name) {
-                        if v.parse::<u64>().is_err() {
-                            out.push(format!("{name}: `{v}` is not an integer as the OpenAPI document says"));
-                        }
-                    }
+                if h["schema"]["type"] == "integer"
+                    && let Some(v) = reply.header(name)
+                    && v.parse::<u64>().is_err()
+                {
+                    out.push(format!(
+                        "{name}: `{v}` is not an integer as the OpenAPI document says"
+                    ));
                 }
             }
         }
@@ -203,7 +232,13 @@ impl Target {
     }
 
     /// Polls a metric until `pred` holds; returns the time it took.
-    pub async fn wait_metric(&self, name: &str, pool: &str, limit: Duration, pred: impl Fn(f64) -> bool) -> Result<Duration, String> {
+    pub async fn wait_metric(
+        &self,
+        name: &str,
+        pool: &str,
+        limit: Duration,
+        pred: impl Fn(f64) -> bool,
+    ) -> Result<Duration, String> {
         let start = Instant::now();
         let poll = Duration::from_millis(self.expected.tolerances.metrics_poll_interval_ms);
         let mut last = f64::NAN;
@@ -214,7 +249,10 @@ impl Target {
             }
             tokio::time::sleep(poll).await;
         }
-        Err(format!("{name}{{pool=\"{pool}\"}} still {last} after {} ms", limit.as_millis()))
+        Err(format!(
+            "{name}{{pool=\"{pool}\"}} still {last} after {} ms",
+            limit.as_millis()
+        ))
     }
 
     /// Job directories in the implementation's temp folder, if the checker can see it.
@@ -222,7 +260,11 @@ impl Target {
         let dir = self.temp_dir.as_ref()?;
         Some(
             std::fs::read_dir(dir)
-                .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
                 .unwrap_or_default(),
         )
     }
@@ -255,7 +297,9 @@ pub fn parse_server_timing(value: &str) -> Option<(f64, f64)> {
     for part in value.split(',') {
         let mut fields = part.trim().split(';');
         let name = fields.next()?.trim();
-        let dur = fields.find_map(|f| f.trim().strip_prefix("dur=")).and_then(|d| d.parse::<f64>().ok());
+        let dur = fields
+            .find_map(|f| f.trim().strip_prefix("dur="))
+            .and_then(|d| d.parse::<f64>().ok());
         match name {
             "queue" => queue = dur,
             "run" => run = dur,
@@ -291,7 +335,8 @@ pub fn sample_png() -> Vec<u8> {
         }
     });
     let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).expect("encoding a PNG in memory");
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encoding a PNG in memory");
     out.into_inner()
 }
 
@@ -299,7 +344,8 @@ pub fn sample_png() -> Vec<u8> {
 pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
     let img = image::RgbImage::from_pixel(8, 8, image::Rgb([1, 2, 3]));
     let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).expect("encoding a PNG in memory");
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encoding a PNG in memory");
     let mut bytes = out.into_inner();
     bytes[16..20].copy_from_slice(&width.to_be_bytes());
     bytes[20..24].copy_from_slice(&height.to_be_bytes());
@@ -313,7 +359,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

@@ -90,13 +90,19 @@ pub struct RunReport {
 
 impl RunReport {
     pub fn passed(&self) -> usize {
-        self.results.iter().filter(|r| r.verdict == Verdict::Pass).count()
+        self.results
+            .iter()
+            .filter(|r| r.verdict == Verdict::Pass)
+            .count()
     }
     pub fn failed(&self) -> usize {
         self.results.iter().filter(|r| r.verdict.is_fail()).count()
     }
     pub fn skipped(&self) -> usize {
-        self.results.iter().filter(|r| matches!(r.verdict, Verdict::Skip(_))).count()
+        self.results
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Skip(_)))
+            .count()
     }
 }
 

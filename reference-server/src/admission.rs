@@ -215,7 +215,15 @@ impl Drop for LeaveQueue<'_> {
     }
 }
 
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (busy, queued) = self.load();
+        f.debug_struct("Pool").field("name", &self.spec.name).field("busy", &busy).field("queued", &queued).finish()
+    }
+}
+
 /// One worker slot; the slot is released when the permit drops.
+#[derive(Debug)]
 pub struct Permit {
     pool: Arc<Pool>,
     armed: bool,
@@ -293,10 +301,10 @@ mod tests {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             let mut tasks = Vec::new();
             for i in 0..3 {
-                let p = p.clone();
+                let pool = p.clone();
                 let tx = tx.clone();
                 tasks.push(tokio::spawn(async move {
-                    let permit = p.acquire().await.unwrap();
+                    let permit = pool.acquire().await.unwrap();
                     tx.send(i).unwrap();
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     drop(permit);
@@ -309,7 +317,7 @@ mod tests {
             for t in tasks {
                 t.await.unwrap();
             }
-            let order: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+            let order: Vec<usize> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
             assert_eq!(order, expected, "{discipline:?}");
         }
     }

@@ -25,8 +25,9 @@ pub enum ErrorKind {
         completed_stages: Vec<Stage>,
         timeout_ms: u64,
     },
-    /// The job ended in error (B2, F1, F2 found while decoding).
-    Job(JobError),
+    /// The job ended in error (B2, F1, F2 found while decoding). Boxed: errors travel in
+    /// `Result`s, and the common path should stay small.
+    Job(Box<JobError>),
 }
 
 impl ApiError {

@@ -70,23 +70,25 @@ impl Server {
             result = &mut serve => return result,
             () = stopping.cancelled() => {}
         }
-        let drained = tokio::time::timeout(drain, &mut serve).await;
-        let result = match drained {
+        let drain_until = tokio::time::Instant::now() + drain;
+        let result = match tokio::time::timeout_at(drain_until, &mut serve).await {
             Ok(result) => result,
             Err(_) => {
                 // Drain time is up: cancel every job; each stops at its next checkpoint.
                 state.shutdown.cancel();
-                match tokio::time::timeout(stop_within * 2, &mut serve).await {
-                    Ok(result) => result,
-                    Err(_) => Ok(()),
-                }
+                tokio::time::timeout(stop_within * 2, &mut serve).await.unwrap_or(Ok(()))
             }
         };
+        // Upgraded relay sockets are not tracked by the HTTP server: their in-flight work gets
+        // the rest of the drain time, then everything left is cancelled.
+        while state.relay.load().0 > 0 && tokio::time::Instant::now() < drain_until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        state.shutdown.cancel();
         // Workers release their slots after removing their temp dirs; wait for the pools.
         let deadline = tokio::time::Instant::now() + stop_within * 2;
-        while (state.digitize.load().0 > 0 || state.export.load().0 > 0)
-            && tokio::time::Instant::now() < deadline
-        {
+        let busy = |s: &AppState| s.digitize.load().0 + s.export.load().0 + s.relay.load().0;
+        while busy(&state) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let removed = crate::temp::remove_stale(&state.config.temp_root);

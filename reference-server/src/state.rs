@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use plimsoll_spec::model::OverflowPolicy;
 use tokio_util::sync::CancellationToken;
 use tracing::Dispatch;
 
@@ -20,6 +21,8 @@ pub struct Inner {
     pub metrics: Metrics,
     pub digitize: Arc<Pool>,
     pub export: Arc<Pool>,
+    /// The relay bridge's workers (R1): overflow queues (FIFO) unless the contract says `reject`.
+    pub relay: Arc<Pool>,
     /// Parent of every job's cancellation token: cancelled when a shutdown's drain time is up.
     pub shutdown: CancellationToken,
     pub dispatch: Dispatch,
@@ -78,6 +81,27 @@ impl AppState {
             c.t2.value.export_queue_capacity,
             c.b1.value.export_timeout_ms,
         );
+        let r1 = &c.r1.value;
+        let relay = Pool::new(
+            PoolSpec {
+                name: "relay",
+                workers: if config.is(Mutant::RelayUnbounded) {
+                    usize::MAX / 2
+                } else {
+                    r1.relay_concurrency as usize
+                },
+                queue_capacity: match r1.overflow {
+                    OverflowPolicy::Queue => usize::MAX / 2,
+                    OverflowPolicy::Reject => 0,
+                },
+                discipline: Discipline::Fifo,
+                max_retry_after_s: 1,
+                window_samples: c.t3.value.window_samples as usize,
+                min_retry_after_s: c.t3.value.min_seconds,
+                empty_retry_after_s: c.t3.value.empty_window_seconds,
+            },
+            &metrics,
+        );
         let started = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
@@ -85,6 +109,7 @@ impl AppState {
             metrics,
             digitize,
             export,
+            relay,
             shutdown: CancellationToken::new(),
             dispatch,
             next_id: AtomicU64::new(0),

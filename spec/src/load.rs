@@ -367,7 +367,11 @@ impl Contract {
             ("export", &self.stages.export),
         ] {
             let unique: std::collections::BTreeSet<_> = stages.iter().collect();
-            if stages.is_empty() || unique.len() != stages.len() || stages.contains(&Stage::Queue) || stages.contains(&Stage::Relay) {
+            if stages.is_empty()
+                || unique.len() != stages.len()
+                || stages.contains(&Stage::Queue)
+                || stages.contains(&Stage::Relay)
+            {
                 out.push(violation(
                     &format!("stages.{name}"),
                     "needs distinct stages, none of them `queue` or `relay`".into(),

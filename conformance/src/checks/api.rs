@@ -9,7 +9,11 @@ use crate::target::Target;
 pub async fn api(t: &Arc<Target>, c: &mut Ctx) {
     c.expected = "every status documented for its operation; error bodies valid problem+json; headers as typed".into();
     let seen = t.seen.lock().unwrap_or_else(|e| e.into_inner()).len();
-    let violations = t.violations.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let violations = t
+        .violations
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     c.observed = format!("{} violation(s) in {seen} replies", violations.len());
     if let Some(first) = violations.first() {
         c.fail(format!("{} violation(s); first: {first}", violations.len()));

@@ -7,30 +7,54 @@ use super::{Ctx, join_all, ms, spawn_digitize, worst_and_median};
 use crate::target::{Reply, Target};
 
 /// Occupies every worker and queue place with requests held for `hold_ms`.
-async fn saturate(t: &Arc<Target>, c: &mut Ctx, hold_ms: u64) -> Vec<tokio::task::JoinHandle<Result<Reply, String>>> {
+async fn saturate(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    hold_ms: u64,
+) -> Vec<tokio::task::JoinHandle<Result<Reply, String>>> {
     let (workers, queue) = (t.digitize_workers(), t.digitize_queue());
     let stage = t.expected.stages.digitize[0];
     // Start from an idle pool: a worker still stopping after an earlier 504 would otherwise
     // push our holders into the queue and make the count wrong.
     let settle = t.stop_within() * 2;
     let baseline = c.baseline_busy;
-    if let Err(e) = t.wait_metric("plimsoll_workers_busy", "digitize", settle, |v| v <= baseline).await {
+    if let Err(e) = t
+        .wait_metric("plimsoll_workers_busy", "digitize", settle, |v| {
+            v <= baseline
+        })
+        .await
+    {
         c.fail(format!("pool not idle before saturating: {e}"));
     }
     let mut tasks = Vec::new();
     for _ in 0..workers {
         tasks.push(spawn_digitize(t, Some(format!("hold={stage}:{hold_ms}"))));
     }
-    if let Err(e) = t.wait_metric("plimsoll_workers_busy", "digitize", Duration::from_secs(5), |v| v >= workers as f64).await {
+    if let Err(e) = t
+        .wait_metric(
+            "plimsoll_workers_busy",
+            "digitize",
+            Duration::from_secs(5),
+            |v| v >= workers as f64,
+        )
+        .await
+    {
         c.fail(format!("could not occupy every worker: {e}"));
     }
     for _ in 0..queue {
         tasks.push(spawn_digitize(t, Some(format!("hold={stage}:{hold_ms}"))));
     }
-    if queue > 0 {
-        if let Err(e) = t.wait_metric("plimsoll_queue_depth", "digitize", Duration::from_secs(5), |v| v >= queue as f64).await {
-            c.fail(format!("could not fill the queue: {e}"));
-        }
+    if queue > 0
+        && let Err(e) = t
+            .wait_metric(
+                "plimsoll_queue_depth",
+                "digitize",
+                Duration::from_secs(5),
+                |v| v >= queue as f64,
+            )
+            .await
+    {
+        c.fail(format!("could not fill the queue: {e}"));
     }
     tasks
 }
@@ -39,9 +63,15 @@ async fn saturate(t: &Arc<Target>, c: &mut Ctx, hold_ms: u64) -> Vec<tokio::task
 fn judge_refusal(t: &Target, c: &mut Ctx, label: &str, reply: &Reply) -> Option<u64> {
     c.reply(label, reply, t.request_id_header());
     let t3 = &t.expected.clauses.t3.value;
-    let max_s = Duration::from_millis(t.expected.clauses.b1.value.digitize_timeout_ms).as_secs().max(1);
+    let max_s = Duration::from_millis(t.expected.clauses.b1.value.digitize_timeout_ms)
+        .as_secs()
+        .max(1);
     if !c.require(reply.status == 503 && reply.code() == "overloaded", || {
-        format!("{label}: expected 503 overloaded, got {} {}", reply.status, reply.code())
+        format!(
+            "{label}: expected 503 overloaded, got {} {}",
+            reply.status,
+            reply.code()
+        )
     }) {
         return None;
     }
@@ -52,7 +82,10 @@ fn judge_refusal(t: &Target, c: &mut Ctx, label: &str, reply: &Reply) -> Option<
     match raw.trim().parse::<u64>() {
         Ok(n) if (t3.min_seconds..=max_s).contains(&n) => Some(n),
         Ok(n) => {
-            c.fail(format!("{label}: Retry-After {n} outside {}..={max_s}", t3.min_seconds));
+            c.fail(format!(
+                "{label}: Retry-After {n} outside {}..={max_s}",
+                t3.min_seconds
+            ));
             None
         }
         Err(_) => {
@@ -118,15 +151,24 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let (worst, median) = worst_and_median(&latencies);
     c.trials_ms = latencies.clone();
     c.require(worst <= tol.refusal_latency_ms as f64, || {
-        format!("slowest refusal took {worst:.1} ms > {} ms", tol.refusal_latency_ms)
+        format!(
+            "slowest refusal took {worst:.1} ms > {} ms",
+            tol.refusal_latency_ms
+        )
     });
 
     // The window now ends with the last `window` refusal samples.
-    let mut samples: Vec<Duration> = refused_at.iter().map(|&at| freed.saturating_duration_since(at)).collect();
+    let mut samples: Vec<Duration> = refused_at
+        .iter()
+        .map(|&at| freed.saturating_duration_since(at))
+        .collect();
     let keep = samples.len().saturating_sub(window);
     samples.drain(..keep);
     samples.sort();
-    let p50 = samples.get(samples.len().div_ceil(2).saturating_sub(1)).copied().unwrap_or_default();
+    let p50 = samples
+        .get(samples.len().div_ceil(2).saturating_sub(1))
+        .copied()
+        .unwrap_or_default();
     let predicted = (p50.as_secs() + u64::from(p50.subsec_nanos() > 0)).max(t3.min_seconds);
 
     // 3. Saturate again and read the advertised delay.
@@ -149,12 +191,21 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
             format!("Retry-After {n} s, but the p50 queue wait of the scenario was {:.2} s (→ {predicted} s)", p50.as_secs_f64())
         });
         // 4. Retry after the advertised delay, once the load has dropped: it succeeds.
-        let _ = t.wait_metric("plimsoll_workers_busy", "digitize", t.stop_within() * 2, |v| v <= c.baseline_busy).await;
+        let _ = t
+            .wait_metric(
+                "plimsoll_workers_busy",
+                "digitize",
+                t.stop_within() * 2,
+                |v| v <= c.baseline_busy,
+            )
+            .await;
         tokio::time::sleep(Duration::from_secs(n).saturating_sub(advertised_at.elapsed())).await;
         match t.digitize(None).await {
             Ok(reply) => {
                 c.reply("retry", &reply, t.request_id_header());
-                c.require(reply.status == 200, || format!("the retry after {n} s answered {}", reply.status));
+                c.require(reply.status == 200, || {
+                    format!("the retry after {n} s answered {}", reply.status)
+                });
             }
             Err(e) => c.fail(format!("retry: {e}")),
         }
@@ -165,5 +216,8 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         advertised.map_or("missing".to_owned(), |n| n.to_string()),
         p50.as_secs_f64()
     );
-    c.evidence.push(format!("predicted Retry-After {predicted} s from {} samples", samples.len()));
+    c.evidence.push(format!(
+        "predicted Retry-After {predicted} s from {} samples",
+        samples.len()
+    ));
 }

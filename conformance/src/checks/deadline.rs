@@ -6,24 +6,48 @@ use std::time::Duration;
 use super::{Ctx, capacity_recovered, join_all, ms, worst_and_median};
 use crate::target::{Op, Reply, Target};
 
-fn judge(t: &Target, c: &mut Ctx, label: &str, reply: &Reply, timeout_ms: u64, stages: &[plimsoll_spec::Stage], held: usize) {
+fn judge(
+    t: &Target,
+    c: &mut Ctx,
+    label: &str,
+    reply: &Reply,
+    timeout_ms: u64,
+    stages: &[plimsoll_spec::Stage],
+    held: usize,
+) {
     c.reply(label, reply, t.request_id_header());
     let late = t.expected.tolerances.timeout_late_ms;
     let elapsed = ms(reply.elapsed);
     let body = reply.json();
     c.require(reply.status == 504 && body["code"] == "timeout", || {
-        format!("{label}: expected 504 timeout after {timeout_ms} ms, got {} {} after {elapsed:.0} ms", reply.status, body["code"])
+        format!(
+            "{label}: expected 504 timeout after {timeout_ms} ms, got {} {} after {elapsed:.0} ms",
+            reply.status, body["code"]
+        )
     });
-    c.require(elapsed >= timeout_ms as f64, || format!("{label}: answered {elapsed:.0} ms, before the {timeout_ms} ms deadline"));
+    c.require(elapsed >= timeout_ms as f64, || {
+        format!("{label}: answered {elapsed:.0} ms, before the {timeout_ms} ms deadline")
+    });
     c.require(elapsed <= (timeout_ms + late) as f64, || {
         format!("{label}: answered {elapsed:.0} ms, more than {late} ms after the {timeout_ms} ms deadline")
     });
     let stage = stages[held].as_str();
-    c.require(body["failed_stage"] == stage, || format!("{label}: failed_stage {} instead of {stage}", body["failed_stage"]));
-    let before: Vec<&str> = stages[..held].iter().map(|s| s.as_str()).collect();
-    c.require(body["completed_stages"] == serde_json::json!(before), || {
-        format!("{label}: completed_stages {} instead of {before:?}", body["completed_stages"])
+    c.require(body["failed_stage"] == stage, || {
+        format!(
+            "{label}: failed_stage {} instead of {stage}",
+            body["failed_stage"]
+        )
     });
+    let before: Vec<&str> = stages[..held].iter().map(|s| s.as_str()).collect();
+    c.require(
+        body["completed_stages"] == serde_json::json!(before),
+        || {
+            format!(
+                "{label}: completed_stages {} instead of {before:?}",
+                body["completed_stages"]
+            )
+        },
+    );
 }
 
 pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
@@ -58,19 +82,40 @@ pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
             match r {
                 Ok(reply) => {
                     elapsed.push(ms(reply.elapsed));
-                    judge(t, c, &format!("trial-{trial}"), &reply, b1.digitize_timeout_ms, stages, held);
+                    judge(
+                        t,
+                        c,
+                        &format!("trial-{trial}"),
+                        &reply,
+                        b1.digitize_timeout_ms,
+                        stages,
+                        held,
+                    );
                 }
-                Err(e) => c.fail(format!("trial-{trial}: no answer within {} ms: {e}", give_up.as_millis())),
+                Err(e) => c.fail(format!(
+                    "trial-{trial}: no answer within {} ms: {e}",
+                    give_up.as_millis()
+                )),
             }
             trial += 1;
         }
         remaining -= batch;
-        match t.wait_metric("plimsoll_workers_busy", "digitize", stop, |v| v == 0.0).await {
-            Ok(took) => c.evidence.push(format!("slots back {:.0} ms after the 504s", ms(took))),
-            Err(e) => c.fail(format!("slot not released within {} ms of the deadline: {e}", stop.as_millis())),
+        match t
+            .wait_metric("plimsoll_workers_busy", "digitize", stop, |v| v == 0.0)
+            .await
+        {
+            Ok(took) => c
+                .evidence
+                .push(format!("slots back {:.0} ms after the 504s", ms(took))),
+            Err(e) => c.fail(format!(
+                "slot not released within {} ms of the deadline: {e}",
+                stop.as_millis()
+            )),
         }
         if let Some(entries) = t.temp_entries() {
-            c.require(entries.is_empty(), || format!("temp files left after the timeout: {entries:?}"));
+            c.require(entries.is_empty(), || {
+                format!("temp files left after the timeout: {entries:?}")
+            });
         }
     }
 
@@ -94,19 +139,37 @@ pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
             .client
             .post(t.url(&api.path))
             .header("content-type", api.content_types[0].as_str())
-            .header(t.hook_header(), format!("hold={}:{}", export_stages[held], b1.export_timeout_ms + 10_000))
+            .header(
+                t.hook_header(),
+                format!(
+                    "hold={}:{}",
+                    export_stages[held],
+                    b1.export_timeout_ms + 10_000
+                ),
+            )
             .timeout(Duration::from_millis(b1.export_timeout_ms + late + 3000))
             .body(design);
         match t.send(request, Op::Export).await {
             Ok(reply) => {
                 elapsed.push(ms(reply.elapsed));
-                judge(t, c, "export", &reply, b1.export_timeout_ms, export_stages, held);
+                judge(
+                    t,
+                    c,
+                    "export",
+                    &reply,
+                    b1.export_timeout_ms,
+                    export_stages,
+                    held,
+                );
             }
             Err(e) => c.fail(format!("export: {e}")),
         }
     }
     let (worst, median) = worst_and_median(&elapsed);
     c.trials_ms = elapsed;
-    c.observed = format!("{} timeouts: worst answered at {worst:.0} ms, median {median:.0} ms", c.trials_ms.len());
+    c.observed = format!(
+        "{} timeouts: worst answered at {worst:.0} ms, median {median:.0} ms",
+        c.trials_ms.len()
+    );
     capacity_recovered(t, c).await;
 }

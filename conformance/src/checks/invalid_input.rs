@@ -27,9 +27,19 @@ fn cases(t: &Target) -> Vec<Case> {
     let jpeg = jpeg.into_inner();
     let mut corrupt_jpeg = jpeg[..jpeg.len() / 2].to_vec();
     corrupt_jpeg.extend(std::iter::repeat_n(0u8, 64));
-    let random: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let random: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     let oversize = vec![0u8; t.expected.api.digitize.max_upload_bytes as usize + 1];
-    let d = |name, content_type, query, body, code| Case { name, op: Op::Digitize, content_type, query, body, hook: None, code };
+    let d = |name, content_type, query, body, code| Case {
+        name,
+        op: Op::Digitize,
+        content_type,
+        query,
+        body,
+        hook: None,
+        code,
+    };
     let e = |name, query, body: &[u8], code| Case {
         name,
         op: Op::Export,
@@ -60,7 +70,10 @@ fn cases(t: &Target) -> Vec<Case> {
 
 pub async fn f2(t: &Arc<Target>, c: &mut Ctx) {
     let all = cases(t);
-    c.expected = format!("400 with the documented code for each of {} bad inputs; never 500", all.len());
+    c.expected = format!(
+        "400 with the documented code for each of {} bad inputs; never 500",
+        all.len()
+    );
     let mut right = 0;
     for case in &all {
         let path = match case.op {
@@ -80,10 +93,21 @@ pub async fn f2(t: &Arc<Target>, c: &mut Ctx) {
                 c.reply(case.name, &reply, t.request_id_header());
                 let ok = reply.status == 400 && reply.code() == case.code.as_str();
                 right += usize::from(ok);
-                c.require(ok, || format!("{}: expected 400 {}, got {} {}", case.name, case.code, reply.status, reply.code()));
+                c.require(ok, || {
+                    format!(
+                        "{}: expected 400 {}, got {} {}",
+                        case.name,
+                        case.code,
+                        reply.status,
+                        reply.code()
+                    )
+                });
             }
             Err(e) => c.fail(format!("{}: {e}", case.name)),
         }
     }
-    c.observed = format!("{right} of {} bad inputs answered 400 with their code", all.len());
+    c.observed = format!(
+        "{right} of {} bad inputs answered 400 with their code",
+        all.len()
+    );
 }

@@ -8,7 +8,10 @@ use crate::target::{Op, Target};
 
 pub async fn f3(t: &Arc<Target>, c: &mut Ctx) {
     let fields = t.expected.clauses.f3.value.fields.clone();
-    c.expected = format!("every log line is JSON; each error has a line with {}", fields.join(", "));
+    c.expected = format!(
+        "every log line is JSON; each error has a line with {}",
+        fields.join(", ")
+    );
     let Some(log) = t.server_log.clone() else {
         c.skip("needs --server-log FILE to read the implementation's log");
         return;
@@ -17,15 +20,24 @@ pub async fn f3(t: &Arc<Target>, c: &mut Ctx) {
     let header = t.request_id_header().to_owned();
     let run = std::process::id();
     let provoked = [
-        (format!("f3-{run}-fail"), Some(format!("fail={}", stages[stages.len() / 2]))),
-        (format!("f3-{run}-panic"), Some(format!("panic={}", stages[0]))),
+        (
+            format!("f3-{run}-fail"),
+            Some(format!("fail={}", stages[stages.len() / 2])),
+        ),
+        (
+            format!("f3-{run}-panic"),
+            Some(format!("panic={}", stages[0])),
+        ),
         (format!("f3-{run}-empty"), None),
     ];
     let mut ids = Vec::new();
     for (id, hook) in &provoked {
         let mut request = match hook {
             Some(h) => t.digitize_request(Some(h)),
-            None => t.client.post(t.url(&t.expected.api.digitize.path)).header("content-type", "image/png"),
+            None => t
+                .client
+                .post(t.url(&t.expected.api.digitize.path))
+                .header("content-type", "image/png"),
         };
         request = request.header(header.as_str(), id.as_str());
         match t.send(request, Op::Digitize).await {
@@ -47,30 +59,51 @@ pub async fn f3(t: &Arc<Target>, c: &mut Ctx) {
     };
     let mut parsed = Vec::new();
     let mut bad = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         match serde_json::from_str::<serde_json::Value>(line) {
             Ok(v) if v.is_object() => parsed.push(v),
             _ => bad.push(n + 1),
         }
     }
     c.require(bad.is_empty(), || {
-        format!("{} of {} log lines are not JSON objects (first: line {})", bad.len(), bad.len() + parsed.len(), bad[0])
+        format!(
+            "{} of {} log lines are not JSON objects (first: line {})",
+            bad.len(),
+            bad.len() + parsed.len(),
+            bad[0]
+        )
     });
     let mut joined = 0;
     for id in &ids {
         let line = parsed.iter().find(|v| {
-            v.get("request_id").and_then(|x| x.as_str()) == Some(id.as_str()) && v.get("error").is_some()
+            v.get("request_id").and_then(|x| x.as_str()) == Some(id.as_str())
+                && v.get("error").is_some()
         });
         match line {
             None => c.fail(format!("no error line with request_id {id}")),
             Some(v) => {
-                let missing: Vec<&String> = fields.iter().filter(|f| v.get(f.as_str()).is_none()).collect();
-                if c.require(missing.is_empty(), || format!("error line of {id} lacks {missing:?}")) {
+                let missing: Vec<&String> = fields
+                    .iter()
+                    .filter(|f| v.get(f.as_str()).is_none())
+                    .collect();
+                if c.require(missing.is_empty(), || {
+                    format!("error line of {id} lacks {missing:?}")
+                }) {
                     joined += 1;
                 }
-                c.evidence.push(format!("{id}: {v}").chars().take(300).collect());
+                c.evidence
+                    .push(format!("{id}: {v}").chars().take(300).collect());
             }
         }
     }
-    c.observed = format!("{} JSON lines, {} not JSON; {joined} of {} errors joined by request_id with all fields", parsed.len(), bad.len(), ids.len());
+    c.observed = format!(
+        "{} JSON lines, {} not JSON; {joined} of {} errors joined by request_id with all fields",
+        parsed.len(),
+        bad.len(),
+        ids.len()
+    );
 }

@@ -22,7 +22,8 @@ use crate::verdict::{CheckResult, Lane, LaneOutcome, Verdict};
 /// Every check id, in the order they run. F4 and API come last: they judge every reply of the
 /// run (request ids; conformance to the OpenAPI document and the problem schema).
 pub const ALL: [&str; 17] = [
-    "T1", "T2", "T3", "B1", "B2", "B3", "F1", "F2", "F3", "R1", "R2", "R3", "R4", "R5", "R6", "F4", "API",
+    "T1", "T2", "T3", "B1", "B2", "B3", "F1", "F2", "F3", "R1", "R2", "R3", "R4", "R5", "R6", "F4",
+    "API",
 ];
 
 /// What one check is building up while it runs.
@@ -119,7 +120,10 @@ impl Ctx {
 pub async fn run(id: &str, target: &Arc<Target>) -> CheckResult {
     let mut c = Ctx::new();
     let t = target;
-    c.baseline_busy = t.metric("plimsoll_workers_busy", "digitize").await.unwrap_or(0.0);
+    c.baseline_busy = t
+        .metric("plimsoll_workers_busy", "digitize")
+        .await
+        .unwrap_or(0.0);
     match id {
         "T1" => throughput::t1(t, &mut c).await,
         "T2" => throughput::t2(t, &mut c).await,
@@ -166,7 +170,10 @@ pub async fn run(id: &str, target: &Arc<Target>) -> CheckResult {
 }
 
 /// Sends a digitize request on its own task (so it can be held open or abandoned).
-pub fn spawn_digitize(t: &Arc<Target>, hook: Option<String>) -> tokio::task::JoinHandle<Result<Reply, String>> {
+pub fn spawn_digitize(
+    t: &Arc<Target>,
+    hook: Option<String>,
+) -> tokio::task::JoinHandle<Result<Reply, String>> {
     let t = t.clone();
     tokio::spawn(async move { t.digitize(hook.as_deref()).await })
 }
@@ -175,28 +182,45 @@ pub fn spawn_digitize(t: &Arc<Target>, hook: Option<String>) -> tokio::task::Joi
 pub async fn capacity_recovered(t: &Arc<Target>, c: &mut Ctx) {
     let limit = t.stop_within() * 2;
     let baseline = c.baseline_busy;
-    if let Err(e) = t.wait_metric("plimsoll_workers_busy", "digitize", limit, |v| v <= baseline).await {
-        c.fail(format!("slots not released after the fault (busy before the check: {baseline}): {e}"));
+    if let Err(e) = t
+        .wait_metric("plimsoll_workers_busy", "digitize", limit, |v| {
+            v <= baseline
+        })
+        .await
+    {
+        c.fail(format!(
+            "slots not released after the fault (busy before the check: {baseline}): {e}"
+        ));
         return;
     }
     let workers = t.digitize_workers().saturating_sub(baseline as usize);
     let hold = format!("hold={}:150", t.expected.stages.digitize[0]);
-    let tasks: Vec<_> = (0..workers).map(|_| spawn_digitize(t, Some(hold.clone()))).collect();
+    let tasks: Vec<_> = (0..workers)
+        .map(|_| spawn_digitize(t, Some(hold.clone())))
+        .collect();
     let mut ok = 0;
     for task in tasks {
         if let Ok(Ok(r)) = task.await {
             ok += usize::from(r.status == 200);
         }
     }
-    c.require(ok == workers, || format!("capacity not recovered: {ok} of {workers} concurrent requests admitted"));
-    c.evidence.push(format!("capacity recovered: {ok}/{workers} slots usable"));
+    c.require(ok == workers, || {
+        format!("capacity not recovered: {ok} of {workers} concurrent requests admitted")
+    });
+    c.evidence
+        .push(format!("capacity recovered: {ok}/{workers} slots usable"));
 }
 
 /// Waits for every task and collects the replies (a failed request becomes an error string).
-pub async fn join_all(tasks: Vec<tokio::task::JoinHandle<Result<Reply, String>>>) -> Vec<Result<Reply, String>> {
+pub async fn join_all(
+    tasks: Vec<tokio::task::JoinHandle<Result<Reply, String>>>,
+) -> Vec<Result<Reply, String>> {
     let mut out = Vec::with_capacity(tasks.len());
     for task in tasks {
-        out.push(task.await.unwrap_or_else(|e| Err(format!("task failed: {e}"))));
+        out.push(
+            task.await
+                .unwrap_or_else(|e| Err(format!("task failed: {e}"))),
+        );
     }
     out
 }
@@ -221,7 +245,10 @@ pub async fn occupy(
     t: &Arc<Target>,
     c: &mut Ctx,
     hold_ms: impl Fn(usize) -> u64,
-) -> (Vec<tokio::task::JoinHandle<Result<Reply, String>>>, Option<tokio::task::JoinHandle<Result<Reply, String>>>) {
+) -> (
+    Vec<tokio::task::JoinHandle<Result<Reply, String>>>,
+    Option<tokio::task::JoinHandle<Result<Reply, String>>>,
+) {
     let stage = t.expected.stages.digitize[0];
     let mut running = Vec::new();
     let attempts = t.digitize_workers() + 8;
@@ -229,15 +256,24 @@ pub async fn occupy(
         let task = spawn_digitize(t, Some(format!("hold={stage}:{}", hold_ms(k))));
         let deadline = Instant::now() + Duration::from_secs(3);
         loop {
-            let busy = t.metric("plimsoll_workers_busy", "digitize").await.unwrap_or(0.0);
-            let queued = t.metric("plimsoll_queue_depth", "digitize").await.unwrap_or(0.0);
+            let busy = t
+                .metric("plimsoll_workers_busy", "digitize")
+                .await
+                .unwrap_or(0.0);
+            let queued = t
+                .metric("plimsoll_queue_depth", "digitize")
+                .await
+                .unwrap_or(0.0);
             if queued >= 1.0 {
                 return (running, Some(task));
             }
             if busy >= (k + 1) as f64 || Instant::now() > deadline {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms)).await;
+            tokio::time::sleep(Duration::from_millis(
+                t.expected.tolerances.metrics_poll_interval_ms,
+            ))
+            .await;
         }
         running.push(task);
     }

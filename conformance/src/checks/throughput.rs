@@ -13,7 +13,10 @@ fn max_overlap(replies: &[&Reply], slack: Duration) -> usize {
     for r in replies {
         if let Some((queue, _)) = r.timing {
             let start = r.sent + Duration::from_secs_f64(queue / 1000.0);
-            let end = (r.sent + r.elapsed).checked_sub(slack).unwrap_or(start).max(start);
+            let end = (r.sent + r.elapsed)
+                .checked_sub(slack)
+                .unwrap_or(start)
+                .max(start);
             events.push((start, 1));
             events.push((end, -1));
         }
@@ -30,17 +33,28 @@ fn max_overlap(replies: &[&Reply], slack: Duration) -> usize {
 pub async fn t1(t: &Arc<Target>, c: &mut Ctx) {
     let workers = t.digitize_workers();
     let queue = t.digitize_queue();
-    c.expected = format!("at most {workers} digitize jobs at once; the busy gauge reaches {workers} and never exceeds it");
-    let limit = t.metric("plimsoll_workers_limit", "digitize").await.unwrap_or(f64::NAN);
-    c.require(limit == workers as f64, || format!("plimsoll_workers_limit is {limit}, the contract says {workers}"));
+    c.expected = format!(
+        "at most {workers} digitize jobs at once; the busy gauge reaches {workers} and never exceeds it"
+    );
+    let limit = t
+        .metric("plimsoll_workers_limit", "digitize")
+        .await
+        .unwrap_or(f64::NAN);
+    c.require(limit == workers as f64, || {
+        format!("plimsoll_workers_limit is {limit}, the contract says {workers}")
+    });
 
     let burst = workers + queue + 2;
     let hold = format!("hold={}:700", t.expected.stages.digitize[0]);
-    let tasks: Vec<_> = (0..burst).map(|_| spawn_digitize(t, Some(hold.clone()))).collect();
+    let tasks: Vec<_> = (0..burst)
+        .map(|_| spawn_digitize(t, Some(hold.clone())))
+        .collect();
     let mut max_busy = 0.0f64;
     let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);
     let started = Instant::now();
-    while !tasks.iter().all(|task| task.is_finished()) && started.elapsed() < Duration::from_secs(30) {
+    while !tasks.iter().all(|task| task.is_finished())
+        && started.elapsed() < Duration::from_secs(30)
+    {
         if let Ok(v) = t.metric("plimsoll_workers_busy", "digitize").await {
             max_busy = max_busy.max(v);
         }
@@ -64,10 +78,22 @@ pub async fn t1(t: &Arc<Target>, c: &mut Ctx) {
         "busy gauge max {max_busy}; {} of {burst} admitted; at most {overlap} running at once (Server-Timing)",
         ok.len()
     );
-    c.require(max_busy <= workers as f64, || format!("busy gauge reached {max_busy} > {workers}"));
-    c.require(max_busy >= workers as f64, || format!("busy gauge never reached {workers} (max {max_busy})"));
-    c.require(overlap <= workers, || format!("{overlap} requests ran at once, limit {workers}"));
-    c.require(ok.len() <= workers + queue, || format!("{} admitted out of a burst of {burst}; workers + queue = {}", ok.len(), workers + queue));
+    c.require(max_busy <= workers as f64, || {
+        format!("busy gauge reached {max_busy} > {workers}")
+    });
+    c.require(max_busy >= workers as f64, || {
+        format!("busy gauge never reached {workers} (max {max_busy})")
+    });
+    c.require(overlap <= workers, || {
+        format!("{overlap} requests ran at once, limit {workers}")
+    });
+    c.require(ok.len() <= workers + queue, || {
+        format!(
+            "{} admitted out of a burst of {burst}; workers + queue = {}",
+            ok.len(),
+            workers + queue
+        )
+    });
 }
 
 pub async fn t2(t: &Arc<Target>, c: &mut Ctx) {
@@ -80,11 +106,21 @@ pub async fn t2(t: &Arc<Target>, c: &mut Ctx) {
     let stage = t.expected.stages.digitize[0];
     // Holders release one at a time, 150 ms apart, so each queued request starts alone.
     let (holders, first_queued) = super::occupy(t, c, |k| 500 + 150 * k as u64).await;
-    let Some(first_queued) = first_queued else { return };
+    let Some(first_queued) = first_queued else {
+        return;
+    };
     let mut queued = vec![first_queued];
     for i in 1..queue {
         queued.push(spawn_digitize(t, Some(format!("hold={stage}:100"))));
-        if let Err(e) = t.wait_metric("plimsoll_queue_depth", "digitize", Duration::from_secs(2), |v| v >= (i + 1) as f64).await {
+        if let Err(e) = t
+            .wait_metric(
+                "plimsoll_queue_depth",
+                "digitize",
+                Duration::from_secs(2),
+                |v| v >= (i + 1) as f64,
+            )
+            .await
+        {
             c.fail(format!("queued request {i} did not show in the queue: {e}"));
         }
     }
@@ -99,7 +135,9 @@ pub async fn t2(t: &Arc<Target>, c: &mut Ctx) {
         match r {
             Ok(reply) => {
                 c.reply(format!("queued-{i}"), &reply, t.request_id_header());
-                c.require(reply.status == 200, || format!("queued-{i} answered {}", reply.status));
+                c.require(reply.status == 200, || {
+                    format!("queued-{i} answered {}", reply.status)
+                });
                 // Worker start = sent + queue time; without Server-Timing, completion order.
                 let start = match reply.timing {
                     Some((q, _)) => reply.sent + Duration::from_secs_f64(q / 1000.0),
@@ -114,5 +152,7 @@ pub async fn t2(t: &Arc<Target>, c: &mut Ctx) {
     let order: Vec<usize> = starts.iter().map(|(_, i)| *i).collect();
     let arrival: Vec<usize> = (0..order.len()).collect();
     c.observed = format!("start order {order:?} for arrival order {arrival:?}");
-    c.require(order == arrival, || format!("started in order {order:?}, arrived in {arrival:?}"));
+    c.require(order == arrival, || {
+        format!("started in order {order:?}, arrived in {arrival:?}")
+    });
 }

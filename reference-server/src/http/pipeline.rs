@@ -235,7 +235,7 @@ fn content_type(
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
-    if accepted.iter().any(|a| *a == media) {
+    if accepted.contains(&media) {
         Ok(())
     } else {
         Err(ApiError::rejected(
@@ -293,11 +293,19 @@ async fn read_body(
                 id,
                 pool,
                 ErrorCode::UploadTimeout,
-                format!("the request body did not arrive within {} ms", read_timeout.as_millis()),
+                format!(
+                    "the request body did not arrive within {} ms",
+                    read_timeout.as_millis()
+                ),
             ));
         }
         Ok(Err(e)) => {
-            return Err(ApiError::rejected(id, pool, ErrorCode::EmptyBody, format!("the body could not be read: {e}")));
+            return Err(ApiError::rejected(
+                id,
+                pool,
+                ErrorCode::EmptyBody,
+                format!("the body could not be read: {e}"),
+            ));
         }
         Ok(Ok(())) => {}
     }
@@ -310,7 +318,12 @@ async fn read_body(
         ));
     }
     if kept.is_empty() {
-        return Err(ApiError::rejected(id, pool, ErrorCode::EmptyBody, "the request body is empty"));
+        return Err(ApiError::rejected(
+            id,
+            pool,
+            ErrorCode::EmptyBody,
+            "the request body is empty",
+        ));
     }
     Ok(Bytes::from(kept))
 }
@@ -460,14 +473,14 @@ where
         config.contract.stages.digitize[0]
     };
     let ctx = JobContext::new(job_config).map_err(|e| {
-        fail(ErrorKind::Job(JobError {
+        fail(ErrorKind::Job(Box::new(JobError {
             kind: JobErrorKind::Failed {
                 message: format!("cannot create the job's temp dir: {e}"),
                 backtrace: String::new(),
             },
             failed_stage: first_stage,
             completed_stages: Vec::new(),
-        }))
+        })))
     })?;
     let progress = ctx.progress();
     let leak_temp = config
@@ -510,18 +523,18 @@ where
             let (current, completed) = progress.snapshot();
             Err(fail(timed_out(current.unwrap_or(first_stage), completed)))
         }
-        Ok(Err(join_error)) => Err(fail(ErrorKind::Job(JobError {
+        Ok(Err(join_error)) => Err(fail(ErrorKind::Job(Box::new(JobError {
             kind: JobErrorKind::Panicked {
                 message: join_error.to_string(),
                 backtrace: String::new(),
             },
             failed_stage: progress.snapshot().0.unwrap_or(first_stage),
             completed_stages: progress.snapshot().1,
-        }))),
+        })))),
         Ok(Ok(Ok(value))) => Ok((value, timing())),
         Ok(Ok(Err(e))) if e.kind == JobErrorKind::DeadlineExceeded => {
             Err(fail(timed_out(e.failed_stage, e.completed_stages)))
         }
-        Ok(Ok(Err(e))) => Err(fail(ErrorKind::Job(e))),
+        Ok(Ok(Err(e))) => Err(fail(ErrorKind::Job(Box::new(e)))),
     }
 }

@@ -21,18 +21,17 @@ pub fn error_response(state: &AppState, error: ApiError) -> Response {
         Some((stage, done)) => (Some(stage), Some(done.to_vec())),
         None => (None, None),
     };
-    if config.is(Mutant::WrongFailedStage) {
-        if let Some(stage) = failed_stage.as_mut() {
-            let stages = &contract.stages.digitize;
-            if let Some(i) = stages.iter().position(|s| s == stage) {
-                *stage = stages[(i + 1) % stages.len()];
-            }
+    if let (true, Some(stage)) = (config.is(Mutant::WrongFailedStage), failed_stage.as_mut()) {
+        let stages = &contract.stages.digitize;
+        if let Some(i) = stages.iter().position(|s| s == stage) {
+            *stage = stages[(i + 1) % stages.len()];
         }
     }
-    if config.is(Mutant::WrongCompletedStages) {
-        if let Some(done) = completed_stages.as_mut() {
-            done.clear();
-        }
+    if let (true, Some(done)) = (
+        config.is(Mutant::WrongCompletedStages),
+        completed_stages.as_mut(),
+    ) {
+        done.clear();
     }
 
     let log_stage = match (&error.kind, failed_stage) {
@@ -83,23 +82,21 @@ pub fn error_response(state: &AppState, error: ApiError) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static(PROBLEM_CONTENT_TYPE),
     );
-    if let ErrorKind::Overloaded { retry_after_s, .. } = error.kind {
-        if spec.retry_after {
-            let value = if config.is(Mutant::NoRetryAfter) {
-                None
-            } else if config.is(Mutant::RetryAfterZero) {
-                Some("0".to_owned())
-            } else if config.is(Mutant::RetryAfterHttpDate) {
-                Some("Wed, 21 Oct 2026 07:28:00 GMT".to_owned())
-            } else {
-                Some(retry_after_s.to_string())
-            };
-            if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
-                headers.insert(
-                    super::header_name(&contract.clauses.t3.value.retry_after_header),
-                    v,
-                );
-            }
+    if let (ErrorKind::Overloaded { retry_after_s, .. }, true) = (&error.kind, spec.retry_after) {
+        let value = if config.is(Mutant::NoRetryAfter) {
+            None
+        } else if config.is(Mutant::RetryAfterZero) {
+            Some("0".to_owned())
+        } else if config.is(Mutant::RetryAfterHttpDate) {
+            Some("Wed, 21 Oct 2026 07:28:00 GMT".to_owned())
+        } else {
+            Some(retry_after_s.to_string())
+        };
+        if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            headers.insert(
+                super::header_name(&contract.clauses.t3.value.retry_after_header),
+                v,
+            );
         }
     }
     response

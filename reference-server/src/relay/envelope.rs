@@ -1,0 +1,236 @@
+//! Parsing one text message into a request the worker can run against the server's own router.
+//! Anything that is not a well-formed `relay-http-request` is [`Malformed`]: the connection
+//! answers it with a `relay-error` frame and carries on.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue, Method, Request, Uri, header};
+use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
+use plimsoll_spec::{ErrorCode, HookDirective, Stage};
+use serde_json::Value;
+
+use super::base64;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The header a request envelope (and a response frame) uses to say its body is base64.
+pub const TRANSFER_ENCODING: &str = "content-transfer-encoding";
+
+/// A parsed request envelope.
+pub struct Envelope {
+    pub request_id: String,
+    pub request: Request<Body>,
+    /// The raw value of the contract's hook header, if the envelope carried one.
+    pub hook: Option<String>,
+}
+
+/// Why a message is not a request envelope.
+#[derive(Debug)]
+pub struct Malformed {
+    /// The message's `request_id` when it had a string one, else empty.
+    pub request_id: String,
+    pub detail: String,
+}
+
+/// Parses and validates one text message.
+pub fn parse(text: &str, hook_header: &str) -> Result<Envelope, Malformed> {
+    let value: Value = serde_json::from_str(text).map_err(|e| Malformed {
+        request_id: String::new(),
+        detail: format!("the message is not JSON: {e}"),
+    })?;
+    let request_id = value
+        .get("request_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let bad = |detail: String| Malformed {
+        request_id: request_id.clone(),
+        detail,
+    };
+    match value.get("type") {
+        Some(Value::String(kind)) if kind == RELAY_REQUEST => {}
+        other => {
+            return Err(bad(format!(
+                "`type` must be `{RELAY_REQUEST}`, got {}",
+                other.map_or_else(|| "nothing".to_owned(), Value::to_string)
+            )));
+        }
+    }
+    let envelope: RelayRequest = serde_json::from_value(value)
+        .map_err(|e| bad(format!("not a relay request envelope: {e}")))?;
+    if envelope.request_id.is_empty() {
+        return Err(bad("`request_id` must not be empty".to_owned()));
+    }
+    let method = Method::from_bytes(envelope.method.as_bytes()).map_err(|_| {
+        bad(format!(
+            "`method` `{}` is not an HTTP method",
+            envelope.method
+        ))
+    })?;
+    if !envelope.path.starts_with('/') || envelope.path.starts_with("//") {
+        return Err(bad(format!(
+            "`path` must be a path and query starting with `/`, got `{}`",
+            envelope.path
+        )));
+    }
+    let uri: Uri = envelope.path.parse().map_err(|e| {
+        bad(format!(
+            "`path` `{}` is not a valid path: {e}",
+            envelope.path
+        ))
+    })?;
+    let mut request = Request::builder().method(method).uri(uri);
+    let mut base64_body = false;
+    let mut hook = None;
+    for (name, value) in &envelope.headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| bad(format!("header name `{name}` is not valid")))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| bad(format!("header `{name}` has an invalid value")))?;
+        if name == TRANSFER_ENCODING {
+            base64_body = value.as_bytes().eq_ignore_ascii_case(b"base64");
+            if !base64_body {
+                return Err(bad(format!(
+                    "`{TRANSFER_ENCODING}` must be `base64` when present"
+                )));
+            }
+            continue;
+        }
+        if name == header::CONTENT_LENGTH {
+            // The relay knows the body's length; a stale one would only confuse the handler.
+            continue;
+        }
+        if name.as_str().eq_ignore_ascii_case(hook_header) {
+            hook = Some(value.to_str().unwrap_or_default().to_owned());
+        }
+        request = request.header(name, value);
+    }
+    let body = if base64_body {
+        base64::decode(&envelope.body).map_err(|e| bad(format!("`body` is not base64: {e}")))?
+    } else {
+        envelope.body.into_bytes()
+    };
+    if !body.is_empty() {
+        request = request.header(header::CONTENT_LENGTH, body.len());
+    }
+    let request = request
+        .body(Body::from(body))
+        .map_err(|e| bad(format!("the request cannot be built: {e}")))?;
+    Ok(Envelope {
+        request_id: envelope.request_id,
+        request,
+        hook,
+    })
+}
+
+/// How long the relay worker itself holds the envelope (`hold=relay:MS`), or why the hook header
+/// is refused — the same answers the HTTP API gives (`hooks_disabled`, `invalid_parameter`).
+pub fn relay_hold(state: &AppState, hook: Option<&str>) -> Result<Duration, Box<ApiError>> {
+    let Some(value) = hook else {
+        return Ok(Duration::ZERO);
+    };
+    let h = &state.config.contract.hooks;
+    let id = || state.new_request_id();
+    if !state.config.hooks_enabled {
+        return Err(Box::new(ApiError::rejected(
+            &id(),
+            "relay",
+            h.disabled_code,
+            format!(
+                "{} is only honoured when the server runs with {}=1",
+                h.header, h.env
+            ),
+        )));
+    }
+    let directives = plimsoll_spec::parse_hooks(value).map_err(|e| {
+        Box::new(ApiError::rejected(
+            &id(),
+            "relay",
+            ErrorCode::InvalidParameter,
+            e.to_string(),
+        ))
+    })?;
+    let ms = directives
+        .iter()
+        .map(|d| match d {
+            HookDirective::Hold {
+                stage: Stage::Relay,
+                ms,
+            } => *ms,
+            _ => 0,
+        })
+        .fold(0u64, u64::saturating_add);
+    Ok(Duration::from_millis(ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn malformed(text: &str) -> Malformed {
+        match parse(text, "x-plimsoll-hook") {
+            Ok(_) => panic!("accepted {text}"),
+            Err(m) => m,
+        }
+    }
+
+    #[test]
+    fn parses_a_full_envelope() {
+        let text = r#"{"type":"relay-http-request","request_id":"a1","method":"POST",
+            "path":"/v1/export?format=svg","headers":{"content-type":"application/json",
+            "X-Plimsoll-Hook":"hold=relay:5","content-length":"999"},"body":"{}"}"#;
+        let e = parse(text, "x-plimsoll-hook").unwrap();
+        assert_eq!(e.request_id, "a1");
+        assert_eq!(e.request.method(), Method::POST);
+        assert_eq!(e.request.uri(), "/v1/export?format=svg");
+        assert_eq!(e.request.headers()[header::CONTENT_LENGTH], "2");
+        assert_eq!(e.hook.as_deref(), Some("hold=relay:5"));
+    }
+
+    #[test]
+    fn decodes_a_base64_body() {
+        let text = r#"{"type":"relay-http-request","request_id":"b","method":"POST","path":"/",
+            "headers":{"content-transfer-encoding":"base64"},"body":"AP8="}"#;
+        let e = parse(text, "x-plimsoll-hook").unwrap();
+        assert!(!e.request.headers().contains_key(TRANSFER_ENCODING));
+        assert_eq!(e.request.headers()[header::CONTENT_LENGTH], "2");
+    }
+
+    #[test]
+    fn names_what_is_wrong_and_keeps_the_id() {
+        assert_eq!(malformed("{oops").request_id, "");
+        let m = malformed(r#"{"type":"nope","request_id":"r7"}"#);
+        assert_eq!(m.request_id, "r7");
+        assert!(m.detail.contains("type"), "{}", m.detail);
+        for (text, word) in [
+            (
+                r#"{"type":"relay-http-request","request_id":"r","path":"/"}"#,
+                "method",
+            ),
+            (
+                r#"{"type":"relay-http-request","request_id":"","method":"GET","path":"/"}"#,
+                "request_id",
+            ),
+            (
+                r#"{"type":"relay-http-request","request_id":"r","method":"G T","path":"/"}"#,
+                "method",
+            ),
+            (
+                r#"{"type":"relay-http-request","request_id":"r","method":"GET","path":"http://x/"}"#,
+                "path",
+            ),
+            (
+                r#"{"type":"relay-http-request","request_id":"r","method":"GET","path":"/","headers":{"a b":"c"}}"#,
+                "header",
+            ),
+            (
+                r#"{"type":"relay-http-request","request_id":"r","method":"GET","path":"/","headers":{"content-transfer-encoding":"base64"},"body":"!!"}"#,
+                "base64",
+            ),
+        ] {
+            let m = malformed(text);
+            assert!(m.detail.contains(word), "{text}: {}", m.detail);
+        }
+    }
+}

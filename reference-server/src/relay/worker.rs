@@ -1,0 +1,141 @@
+//! One envelope's life: join the relay pool's queue (in arrival order), wait for a slot, hold it
+//! while performing the request against the server's own router and sending the response
+//! frames, then give the slot back.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::Poll;
+use std::time::Duration;
+
+use plimsoll_spec::ErrorCode;
+use tower::ServiceExt;
+use tracing::instrument::WithSubscriber;
+
+use super::envelope::{self, Envelope};
+use super::{Connection, POOL, frames};
+use crate::admission::{Permit, Refused};
+use crate::http::error_response;
+use crate::mutant::Mutant;
+
+/// Enqueues `envelope` on the relay pool and runs it on its own task once it has a slot. The
+/// envelope is in the pool's queue when this returns (so the queue is in arrival order); only the
+/// `relay-serial` broken variant waits here for the whole request.
+pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
+    let state = &conn.state;
+    let hold = match envelope::relay_hold(state, envelope.hook.as_deref()) {
+        Ok(hold) => hold,
+        Err(refused) => {
+            // Refused like the HTTP API refuses the hook header: before admission, no slot.
+            let response = error_response(state, *refused);
+            let conn = conn.clone();
+            let answer = async move {
+                respond(&conn, &envelope.request_id, response).await;
+            };
+            tokio::spawn(answer.with_subscriber(state.dispatch.clone()));
+            return;
+        }
+    };
+    let pool = state.relay.clone();
+    let mut admit: Pin<Box<dyn Future<Output = Result<Permit, Refused>> + Send>> =
+        Box::pin(async move { pool.acquire().await });
+    // Polled once here: a free slot is taken, or the envelope takes its place in the FIFO queue.
+    let first = std::future::poll_fn(|cx| Poll::Ready(admit.as_mut().poll(cx))).await;
+    let job = {
+        let conn = conn.clone();
+        async move {
+            let admitted = match first {
+                Poll::Ready(admitted) => admitted,
+                Poll::Pending => tokio::select! {
+                    admitted = &mut admit => admitted,
+                    // The socket is gone while queued: leave the queue (dropping `admit`).
+                    () = conn.gone.cancelled() => {
+                        conn.dropped.fetch_add(1, Ordering::Relaxed);
+                        conn.state.metrics.outcome(POOL, "cancelled");
+                        return;
+                    }
+                },
+            };
+            drop(admit);
+            match admitted {
+                Ok(permit) => run(&conn, envelope, hold, permit).await,
+                Err(Refused { retry_after_s }) => {
+                    let code = ErrorCode::Overloaded;
+                    let status = conn.state.config.contract.error(code).status;
+                    let frame = frames::error(
+                        &envelope.request_id,
+                        status,
+                        code.as_str(),
+                        format!("all relay workers are busy; retry after {retry_after_s} s"),
+                    );
+                    conn.state.metrics.outcome(POOL, "overloaded");
+                    conn.send_frames(std::slice::from_ref(&frame)).await;
+                }
+            }
+        }
+    };
+    if state.config.is(Mutant::RelaySerial) {
+        job.await;
+    } else {
+        tokio::spawn(job.with_subscriber(state.dispatch.clone()));
+    }
+}
+
+/// The worker: holds `permit` through the hook hold, the request and the frames.
+async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit: Permit) {
+    let state = &conn.state;
+    if !hold.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(hold) => {}
+            // Server shutdown: the slot comes back now and nobody is left to answer.
+            () = state.shutdown.cancelled() => return,
+        }
+    }
+    let response = match conn.router.clone().oneshot(envelope.request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    let delivered = respond(conn, &envelope.request_id, response).await;
+    state
+        .metrics
+        .outcome(POOL, if delivered { "ok" } else { "cancelled" });
+    if !delivered && state.config.is(Mutant::RelayLeakSlot) {
+        permit.leak();
+    } else {
+        drop(permit);
+    }
+}
+
+/// Reads the whole response and sends it as frames; false when the socket is gone.
+async fn respond(conn: &Connection, request_id: &str, response: axum::response::Response) -> bool {
+    let state = &conn.state;
+    let (parts, body) = response.into_parts();
+    let frames = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => frames::response(
+            request_id,
+            parts.status.as_u16(),
+            &parts.headers,
+            &bytes,
+            usize::try_from(state.config.contract.clauses.r5.value.max_frame_body_bytes)
+                .unwrap_or(usize::MAX),
+        ),
+        Err(e) => {
+            let code = ErrorCode::StageFailed;
+            vec![frames::error(
+                request_id,
+                state.config.contract.error(code).status,
+                code.as_str(),
+                format!("the response body could not be read: {e}"),
+            )]
+        }
+    };
+    let delivered = conn.send_frames(&frames).await;
+    if delivered {
+        conn.delivered.fetch_add(1, Ordering::Relaxed);
+    } else {
+        conn.dropped.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(connection = %conn.id, request_id, "relay response dropped: the socket is gone");
+    }
+    delivered
+}
