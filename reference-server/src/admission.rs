@@ -218,7 +218,11 @@ impl Drop for LeaveQueue<'_> {
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (busy, queued) = self.load();
-        f.debug_struct("Pool").field("name", &self.spec.name).field("busy", &busy).field("queued", &queued).finish()
+        f.debug_struct("Pool")
+            .field("name", &self.spec.name)
+            .field("busy", &busy)
+            .field("queued", &queued)
+            .finish()
     }
 }
 

@@ -76,7 +76,9 @@ impl Server {
             Err(_) => {
                 // Drain time is up: cancel every job; each stops at its next checkpoint.
                 state.shutdown.cancel();
-                tokio::time::timeout(stop_within * 2, &mut serve).await.unwrap_or(Ok(()))
+                tokio::time::timeout(stop_within * 2, &mut serve)
+                    .await
+                    .unwrap_or(Ok(()))
             }
         };
         // Upgraded relay sockets are not tracked by the HTTP server: their in-flight work gets
