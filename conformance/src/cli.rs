@@ -29,6 +29,8 @@ pub enum Command {
     },
     /// Check an implementation against the contract (default: the embedded reference server).
     Check(crate::check::CheckArgs),
+    /// Run a goose load profile against an implementation, judged by the contract and a queueing prediction.
+    Load(crate::load::LoadArgs),
     /// Run the reference server (settings from the environment: WORKER_POOL_SIZE, ..., PLIMSOLL_TEST_HOOKS).
     Serve(crate::serve::ServeArgs),
 }
@@ -39,6 +41,7 @@ pub fn main() -> ExitCode {
         Command::Docs { check, root } => crate::docs::run(root, check),
         Command::Serve(args) => crate::serve::run(args),
         Command::Check(args) => crate::check::run(args),
+        Command::Load(args) => crate::load::run(args),
     };
     ExitCode::from(code)
 }

@@ -4,6 +4,7 @@ pub mod check;
 pub mod checks;
 pub mod cli;
 pub mod docs;
+pub mod load;
 pub mod report;
 pub mod serve;
 pub mod target;

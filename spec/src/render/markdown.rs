@@ -232,6 +232,8 @@ pub fn concurrency_md(contract: &Contract) -> String {
     );
     md.push('\n');
 
+    load_section(&mut md, contract);
+
     let _ = writeln!(md, "## Sources\n");
     for (key, s) in &contract.sources {
         let _ = writeln!(md, "- `{key}`: {} (`{}`)", s.title, s.file);
@@ -324,5 +326,77 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
         "**How it is checked.** {} (`plimsoll check --only {}`)\n",
         contract.text(c, c.verification),
         c.id
+    );
+}
+
+/// `## Load profiles`: what `plimsoll load` runs and judges, every number from `[load]`.
+fn load_section(md: &mut String, contract: &Contract) {
+    let l = &contract.load;
+    let workers = contract.clauses.t1.value.digitize_workers;
+    let queue = contract.clauses.t2.value.digitize_queue_capacity;
+    let (b, st, o, so) = (&l.burst, &l.steady, &l.overload, &l.soak);
+    let _ = writeln!(md, "## Load profiles\n");
+    let _ = writeln!(
+        md,
+        "`plimsoll load --profile NAME` drives the digitize endpoint with goose and judges the run against \
+         the clauses above (see [`load.md`](load.md)). Rates are relative to capacity = workers / mean \
+         service time ({workers} workers here), so the profiles fit any `WORKER_POOL_SIZE`. Each request \
+         holds the `{}` stage with the test hook; in the rate profiles the hold is drawn per request from an \
+         exponential distribution (cut at {}x its mean) and {} closed-loop users (at least) each think an \
+         exponential time between answers, so the refused fraction must match the Engset prediction \
+         (its finite-source M/M/c/K/N form when there is a queue) within ±{}σ. Throughout, `/metrics` is read every {} ms and the busy gauge must never exceed the \
+         limit.\n",
+        l.hold_stage, l.max_hold_factor, l.users, l.sigma, l.scrape_interval_ms
+    );
+    let _ = writeln!(md, "| profile | load | hold | duration | judged by |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| `burst` | {} waves of {} x workers = {} requests at once | {} ms fixed | until the waves are done | exactly workers + queue = {} admitted per wave, the rest `{}` with a valid `Retry-After` |",
+        b.waves,
+        b.factor,
+        b.factor * workers,
+        b.hold_ms,
+        workers + queue,
+        contract.error(crate::ErrorCode::Overloaded).status
+    );
+    let _ = writeln!(
+        md,
+        "| `steady` | {} x capacity | exponential, mean {} ms | {} s | refused fraction within the prediction; admitted p99 ≤ its hold + {} ms |",
+        st.load_factor, st.mean_hold_ms, st.duration_s, st.latency_overhead_p99_ms
+    );
+    let _ = writeln!(
+        md,
+        "| `overload` | {} x capacity | exponential, mean {} ms | {} s | goodput ≥ {}% of what admission allows; refusal p99 < {} ms; only documented statuses; refused fraction within the prediction |",
+        o.load_factor,
+        o.mean_hold_ms,
+        o.duration_s,
+        o.goodput_fraction * 100.0,
+        o.refusal_p99_ms
+    );
+    let _ = writeln!(
+        md,
+        "| `soak` | {} x capacity, {}% of clients give up halfway | exponential, mean {} ms | {} s | growth of RSS ≤ {} MB, of open files ≤ {}, of temp files ≤ {}; every slot comes back |",
+        so.load_factor,
+        so.cancel_fraction * 100.0,
+        so.mean_hold_ms,
+        so.duration_s,
+        so.rss_growth_mb,
+        so.fd_growth,
+        so.temp_files_growth
+    );
+    md.push('\n');
+    for (name, purpose) in [
+        ("burst", &b.purpose),
+        ("steady", &st.purpose),
+        ("overload", &o.purpose),
+        ("soak", &so.purpose),
+    ] {
+        let _ = writeln!(md, "- `{name}`: {purpose}");
+    }
+    let _ = writeln!(
+        md,
+        "\nAfter every profile the load stops, the busy gauge, queue depth and temp files must return to \
+         zero, and workers + queue held requests must all be admitted again (no slot lost).\n"
     );
 }

@@ -1,0 +1,492 @@
+//! The goose side: builds a `GooseAttack` in code (never from the process's arguments), runs
+//! it, and records every attempt the way the verdicts need it.
+//!
+//! Goose users are closed-loop by construction (a user waits for its answer before its next
+//! request), so the rate profiles make each user think an exponential time before every
+//! attempt and the prediction uses the closed-population formula (Engset). The burst profile
+//! lines all users up behind a barrier so each wave really leaves at once.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use goose::config::GooseConfiguration;
+use goose::prelude::*;
+
+use super::rng::SplitMix64;
+use super::scrape::read_metrics;
+
+/// What happened to one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// An HTTP answer.
+    Status(u16),
+    /// The client gave up on purpose (the soak profile's abandoned requests).
+    Abandoned,
+    /// No answer: connection error or an unplanned client timeout.
+    Error(String),
+}
+
+/// One attempt, as the verdicts read it.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub user: usize,
+    /// Burst wave (0 in the rate profiles).
+    pub wave: usize,
+    /// Sent, in ms since the run's start.
+    pub sent_ms: f64,
+    /// Until the whole answer was read (or the client gave up).
+    pub latency_ms: f64,
+    /// The exponential think time drawn before it.
+    pub think_ms: f64,
+    /// The hold it asked for.
+    pub hold_ms: u64,
+    /// Whether the client was set to abandon it.
+    pub abandon: bool,
+    pub outcome: Outcome,
+    /// `Retry-After` as sent (refusals only).
+    pub retry_after: Option<String>,
+    /// Problem `code` (non-200 answers only).
+    pub code: Option<String>,
+    /// `X-Request-Id` (non-200 answers only: it is evidence, and a soak keeps many answers).
+    pub request_id: Option<String>,
+    /// Server-Timing `queue` and `run`, ms.
+    pub timing: Option<(f64, f64)>,
+}
+
+impl Attempt {
+    pub fn status(&self) -> Option<u16> {
+        match self.outcome {
+            Outcome::Status(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The request every attempt sends.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    /// Path and query, relative to the host.
+    pub path: String,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub hook_header: String,
+    pub hold_stage: String,
+    pub request_id_header: String,
+    pub server_timing_header: String,
+    pub retry_after_header: String,
+}
+
+/// How long each attempt holds its slot and whether it is abandoned.
+#[derive(Debug, Clone, Copy)]
+pub struct HoldPlan {
+    /// Mean of the exponential hold, ms; `None` for a fixed hold.
+    pub mean_ms: Option<f64>,
+    /// The fixed hold, or the cut of the exponential one, ms.
+    pub cap_ms: u64,
+    /// Share of attempts the client abandons halfway through the hold.
+    pub abandon_fraction: f64,
+    /// Time from sending until the hold starts (measured), ms: an abandoning client gives up
+    /// at this plus half its hold.
+    pub pre_hold_ms: f64,
+}
+
+impl HoldPlan {
+    fn draw(&self, rng: &mut SplitMix64) -> (u64, Option<Duration>) {
+        let hold = match self.mean_ms {
+            Some(mean) => (rng.exponential(mean).round() as u64).min(self.cap_ms),
+            None => self.cap_ms,
+        };
+        let abandon = self.abandon_fraction > 0.0 && rng.chance(self.abandon_fraction);
+        let after = abandon.then(|| {
+            Duration::from_secs_f64((self.pre_hold_ms + hold as f64 / 2.0).max(1.0) / 1000.0)
+        });
+        (hold, after)
+    }
+}
+
+/// Counters the progress display reads while the run goes on.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub sent: AtomicU64,
+    pub ok: AtomicU64,
+    pub refused: AtomicU64,
+    pub other: AtomicU64,
+    pub waves_done: AtomicU64,
+}
+
+struct Shared {
+    t0: Instant,
+    seed: u64,
+    draws: AtomicU64,
+    template: RequestTemplate,
+    hold: HoldPlan,
+    records: Mutex<Vec<Attempt>>,
+    live: Arc<Live>,
+    mode: Mode,
+    /// Think time cut short by the deadline, µs: with the completed thinks it gives the
+    /// realised mean think time (the exponential's censored-sample estimate).
+    censored_think_us: AtomicU64,
+}
+
+enum Mode {
+    /// Think an exponential time before each attempt; no attempt starts after the deadline.
+    Rate {
+        mean_think_ms: f64,
+        deadline: Instant,
+    },
+    /// All users leave together, once the server is drained.
+    Burst {
+        arrive: tokio::sync::Barrier,
+        leave: tokio::sync::Barrier,
+        drain: DrainProbe,
+        drain_failed: AtomicBool,
+    },
+}
+
+/// How the burst leader waits for the previous wave to be gone before the next.
+#[derive(Debug, Clone)]
+pub struct DrainProbe {
+    pub client: reqwest::Client,
+    pub metrics_url: String,
+    pub pool: String,
+    pub timeout: Duration,
+    pub poll: Duration,
+}
+
+impl DrainProbe {
+    /// Waits until the busy gauge and queue depth read 0; false if they never do in time.
+    pub async fn wait(&self) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < self.timeout {
+            if let Ok(v) = read_metrics(&self.client, &self.metrics_url, &self.pool).await
+                && v.busy.unwrap_or(0.0) == 0.0
+                && v.depth.unwrap_or(0.0) == 0.0
+            {
+                return true;
+            }
+            tokio::time::sleep(self.poll).await;
+        }
+        false
+    }
+}
+
+/// Everything a finished run hands to the verdicts.
+pub struct RunOutput {
+    pub attempts: Vec<Attempt>,
+    pub goose: GooseMetrics,
+    /// How long goose ran, ms.
+    pub elapsed_ms: f64,
+    /// Burst only: a wave started before the previous one drained.
+    pub drain_failed: bool,
+    /// Think time users spent waiting when the profile ended (their last think, cut short).
+    pub censored_think_ms: f64,
+}
+
+/// Settings of one goose run.
+pub struct RunSpec {
+    pub host: String,
+    pub users: usize,
+    pub seed: u64,
+    pub template: RequestTemplate,
+    pub hold: HoldPlan,
+    pub report: Option<String>,
+    pub kind: RunKind,
+}
+
+pub enum RunKind {
+    Rate {
+        mean_think_ms: f64,
+        duration: Duration,
+    },
+    Burst {
+        waves: usize,
+        drain: DrainProbe,
+    },
+}
+
+fn goose_error(e: GooseError) -> String {
+    match e {
+        GooseError::ThresholdsFailed { .. } => "goose thresholds failed".into(),
+        other => format!("{other}"),
+    }
+}
+
+/// The configuration every run shares: users started at once, no controllers, quiet.
+pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> GooseConfiguration {
+    let mut c = GooseConfiguration::default();
+    c.host = Some(host.to_owned());
+    c.users = Some(users);
+    // All users within about 50 ms: the profiles' clocks start with the first of them.
+    c.increase_rate = Some((users * 20).max(1).to_string());
+    c.no_telnet = true;
+    c.quiet = 1;
+    c.no_print_metrics = true;
+    c.report_file = report.into_iter().collect();
+    // Abandoned requests set their own timeout; nothing else may take this long.
+    c.timeout = Some("120".into());
+    c
+}
+
+/// Runs one profile's goose attack; `t0` is the clock every attempt is stamped against.
+pub async fn run(spec: RunSpec, t0: Instant, live: Arc<Live>) -> Result<RunOutput, String> {
+    let mut config = base_configuration(&spec.host, spec.users, spec.report.clone());
+    let mode = match &spec.kind {
+        RunKind::Rate {
+            mean_think_ms,
+            duration,
+        } => {
+            // Goose's clock starts once every user runs; users stop attempting at our deadline
+            // and idle until goose tells them to exit.
+            config.run_time = Some(duration.as_secs_f64().ceil().max(1.0).to_string());
+            // Keep goose's own counts comparable with ours: count from the first request.
+            config.no_reset_metrics = true;
+            Mode::Rate {
+                mean_think_ms: *mean_think_ms,
+                deadline: t0 + *duration,
+            }
+        }
+        RunKind::Burst { waves, drain } => {
+            config.iterations = Some(*waves);
+            Mode::Burst {
+                arrive: tokio::sync::Barrier::new(spec.users),
+                leave: tokio::sync::Barrier::new(spec.users),
+                drain: drain.clone(),
+                drain_failed: AtomicBool::new(false),
+            }
+        }
+    };
+    let shared = Arc::new(Shared {
+        t0,
+        seed: spec.seed,
+        draws: AtomicU64::new(0),
+        template: spec.template,
+        hold: spec.hold,
+        records: Mutex::new(Vec::new()),
+        live,
+        mode,
+        censored_think_us: AtomicU64::new(0),
+    });
+    let tx = shared.clone();
+    let function: TransactionFunction = Arc::new(move |user| {
+        let shared = tx.clone();
+        Box::pin(async move { attempt(user, &shared).await })
+    });
+    let scenario = Scenario::new("digitize")
+        .register_transaction(Transaction::new(function).set_name("digitize"));
+    let started = Instant::now();
+    let metrics = GooseAttack::initialize_with_config(config)
+        .map_err(goose_error)?
+        .register_scenario(scenario)
+        .execute()
+        .await
+        .map_err(goose_error)?;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let attempts = std::mem::take(&mut *shared.records.lock().unwrap_or_else(|e| e.into_inner()));
+    let drain_failed = match &shared.mode {
+        Mode::Burst { drain_failed, .. } => drain_failed.load(Ordering::Relaxed),
+        Mode::Rate { .. } => false,
+    };
+    Ok(RunOutput {
+        attempts,
+        goose: metrics,
+        elapsed_ms,
+        drain_failed,
+        censored_think_ms: shared.censored_think_us.load(Ordering::Relaxed) as f64 / 1000.0,
+    })
+}
+
+/// One goose transaction: (think or line up), send, read, record.
+async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
+    let index = shared.draws.fetch_add(1, Ordering::Relaxed);
+    let mut rng = SplitMix64::stream(shared.seed, index);
+    let mut think_ms = 0.0;
+    let wave = user.get_iterations();
+    match &shared.mode {
+        Mode::Rate {
+            mean_think_ms,
+            deadline,
+        } => {
+            think_ms = rng.exponential(*mean_think_ms);
+            let think = Duration::from_secs_f64(think_ms / 1000.0);
+            let now = Instant::now();
+            if now + think >= *deadline {
+                // This think would end past the profile: the user is done. Sleep to the end
+                // (a redraw would favour short thinks and crowd the last moments), then idle in
+                // short naps so goose's exit is noticed soon.
+                let rest = deadline.saturating_duration_since(now);
+                shared
+                    .censored_think_us
+                    .fetch_add(rest.as_micros() as u64, Ordering::Relaxed);
+                tokio::time::sleep(rest.max(Duration::from_millis(50))).await;
+                return Ok(());
+            }
+            tokio::time::sleep(think).await;
+        }
+        Mode::Burst {
+            arrive,
+            leave,
+            drain,
+            drain_failed,
+        } => {
+            if arrive.wait().await.is_leader() && !drain.wait().await {
+                drain_failed.store(true, Ordering::Relaxed);
+            }
+            leave.wait().await;
+        }
+    }
+    let (hold_ms, abandon_after) = shared.hold.draw(&mut rng);
+    let t = &shared.template;
+    let mut builder = user
+        .get_request_builder(&GooseMethod::Post, &t.path)?
+        .header("content-type", t.content_type.as_str())
+        .header(
+            t.hook_header.as_str(),
+            format!("hold={}:{hold_ms}", t.hold_stage),
+        )
+        .body(t.body.clone());
+    if let Some(after) = abandon_after {
+        builder = builder.timeout(after);
+    }
+    let request = GooseRequest::builder()
+        .method(GooseMethod::Post)
+        .path(t.path.as_str())
+        .name("digitize")
+        .set_request_builder(builder)
+        .build();
+    shared.live.sent.fetch_add(1, Ordering::Relaxed);
+    let sent = Instant::now();
+    let sent_ms = (sent - shared.t0).as_secs_f64() * 1000.0;
+    let mut goose = user.request(request).await?;
+    let mut record = Attempt {
+        user: user.weighted_users_index,
+        wave,
+        sent_ms,
+        latency_ms: 0.0,
+        think_ms,
+        hold_ms,
+        abandon: abandon_after.is_some(),
+        outcome: Outcome::Error(String::new()),
+        retry_after: None,
+        code: None,
+        request_id: None,
+        timing: None,
+    };
+    let expected = match goose.response {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let body = response.bytes().await;
+            record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+            record.timing = header(&t.server_timing_header)
+                .and_then(|v| crate::target::parse_server_timing(&v));
+            match body {
+                Ok(body) => {
+                    record.outcome = Outcome::Status(status);
+                    if status != 200 {
+                        record.code = serde_json::from_slice::<serde_json::Value>(&body)
+                            .ok()
+                            .and_then(|v| v["code"].as_str().map(str::to_owned));
+                        record.request_id = header(&t.request_id_header);
+                        record.retry_after = header(&t.retry_after_header);
+                    }
+                }
+                Err(e) if record.abandon && e.is_timeout() => record.outcome = Outcome::Abandoned,
+                Err(e) => record.outcome = Outcome::Error(format!("reading the body: {e}")),
+            }
+            match status {
+                200 => {
+                    shared.live.ok.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                503 if record.code.as_deref() == Some("overloaded") => {
+                    shared.live.refused.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                _ => {
+                    shared.live.other.fetch_add(1, Ordering::Relaxed);
+                    false
+                }
+            }
+        }
+        Err(e) => {
+            record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+            if record.abandon && e.is_timeout() {
+                record.outcome = Outcome::Abandoned;
+                true
+            } else {
+                record.outcome = Outcome::Error(e.to_string());
+                shared.live.other.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    };
+    let failure = (!expected).then(|| match &record.outcome {
+        Outcome::Status(s) => format!("{s} {}", record.code.clone().unwrap_or_default()),
+        Outcome::Error(e) => e.clone(),
+        Outcome::Abandoned => String::new(),
+    });
+    shared
+        .records
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(record);
+    if let Mode::Burst { .. } = shared.mode {
+        shared
+            .live
+            .waves_done
+            .fetch_max(wave as u64 + 1, Ordering::Relaxed);
+    }
+    // goose's own report counts 503 `overloaded` and planned abandonment as expected.
+    match failure {
+        None => user.set_success(&mut goose.request),
+        Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
+    }
+}
+
+/// The requests per second goose drives with `users` users looping `GET path` without pause
+/// for `duration`: the load generator's own ceiling (the `bench_loadgen` example). Counted
+/// from the first request for exactly `duration`, so goose's start-up and shutdown do not
+/// dilute the figure.
+pub async fn saturate(
+    host: &str,
+    path: &str,
+    users: usize,
+    duration: Duration,
+) -> Result<(u64, f64), String> {
+    let mut config = base_configuration(host, users, None);
+    config.run_time = Some((duration.as_secs() + 1).to_string());
+    let count = Arc::new(AtomicU64::new(0));
+    let first: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
+    let (counter, start, path) = (count.clone(), first.clone(), Arc::new(path.to_owned()));
+    let function: TransactionFunction = Arc::new(move |user| {
+        let (counter, start, path) = (counter.clone(), start.clone(), path.clone());
+        Box::pin(async move {
+            let began = *start.get_or_init(Instant::now);
+            if began.elapsed() >= duration {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return Ok(());
+            }
+            let goose = user.get(&path).await?;
+            if goose.response.is_ok_and(|r| r.status().is_success()) && began.elapsed() < duration {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        })
+    });
+    let scenario = Scenario::new("saturate").register_transaction(Transaction::new(function));
+    GooseAttack::initialize_with_config(config)
+        .map_err(goose_error)?
+        .register_scenario(scenario)
+        .execute()
+        .await
+        .map_err(goose_error)?;
+    let n = count.load(Ordering::Relaxed);
+    Ok((n, n as f64 / duration.as_secs_f64()))
+}

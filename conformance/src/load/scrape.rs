@@ -1,0 +1,231 @@
+//! What the load profiles watch besides the answers: `/metrics` read throughout the run (busy
+//! gauge, queue depth, temp files), and the server process's memory and open files.
+//!
+//! Process figures come from `/proc/<pid>` when the checker knows the pid (the embedded server
+//! runs in this process; `--pid` names an external one), otherwise from the standard Prometheus
+//! process metrics if the target exposes them; with neither the soak verdicts say so and skip.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::target::metric_value;
+
+/// Prometheus' standard process-collector names.
+pub const RSS_METRIC: &str = "process_resident_memory_bytes";
+pub const FDS_METRIC: &str = "process_open_fds";
+
+/// Where the server's memory and open-file figures come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessSource {
+    /// `/proc/<pid>/status` and `/proc/<pid>/fd`.
+    Proc { pid: u32, embedded: bool },
+    /// The target's own `process_*` metrics.
+    Metrics,
+    /// Nothing to read, with the reason.
+    Unavailable(String),
+}
+
+impl ProcessSource {
+    pub fn describe(&self) -> String {
+        match self {
+            ProcessSource::Proc {
+                pid,
+                embedded: true,
+            } => {
+                format!(
+                    "/proc/{pid} (the embedded server shares this process with the load generator)"
+                )
+            }
+            ProcessSource::Proc { pid, .. } => format!("/proc/{pid}"),
+            ProcessSource::Metrics => format!("{RSS_METRIC} / {FDS_METRIC} from /metrics"),
+            ProcessSource::Unavailable(why) => why.clone(),
+        }
+    }
+}
+
+/// One reading.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// Since the run's start.
+    pub t_ms: f64,
+    pub busy: Option<f64>,
+    pub depth: Option<f64>,
+    pub temp_files: Option<f64>,
+    pub rss_bytes: Option<f64>,
+    pub fds: Option<f64>,
+}
+
+/// The pieces of a `/metrics` text the profiles use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricsView {
+    pub busy: Option<f64>,
+    pub depth: Option<f64>,
+    pub temp_files: Option<f64>,
+    pub rss_bytes: Option<f64>,
+    pub fds: Option<f64>,
+}
+
+impl MetricsView {
+    pub fn parse(text: &str, pool: &str) -> MetricsView {
+        MetricsView {
+            busy: metric_value(text, "plimsoll_workers_busy", pool),
+            depth: metric_value(text, "plimsoll_queue_depth", pool),
+            temp_files: metric_value(text, "plimsoll_temp_files", ""),
+            rss_bytes: metric_value(text, RSS_METRIC, ""),
+            fds: metric_value(text, FDS_METRIC, ""),
+        }
+    }
+}
+
+/// Reads `/metrics` once.
+pub async fn read_metrics(
+    client: &reqwest::Client,
+    url: &str,
+    pool: &str,
+) -> Result<MetricsView, String> {
+    let text = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?
+        .text()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    Ok(MetricsView::parse(&text, pool))
+}
+
+/// Resident memory in bytes, from `/proc/<pid>/status`.
+pub fn proc_rss_bytes(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0)
+}
+
+/// Open file descriptors, from `/proc/<pid>/fd`.
+pub fn proc_fds(pid: u32) -> Option<f64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as f64)
+}
+
+/// Entries of the implementation's temp folder, when the checker can see it.
+pub fn temp_entries(dir: &Option<PathBuf>) -> Option<usize> {
+    let dir = dir.as_ref()?;
+    Some(std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0))
+}
+
+/// A background reader of `/metrics` (and the process figures) for the length of a run.
+pub struct Scraper {
+    stop: CancellationToken,
+    handle: tokio::task::JoinHandle<(Vec<Sample>, Vec<String>)>,
+    /// Highest busy gauge seen so far (for the progress display), as f64 bits.
+    pub max_busy: Arc<AtomicU64>,
+}
+
+impl Scraper {
+    pub fn spawn(
+        client: reqwest::Client,
+        metrics_url: String,
+        pool: String,
+        interval: Duration,
+        t0: Instant,
+        process: ProcessSource,
+    ) -> Scraper {
+        let stop = CancellationToken::new();
+        let max_busy = Arc::new(AtomicU64::new(0f64.to_bits()));
+        let (token, max) = (stop.clone(), max_busy.clone());
+        let handle = tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut errors = Vec::new();
+            let mut tick = tokio::time::interval(interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // /proc is read about every 100 ms: memory and descriptors change slowly.
+            let every = (100 / interval.as_millis().max(1)).max(1) as usize;
+            let mut n = 0usize;
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                let t_ms = t0.elapsed().as_secs_f64() * 1000.0;
+                let mut sample = Sample {
+                    t_ms,
+                    ..Sample::default()
+                };
+                match read_metrics(&client, &metrics_url, &pool).await {
+                    Ok(v) => {
+                        sample.busy = v.busy;
+                        sample.depth = v.depth;
+                        sample.temp_files = v.temp_files;
+                        if process == ProcessSource::Metrics {
+                            sample.rss_bytes = v.rss_bytes;
+                            sample.fds = v.fds;
+                        }
+                        if let Some(b) = v.busy {
+                            let prev = f64::from_bits(max.load(Ordering::Relaxed));
+                            if b > prev {
+                                max.store(b.to_bits(), Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        if errors.len() < 10 {
+                            errors.push(format!("{t_ms:.0} ms: {e}"));
+                        }
+                    }
+                }
+                if let ProcessSource::Proc { pid, .. } = process
+                    && n.is_multiple_of(every)
+                {
+                    sample.rss_bytes = proc_rss_bytes(pid);
+                    sample.fds = proc_fds(pid);
+                }
+                n += 1;
+                samples.push(sample);
+            }
+            (samples, errors)
+        });
+        Scraper {
+            stop,
+            handle,
+            max_busy,
+        }
+    }
+
+    /// Stops reading and hands back every sample and the first read errors.
+    pub async fn finish(self) -> (Vec<Sample>, Vec<String>) {
+        self.stop.cancel();
+        self.handle.await.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_figures_the_profiles_use() {
+        let text = "# HELP x\n\
+            plimsoll_workers_busy{pool=\"digitize\"} 3\n\
+            plimsoll_workers_busy{pool=\"export\"} 1\n\
+            plimsoll_queue_depth{pool=\"digitize\"} 2\n\
+            plimsoll_temp_files 5\n\
+            process_resident_memory_bytes 1.5e7\n";
+        let v = MetricsView::parse(text, "digitize");
+        assert_eq!(v.busy, Some(3.0));
+        assert_eq!(v.depth, Some(2.0));
+        assert_eq!(v.temp_files, Some(5.0));
+        assert_eq!(v.rss_bytes, Some(1.5e7));
+        assert_eq!(v.fds, None);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let pid = std::process::id();
+        assert!(proc_rss_bytes(pid).is_some_and(|b| b > 1e5));
+        assert!(proc_fds(pid).is_some_and(|n| n >= 3.0));
+    }
+}

@@ -1,0 +1,324 @@
+//! `plimsoll load` proves its profiles can fail: each passes against the reference server, and
+//! broken variants of it (the `check` harness's mutants) fail the profile that targets their
+//! flaw. Durations are cut down from the contract's so the suite stays quick; the tests take a
+//! file lock so they never load the machine at the same time as each other.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use plimsoll_conformance::load::{LoadArgs, ProfileName, embedded_config, execute};
+use plimsoll_conformance::verdict::RunReport;
+use plimsoll_server::{Config, Mutant};
+
+/// One load test at a time: profiles measure latency and refusal rates, and two running at
+/// once on a small machine would disturb each other's figures.
+fn serial() -> File {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plimsoll-load-tests.lock");
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap();
+    file.lock().unwrap();
+    file
+}
+
+async fn run(profile: ProfileName, duration: Option<f64>, config: Config) -> RunReport {
+    let mut args = LoadArgs::new(profile);
+    args.duration = duration;
+    args.waves = Some(3);
+    let started = Instant::now();
+    let report = execute(&args, Some(config)).await.unwrap();
+    eprintln!(
+        "{} took {:.1} s",
+        profile.as_str(),
+        started.elapsed().as_secs_f64()
+    );
+    report
+}
+
+fn failed(report: &RunReport) -> BTreeSet<String> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.verdict.is_fail())
+        .map(|r| r.id.clone())
+        .collect()
+}
+
+fn why(report: &RunReport) -> String {
+    report
+        .results
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}: {} | expected {} | {:?}",
+                r.id,
+                r.verdict.label(),
+                r.observed,
+                r.expected,
+                r.verdict
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn assert_passes(report: &RunReport) {
+    assert!(
+        failed(report).is_empty(),
+        "failed {:?}\n{}",
+        failed(report),
+        why(report)
+    );
+    assert_eq!(report.skipped(), 0, "{}", why(report));
+}
+
+/// The profile fails, and among its failures are `must` (other verdicts may fail too).
+fn assert_fails(report: &RunReport, must: &[&str]) {
+    let failed = failed(report);
+    for id in must {
+        assert!(
+            failed.contains(*id),
+            "{id} passed; failed {failed:?}\n{}",
+            why(report)
+        );
+    }
+}
+
+fn mutant(m: Mutant) -> Config {
+    embedded_config().unwrap().with_mutant(m)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_admits_exactly_the_workers() {
+    let _lock = serial();
+    let report = run(ProfileName::Burst, None, embedded_config().unwrap()).await;
+    assert_passes(&report);
+    let burst = report.results.iter().find(|r| r.id == "L-burst").unwrap();
+    assert!(
+        burst.observed.contains("4/16, 4/16, 4/16"),
+        "{}",
+        burst.observed
+    );
+    assert_eq!(burst.timeline.len(), 48);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
+    let _lock = serial();
+    // `check`'s embedded server: a queue of 2, scaled timeouts.
+    let config = plimsoll_conformance::check::embedded_config(false).unwrap();
+    let report = run(ProfileName::Burst, None, config).await;
+    assert_passes(&report);
+    let burst = report.results.iter().find(|r| r.id == "L-burst").unwrap();
+    assert!(
+        burst.observed.contains("6/16, 6/16, 6/16"),
+        "{}",
+        burst.observed
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_matches_the_prediction() {
+    let _lock = serial();
+    let report = run(ProfileName::Steady, Some(10.0), embedded_config().unwrap()).await;
+    assert_passes(&report);
+    let r = report
+        .results
+        .iter()
+        .find(|r| r.id == "L-steady.refusals")
+        .unwrap();
+    assert!(r.expected.contains("Engset"), "{}", r.expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_keeps_workers_busy_and_refuses_fast() {
+    let _lock = serial();
+    let report = run(ProfileName::Overload, Some(8.0), embedded_config().unwrap()).await;
+    assert_passes(&report);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_stays_flat_and_gives_every_slot_back() {
+    let _lock = serial();
+    let report = run(ProfileName::Soak, Some(8.0), embedded_config().unwrap()).await;
+    assert_passes(&report);
+    let temp = report
+        .results
+        .iter()
+        .find(|r| r.id == "L-soak.temp-files")
+        .unwrap();
+    assert!(
+        !temp.evidence[0].starts_with("0 requests abandoned"),
+        "{:?}",
+        temp.evidence
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_admission_limit_fails_burst() {
+    let _lock = serial();
+    let report = run(ProfileName::Burst, None, mutant(Mutant::NoAdmissionLimit)).await;
+    assert_fails(&report, &["L-burst", "L-burst.busy-limit"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_plus_one_fails_burst() {
+    let _lock = serial();
+    let report = run(ProfileName::Burst, None, mutant(Mutant::LimitPlusOne)).await;
+    assert_fails(&report, &["L-burst", "L-burst.busy-limit"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_plus_one_fails_the_steady_prediction() {
+    let _lock = serial();
+    // The prediction alone must catch one slot too many, whatever the gauge says.
+    let report = run(
+        ProfileName::Steady,
+        Some(12.0),
+        mutant(Mutant::LimitPlusOne),
+    )
+    .await;
+    assert_fails(&report, &["L-steady.refusals"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusal_waits_fails_overload() {
+    let _lock = serial();
+    let report = run(
+        ProfileName::Overload,
+        Some(6.0),
+        mutant(Mutant::RefusalWaits),
+    )
+    .await;
+    assert_fails(&report, &["L-overload.refusal-latency"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaked_slots_on_cancel_fail_soak() {
+    let _lock = serial();
+    let report = run(
+        ProfileName::Soak,
+        Some(8.0),
+        mutant(Mutant::LeakSlotOnCancel),
+    )
+    .await;
+    assert_fails(&report, &["L-soak.recovery"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaked_temp_files_fail_soak() {
+    let _lock = serial();
+    // Abandoned requests are failed jobs; this variant leaves their temp dirs behind.
+    let report = run(ProfileName::Soak, Some(6.0), mutant(Mutant::LeakTempFiles)).await;
+    assert_fails(&report, &["L-soak.temp-files", "L-soak.recovery"]);
+}
+
+/// A free loopback port (bound and released; the server binds it a moment later).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `plimsoll serve` in its own process, killed on drop.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path, extra_env: &[(&str, &str)]) -> Served {
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
+    cmd.args(["serve", "--port", &port.to_string()])
+        .env("PLIMSOLL_TEST_HOOKS", "1")
+        .env("DIGITIZE_TIMEOUT_MS", "2000")
+        .env("EXPORT_TIMEOUT_MS", "1000")
+        .env("PLIMSOLL_TEMP_DIR", dir.join("jobs"))
+        .env("PLIMSOLL_LOG_FILE", dir.join("server.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let served = Served { child, url };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "plimsoll serve did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    served
+}
+
+fn gate(served: &Served, dir: &Path, steps: &str) -> (std::process::ExitStatus, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let reports = dir.join("reports");
+    let status = Command::new("bash")
+        .arg(root.join("ci/gate.sh"))
+        .env("TARGET", &served.url)
+        .env("TEMP_DIR", dir.join("jobs"))
+        .env("SERVER_LOG", dir.join("server.log"))
+        .env("REPORT_DIR", &reports)
+        .env("PLIMSOLL_BIN", env!("CARGO_BIN_EXE_plimsoll"))
+        // The server runs with scaled timeouts (so B1 is quick): judge its own values.
+        .env("CHECK_ARGS", "--allow-overrides --trials 1")
+        .env("LOAD_ARGS", "--allow-overrides")
+        .env("LOAD_DURATION", "5")
+        .env("GATE_STEPS", steps)
+        .status()
+        .unwrap();
+    (status, reports)
+}
+
+#[test]
+fn the_gate_passes_a_conforming_server_in_another_process() {
+    let _lock = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &[]);
+    let started = Instant::now();
+    let (status, reports) = gate(&served, dir.path(), "check burst overload");
+    eprintln!("gate took {:.1} s", started.elapsed().as_secs_f64());
+    assert!(status.success(), "gate failed: {status}");
+    for name in ["check", "load-burst", "load-overload"] {
+        for ext in ["junit.xml", "html"] {
+            let file = reports.join(format!("{name}.{ext}"));
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            assert!(!text.is_empty());
+        }
+    }
+    let junit = std::fs::read_to_string(reports.join("load-overload.junit.xml")).unwrap();
+    assert!(junit.contains("L-overload.refusal-latency"), "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
+}
+
+#[test]
+fn the_gate_fails_a_server_that_admits_one_too_many() {
+    let _lock = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // Test builds of the binary carry the mutants (dev-dependency feature).
+    let served = serve(dir.path(), &[("PLIMSOLL_MUTANT", "limit-plus-one")]);
+    let (status, reports) = gate(&served, dir.path(), "burst");
+    assert_eq!(status.code(), Some(1), "gate passed a broken server");
+    let junit = std::fs::read_to_string(reports.join("load-burst.junit.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+}
