@@ -222,14 +222,7 @@ async fn run_suite(
                 contract.api.contract.path
             ))
         })?;
-    // `[load]` holds the load generator's own settings, not promises of the implementation.
-    let differences: Vec<String> = diff(
-        &serde_json::to_value(&contract).expect("serializes"),
-        &effective,
-    )
-    .into_iter()
-    .filter(|d| !d.starts_with("load."))
-    .collect();
+    let differences = contract_differences(&contract, &effective);
     let scaled = mode == "embedded" || args.allow_overrides;
     let expected = if scaled {
         serde_json::from_value::<Contract>(effective.clone()).map_err(|e| {
@@ -322,7 +315,23 @@ async fn run_suite(
     Ok(report)
 }
 
-fn contract_result(differences: &[String], scaled: bool) -> CheckResult {
+/// Differences between the contract and a target's effective values. `[load]` holds the load
+/// generator's own settings, not promises of the implementation, so it is never compared.
+pub fn contract_differences(contract: &Contract, effective: &serde_json::Value) -> Vec<String> {
+    let without_load = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        if let Some(map) = v.as_object_mut() {
+            map.remove("load");
+        }
+        v
+    };
+    let ours = serde_json::to_value(contract).expect("a contract serializes");
+    diff(&without_load(&ours), &without_load(effective))
+}
+
+/// The `contract` result that opens every run: pass when the values match or differences are
+/// allowed (and then listed as evidence).
+pub fn contract_result(differences: &[String], scaled: bool) -> CheckResult {
     let started = Instant::now();
     let verdict = if differences.is_empty() || scaled {
         Verdict::Pass

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use plimsoll_server::{Config, LogSink, RunningServer};
 use plimsoll_spec::{Contract, EMBEDDED_TOML, ErrorCode};
 
-use crate::check::{Fatal, diff};
+use crate::check::{Fatal, contract_differences, contract_result};
 use crate::report;
-use crate::verdict::{CheckResult, Manifest, RunReport, Verdict};
+use crate::verdict::{CheckResult, Manifest, RunReport};
 use prediction::{Arrivals, Model};
 use runner::{Attempt, DrainProbe, HoldPlan, Live, Outcome, RequestTemplate, RunKind, RunSpec};
 use scrape::{ProcessSource, Sample, Scraper};
@@ -326,12 +326,11 @@ async fn run_profile(
             ))
         })?;
     // The load profiles are the checker's settings, not the service's: never diffed, always ours.
-    let ours = contract_json_without_load(contract);
+    let differences = contract_differences(contract, &effective);
     let mut theirs = effective.clone();
     if let Some(map) = theirs.as_object_mut() {
         map.remove("load");
     }
-    let differences = diff(&ours, &theirs);
     let scaled = mode == "embedded" || args.allow_overrides;
     let mut expected = if scaled {
         // A target's /v1/contract may leave `load` out; it is replaced by ours below anyway.
@@ -422,45 +421,6 @@ async fn run_profile(
     };
     println!("{}", report::terminal::summary_table(&report, color));
     Ok(report)
-}
-
-fn contract_json_without_load(contract: &Contract) -> serde_json::Value {
-    let mut v = serde_json::to_value(contract).expect("serializes");
-    if let Some(map) = v.as_object_mut() {
-        map.remove("load");
-    }
-    v
-}
-
-fn contract_result(differences: &[String], scaled: bool) -> CheckResult {
-    let verdict = if differences.is_empty() || scaled {
-        Verdict::Pass
-    } else {
-        Verdict::Fail(format!(
-            "{} value(s) differ from the contract; pass --allow-overrides to judge the target's own values",
-            differences.len()
-        ))
-    };
-    CheckResult {
-        id: "contract".into(),
-        clause: "contract".into(),
-        title: "Effective values match the contract".into(),
-        expected: "GET /v1/contract equals the contract".into(),
-        observed: if differences.is_empty() {
-            "identical".into()
-        } else {
-            format!(
-                "{} difference(s){}",
-                differences.len(),
-                if scaled { " (allowed)" } else { "" }
-            )
-        },
-        verdict,
-        duration_ms: 0.0,
-        evidence: differences.to_vec(),
-        trials_ms: Vec::new(),
-        timeline: Vec::new(),
-    }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
