@@ -284,7 +284,7 @@ async fn run_suite(
             .expected
             .clause_list()
             .iter()
-            .find(|c| c.id == id)
+            .find(|c| c.id.as_str() == id)
             .map(|c| c.title.to_owned())
             .unwrap_or_default();
         progress.start(id, &title);

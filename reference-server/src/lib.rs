@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod config;
+pub mod embedded;
 pub mod error;
 pub mod export;
 pub mod http;
@@ -22,5 +23,6 @@ pub mod state;
 pub mod temp;
 
 pub use config::{Config, ConfigError, LogSink};
+pub use embedded::Embedded;
 pub use mutant::Mutant;
 pub use server::{RunningServer, Server};

@@ -15,10 +15,13 @@ pub use hooks::{HookDirective, HookParseError, parse_hooks};
 pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
 pub use stage::Stage;
 
-pub mod load;
+pub mod clause;
 pub mod model;
 pub mod overrides;
+pub mod parse;
+mod validate;
 
-pub use load::{ContractError, EMBEDDED_TOML, Violation};
+pub use clause::{ClauseId, ClauseRef, UnknownClause};
 pub use model::Contract;
 pub use overrides::{Applied, OverrideError};
+pub use parse::{ContractError, EMBEDDED_TOML, Violation};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ErrorCode, ExportFormat, Stage};
+use crate::{ClauseId, ErrorCode, ExportFormat, Stage};
 
 /// The whole contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -428,7 +428,7 @@ pub struct ErrorSpec {
     pub applies_to: Vec<String>,
     pub status: u16,
     /// The clause this error belongs to.
-    pub clause: String,
+    pub clause: ClauseId,
     pub title: String,
     /// Whether the answer carries `Retry-After`.
     #[serde(default)]

@@ -1,7 +1,7 @@
 //! Environment overrides: the one function both the server and the checker use to turn the
 //! contract into the values a deployment runs with.
 
-use crate::load::Violation;
+use crate::Violation;
 use crate::model::Contract;
 
 /// Why an override was refused; names the variable.
@@ -20,7 +20,7 @@ pub enum OverrideError {
 /// One applied override, for reports ("the run was scaled").
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Applied {
-    pub clause: String,
+    pub clause: crate::ClauseId,
     pub env: String,
     pub field: String,
     pub from: serde_json::Value,
@@ -76,7 +76,7 @@ impl Contract {
                     _ => return Err(bad("this field cannot be overridden")),
                 };
                 applied.push(Applied {
-                    clause: clause.id.to_owned(),
+                    clause: clause.id,
                     env: o.env.clone(),
                     field: o.field.clone(),
                     from: slot.clone(),

@@ -144,7 +144,11 @@ pub async fn run(id: &str, target: &Arc<Target>) -> CheckResult {
         "R6" => relay::r6(t, &mut c).await,
         other => c.skip(format!("no check named {other}")),
     }
-    let clause = t.expected.clause_list().into_iter().find(|cl| cl.id == id);
+    let clause = t
+        .expected
+        .clause_list()
+        .into_iter()
+        .find(|cl| cl.id.as_str() == id);
     let title = match (&clause, id) {
         (Some(cl), _) => cl.title.to_owned(),
         (None, "API") => "Responses match the OpenAPI document and problem schema".to_owned(),

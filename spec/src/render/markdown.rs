@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::example_problem;
-use crate::load::ClauseRef;
+use crate::ClauseRef;
 use crate::model::{Category, Contract};
 
 /// Renders the whole document.

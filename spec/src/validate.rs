@@ -1,100 +1,12 @@
-//! Loading a contract: TOML → [`Contract`], then the rules a contract must satisfy. Every
-//! refusal names the field and, when the contract came from text, its line.
+//! The rules a contract must satisfy beyond its types: ranges, the seed's headroom arguments,
+//! every error code exactly once, placeholders that resolve. Each broken rule is a
+//! [`Violation`] naming its dotted field; [`crate::parse`] adds the line.
 
-use std::fmt;
-use std::path::Path;
-use std::sync::OnceLock;
-
-use toml::de::{DeTable, DeValue};
-
-use crate::model::{Clause, Contract};
-use crate::{ErrorCode, Stage};
-
-/// The contract shipped with this build.
-pub const EMBEDDED_TOML: &str = include_str!("../contract.toml");
-
-/// Why a contract was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ContractError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{origin}: {message}")]
-    Syntax { origin: String, message: String },
-    #[error("{origin}: invalid contract:\n{}", list(.violations))]
-    Invalid {
-        origin: String,
-        violations: Vec<Violation>,
-    },
-}
-
-fn list(violations: &[Violation]) -> String {
-    violations
-        .iter()
-        .map(|v| format!("  - {v}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// One broken rule: the dotted field path, the line it is on, and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    pub field: String,
-    pub line: Option<usize>,
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "line {line}: `{}`: {}", self.field, self.message),
-            None => write!(f, "`{}`: {}", self.field, self.message),
-        }
-    }
-}
+use crate::model::Contract;
+use crate::parse::Violation;
+use crate::{ClauseId, ErrorCode, Stage};
 
 impl Contract {
-    /// The embedded contract, parsed and validated once.
-    pub fn embedded() -> &'static Contract {
-        static EMBEDDED: OnceLock<Contract> = OnceLock::new();
-        EMBEDDED.get_or_init(|| {
-            Contract::from_toml(EMBEDDED_TOML, "spec/contract.toml")
-                .expect("the embedded contract is validated by the spec crate's tests")
-        })
-    }
-
-    /// Reads and validates a contract file.
-    pub fn from_file(path: &Path) -> Result<Contract, ContractError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ContractError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Contract::from_toml(&text, &path.display().to_string())
-    }
-
-    /// Parses and validates contract text; `origin` names it in messages.
-    pub fn from_toml(text: &str, origin: &str) -> Result<Contract, ContractError> {
-        let contract: Contract = toml::from_str(text).map_err(|e| ContractError::Syntax {
-            origin: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
-        })?;
-        let mut violations = contract.violations();
-        if violations.is_empty() {
-            return Ok(contract);
-        }
-        if let Ok(table) = DeTable::parse(text) {
-            for v in &mut violations {
-                v.line = locate(text, table.get_ref(), &v.field);
-            }
-        }
-        Err(ContractError::Invalid {
-            origin: origin.to_owned(),
-            violations,
-        })
-    }
-
     /// Every rule of a contract document: the effective-value rules plus the headroom rules the
     /// seed argues in prose, which bind the document but not a deployment's overrides (a test
     /// deployment may scale timeouts down on purpose).
@@ -326,19 +238,12 @@ impl Contract {
                 ));
             }
         }
-        let ids: Vec<&str> = self.clause_list().iter().map(|c| c.id).collect();
         for (i, e) in self.errors.iter().enumerate() {
             let at = |f: &str| format!("errors.{i}.{f}");
             if !(400..=599).contains(&e.status) {
                 out.push(violation(
                     &at("status"),
                     format!("{} is not an error status", e.status),
-                ));
-            }
-            if !ids.contains(&e.clause.as_str()) {
-                out.push(violation(
-                    &at("clause"),
-                    format!("`{}` is not a clause id", e.clause),
                 ));
             }
             if e.retry_after && e.status != 503 {
@@ -353,7 +258,7 @@ impl Contract {
                 .errors
                 .iter()
                 .find(|e| e.code == *code)
-                .is_none_or(|e| e.clause != "F2")
+                .is_none_or(|e| e.clause != ClauseId::F2)
             {
                 out.push(violation(
                     "clauses.F2.value.codes",
@@ -398,140 +303,4 @@ fn violation(field: &str, message: String) -> Violation {
         line: None,
         message,
     }
-}
-
-/// A clause with its id, seen without its value type (for renderers and validation).
-pub struct ClauseRef<'a> {
-    pub id: &'static str,
-    pub title: &'a str,
-    pub category: crate::model::Category,
-    pub statement: &'a str,
-    pub rationale: &'a str,
-    pub verification: &'a str,
-    pub source: &'a crate::model::SourceRef,
-    pub overrides: &'a [crate::model::Override],
-    /// The clause's value as JSON (field name → value).
-    pub value: serde_json::Map<String, serde_json::Value>,
-}
-
-impl<'a> ClauseRef<'a> {
-    fn new<V: serde::Serialize>(id: &'static str, c: &'a Clause<V>) -> Self {
-        let value = match serde_json::to_value(&c.value) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => serde_json::Map::new(),
-        };
-        ClauseRef {
-            id,
-            title: &c.title,
-            category: c.category,
-            statement: &c.statement,
-            rationale: &c.rationale,
-            verification: &c.verification,
-            source: &c.source,
-            overrides: &c.overrides,
-            value,
-        }
-    }
-}
-
-impl Contract {
-    /// Every clause in id order (T, B, F, R).
-    pub fn clause_list(&self) -> Vec<ClauseRef<'_>> {
-        let c = &self.clauses;
-        vec![
-            ClauseRef::new("T1", &c.t1),
-            ClauseRef::new("T2", &c.t2),
-            ClauseRef::new("T3", &c.t3),
-            ClauseRef::new("B1", &c.b1),
-            ClauseRef::new("B2", &c.b2),
-            ClauseRef::new("B3", &c.b3),
-            ClauseRef::new("F1", &c.f1),
-            ClauseRef::new("F2", &c.f2),
-            ClauseRef::new("F3", &c.f3),
-            ClauseRef::new("F4", &c.f4),
-            ClauseRef::new("R1", &c.r1),
-            ClauseRef::new("R2", &c.r2),
-            ClauseRef::new("R3", &c.r3),
-            ClauseRef::new("R4", &c.r4),
-            ClauseRef::new("R5", &c.r5),
-            ClauseRef::new("R6", &c.r6),
-        ]
-    }
-
-    /// The status and title of an error code.
-    pub fn error(&self, code: ErrorCode) -> &crate::model::ErrorSpec {
-        self.errors
-            .iter()
-            .find(|e| e.code == code)
-            .expect("validation guarantees every code is in [[errors]]")
-    }
-}
-
-impl Contract {
-    /// Fills a clause text's placeholders so prose never repeats a value: `{field}` is a field of
-    /// the clause's value, `{status:CODE}` the HTTP status of an error code.
-    pub fn expand(&self, clause: &ClauseRef<'_>, template: &str) -> Result<String, String> {
-        let mut out = String::with_capacity(template.len());
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            out.push_str(&rest[..open]);
-            let close = rest[open..]
-                .find('}')
-                .ok_or_else(|| format!("unclosed `{{` in {template:?}"))?;
-            let name = &rest[open + 1..open + close];
-            let text = if let Some(code) = name.strip_prefix("status:") {
-                let code: ErrorCode = code.parse()?;
-                self.errors
-                    .iter()
-                    .find(|e| e.code == code)
-                    .map(|e| e.status.to_string())
-                    .ok_or_else(|| format!("`{code}` has no status in [[errors]]"))?
-            } else {
-                match clause.value.get(name) {
-                    Some(serde_json::Value::String(s)) => s.clone(),
-                    Some(v) if !v.is_object() && !v.is_array() => v.to_string(),
-                    _ => {
-                        return Err(format!(
-                            "placeholder `{{{name}}}` is not a scalar field of {}'s value",
-                            clause.id
-                        ));
-                    }
-                }
-            };
-            out.push_str(&text);
-            rest = &rest[open + close + 1..];
-        }
-        out.push_str(rest);
-        Ok(out)
-    }
-
-    /// [`Contract::expand`] for texts already validated.
-    pub fn text(&self, clause: &ClauseRef<'_>, template: &str) -> String {
-        self.expand(clause, template)
-            .unwrap_or_else(|_| template.to_owned())
-    }
-}
-
-/// Line (1-based) of a dotted field path in the TOML text; falls back to the nearest ancestor.
-fn locate(text: &str, root: &DeTable<'_>, field: &str) -> Option<usize> {
-    let mut best = None;
-    let mut table = Some(root);
-    let mut array: Option<&[toml::Spanned<DeValue<'_>>]> = None;
-    for part in field.split('.') {
-        let spanned = if let Some(t) = table {
-            t.get(part)
-        } else if let Some(a) = array {
-            part.parse::<usize>().ok().and_then(|i| a.get(i))
-        } else {
-            None
-        };
-        let Some(spanned) = spanned else { break };
-        best = Some(spanned.span().start);
-        (table, array) = match spanned.get_ref() {
-            DeValue::Table(t) => (Some(t), None),
-            DeValue::Array(a) => (None, Some(&a[..])),
-            _ => (None, None),
-        };
-    }
-    best.map(|offset| text[..offset.min(text.len())].matches('\n').count() + 1)
 }

@@ -1,0 +1,66 @@
+//! The reference server in a workspace of its own: a fresh temporary folder holds its temp root
+//! (`jobs/`) and its log file, and it listens on `127.0.0.1:0`. `plimsoll check`,
+//! `plimsoll load` and the server's own tests all start a server this way, so there is one
+//! lifecycle to get right (the workspace outlives the server; shutdown drains).
+
+use std::path::{Path, PathBuf};
+
+use crate::{Config, ConfigError, LogSink, RunningServer};
+
+/// A running reference server and the folder that holds its files.
+pub struct Embedded {
+    server: RunningServer,
+    // Dropped after `server` (field order): the temp root outlives every job.
+    workspace: tempfile::TempDir,
+}
+
+impl Embedded {
+    /// Starts `config` with its temp root and log file in a new workspace.
+    pub async fn start(mut config: Config) -> std::io::Result<Embedded> {
+        let workspace = tempfile::tempdir()?;
+        config.temp_root = workspace.path().join("jobs");
+        config.log = LogSink::File(workspace.path().join("server.log"));
+        let server = RunningServer::start(config).await?;
+        Ok(Embedded { server, workspace })
+    }
+
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    pub fn server(&self) -> &RunningServer {
+        &self.server
+    }
+
+    /// Where the server keeps its per-request temp directories.
+    pub fn temp_dir(&self) -> PathBuf {
+        self.workspace.path().join("jobs")
+    }
+
+    /// The server's JSON log file.
+    pub fn log_path(&self) -> PathBuf {
+        self.workspace.path().join("server.log")
+    }
+
+    pub fn workspace(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    /// Graceful shutdown (drain, then cancel); the workspace is removed afterwards.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        self.server.shutdown().await
+    }
+}
+
+impl Config {
+    /// A config from the embedded contract with `overrides` applied as if they were
+    /// environment variables (`("QUEUE_CAPACITY", "2")`).
+    pub fn from_overrides(overrides: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_lookup(|k| {
+            overrides
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+}

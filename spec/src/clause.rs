@@ -1,0 +1,220 @@
+//! Clauses as a concept: [`ClauseId`], the one list of clause ids every crate derives its own
+//! lists from (checks, mutants, docs, reports), and [`ClauseRef`], a clause seen without its
+//! value type, for renderers, validation and placeholder expansion.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ErrorCode;
+use crate::model::{Clause, Contract};
+
+/// A clause's stable id. The contract's `[clauses]` table, the OpenAPI `x-plimsoll` extension,
+/// the server's `// clause: X` marks, the checks and the reports all carry it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub enum ClauseId {
+    T1,
+    T2,
+    T3,
+    B1,
+    B2,
+    B3,
+    F1,
+    F2,
+    F3,
+    F4,
+    R1,
+    R2,
+    R3,
+    R4,
+    R5,
+    R6,
+}
+
+impl ClauseId {
+    /// Every clause in id order (T, B, F, R): the order of the contract and the docs.
+    pub const ALL: [ClauseId; 16] = [
+        ClauseId::T1,
+        ClauseId::T2,
+        ClauseId::T3,
+        ClauseId::B1,
+        ClauseId::B2,
+        ClauseId::B3,
+        ClauseId::F1,
+        ClauseId::F2,
+        ClauseId::F3,
+        ClauseId::F4,
+        ClauseId::R1,
+        ClauseId::R2,
+        ClauseId::R3,
+        ClauseId::R4,
+        ClauseId::R5,
+        ClauseId::R6,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClauseId::T1 => "T1",
+            ClauseId::T2 => "T2",
+            ClauseId::T3 => "T3",
+            ClauseId::B1 => "B1",
+            ClauseId::B2 => "B2",
+            ClauseId::B3 => "B3",
+            ClauseId::F1 => "F1",
+            ClauseId::F2 => "F2",
+            ClauseId::F3 => "F3",
+            ClauseId::F4 => "F4",
+            ClauseId::R1 => "R1",
+            ClauseId::R2 => "R2",
+            ClauseId::R3 => "R3",
+            ClauseId::R4 => "R4",
+            ClauseId::R5 => "R5",
+            ClauseId::R6 => "R6",
+        }
+    }
+}
+
+impl fmt::Display for ClauseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An id that names no clause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a clause id (known: T1-T3, B1-B3, F1-F4, R1-R6)")]
+pub struct UnknownClause(pub String);
+
+impl FromStr for ClauseId {
+    type Err = UnknownClause;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ClauseId::ALL
+            .into_iter()
+            .find(|c| c.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownClause(s.to_owned()))
+    }
+}
+
+/// A clause with its id, seen without its value type (for renderers and validation).
+pub struct ClauseRef<'a> {
+    pub id: ClauseId,
+    pub title: &'a str,
+    pub category: crate::model::Category,
+    pub statement: &'a str,
+    pub rationale: &'a str,
+    pub verification: &'a str,
+    pub source: &'a crate::model::SourceRef,
+    pub overrides: &'a [crate::model::Override],
+    /// The clause's value as JSON (field name → value).
+    pub value: serde_json::Map<String, serde_json::Value>,
+}
+
+impl<'a> ClauseRef<'a> {
+    fn new<V: serde::Serialize>(id: ClauseId, c: &'a Clause<V>) -> Self {
+        let value = match serde_json::to_value(&c.value) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        ClauseRef {
+            id,
+            title: &c.title,
+            category: c.category,
+            statement: &c.statement,
+            rationale: &c.rationale,
+            verification: &c.verification,
+            source: &c.source,
+            overrides: &c.overrides,
+            value,
+        }
+    }
+}
+
+impl Contract {
+    /// Every clause in id order (T, B, F, R).
+    pub fn clause_list(&self) -> Vec<ClauseRef<'_>> {
+        ClauseId::ALL
+            .into_iter()
+            .map(|id| self.clause(id))
+            .collect()
+    }
+
+    /// One clause by id (an exhaustive match: a new id does not compile until it has a field).
+    pub fn clause(&self, id: ClauseId) -> ClauseRef<'_> {
+        let c = &self.clauses;
+        match id {
+            ClauseId::T1 => ClauseRef::new(id, &c.t1),
+            ClauseId::T2 => ClauseRef::new(id, &c.t2),
+            ClauseId::T3 => ClauseRef::new(id, &c.t3),
+            ClauseId::B1 => ClauseRef::new(id, &c.b1),
+            ClauseId::B2 => ClauseRef::new(id, &c.b2),
+            ClauseId::B3 => ClauseRef::new(id, &c.b3),
+            ClauseId::F1 => ClauseRef::new(id, &c.f1),
+            ClauseId::F2 => ClauseRef::new(id, &c.f2),
+            ClauseId::F3 => ClauseRef::new(id, &c.f3),
+            ClauseId::F4 => ClauseRef::new(id, &c.f4),
+            ClauseId::R1 => ClauseRef::new(id, &c.r1),
+            ClauseId::R2 => ClauseRef::new(id, &c.r2),
+            ClauseId::R3 => ClauseRef::new(id, &c.r3),
+            ClauseId::R4 => ClauseRef::new(id, &c.r4),
+            ClauseId::R5 => ClauseRef::new(id, &c.r5),
+            ClauseId::R6 => ClauseRef::new(id, &c.r6),
+        }
+    }
+
+    /// The status and title of an error code.
+    pub fn error(&self, code: ErrorCode) -> &crate::model::ErrorSpec {
+        self.errors
+            .iter()
+            .find(|e| e.code == code)
+            .expect("validation guarantees every code is in [[errors]]")
+    }
+}
+
+impl Contract {
+    /// Fills a clause text's placeholders so prose never repeats a value: `{field}` is a field of
+    /// the clause's value, `{status:CODE}` the HTTP status of an error code.
+    pub fn expand(&self, clause: &ClauseRef<'_>, template: &str) -> Result<String, String> {
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let close = rest[open..]
+                .find('}')
+                .ok_or_else(|| format!("unclosed `{{` in {template:?}"))?;
+            let name = &rest[open + 1..open + close];
+            let text = if let Some(code) = name.strip_prefix("status:") {
+                let code: ErrorCode = code.parse()?;
+                self.errors
+                    .iter()
+                    .find(|e| e.code == code)
+                    .map(|e| e.status.to_string())
+                    .ok_or_else(|| format!("`{code}` has no status in [[errors]]"))?
+            } else {
+                match clause.value.get(name) {
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(v) if !v.is_object() && !v.is_array() => v.to_string(),
+                    _ => {
+                        return Err(format!(
+                            "placeholder `{{{name}}}` is not a scalar field of {}'s value",
+                            clause.id
+                        ));
+                    }
+                }
+            };
+            out.push_str(&text);
+            rest = &rest[open + close + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// [`Contract::expand`] for texts already validated.
+    pub fn text(&self, clause: &ClauseRef<'_>, template: &str) -> String {
+        self.expand(clause, template)
+            .unwrap_or_else(|_| template.to_owned())
+    }
+}

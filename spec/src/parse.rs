@@ -1,0 +1,120 @@
+//! Parsing a contract: TOML → [`Contract`], then [`crate::validate`]'s rules. Every refusal
+//! names the field and, when the contract came from text, its line.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use toml::de::{DeTable, DeValue};
+
+use crate::model::Contract;
+
+/// The contract shipped with this build.
+pub const EMBEDDED_TOML: &str = include_str!("../contract.toml");
+
+/// Why a contract was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ContractError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}")]
+    Syntax { origin: String, message: String },
+    #[error("{origin}: invalid contract:\n{}", list(.violations))]
+    Invalid {
+        origin: String,
+        violations: Vec<Violation>,
+    },
+}
+
+fn list(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(|v| format!("  - {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One broken rule: the dotted field path, the line it is on, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub field: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "line {line}: `{}`: {}", self.field, self.message),
+            None => write!(f, "`{}`: {}", self.field, self.message),
+        }
+    }
+}
+
+impl Contract {
+    /// The embedded contract, parsed and validated once.
+    pub fn embedded() -> &'static Contract {
+        static EMBEDDED: OnceLock<Contract> = OnceLock::new();
+        EMBEDDED.get_or_init(|| {
+            Contract::from_toml(EMBEDDED_TOML, "spec/contract.toml")
+                .expect("the embedded contract is validated by the spec crate's tests")
+        })
+    }
+
+    /// Reads and validates a contract file.
+    pub fn from_file(path: &Path) -> Result<Contract, ContractError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ContractError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Contract::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates contract text; `origin` names it in messages.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Contract, ContractError> {
+        let contract: Contract = toml::from_str(text).map_err(|e| ContractError::Syntax {
+            origin: origin.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let mut violations = contract.violations();
+        if violations.is_empty() {
+            return Ok(contract);
+        }
+        if let Ok(table) = DeTable::parse(text) {
+            for v in &mut violations {
+                v.line = locate(text, table.get_ref(), &v.field);
+            }
+        }
+        Err(ContractError::Invalid {
+            origin: origin.to_owned(),
+            violations,
+        })
+    }
+}
+
+/// Line (1-based) of a dotted field path in the TOML text; falls back to the nearest ancestor.
+fn locate(text: &str, root: &DeTable<'_>, field: &str) -> Option<usize> {
+    let mut best = None;
+    let mut table = Some(root);
+    let mut array: Option<&[toml::Spanned<DeValue<'_>>]> = None;
+    for part in field.split('.') {
+        let spanned = if let Some(t) = table {
+            t.get(part)
+        } else if let Some(a) = array {
+            part.parse::<usize>().ok().and_then(|i| a.get(i))
+        } else {
+            None
+        };
+        let Some(spanned) = spanned else { break };
+        best = Some(spanned.span().start);
+        (table, array) = match spanned.get_ref() {
+            DeValue::Table(t) => (Some(t), None),
+            DeValue::Array(a) => (None, Some(&a[..])),
+            _ => (None, None),
+        };
+    }
+    best.map(|offset| text[..offset.min(text.len())].matches('\n').count() + 1)
+}
