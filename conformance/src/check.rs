@@ -6,11 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use plimsoll_server::{Config, LogSink, RunningServer};
-use plimsoll_spec::{Contract, EMBEDDED_TOML};
+use plimsoll_server::Config;
+use plimsoll_spec::Contract;
 
 use crate::checks;
 use crate::report;
+pub use crate::session::Fatal;
+use crate::session::{self, ContractSource, Mode, Subject};
 use crate::target::Target;
 use crate::verdict::{CheckResult, Manifest, RunReport, Verdict};
 
@@ -57,21 +59,6 @@ pub struct CheckArgs {
     pub quiet: bool,
 }
 
-/// Why a run could not proceed (exit code 2).
-#[derive(Debug, thiserror::Error)]
-pub enum Fatal {
-    #[error("contract: {0}")]
-    Contract(String),
-    #[error("target unreachable: {0}")]
-    Unreachable(String),
-    #[error("{0}")]
-    Hooks(String),
-    #[error("embedded server: {0}")]
-    Embedded(String),
-    #[error("writing reports: {0}")]
-    Report(#[from] std::io::Error),
-}
-
 /// The overrides the embedded server runs with: timeouts scaled down so the suite is quick,
 /// and a small queue so T2 has something to order.
 pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static str)> {
@@ -85,24 +72,15 @@ pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static st
 
 /// The embedded server's config: hooks on, scaled values; temp root and log are set at start.
 pub fn embedded_config(full_timeouts: bool) -> Result<Config, Fatal> {
-    let overrides = embedded_overrides(full_timeouts);
-    let mut config = Config::from_lookup(|k| {
-        overrides
-            .iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| (*v).to_owned())
-    })
-    .map_err(|e| Fatal::Embedded(e.to_string()))?;
+    let mut config = Config::from_overrides(&embedded_overrides(full_timeouts))
+        .map_err(|e| Fatal::Embedded(e.to_string()))?;
     config.hooks_enabled = true;
     Ok(config)
 }
 
 /// `plimsoll check` from the command line; returns the exit code.
 pub fn run(args: CheckArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match session::runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("plimsoll check: cannot start the runtime: {e}");
@@ -129,61 +107,17 @@ pub fn run(args: CheckArgs) -> u8 {
 
 /// Runs the suite against `args.target`, or against a server started from `embedded`.
 pub async fn execute(args: &CheckArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
-    let (contract, contract_text) = match &args.contract {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Fatal::Contract(format!("{}: {e}", path.display())))?;
-            let c = Contract::from_toml(&text, &path.display().to_string())
-                .map_err(|e| Fatal::Contract(e.to_string()))?;
-            (c, text)
-        }
-        None => (Contract::embedded().clone(), EMBEDDED_TOML.to_owned()),
-    };
-
-    // Keep the embedded server's temp root alive for the whole run.
-    let workspace = tempfile::tempdir()?;
-    let (server, base, temp_dir, server_log) = match embedded {
-        Some(mut config) => {
-            config.temp_root = workspace.path().join("jobs");
-            let log = workspace.path().join("server.log");
-            config.log = LogSink::File(log.clone());
-            let server = RunningServer::start(config)
-                .await
-                .map_err(|e| Fatal::Embedded(e.to_string()))?;
-            let url = server.url();
-            (
-                Some(server),
-                url,
-                Some(workspace.path().join("jobs")),
-                Some(log),
-            )
-        }
-        None => (
-            None,
-            args.target.clone().unwrap_or_default(),
+    let source = ContractSource::read(args.contract.as_deref())?;
+    let subject = match embedded {
+        Some(config) => Subject::embedded(config).await?,
+        None => Subject::external(
+            args.target.as_deref().unwrap_or_default(),
             args.temp_dir.clone(),
             args.server_log.clone(),
         ),
     };
-    let mode = if server.is_some() {
-        "embedded"
-    } else {
-        "external"
-    };
-
-    let result = run_suite(
-        args,
-        contract,
-        &contract_text,
-        &base,
-        mode,
-        temp_dir,
-        server_log,
-    )
-    .await;
-    if let Some(server) = server {
-        let _ = server.shutdown().await;
-    }
+    let result = run_suite(args, &source, &subject).await;
+    subject.finish().await;
     let report = result?;
     report::write_all(
         &report,
@@ -196,34 +130,20 @@ pub async fn execute(args: &CheckArgs, embedded: Option<Config>) -> Result<RunRe
 
 async fn run_suite(
     args: &CheckArgs,
-    contract: Contract,
-    contract_text: &str,
-    base: &str,
-    mode: &str,
-    temp_dir: Option<PathBuf>,
-    server_log: Option<PathBuf>,
+    source: &ContractSource,
+    subject: &Subject,
 ) -> Result<RunReport, Fatal> {
+    let contract = &source.contract;
+    let base = subject.url.clone();
+    let mode = subject.mode();
     let started_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis();
     let client = reqwest::Client::new();
-    let base = base.trim_end_matches('/').to_owned();
-    let effective: serde_json::Value = client
-        .get(format!("{base}{}", contract.api.contract.path))
-        .send()
-        .await
-        .map_err(|e| Fatal::Unreachable(format!("{base}: {e}")))?
-        .json()
-        .await
-        .map_err(|e| {
-            Fatal::Contract(format!(
-                "{base}{} is not JSON: {e}",
-                contract.api.contract.path
-            ))
-        })?;
-    let differences = contract_differences(&contract, &effective);
-    let scaled = mode == "embedded" || args.allow_overrides;
+    let effective = session::effective_contract(&client, &base, contract).await?;
+    let differences = contract_differences(contract, &effective);
+    let scaled = mode == Mode::Embedded || args.allow_overrides;
     let expected = if scaled {
         serde_json::from_value::<Contract>(effective.clone()).map_err(|e| {
             Fatal::Contract(format!(
@@ -237,8 +157,8 @@ async fn run_suite(
     let target = Arc::new(Target::new(
         base.clone(),
         expected,
-        temp_dir,
-        server_log,
+        subject.temp_dir.clone(),
+        subject.server_log.clone(),
         trials,
     ));
 
@@ -299,8 +219,8 @@ async fn run_suite(
             tool: "plimsoll".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             target: base,
-            mode: mode.into(),
-            contract_hash: format!("{:016x}", fnv1a(contract_text.as_bytes())),
+            mode: mode.as_str().into(),
+            contract_hash: source.hash(),
             contract_version: contract.contract.version.clone(),
             differences,
             scaled,
@@ -399,10 +319,4 @@ pub fn diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Vec<Str
             )
         })
         .collect()
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

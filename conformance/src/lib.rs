@@ -7,5 +7,6 @@ pub mod docs;
 pub mod load;
 pub mod report;
 pub mod serve;
+pub mod session;
 pub mod target;
 pub mod verdict;

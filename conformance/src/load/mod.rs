@@ -19,11 +19,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use plimsoll_server::{Config, LogSink, RunningServer};
-use plimsoll_spec::{Contract, EMBEDDED_TOML, ErrorCode};
+use plimsoll_server::Config;
+use plimsoll_spec::{Contract, ErrorCode};
 
-use crate::check::{Fatal, contract_differences, contract_result};
+use crate::check::{contract_differences, contract_result};
 use crate::report;
+use crate::session::{self, ContractSource, Fatal, Mode, Subject};
 use crate::verdict::{CheckResult, Manifest, RunReport};
 use prediction::{Arrivals, Model};
 use runner::{Attempt, DrainProbe, HoldPlan, Live, Outcome, RequestTemplate, RunKind, RunSpec};
@@ -129,7 +130,7 @@ impl LoadArgs {
 /// The embedded server for load profiles: the contract's own values (queue capacity included,
 /// unlike `check`'s, which adds a queue so T2 has something to order), hooks on.
 pub fn embedded_config() -> Result<Config, Fatal> {
-    let mut config = Config::from_lookup(|_| None).map_err(|e| Fatal::Embedded(e.to_string()))?;
+    let mut config = Config::from_overrides(&[]).map_err(|e| Fatal::Embedded(e.to_string()))?;
     config.hooks_enabled = true;
     Ok(config)
 }
@@ -152,10 +153,7 @@ fn init_tracing() {
 /// `plimsoll load` from the command line; returns the exit code.
 pub fn run(args: LoadArgs) -> u8 {
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match session::runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("plimsoll load: cannot start the runtime: {e}");
@@ -180,16 +178,7 @@ pub fn run(args: LoadArgs) -> u8 {
 /// Runs `args.profile` against `args.target`, or against a server started from `embedded`.
 pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
     init_tracing();
-    let (contract, contract_text) = match &args.contract {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Fatal::Contract(format!("{}: {e}", path.display())))?;
-            let c = Contract::from_toml(&text, &path.display().to_string())
-                .map_err(|e| Fatal::Contract(e.to_string()))?;
-            (c, text)
-        }
-        None => (Contract::embedded().clone(), EMBEDDED_TOML.to_owned()),
-    };
+    let source = ContractSource::read(args.contract.as_deref())?;
     if let Some(path) = &args.report {
         let ext = path
             .extension()
@@ -203,25 +192,13 @@ pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunRep
         }
     }
 
-    let workspace = tempfile::tempdir()?;
-    let (server, base, temp_dir, process) = match embedded {
-        Some(mut config) => {
-            config.temp_root = workspace.path().join("jobs");
-            config.log = LogSink::File(workspace.path().join("server.log"));
-            let server = RunningServer::start(config)
-                .await
-                .map_err(|e| Fatal::Embedded(e.to_string()))?;
-            let url = server.url();
+    let (subject, process) = match embedded {
+        Some(config) => {
             let process = ProcessSource::Proc {
                 pid: std::process::id(),
                 embedded: true,
             };
-            (
-                Some(server),
-                url,
-                Some(workspace.path().join("jobs")),
-                process,
-            )
+            (Subject::embedded(config).await?, process)
         }
         None => {
             let process = match args.pid {
@@ -236,32 +213,15 @@ pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunRep
                 }
                 None => ProcessSource::Metrics,
             };
+            let target = args.target.as_deref().unwrap_or_default();
             (
-                None,
-                args.target.clone().unwrap_or_default(),
-                args.temp_dir.clone(),
+                Subject::external(target, args.temp_dir.clone(), None),
                 process,
             )
         }
     };
-    let mode = if server.is_some() {
-        "embedded"
-    } else {
-        "external"
-    };
-    let result = run_profile(
-        args,
-        &contract,
-        &contract_text,
-        &base,
-        mode,
-        temp_dir,
-        process,
-    )
-    .await;
-    if let Some(server) = server {
-        let _ = server.shutdown().await;
-    }
+    let result = run_profile(args, &source, &subject, process).await;
+    subject.finish().await;
     let report = result?;
     report::write_all(
         &report,
@@ -296,42 +256,30 @@ impl Ctx {
 
 async fn run_profile(
     args: &LoadArgs,
-    contract: &Contract,
-    contract_text: &str,
-    base: &str,
-    mode: &str,
-    temp_dir: Option<PathBuf>,
+    source: &ContractSource,
+    subject: &Subject,
     process: ProcessSource,
 ) -> Result<RunReport, Fatal> {
+    let contract = &source.contract;
+    let base = subject.url.clone();
+    let mode = subject.mode();
+    let temp_dir = subject.temp_dir.clone();
     let started_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis();
-    let base = base.trim_end_matches('/').to_owned();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
         .map_err(|e| Fatal::Unreachable(e.to_string()))?;
-    let effective: serde_json::Value = client
-        .get(format!("{base}{}", contract.api.contract.path))
-        .send()
-        .await
-        .map_err(|e| Fatal::Unreachable(format!("{base}: {e}")))?
-        .json()
-        .await
-        .map_err(|e| {
-            Fatal::Contract(format!(
-                "{base}{} is not JSON: {e}",
-                contract.api.contract.path
-            ))
-        })?;
+    let effective = session::effective_contract(&client, &base, contract).await?;
     // The load profiles are the checker's settings, not the service's: never diffed, always ours.
     let differences = contract_differences(contract, &effective);
     let mut theirs = effective.clone();
     if let Some(map) = theirs.as_object_mut() {
         map.remove("load");
     }
-    let scaled = mode == "embedded" || args.allow_overrides;
+    let scaled = mode == Mode::Embedded || args.allow_overrides;
     let mut expected = if scaled {
         // A target's /v1/contract may leave `load` out; it is replaced by ours below anyway.
         serde_json::from_value::<Contract>(theirs.clone()).map_err(|e| {
@@ -407,8 +355,8 @@ async fn run_profile(
             tool: format!("plimsoll load --profile {}", args.profile.as_str()),
             version: env!("CARGO_PKG_VERSION").into(),
             target: base,
-            mode: mode.into(),
-            contract_hash: format!("{:016x}", fnv1a(contract_text.as_bytes())),
+            mode: mode.as_str().into(),
+            contract_hash: source.hash(),
             contract_version: contract.contract.version.clone(),
             differences,
             scaled,
@@ -421,12 +369,6 @@ async fn run_profile(
     };
     println!("{}", report::terminal::summary_table(&report, color));
     Ok(report)
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The pipeline's own cost per request, measured before the load so capacity and the

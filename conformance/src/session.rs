@@ -1,0 +1,155 @@
+//! What every run (`check`, `load`) sets up before its first request and tears down after its
+//! last: the contract it judges by, the subject under test (an embedded reference server or an
+//! external target), and the target's claimed effective values. One lifecycle, so the two
+//! commands cannot drift apart.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use plimsoll_server::{Config, Embedded};
+use plimsoll_spec::{Contract, EMBEDDED_TOML};
+
+/// Why a run could not proceed (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum Fatal {
+    #[error("contract: {0}")]
+    Contract(String),
+    #[error("target unreachable: {0}")]
+    Unreachable(String),
+    #[error("{0}")]
+    Hooks(String),
+    #[error("embedded server: {0}")]
+    Embedded(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error("writing reports: {0}")]
+    Report(#[from] std::io::Error),
+}
+
+/// The contract a run judges by, with the text it came from (hashed into the report).
+pub struct ContractSource {
+    pub contract: Contract,
+    pub text: String,
+}
+
+impl ContractSource {
+    /// `--contract FILE`, or the embedded `spec/contract.toml`.
+    pub fn read(path: Option<&Path>) -> Result<ContractSource, Fatal> {
+        match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| Fatal::Contract(format!("{}: {e}", path.display())))?;
+                let contract = Contract::from_toml(&text, &path.display().to_string())
+                    .map_err(|e| Fatal::Contract(e.to_string()))?;
+                Ok(ContractSource { contract, text })
+            }
+            None => Ok(ContractSource {
+                contract: Contract::embedded().clone(),
+                text: EMBEDDED_TOML.to_owned(),
+            }),
+        }
+    }
+
+    /// A stable fingerprint of the contract text (FNV-1a, 64 bit): enough to tell two reports'
+    /// contracts apart, not a security measure.
+    pub fn hash(&self) -> String {
+        let h = self.text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        format!("{h:016x}")
+    }
+}
+
+/// Whether the run started its own reference server or checks someone else's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Embedded,
+    External,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Embedded => "embedded",
+            Mode::External => "external",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The implementation under test and what the checker may see of it besides HTTP.
+pub struct Subject {
+    pub url: String,
+    pub temp_dir: Option<PathBuf>,
+    pub server_log: Option<PathBuf>,
+    embedded: Option<Embedded>,
+}
+
+impl Subject {
+    /// An embedded reference server started from `config` in a workspace of its own.
+    pub async fn embedded(config: Config) -> Result<Subject, Fatal> {
+        let server = Embedded::start(config)
+            .await
+            .map_err(|e| Fatal::Embedded(e.to_string()))?;
+        Ok(Subject {
+            url: server.url(),
+            temp_dir: Some(server.temp_dir()),
+            server_log: Some(server.log_path()),
+            embedded: Some(server),
+        })
+    }
+
+    /// Someone else's service at `url`.
+    pub fn external(url: &str, temp_dir: Option<PathBuf>, server_log: Option<PathBuf>) -> Subject {
+        Subject {
+            url: url.trim_end_matches('/').to_owned(),
+            temp_dir,
+            server_log,
+            embedded: None,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        if self.embedded.is_some() {
+            Mode::Embedded
+        } else {
+            Mode::External
+        }
+    }
+
+    /// Stops an embedded server (drain, then cancel); nothing for an external one.
+    pub async fn finish(self) {
+        if let Some(server) = self.embedded {
+            let _ = server.shutdown().await;
+        }
+    }
+}
+
+/// The target's claimed effective values (`GET /v1/contract`), as JSON.
+pub async fn effective_contract(
+    client: &reqwest::Client,
+    base: &str,
+    contract: &Contract,
+) -> Result<serde_json::Value, Fatal> {
+    let path = &contract.api.contract.path;
+    client
+        .get(format!("{base}{path}"))
+        .send()
+        .await
+        .map_err(|e| Fatal::Unreachable(format!("{base}: {e}")))?
+        .json()
+        .await
+        .map_err(|e| Fatal::Contract(format!("{base}{path} is not JSON: {e}")))
+}
+
+/// The runtime both commands run on.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
