@@ -55,7 +55,7 @@ impl Metrics {
                 .observability
                 .metrics
                 .iter()
-                .find(|m| m.name == name || m.name == format!("{name}_total"))
+                .find(|m| m.name.registered_name() == name)
                 .map(|m| m.help.trim_end_matches('.').to_owned())
                 .unwrap_or_default()
         };

@@ -607,7 +607,7 @@ async fn metrics_expose_exactly_the_contract_names_and_types() {
         .unwrap();
     for m in &Contract::embedded().observability.metrics {
         let kind = format!("{:?}", m.kind).to_lowercase();
-        let base = m.name.strip_suffix("_total").unwrap_or(&m.name);
+        let base = m.name.registered_name();
         assert!(
             text.contains(&format!("# TYPE {base} {kind}")),
             "{} {kind} missing",

@@ -5,6 +5,7 @@
 
 pub mod design;
 pub mod hooks;
+pub mod metric;
 pub mod problem;
 pub mod relay;
 pub mod render;
@@ -12,6 +13,7 @@ pub mod stage;
 
 pub use design::{Design, ExportFormat, Extents, Stitch, StitchCommand, Thread};
 pub use hooks::{HookDirective, HookParseError, parse_hooks};
+pub use metric::{MetricName, Outcome, Pool};
 pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
 pub use stage::Stage;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ClauseId, ErrorCode, ExportFormat, Stage};
+use crate::{ClauseId, ErrorCode, ExportFormat, MetricName, Stage};
 
 /// The whole contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -447,7 +447,7 @@ pub struct Observability {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricSpec {
-    pub name: String,
+    pub name: MetricName,
     #[serde(rename = "type")]
     pub kind: MetricKind,
     pub labels: Vec<String>,

@@ -4,7 +4,7 @@
 
 use crate::model::Contract;
 use crate::parse::Violation;
-use crate::{ClauseId, ErrorCode, Stage};
+use crate::{ClauseId, ErrorCode, MetricName, Stage};
 
 impl Contract {
     /// Every rule of a contract document: the effective-value rules plus the headroom rules the
@@ -284,12 +284,17 @@ impl Contract {
             }
         }
 
-        let mut names = std::collections::BTreeSet::new();
-        for (i, m) in self.observability.metrics.iter().enumerate() {
-            if !m.name.starts_with("plimsoll_") || !names.insert(&m.name) {
+        for name in MetricName::ALL {
+            let n = self
+                .observability
+                .metrics
+                .iter()
+                .filter(|m| m.name == name)
+                .count();
+            if n != 1 {
                 out.push(violation(
-                    &format!("observability.metrics.{i}.name"),
-                    format!("`{}` must be unique and start with plimsoll_", m.name),
+                    "observability.metrics",
+                    format!("metric `{name}` must appear exactly once, found {n}"),
                 ));
             }
         }
