@@ -21,9 +21,11 @@ pub mod clause;
 pub mod model;
 pub mod overrides;
 pub mod parse;
+pub mod reconcile;
 mod validate;
 
 pub use clause::{ClauseId, ClauseRef, UnknownClause};
 pub use model::Contract;
 pub use overrides::{Applied, OverrideError};
 pub use parse::{ContractError, EMBEDDED_TOML, Violation};
+pub use reconcile::{Adopted, Difference, Reconciliation, Refused};

@@ -1,0 +1,233 @@
+//! Judging a target's *claimed* effective values (`GET /v1/contract`) against the contract.
+//!
+//! The server under test may lie. A claimed value is adopted only where the contract says a
+//! deployment may change it (a clause's `overrides`), only when the caller allows overrides, and
+//! only when the result still satisfies every effective-value rule. Everything else — bounds
+//! like `stop_within_ms`, tolerances, statuses, codes, stages, header names — stays the
+//! contract's own, and each such difference is reported as refused.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::ClauseId;
+use crate::model::Contract;
+
+/// One leaf where the claim differs from the contract.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Difference {
+    /// Dotted path, e.g. `clauses.B1.value.digitize_timeout_ms`.
+    pub path: String,
+    /// The contract's value (`None`: the contract has no such field).
+    pub ours: Option<Value>,
+    /// The claimed value (`None`: the claim leaves the field out).
+    pub theirs: Option<Value>,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<Value>| v.as_ref().map_or("(absent)".to_owned(), Value::to_string);
+        write!(
+            f,
+            "{}: {} → {}",
+            self.path,
+            show(&self.ours),
+            show(&self.theirs)
+        )
+    }
+}
+
+/// A difference taken over as the target's effective value.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Adopted {
+    pub difference: Difference,
+    pub clause: ClauseId,
+    /// The environment variable that overrides this field.
+    pub env: String,
+}
+
+/// A difference the checker does not accept, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Refused {
+    pub difference: Difference,
+    pub reason: String,
+}
+
+/// The outcome: what the checks judge by, and what was adopted or refused on the way.
+#[derive(Debug, Clone)]
+pub struct Reconciliation {
+    /// The contract with the adopted values: the expectations of every check.
+    pub effective: Contract,
+    pub adopted: Vec<Adopted>,
+    pub refused: Vec<Refused>,
+    /// The claim could not be read as a contract at all (then nothing is adopted).
+    pub unreadable: Option<String>,
+}
+
+impl Reconciliation {
+    /// Whether the claim is acceptable: readable, and no difference refused.
+    pub fn accepted(&self) -> bool {
+        self.unreadable.is_none() && self.refused.is_empty()
+    }
+}
+
+impl Contract {
+    /// Compares a target's claimed effective contract with this one. `[load]` holds the
+    /// checker's own settings, not promises of the implementation: never compared, always ours.
+    /// Schema defaults are filled in on both sides first, so a claim that leaves out a field
+    /// with a default (e.g. `errors[].retry_after = false`) is not a difference.
+    pub fn reconcile(&self, claimed: &Value, allow_overrides: bool) -> Reconciliation {
+        let mut ours = serde_json::to_value(self).expect("a contract serializes");
+        strip_load(&mut ours);
+        let mut theirs = claimed.clone();
+        strip_load(&mut theirs);
+        let mut unreadable = None;
+        if let Some(map) = theirs.as_object_mut() {
+            map.insert(
+                "load".to_owned(),
+                serde_json::to_value(&self.load).expect("serializes"),
+            );
+        }
+        match serde_json::from_value::<Contract>(theirs.clone()) {
+            Ok(parsed) => {
+                theirs = serde_json::to_value(parsed).expect("a contract serializes");
+                strip_load(&mut theirs);
+            }
+            Err(e) => {
+                unreadable = Some(format!("the claimed contract does not parse: {e}"));
+                strip_load(&mut theirs);
+            }
+        }
+
+        let mut adopted = Vec::new();
+        let mut refused = Vec::new();
+        let mut effective_doc = serde_json::to_value(self).expect("a contract serializes");
+        for difference in differences(&ours, &theirs) {
+            match self.overridable(&difference.path) {
+                _ if unreadable.is_some() => refused.push(Refused {
+                    reason: "the claim is not a readable contract".into(),
+                    difference,
+                }),
+                None => refused.push(Refused {
+                    reason: "not an overridable field: the contract's own value applies".into(),
+                    difference,
+                }),
+                Some(_) if !allow_overrides => refused.push(Refused {
+                    reason: "overridable, but overrides are not allowed (--allow-overrides)".into(),
+                    difference,
+                }),
+                Some((clause, env)) => {
+                    let same_type = matches!(
+                        (&difference.ours, &difference.theirs),
+                        (Some(Value::Number(a)), Some(Value::Number(b)))
+                            if a.is_u64() == b.is_u64()
+                    ) || matches!(
+                        (&difference.ours, &difference.theirs),
+                        (Some(Value::Bool(_)), Some(Value::Bool(_)))
+                    );
+                    if !same_type {
+                        refused.push(Refused {
+                            reason: format!("{env} takes a value of the contract's type"),
+                            difference,
+                        });
+                        continue;
+                    }
+                    let pointer = format!("/{}", difference.path.replace('.', "/"));
+                    if let (Some(slot), Some(v)) =
+                        (effective_doc.pointer_mut(&pointer), &difference.theirs)
+                    {
+                        *slot = v.clone();
+                    }
+                    adopted.push(Adopted {
+                        difference,
+                        clause,
+                        env,
+                    });
+                }
+            }
+        }
+
+        // Adopted values must still make a valid effective contract; if not, none is adopted.
+        let effective = match serde_json::from_value::<Contract>(effective_doc) {
+            Ok(c) if c.effective_violations().is_empty() => c,
+            Ok(c) => {
+                let why = c
+                    .effective_violations()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                refused.extend(adopted.drain(..).map(|a| Refused {
+                    difference: a.difference,
+                    reason: format!("the claimed values break the contract's rules: {why}"),
+                }));
+                self.clone()
+            }
+            Err(e) => {
+                refused.extend(adopted.drain(..).map(|a| Refused {
+                    difference: a.difference,
+                    reason: format!("the claimed values do not form a contract: {e}"),
+                }));
+                self.clone()
+            }
+        };
+        Reconciliation {
+            effective,
+            adopted,
+            refused,
+            unreadable,
+        }
+    }
+
+    /// The clause and environment variable that may override the field at `path`, if any.
+    fn overridable(&self, path: &str) -> Option<(ClauseId, String)> {
+        let rest = path.strip_prefix("clauses.")?;
+        let (id, field) = rest.split_once(".value.")?;
+        let id: ClauseId = id.parse().ok()?;
+        let clause = self.clause(id);
+        clause
+            .overrides
+            .iter()
+            .find(|o| o.field == field)
+            .map(|o| (id, o.env.clone()))
+    }
+}
+
+fn strip_load(v: &mut Value) {
+    if let Some(map) = v.as_object_mut() {
+        map.remove("load");
+    }
+}
+
+/// Leaf-by-leaf differences of two JSON documents (arrays compare whole).
+pub fn differences(ours: &Value, theirs: &Value) -> Vec<Difference> {
+    fn leaves(v: &Value, path: String, out: &mut BTreeMap<String, Value>) {
+        match v {
+            Value::Object(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    leaves(v, p, out);
+                }
+            }
+            other => {
+                out.insert(path, other.clone());
+            }
+        }
+    }
+    let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+    leaves(ours, String::new(), &mut a);
+    leaves(theirs, String::new(), &mut b);
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| Difference {
+            path: k.clone(),
+            ours: a.get(k).cloned(),
+            theirs: b.get(k).cloned(),
+        })
+        .collect()
+}

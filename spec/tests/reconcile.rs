@@ -1,0 +1,109 @@
+//! A target's claimed contract: only overridable fields are adopted, and only when allowed.
+
+use plimsoll_spec::{ClauseId, Contract};
+use serde_json::{Value, json};
+
+fn claim() -> Value {
+    serde_json::to_value(Contract::embedded()).unwrap()
+}
+
+fn set(v: &mut Value, pointer: &str, to: Value) {
+    *v.pointer_mut(pointer).unwrap() = to;
+}
+
+#[test]
+fn an_identical_claim_has_no_difference() {
+    let r = Contract::embedded().reconcile(&claim(), false);
+    assert!(r.accepted());
+    assert!(r.adopted.is_empty() && r.refused.is_empty());
+    assert_eq!(&r.effective, Contract::embedded());
+}
+
+#[test]
+fn an_overridable_value_is_adopted_only_when_allowed() {
+    let mut c = claim();
+    set(&mut c, "/clauses/B1/value/digitize_timeout_ms", json!(2000));
+    let r = Contract::embedded().reconcile(&c, true);
+    assert!(r.accepted(), "{:?}", r.refused);
+    assert_eq!(r.adopted.len(), 1);
+    assert_eq!(r.adopted[0].clause, ClauseId::B1);
+    assert_eq!(r.adopted[0].env, "DIGITIZE_TIMEOUT_MS");
+    assert_eq!(r.effective.clauses.b1.value.digitize_timeout_ms, 2000);
+
+    let r = Contract::embedded().reconcile(&c, false);
+    assert!(!r.accepted());
+    assert_eq!(r.refused.len(), 1);
+    assert!(r.refused[0].reason.contains("--allow-overrides"));
+    assert_eq!(r.effective.clauses.b1.value.digitize_timeout_ms, 60000);
+}
+
+#[test]
+fn bounds_tolerances_statuses_and_codes_are_never_adopted() {
+    let mut c = claim();
+    set(&mut c, "/clauses/B3/value/stop_within_ms", json!(5000));
+    set(&mut c, "/tolerances/refusal_latency_ms", json!(5000));
+    set(&mut c, "/tolerances/timeout_late_ms", json!(60000));
+    set(&mut c, "/errors/0/status", json!(500));
+    set(&mut c, "/observability/request_id_header", json!("X-Id"));
+    let r = Contract::embedded().reconcile(&c, true);
+    assert!(!r.accepted());
+    assert!(r.adopted.is_empty());
+    let paths: Vec<&str> = r
+        .refused
+        .iter()
+        .map(|x| x.difference.path.as_str())
+        .collect();
+    for p in [
+        "clauses.B3.value.stop_within_ms",
+        "tolerances.refusal_latency_ms",
+        "tolerances.timeout_late_ms",
+        "errors",
+        "observability.request_id_header",
+    ] {
+        assert!(paths.contains(&p), "{p} not refused: {paths:?}");
+    }
+    assert_eq!(r.effective.clauses.b3.value.stop_within_ms, 1000);
+    assert_eq!(r.effective.tolerances.refusal_latency_ms, 100);
+}
+
+#[test]
+fn schema_defaults_left_out_of_a_claim_are_no_difference() {
+    let mut c = claim();
+    for e in c["errors"].as_array_mut().unwrap() {
+        if e["retry_after"] == json!(false) {
+            e.as_object_mut().unwrap().remove("retry_after");
+        }
+    }
+    c.as_object_mut().unwrap().remove("load");
+    let r = Contract::embedded().reconcile(&c, false);
+    assert!(r.accepted(), "{:?}", r.refused);
+}
+
+#[test]
+fn an_override_that_breaks_a_rule_is_refused() {
+    let mut c = claim();
+    set(&mut c, "/clauses/T1/value/digitize_workers", json!(0));
+    let r = Contract::embedded().reconcile(&c, true);
+    assert!(r.adopted.is_empty());
+    assert_eq!(r.refused.len(), 1);
+    assert!(
+        r.refused[0].reason.contains("rules"),
+        "{}",
+        r.refused[0].reason
+    );
+    assert_eq!(r.effective.clauses.t1.value.digitize_workers, 4);
+}
+
+#[test]
+fn an_unreadable_claim_adopts_nothing() {
+    let mut c = claim();
+    set(
+        &mut c,
+        "/clauses/B1/value/digitize_timeout_ms",
+        json!("soon"),
+    );
+    let r = Contract::embedded().reconcile(&c, true);
+    assert!(r.unreadable.is_some());
+    assert!(!r.accepted());
+    assert!(r.adopted.is_empty());
+}
