@@ -1,14 +1,15 @@
 //! The suite proves its own checks can fail: it runs against broken variants of the reference
 //! server (one piece swapped each) and every variant must fail exactly the checks listed here,
-//! while the correct server passes everything. `docs/conformance.md` shows this matrix; a test
-//! keeps it in step (`PLIMSOLL_UPDATE_DOCS=1` rewrites it).
+//! while the correct server passes everything. `docs/conformance.md` shows this matrix and the
+//! registry's table of checks; tests keep both in step (`PLIMSOLL_UPDATE_DOCS=1` rewrites them).
 
 use std::collections::BTreeSet;
 
 use plimsoll_conformance::check::{CheckArgs, embedded_config, execute};
-use plimsoll_conformance::checks::{CheckId, REGISTRY};
+use plimsoll_conformance::checks::{CheckId, REGISTRY, markdown_table};
 use plimsoll_server::Mutant;
 use plimsoll_spec::ClauseId::*;
+use plimsoll_spec::Contract;
 
 use CheckId::{Api, Clause};
 
@@ -293,4 +294,9 @@ fn docs_section_is_fresh(name: &str, fresh: &str) {
 #[test]
 fn docs_show_the_tested_matrix() {
     docs_section_is_fresh("mutation-matrix", &matrix_markdown());
+}
+
+#[test]
+fn docs_show_the_registered_checks() {
+    docs_section_is_fresh("checks", &markdown_table(Contract::embedded()));
 }

@@ -1,8 +1,8 @@
 //! The conformance checks and their registry. A check talks to the target only through
 //! [`crate::target::Target`] and records what it measured in a [`ctx::Ctx`]; its entry (id,
 //! title, evidence, run function) sits beside its function, in the module of its clause family.
-//! [`REGISTRY`] lists them in run order, and the runner, `--only`/`--skip`, the reports and the
-//! mutation matrix derive from it.
+//! [`REGISTRY`] lists them in run order, and the runner, `--only`/`--skip`, the reports, the
+//! docs' check table and the mutation matrix all derive from it.
 
 pub mod ctx;
 pub mod pool;
@@ -16,6 +16,8 @@ pub mod relay;
 pub mod throughput;
 
 pub use registry::{Check, CheckId, Run, UnknownCheck};
+
+use plimsoll_spec::Contract;
 
 /// Every check, in run order: the contract first (it decides which values the others judge),
 /// then the clauses, F4 and API last since they judge every reply of the run.
@@ -52,6 +54,22 @@ pub fn selected<'a>(
     })
 }
 
+/// The docs' table of checks (id, title, evidence), with the contract's values filled in.
+pub fn markdown_table(contract: &Contract) -> String {
+    let mut md = String::from("| id | check | what the client observes |\n|---|---|---|\n");
+    for check in REGISTRY {
+        let evidence = check
+            .evidence(contract)
+            .unwrap_or_else(|e| panic!("{}'s evidence does not expand: {e}", check.id));
+        md.push_str(&format!(
+            "| {} | {} | {evidence} |\n",
+            check.id,
+            check.title(contract)
+        ));
+    }
+    md
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,7 +96,7 @@ mod tests {
 
     #[test]
     fn every_evidence_text_expands_against_the_contract() {
-        let contract = plimsoll_spec::Contract::embedded();
+        let contract = Contract::embedded();
         for check in REGISTRY {
             let text = check.evidence(contract).unwrap();
             assert!(!text.contains('{'), "{}: {text}", check.id);
