@@ -1,20 +1,22 @@
 //! `plimsoll check`: runs the conformance checks against a target (or the embedded reference
 //! server) and reports clause by clause.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use plimsoll_server::Config;
 use plimsoll_spec::Contract;
 
-use crate::checks;
+pub use crate::checks::contract::{contract_differences, contract_result};
+use crate::checks::pool::hold_first;
+use crate::checks::registry::{self, CheckId, Run};
+use crate::checks::selected;
 use crate::report;
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Mode, Subject};
 use crate::target::Target;
-use crate::verdict::{CheckResult, Manifest, RunReport, Verdict};
+use crate::verdict::{CheckResult, Manifest, RunReport};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
@@ -30,12 +32,12 @@ pub struct CheckArgs {
     /// Embedded server only: keep the contract's real timeouts instead of scaling them down.
     #[arg(long)]
     pub full_timeouts: bool,
-    /// Run only these clause ids (comma-separated).
+    /// Run only these check ids (comma-separated: T1, ..., R6, API); an unknown id is an error.
     #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Skip these clause ids (comma-separated).
+    pub only: Vec<CheckId>,
+    /// Skip these check ids (comma-separated). The `contract` check always runs.
     #[arg(long, value_delimiter = ',')]
-    pub skip: Vec<String>,
+    pub skip: Vec<CheckId>,
     /// Trials per timing check (default: the contract's tolerances.trials).
     #[arg(long)]
     pub trials: Option<u32>,
@@ -164,27 +166,19 @@ async fn run_suite(
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them.
     let probe = target
-        .digitize(Some(&format!(
-            "hold={}:1",
-            target.expected.stages.digitize[0]
-        )))
+        .digitize(Some(&hold_first(&target, 1)))
         .await
         .map_err(Fatal::Unreachable)?;
-    if probe.status == 400 && probe.code() == target.expected.hooks.disabled_code.as_str() {
+    if target.is_error(&probe, target.expected.hooks.disabled_code) {
         return Err(Fatal::Hooks(format!(
             "the target refuses test hooks: start it with {}=1",
             target.expected.hooks.env
         )));
     }
 
-    let selected: Vec<&str> = checks::ALL
-        .iter()
-        .copied()
-        .filter(|id| args.only.is_empty() || args.only.iter().any(|o| o.eq_ignore_ascii_case(id)))
-        .filter(|id| !args.skip.iter().any(|s| s.eq_ignore_ascii_case(id)))
-        .collect();
+    let selected: Vec<_> = selected(&args.only, &args.skip).collect();
     let color = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let progress = report::terminal::Progress::new(selected.len() + 1, color);
+    let progress = report::terminal::Progress::new(selected.len(), color);
     // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
     let print = |r: &CheckResult| {
         let line = report::terminal::progress_line(r, color);
@@ -195,20 +189,14 @@ async fn run_suite(
         }
     };
     let mut results = Vec::new();
-
-    let contract_check = contract_result(&differences, scaled);
-    print(&contract_check);
-    results.push(contract_check);
-    for id in selected {
-        let title = target
-            .expected
-            .clause_list()
-            .iter()
-            .find(|c| c.id.as_str() == id)
-            .map(|c| c.title.to_owned())
-            .unwrap_or_default();
-        progress.start(id, &title);
-        let result = checks::run(id, &target).await;
+    for check in selected {
+        let result = match check.run {
+            Run::Session => contract_result(&differences, scaled),
+            Run::Target(run) => {
+                progress.start(check.id.as_str(), &check.title(&target.expected));
+                registry::run(check, run, &target).await
+            }
+        };
         print(&result);
         results.push(result);
     }
@@ -233,90 +221,4 @@ async fn run_suite(
     };
     println!("{}", report::terminal::summary_table(&report, color));
     Ok(report)
-}
-
-/// Differences between the contract and a target's effective values. `[load]` holds the load
-/// generator's own settings, not promises of the implementation, so it is never compared.
-pub fn contract_differences(contract: &Contract, effective: &serde_json::Value) -> Vec<String> {
-    let without_load = |v: &serde_json::Value| {
-        let mut v = v.clone();
-        if let Some(map) = v.as_object_mut() {
-            map.remove("load");
-        }
-        v
-    };
-    let ours = serde_json::to_value(contract).expect("a contract serializes");
-    diff(&without_load(&ours), &without_load(effective))
-}
-
-/// The `contract` result that opens every run: pass when the values match or differences are
-/// allowed (and then listed as evidence).
-pub fn contract_result(differences: &[String], scaled: bool) -> CheckResult {
-    let started = Instant::now();
-    let verdict = if differences.is_empty() || scaled {
-        Verdict::Pass
-    } else {
-        Verdict::Fail(format!(
-            "{} value(s) differ from the contract; pass --allow-overrides to judge the target's own values",
-            differences.len()
-        ))
-    };
-    CheckResult {
-        id: "contract".into(),
-        clause: "contract".into(),
-        title: "Effective values match the contract".into(),
-        expected: "GET /v1/contract equals the contract".into(),
-        observed: if differences.is_empty() {
-            "identical".into()
-        } else {
-            format!(
-                "{} difference(s){}",
-                differences.len(),
-                if scaled { " (allowed: scaled run)" } else { "" }
-            )
-        },
-        verdict,
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        evidence: differences.to_vec(),
-        trials_ms: Vec::new(),
-        timeline: Vec::new(),
-    }
-}
-
-/// Leaf-by-leaf differences between two JSON documents, as `path: expected → actual`.
-pub fn diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Vec<String> {
-    fn leaves(v: &serde_json::Value, path: String, out: &mut BTreeMap<String, String>) {
-        match v {
-            serde_json::Value::Object(map) => {
-                for (k, v) in map {
-                    leaves(
-                        v,
-                        if path.is_empty() {
-                            k.clone()
-                        } else {
-                            format!("{path}.{k}")
-                        },
-                        out,
-                    );
-                }
-            }
-            other => {
-                out.insert(path, other.to_string());
-            }
-        }
-    }
-    let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
-    leaves(expected, String::new(), &mut a);
-    leaves(actual, String::new(), &mut b);
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .map(|k| {
-            format!(
-                "{k}: {} → {}",
-                a.get(k).map_or("(absent)", String::as_str),
-                b.get(k).map_or("(absent)", String::as_str)
-            )
-        })
-        .collect()
 }

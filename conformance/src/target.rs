@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::{Contract, PROBLEM_CONTENT_TYPE};
-use reqwest::header::HeaderMap;
+use plimsoll_spec::{Contract, ErrorCode, MetricName, PROBLEM_CONTENT_TYPE, Pool};
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
 /// One answered request.
 #[derive(Debug, Clone)]
@@ -41,6 +42,16 @@ impl Reply {
     pub fn request_id(&self, header: &str) -> Option<String> {
         self.header(header).map(str::to_owned)
     }
+
+    /// `200 OK`: the one answer a request that should work may get.
+    pub fn ok(&self) -> bool {
+        self.status == StatusCode::OK.as_u16()
+    }
+}
+
+/// Any 2xx: what a relayed request (whose endpoint may answer otherwise) counts as success.
+pub fn is_success(status: u16) -> bool {
+    StatusCode::from_u16(status).is_ok_and(|s| s.is_success())
 }
 
 /// Which documented operation a request exercises.
@@ -108,8 +119,22 @@ impl Target {
         let mut r = self
             .client
             .post(self.url(&api.path))
-            .header("content-type", api.content_types[0].as_str())
+            .header(CONTENT_TYPE, api.content_types[0].as_str())
             .body(self.image.clone());
+        if let Some(h) = hook {
+            r = r.header(self.expected.hooks.header.as_str(), h);
+        }
+        r
+    }
+
+    /// An export request for `design`, with an optional hook.
+    pub fn export_request(&self, hook: Option<&str>, design: Vec<u8>) -> reqwest::RequestBuilder {
+        let api = &self.expected.api.export;
+        let mut r = self
+            .client
+            .post(self.url(&api.path))
+            .header(CONTENT_TYPE, api.content_types[0].as_str())
+            .body(design);
         if let Some(h) = hook {
             r = r.header(self.expected.hooks.header.as_str(), h);
         }
@@ -180,8 +205,10 @@ impl Target {
                 method.to_uppercase()
             ));
         }
-        if reply.status >= 400 {
-            let ct = reply.header("content-type").unwrap_or_default();
+        if StatusCode::from_u16(reply.status)
+            .is_ok_and(|s| s.is_client_error() || s.is_server_error())
+        {
+            let ct = reply.header(CONTENT_TYPE.as_str()).unwrap_or_default();
             if !ct.starts_with(PROBLEM_CONTENT_TYPE) {
                 out.push(format!(
                     "error content-type is `{ct}`, not {PROBLEM_CONTENT_TYPE}"
@@ -217,8 +244,17 @@ impl Target {
         out
     }
 
-    /// The sum of a metric's samples for a pool (or all, when `pool` is empty).
-    pub async fn metric(&self, name: &str, pool: &str) -> Result<f64, String> {
+    /// A metric's value for one pool, as `/metrics` says now (0 when the series is absent).
+    pub async fn metric(&self, name: MetricName, pool: Pool) -> Result<f64, String> {
+        self.scrape(name, Some(pool)).await
+    }
+
+    /// The sum of every series of a metric (for one without a `pool` label).
+    pub async fn metric_total(&self, name: MetricName) -> Result<f64, String> {
+        self.scrape(name, None).await
+    }
+
+    async fn scrape(&self, name: MetricName, pool: Option<Pool>) -> Result<f64, String> {
         let text = self
             .client
             .get(self.url(&self.expected.api.metrics.path))
@@ -228,14 +264,14 @@ impl Target {
             .text()
             .await
             .map_err(|e| format!("GET metrics: {e}"))?;
-        Ok(metric_value(&text, name, pool).unwrap_or(0.0))
+        Ok(metric_value(&text, name.as_str(), pool.map_or("", Pool::as_str)).unwrap_or(0.0))
     }
 
-    /// Polls a metric until `pred` holds; returns the time it took.
+    /// Polls a pool's metric until `pred` holds; returns the time it took.
     pub async fn wait_metric(
         &self,
-        name: &str,
-        pool: &str,
+        name: MetricName,
+        pool: Pool,
         limit: Duration,
         pred: impl Fn(f64) -> bool,
     ) -> Result<Duration, String> {
@@ -250,9 +286,20 @@ impl Target {
             tokio::time::sleep(poll).await;
         }
         Err(format!(
-            "{name}{{pool=\"{pool}\"}} still {last} after {} ms",
+            "{} still {last} after {} ms",
+            series(name, pool),
             limit.as_millis()
         ))
+    }
+
+    /// The HTTP status the contract gives an error code.
+    pub fn status(&self, code: ErrorCode) -> u16 {
+        self.expected.error(code).status
+    }
+
+    /// Whether a reply is the contract's answer for `code`: its status and the body's `code`.
+    pub fn is_error(&self, reply: &Reply, code: ErrorCode) -> bool {
+        reply.status == self.status(code) && reply.code() == code.as_str()
     }
 
     /// Job directories in the implementation's temp folder, if the checker can see it.
@@ -309,6 +356,13 @@ pub fn parse_server_timing(value: &str) -> Option<(f64, f64)> {
     Some((queue?, run?))
 }
 
+/// A series as Prometheus writes it, `name{pool="digitize"}`, for messages.
+pub fn series(name: MetricName, pool: Pool) -> String {
+    format!("{name}{{pool=\"{pool}\"}}")
+}
+
+/// The sum of the samples of `name` in a Prometheus text exposition, for one `pool` (or every
+/// series when `pool` is empty); None when there is no such sample.
 pub fn metric_value(text: &str, name: &str, pool: &str) -> Option<f64> {
     let label = format!("pool=\"{pool}\"");
     text.lines()
@@ -349,22 +403,34 @@ pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
     let mut bytes = out.into_inner();
     bytes[16..20].copy_from_slice(&width.to_be_bytes());
     bytes[20..24].copy_from_slice(&height.to_be_bytes());
-    let crc = crc32(&bytes[12..29]);
+    let crc = crc32fast::hash(&bytes[12..29]);
     bytes[29..33].copy_from_slice(&crc.to_be_bytes());
     bytes
 }
 
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claiming_png_reads_back_with_the_claimed_size() {
+        // The PNG decoder checks the header chunk's CRC, so this also proves the CRC is right.
+        let bytes = png_claiming(100_000, 70_000);
+        let dims =
+            image::ImageReader::with_format(std::io::Cursor::new(bytes), image::ImageFormat::Png)
+                .into_dimensions()
+                .unwrap();
+        assert_eq!(dims, (100_000, 70_000));
     }
-    !crc
+
+    #[test]
+    fn metric_values_sum_a_pool_or_every_series() {
+        let text = "# TYPE plimsoll_workers_busy gauge\nplimsoll_workers_busy{pool=\"digitize\"} 3\nplimsoll_workers_busy{pool=\"relay\"} 2\nplimsoll_temp_files 1\n";
+        assert_eq!(
+            metric_value(text, "plimsoll_workers_busy", "digitize"),
+            Some(3.0)
+        );
+        assert_eq!(metric_value(text, "plimsoll_workers_busy", ""), Some(5.0));
+        assert_eq!(metric_value(text, "plimsoll_queue_depth", "digitize"), None);
+    }
 }

@@ -1,109 +1,126 @@
 //! The suite proves its own checks can fail: it runs against broken variants of the reference
-//! server (one piece swapped each) and every variant must fail exactly the clauses listed here,
-//! while the correct server passes everything. `docs/conformance.md` shows this matrix; a test
-//! keeps it in step (`PLIMSOLL_UPDATE_DOCS=1` rewrites it).
+//! server (one piece swapped each) and every variant must fail exactly the checks listed here,
+//! while the correct server passes everything. `docs/conformance.md` shows this matrix and the
+//! registry's table of checks; tests keep both in step (`PLIMSOLL_UPDATE_DOCS=1` rewrites them).
 
 use std::collections::BTreeSet;
 
 use plimsoll_conformance::check::{CheckArgs, embedded_config, execute};
+use plimsoll_conformance::checks::{CheckId, REGISTRY, markdown_table};
 use plimsoll_server::Mutant;
+use plimsoll_spec::ClauseId::*;
+use plimsoll_spec::Contract;
 
-/// Each broken variant and the clauses it must fail — no more, no fewer.
-const MATRIX: &[(Mutant, &[&str], &str)] = &[
+use CheckId::{Api, Clause};
+
+/// Each broken variant and the checks it must fail — no more, no fewer.
+const MATRIX: &[(Mutant, &[CheckId], &str)] = &[
     (
         Mutant::NoAdmissionLimit,
-        &["T1", "T2", "T3", "B3"],
+        &[Clause(T1), Clause(T2), Clause(T3), Clause(B3)],
         "admission lets every request run",
     ),
     (
         Mutant::LimitPlusOne,
-        &["T1", "T3"],
+        &[Clause(T1), Clause(T3)],
         "one slot more than the contract",
     ),
     (
         Mutant::Lifo,
-        &["T2"],
+        &[Clause(T2)],
         "the queue serves the newest waiter first",
     ),
-    (Mutant::NoRetryAfter, &["T3"], "503 without Retry-After"),
-    (Mutant::RetryAfterZero, &["T3"], "`Retry-After: 0`"),
+    (
+        Mutant::NoRetryAfter,
+        &[Clause(T3)],
+        "503 without Retry-After",
+    ),
+    (Mutant::RetryAfterZero, &[Clause(T3)], "`Retry-After: 0`"),
     (
         Mutant::RetryAfterHttpDate,
-        &["T3", "API"],
+        &[Clause(T3), Api],
         "Retry-After as an HTTP-date",
     ),
     (
         Mutant::RefusalWaits,
-        &["T3"],
+        &[Clause(T3)],
         "a refusal waits for a free slot",
     ),
     (
         Mutant::IgnoreTimeout,
-        &["B1"],
+        &[Clause(B1)],
         "the deadline is ignored (late 200)",
     ),
     (
         Mutant::TimeoutAs500,
-        &["B1", "API"],
+        &[Clause(B1), Api],
         "a timeout is answered 500",
     ),
     (
         Mutant::IgnoreMemoryCap,
-        &["B2"],
+        &[Clause(B2)],
         "the memory cap is not enforced",
     ),
     (
         Mutant::IgnoreDisconnect,
-        &["B3"],
+        &[Clause(B3)],
         "client disconnects do not reach the job",
     ),
     (
         Mutant::LeakTempFiles,
-        &["B1", "B3", "F1"],
+        &[Clause(B1), Clause(B3), Clause(F1)],
         "temp files survive a failed job",
     ),
     (
         Mutant::WrongFailedStage,
-        &["B1", "F1"],
+        &[Clause(B1), Clause(F1)],
         "`failed_stage` names the next stage",
     ),
     (
         Mutant::WrongCompletedStages,
-        &["B1", "F1"],
+        &[Clause(B1), Clause(F1)],
         "`completed_stages` is empty",
     ),
     (
         Mutant::MalformedAs500,
-        &["F2", "API"],
+        &[Clause(F2), Api],
         "a malformed image is answered 500",
     ),
-    (Mutant::NoRequestId, &["F4"], "no `X-Request-Id` header"),
-    (Mutant::PlainTextLogs, &["F3"], "error logs are plain text"),
+    (
+        Mutant::NoRequestId,
+        &[Clause(F4)],
+        "no `X-Request-Id` header",
+    ),
+    (
+        Mutant::PlainTextLogs,
+        &[Clause(F3)],
+        "error logs are plain text",
+    ),
     (
         Mutant::LeakSlotOnCancel,
-        &["B3"],
+        &[Clause(B3)],
         "a cancelled job never gives its slot back",
     ),
     // Serial dispatch breaks the bound's premise too: N never run at once, overflow and
     // orphans after a reconnect drain one at a time.
     (
         Mutant::RelaySerial,
-        &["R1", "R2", "R4", "R6"],
+        &[Clause(R1), Clause(R2), Clause(R4), Clause(R6)],
         "the relay handles envelopes one at a time",
     ),
     (
         Mutant::RelayUnbounded,
-        &["R1", "R4"],
+        &[Clause(R1), Clause(R4)],
         "the relay pool has no bound",
     ),
     (
         Mutant::RelaySplitFrames,
-        &["R5"],
+        &[Clause(R5)],
         "frames written without the per-frame lock (split)",
     ),
     (
         Mutant::RelayLeakSlot,
-        &["R6"],
+        &[Clause(R6)],
         "a relay slot leaks when the socket drops mid-flight",
     ),
 ];
@@ -126,8 +143,8 @@ fn args() -> CheckArgs {
     }
 }
 
-/// The clauses the suite failed, and why (for the assertion message).
-async fn failing_clauses(mutant: Option<Mutant>) -> (BTreeSet<String>, String) {
+/// The checks the suite failed, and why (for the assertion message).
+async fn failing_checks(mutant: Option<Mutant>) -> (BTreeSet<CheckId>, String) {
     let mut config = embedded_config(false).unwrap();
     if let Some(m) = mutant {
         config = config.with_mutant(m);
@@ -139,13 +156,14 @@ async fn failing_clauses(mutant: Option<Mutant>) -> (BTreeSet<String>, String) {
         .map(|r| format!("{}: {:?}", r.id, r.verdict))
         .collect::<Vec<_>>()
         .join("\n");
-    (failed.map(|r| r.clause.clone()).collect(), why)
+    let ids = failed.map(|r| r.clause.parse().expect("a result names a check id"));
+    (ids.collect(), why)
 }
 
 async fn assert_caught(mutant: Mutant) {
     let (_, expected, _) = MATRIX.iter().find(|(m, _, _)| *m == mutant).unwrap();
-    let expected: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
-    let (failed, why) = failing_clauses(Some(mutant)).await;
+    let expected: BTreeSet<CheckId> = expected.iter().copied().collect();
+    let (failed, why) = failing_checks(Some(mutant)).await;
     assert_eq!(
         failed,
         expected,
@@ -156,7 +174,7 @@ async fn assert_caught(mutant: Mutant) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_server_passes_every_check() {
-    let (failed, why) = failing_clauses(None).await;
+    let (failed, why) = failing_checks(None).await;
     assert!(
         failed.is_empty(),
         "the reference server failed {failed:?}\n{why}"
@@ -199,23 +217,24 @@ mutant_tests! {
     caught_relay_leak_slot => RelayLeakSlot,
 }
 
-/// Renders the matrix section of docs/conformance.md from MATRIX.
+/// Renders the matrix section of docs/conformance.md: a column per check of the registry.
 fn matrix_markdown() -> String {
-    let clauses: Vec<&str> = plimsoll_conformance::checks::ALL.to_vec();
+    let columns: Vec<CheckId> = REGISTRY.iter().map(|c| c.id).collect();
+    let names: Vec<&str> = columns.iter().map(|id| id.as_str()).collect();
     let mut md = String::from("| broken variant | what is broken | ");
-    md.push_str(&clauses.join(" | "));
+    md.push_str(&names.join(" | "));
     md.push_str(" |\n|---|---|");
-    md.push_str(&"---|".repeat(clauses.len()));
+    md.push_str(&"---|".repeat(columns.len()));
     md.push('\n');
     md.push_str(&format!(
         "| *(reference server)* | nothing | {} |\n",
-        vec!["✓"; clauses.len()].join(" | ")
+        vec!["✓"; columns.len()].join(" | ")
     ));
     for (m, failing, what) in MATRIX {
-        let cells: Vec<&str> = clauses
+        let cells: Vec<&str> = columns
             .iter()
-            .map(|c| {
-                if failing.contains(c) {
+            .map(|id| {
+                if failing.contains(id) {
                     "**✗**"
                 } else {
                     "✓"
@@ -243,30 +262,41 @@ fn every_mutant_is_in_the_matrix() {
     }
 }
 
-#[test]
-fn docs_show_the_tested_matrix() {
+/// Fails when the section of docs/conformance.md between `<!-- {name}:begin -->` and
+/// `<!-- {name}:end -->` is not `fresh`; with `PLIMSOLL_UPDATE_DOCS` set, rewrites it instead.
+fn docs_section_is_fresh(name: &str, fresh: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/conformance.md");
     let doc = std::fs::read_to_string(&path).unwrap_or_default();
     let (begin, end) = (
-        "<!-- mutation-matrix:begin -->\n",
-        "<!-- mutation-matrix:end -->",
+        format!("<!-- {name}:begin -->\n"),
+        format!("<!-- {name}:end -->"),
     );
-    let fresh = matrix_markdown();
     let current = doc
-        .split(begin)
+        .split(&begin)
         .nth(1)
-        .and_then(|rest| rest.split(end).next());
-    if current != Some(fresh.as_str()) {
-        if std::env::var_os("PLIMSOLL_UPDATE_DOCS").is_some() {
-            let (head, tail) = match (doc.split_once(begin), doc.split_once(end)) {
-                (Some((head, _)), Some((_, tail))) => (head.to_owned(), tail.to_owned()),
-                _ => (doc.clone(), String::new()),
-            };
-            std::fs::write(&path, format!("{head}{begin}{fresh}{end}{tail}")).unwrap();
-        } else {
-            panic!(
-                "docs/conformance.md's mutation matrix is stale; run `PLIMSOLL_UPDATE_DOCS=1 cargo test -p plimsoll-conformance --test mutants docs_show_the_tested_matrix`"
-            );
-        }
+        .and_then(|rest| rest.split(&end).next());
+    if current == Some(fresh) {
+        return;
     }
+    if std::env::var_os("PLIMSOLL_UPDATE_DOCS").is_some() {
+        let (head, tail) = match (doc.split_once(&begin), doc.split_once(&end)) {
+            (Some((head, _)), Some((_, tail))) => (head.to_owned(), tail.to_owned()),
+            _ => (doc.clone(), String::new()),
+        };
+        std::fs::write(&path, format!("{head}{begin}{fresh}{end}{tail}")).unwrap();
+    } else {
+        panic!(
+            "docs/conformance.md's {name} section is stale; run `PLIMSOLL_UPDATE_DOCS=1 cargo test -p plimsoll-conformance --test mutants docs_`"
+        );
+    }
+}
+
+#[test]
+fn docs_show_the_tested_matrix() {
+    docs_section_is_fresh("mutation-matrix", &matrix_markdown());
+}
+
+#[test]
+fn docs_show_the_registered_checks() {
+    docs_section_is_fresh("checks", &markdown_table(Contract::embedded()));
 }

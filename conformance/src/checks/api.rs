@@ -3,10 +3,21 @@
 
 use std::sync::Arc;
 
-use super::Ctx;
+use crate::checks::ctx::Ctx;
+use crate::checks::registry::{Check, CheckId, Run};
 use crate::target::Target;
 
-pub async fn api(t: &Arc<Target>, c: &mut Ctx) {
+pub const CHECK: Check = Check::whole_run(
+    CheckId::Api,
+    "Responses match the OpenAPI document and problem schema",
+    "Every reply of the run is validated as it arrives against the contract's OpenAPI document \
+     (a status documented for its operation, headers of the documented type) and, for errors, \
+     the problem media type and schema, so API runs last. Each clause check fails only for its \
+     own clause; this one gathers every violation.",
+    Run::Target(|t, c| Box::pin(api(t, c))),
+);
+
+async fn api(t: &Arc<Target>, c: &mut Ctx) {
     c.expected = "every status documented for its operation; error bodies valid problem+json; headers as typed".into();
     let seen = t.seen.lock().unwrap_or_else(|e| e.into_inner()).len();
     let violations = t

@@ -3,105 +3,101 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Ctx, join_all, ms, spawn_digitize, worst_and_median};
+use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool};
+
+use crate::checks::ctx::{Ctx, ms, worst_and_median};
+use crate::checks::pool::{
+    Pending, drained, hold_first, join_all, plain_request_succeeds, spawn_digitize,
+};
+use crate::checks::registry::Check;
 use crate::target::{Reply, Target};
 
+pub const CHECK: Check = Check::clause(
+    ClauseId::T3,
+    "With every worker and queue place held, each further request gets {status:overloaded} \
+     `overloaded` within the refusal tolerance, with `{retry_after_header}` as {format} in \
+     range. A scripted scenario fills the estimator's window of {window_samples} samples with \
+     refusals of known wait; the advertised delay must track their {estimator}, and a retry after \
+     that delay succeeds.",
+    |t, c| Box::pin(t3(t, c)),
+);
+
 /// Occupies every worker and queue place with requests held for `hold_ms`.
-async fn saturate(
-    t: &Arc<Target>,
-    c: &mut Ctx,
-    hold_ms: u64,
-) -> Vec<tokio::task::JoinHandle<Result<Reply, String>>> {
-    let (workers, queue) = (t.digitize_workers(), t.digitize_queue());
-    let stage = t.expected.stages.digitize[0];
+async fn saturate(t: &Arc<Target>, c: &mut Ctx, hold_ms: u64) -> Vec<Pending> {
     // Start from an idle pool: a worker still stopping after an earlier 504 would otherwise
     // push our holders into the queue and make the count wrong.
-    let settle = t.stop_within() * 2;
-    let baseline = c.baseline_busy;
-    if let Err(e) = t
-        .wait_metric("plimsoll_workers_busy", "digitize", settle, |v| {
-            v <= baseline
-        })
-        .await
-    {
+    if let Err(e) = drained(t, c).await {
         c.fail(format!("pool not idle before saturating: {e}"));
     }
     let mut tasks = Vec::new();
-    for _ in 0..workers {
-        tasks.push(spawn_digitize(t, Some(format!("hold={stage}:{hold_ms}"))));
-    }
-    if let Err(e) = t
-        .wait_metric(
-            "plimsoll_workers_busy",
-            "digitize",
-            Duration::from_secs(5),
-            |v| v >= workers as f64,
-        )
-        .await
-    {
-        c.fail(format!("could not occupy every worker: {e}"));
-    }
-    for _ in 0..queue {
-        tasks.push(spawn_digitize(t, Some(format!("hold={stage}:{hold_ms}"))));
-    }
-    if queue > 0
-        && let Err(e) = t
-            .wait_metric(
-                "plimsoll_queue_depth",
-                "digitize",
-                Duration::from_secs(5),
-                |v| v >= queue as f64,
-            )
+    let places = [
+        (
+            MetricName::WorkersBusy,
+            t.digitize_workers(),
+            "occupy every worker",
+        ),
+        (MetricName::QueueDepth, t.digitize_queue(), "fill the queue"),
+    ];
+    for (gauge, count, what) in places {
+        if count == 0 {
+            continue;
+        }
+        tasks.extend((0..count).map(|_| spawn_digitize(t, Some(hold_first(t, hold_ms)))));
+        let full = |v: f64| v >= count as f64;
+        if let Err(e) = t
+            .wait_metric(gauge, Pool::Digitize, Duration::from_secs(5), full)
             .await
-    {
-        c.fail(format!("could not fill the queue: {e}"));
+        {
+            c.fail(format!("could not {what}: {e}"));
+        }
     }
     tasks
 }
 
 /// Checks one refusal; returns its Retry-After seconds when well-formed.
 fn judge_refusal(t: &Target, c: &mut Ctx, label: &str, reply: &Reply) -> Option<u64> {
-    c.reply(label, reply, t.request_id_header());
+    c.reply(t, label, reply);
     let t3 = &t.expected.clauses.t3.value;
+    let header = &t3.retry_after_header;
     let max_s = Duration::from_millis(t.expected.clauses.b1.value.digitize_timeout_ms)
         .as_secs()
         .max(1);
-    if !c.require(reply.status == 503 && reply.code() == "overloaded", || {
-        format!(
-            "{label}: expected 503 overloaded, got {} {}",
-            reply.status,
-            reply.code()
-        )
-    }) {
+    if !c.require_error(t, label, reply, ErrorCode::Overloaded) {
         return None;
     }
-    let Some(raw) = reply.header(&t3.retry_after_header) else {
-        c.fail(format!("{label}: no {} header", t3.retry_after_header));
+    let Some(raw) = reply.header(header) else {
+        c.fail(format!("{label}: no {header} header"));
         return None;
     };
     match raw.trim().parse::<u64>() {
         Ok(n) if (t3.min_seconds..=max_s).contains(&n) => Some(n),
         Ok(n) => {
             c.fail(format!(
-                "{label}: Retry-After {n} outside {}..={max_s}",
+                "{label}: {header} {n} outside {}..={max_s}",
                 t3.min_seconds
             ));
             None
         }
         Err(_) => {
-            c.fail(format!("{label}: Retry-After `{raw}` is not delay-seconds"));
+            c.fail(format!("{label}: {header} `{raw}` is not {}", t3.format));
             None
         }
     }
 }
 
-pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
+async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let tol = &t.expected.tolerances;
     let t3 = &t.expected.clauses.t3.value;
+    let header = &t3.retry_after_header;
+    let overloaded = format!(
+        "{} {}",
+        t.status(ErrorCode::Overloaded),
+        ErrorCode::Overloaded
+    );
     let window = t3.window_samples as usize;
     c.expected = format!(
-        "503 overloaded within {} ms, {}: delay-seconds in range, within ±{} s of the p50 queue wait; a retry after it succeeds",
-        tol.refusal_latency_ms, t3.retry_after_header, tol.retry_after_tracking_s
+        "{overloaded} within {} ms, {header}: {} in range, within ±{} s of the p50 queue wait; a retry after it succeeds",
+        tol.refusal_latency_ms, t3.format, tol.retry_after_tracking_s
     );
 
     // 1. Saturate, then probe: every refusal answered at once.
@@ -126,10 +122,13 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         match r {
             Ok(reply) => {
                 refused_at.push(reply.sent);
-                if reply.status == 503 {
+                // Judged by status alone here: the first three and any non-refusal are judged
+                // in full below.
+                let refused = reply.status == t.status(ErrorCode::Overloaded);
+                if refused {
                     latencies.push(ms(reply.elapsed));
                 }
-                if i < 3 || reply.status != 503 {
+                if i < 3 || !refused {
                     judge_refusal(t, c, &format!("scripted-{i}"), &reply);
                 }
             }
@@ -145,7 +144,7 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         .unwrap_or_else(Instant::now);
     for (i, r) in held.iter().enumerate() {
         if let Ok(reply) = r {
-            c.reply(format!("held-{i}"), reply, t.request_id_header());
+            c.reply(t, format!("held-{i}"), reply);
         }
     }
     let (worst, median) = worst_and_median(&latencies);
@@ -183,41 +182,26 @@ pub async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let advertised_at = Instant::now();
     for (i, r) in join_all(held).await.iter().enumerate() {
         if let Ok(reply) = r {
-            c.reply(format!("resaturate-{i}"), reply, t.request_id_header());
+            c.reply(t, format!("resaturate-{i}"), reply);
         }
     }
     if let Some(n) = advertised {
         c.require(n.abs_diff(predicted) <= tol.retry_after_tracking_s, || {
-            format!("Retry-After {n} s, but the p50 queue wait of the scenario was {:.2} s (→ {predicted} s)", p50.as_secs_f64())
+            format!("{header} {n} s, but the p50 queue wait of the scenario was {:.2} s (→ {predicted} s)", p50.as_secs_f64())
         });
         // 4. Retry after the advertised delay, once the load has dropped: it succeeds.
-        let _ = t
-            .wait_metric(
-                "plimsoll_workers_busy",
-                "digitize",
-                t.stop_within() * 2,
-                |v| v <= c.baseline_busy,
-            )
-            .await;
+        let _ = drained(t, c).await;
         tokio::time::sleep(Duration::from_secs(n).saturating_sub(advertised_at.elapsed())).await;
-        match t.digitize(None).await {
-            Ok(reply) => {
-                c.reply("retry", &reply, t.request_id_header());
-                c.require(reply.status == 200, || {
-                    format!("the retry after {n} s answered {}", reply.status)
-                });
-            }
-            Err(e) => c.fail(format!("retry: {e}")),
-        }
+        plain_request_succeeds(t, c, "retry", &format!("the retry after {n} s")).await;
     }
     c.observed = format!(
-        "{} refusals: worst {worst:.1} ms, median {median:.1} ms; Retry-After {} s vs p50 wait {:.2} s",
+        "{} refusals: worst {worst:.1} ms, median {median:.1} ms; {header} {} s vs p50 wait {:.2} s",
         latencies.len(),
         advertised.map_or("missing".to_owned(), |n| n.to_string()),
         p50.as_secs_f64()
     );
     c.evidence.push(format!(
-        "predicted Retry-After {predicted} s from {} samples",
+        "predicted {header} {predicted} s from {} samples",
         samples.len()
     ));
 }

@@ -3,10 +3,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Ctx;
+use image::ImageFormat;
+use plimsoll_spec::{ClauseId, HookDirective};
+use reqwest::header::CONTENT_TYPE;
+
+use crate::checks::ctx::Ctx;
+use crate::checks::pool::hook;
+use crate::checks::registry::Check;
 use crate::target::{Op, Target};
 
-pub async fn f3(t: &Arc<Target>, c: &mut Ctx) {
+pub const CHECK: Check = Check::clause(
+    ClauseId::F3,
+    "Errors provoked under client-chosen request ids (a failing stage, a panic, an empty body), \
+     then the server log is read (it needs `--server-log`, and is skipped without it): every \
+     line parses as a JSON object, and each error has a line joined to its response by request \
+     id that carries every field the clause lists.",
+    |t, c| Box::pin(f3(t, c)),
+);
+
+async fn f3(t: &Arc<Target>, c: &mut Ctx) {
     let fields = t.expected.clauses.f3.value.fields.clone();
     c.expected = format!(
         "every log line is JSON; each error has a line with {}",
@@ -22,11 +37,13 @@ pub async fn f3(t: &Arc<Target>, c: &mut Ctx) {
     let provoked = [
         (
             format!("f3-{run}-fail"),
-            Some(format!("fail={}", stages[stages.len() / 2])),
+            Some(hook(HookDirective::Fail {
+                stage: stages[stages.len() / 2],
+            })),
         ),
         (
             format!("f3-{run}-panic"),
-            Some(format!("panic={}", stages[0])),
+            Some(hook(HookDirective::Panic { stage: stages[0] })),
         ),
         (format!("f3-{run}-empty"), None),
     ];
@@ -37,12 +54,12 @@ pub async fn f3(t: &Arc<Target>, c: &mut Ctx) {
             None => t
                 .client
                 .post(t.url(&t.expected.api.digitize.path))
-                .header("content-type", "image/png"),
+                .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type()),
         };
         request = request.header(header.as_str(), id.as_str());
         match t.send(request, Op::Digitize).await {
             Ok(reply) => {
-                c.reply(id.as_str(), &reply, &header);
+                c.reply(t, id.as_str(), &reply);
                 // Join by the id the server answered under (it may replace ours).
                 ids.push(reply.request_id(&header).unwrap_or_else(|| id.clone()));
             }

@@ -3,27 +3,43 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Ctx, capacity_recovered, join_all, ms, spawn_digitize, worst_and_median};
+use plimsoll_spec::{ClauseId, MetricName, Pool};
+
+use crate::checks::ctx::{Ctx, ms, worst_and_median};
+use crate::checks::pool::{
+    capacity_recovered, hold, join_all, no_temp_files, occupy, spawn_digitize,
+};
+use crate::checks::registry::Check;
 use crate::target::Target;
 
-async fn temp_clean(t: &Target, c: &mut Ctx, label: &str) {
-    match t.temp_entries() {
-        Some(entries) => {
-            c.require(entries.is_empty(), || {
-                format!("{label}: temp files left: {entries:?}")
-            });
-        }
-        None => {
-            let n = t
-                .metric("plimsoll_temp_files", "")
-                .await
-                .unwrap_or(f64::NAN);
-            c.require(n == 0.0, || format!("{label}: plimsoll_temp_files is {n}"));
-        }
-    }
+pub const CHECK: Check = Check::clause(
+    ClauseId::B3,
+    "The client drops a held request while it runs (at a different stage each trial) and one \
+     while it waits in the queue: the busy gauge, or the queue depth, drops within \
+     {stop_within_ms} ms, the cancellation counter rises by exactly one each time, no temp file \
+     remains, and every slot admits work again.",
+    |t, c| Box::pin(b3(t, c)),
+);
+
+async fn cancellations(t: &Target) -> f64 {
+    t.metric(MetricName::CancellationsTotal, Pool::Digitize)
+        .await
+        .unwrap_or(0.0)
 }
 
-pub async fn b3(t: &Arc<Target>, c: &mut Ctx) {
+/// Requires the cancellation counter to have risen by exactly one since `before`.
+async fn require_counted(t: &Target, c: &mut Ctx, label: &str, before: f64) {
+    let after = cancellations(t).await;
+    c.require(after - before == 1.0, || {
+        format!(
+            "{label}: {} rose by {}",
+            MetricName::CancellationsTotal,
+            after - before
+        )
+    });
+}
+
+async fn b3(t: &Arc<Target>, c: &mut Ctx) {
     let stop = t.stop_within();
     c.expected = format!(
         "worker stops within {} ms of a disconnect (running or queued), counted, temp files gone",
@@ -34,19 +50,16 @@ pub async fn b3(t: &Arc<Target>, c: &mut Ctx) {
     let baseline = c.baseline_busy;
     let mut stops = Vec::new();
     for trial in 0..t.trials.max(1) {
-        let before = t
-            .metric("plimsoll_cancellations_total", "digitize")
-            .await
-            .unwrap_or(0.0);
+        let before = cancellations(t).await;
         let stage = stages[(trial as usize) % stages.len()];
         let sent = Instant::now();
         // Held well past the bound, but not for ever: a server that ignores the disconnect
         // frees the slot by itself soon after, and the checks after this one are not poisoned.
-        let task = spawn_digitize(t, Some(format!("hold={stage}:{}", stop.as_millis() * 3)));
+        let task = spawn_digitize(t, Some(hold(stage, stop.as_millis() as u64 * 3)));
         if let Err(e) = t
             .wait_metric(
-                "plimsoll_workers_busy",
-                "digitize",
+                MetricName::WorkersBusy,
+                Pool::Digitize,
                 Duration::from_secs(5),
                 |v| v > baseline,
             )
@@ -61,7 +74,7 @@ pub async fn b3(t: &Arc<Target>, c: &mut Ctx) {
         let dropped = Instant::now();
         c.cancelled_lane(format!("running-{trial} (held at {stage})"), sent, dropped);
         match t
-            .wait_metric("plimsoll_workers_busy", "digitize", settle, |v| {
+            .wait_metric(MetricName::WorkersBusy, Pool::Digitize, settle, |v| {
                 v <= baseline
             })
             .await
@@ -82,46 +95,29 @@ pub async fn b3(t: &Arc<Target>, c: &mut Ctx) {
                 ));
             }
         }
-        let after = t
-            .metric("plimsoll_cancellations_total", "digitize")
-            .await
-            .unwrap_or(0.0);
-        c.require(after - before == 1.0, || {
-            format!(
-                "trial {trial}: cancellations_total rose by {}",
-                after - before
-            )
-        });
-        temp_clean(t, c, &format!("trial {trial}")).await;
+        let label = format!("trial {trial}");
+        require_counted(t, c, &label, before).await;
+        no_temp_files(t, c, &label).await;
     }
 
     let queue = t.digitize_queue();
     let queued_note = if queue == 0 {
         "queued case skipped: queue capacity is 0".to_owned()
     } else {
-        let before = t
-            .metric("plimsoll_cancellations_total", "digitize")
-            .await
-            .unwrap_or(0.0);
+        let before = cancellations(t).await;
         let sent = Instant::now();
-        let (holders, waiting) = super::occupy(t, c, |_| 800).await;
+        let (holders, waiting) = occupy(t, c, |_| 800).await;
         let note = match waiting {
             None => "queued request never queued".to_owned(),
             Some(waiting) => {
                 waiting.abort();
                 c.cancelled_lane("queued", sent, Instant::now());
                 match t
-                    .wait_metric("plimsoll_queue_depth", "digitize", stop, |v| v == 0.0)
+                    .wait_metric(MetricName::QueueDepth, Pool::Digitize, stop, |v| v == 0.0)
                     .await
                 {
                     Ok(took) => {
-                        let after = t
-                            .metric("plimsoll_cancellations_total", "digitize")
-                            .await
-                            .unwrap_or(0.0);
-                        c.require(after - before == 1.0, || {
-                            format!("queued: cancellations_total rose by {}", after - before)
-                        });
+                        require_counted(t, c, "queued", before).await;
                         format!(
                             "queued request left the queue {:.0} ms after the disconnect",
                             ms(took)
@@ -138,7 +134,7 @@ pub async fn b3(t: &Arc<Target>, c: &mut Ctx) {
         };
         for (i, r) in join_all(holders).await.iter().enumerate() {
             if let Ok(reply) = r {
-                c.reply(format!("holder-{i}"), reply, t.request_id_header());
+                c.reply(t, format!("holder-{i}"), reply);
             }
         }
         note

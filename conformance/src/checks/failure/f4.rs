@@ -3,10 +3,23 @@
 
 use std::sync::Arc;
 
-use super::Ctx;
+use image::ImageFormat;
+use plimsoll_spec::ClauseId;
+use reqwest::header::CONTENT_TYPE;
+
+use crate::checks::ctx::Ctx;
+use crate::checks::registry::Check;
 use crate::target::{Op, Target};
 
-pub async fn f4(t: &Arc<Target>, c: &mut Ctx) {
+pub const CHECK: Check = Check::clause(
+    ClauseId::F4,
+    "Every reply of the whole run is noted as it arrives, so F4 runs after the clause checks: \
+     each must carry `{header}`. An error body repeats the header's id, a well-formed client id \
+     comes back unchanged, and a malformed one is replaced by a well-formed id.",
+    |t, c| Box::pin(f4(t, c)),
+);
+
+async fn f4(t: &Arc<Target>, c: &mut Ctx) {
     let header = t.request_id_header().to_owned();
     c.expected = format!(
         "{header} on every response; error bodies repeat it; a well-formed client id is kept, a malformed one replaced"
@@ -40,7 +53,7 @@ pub async fn f4(t: &Arc<Target>, c: &mut Ctx) {
     let request = t
         .client
         .post(t.url(&t.expected.api.digitize.path))
-        .header("content-type", "image/png");
+        .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type());
     match t.send(request, Op::Digitize).await {
         Ok(reply) => {
             let body_id = reply.json()["request_id"]

@@ -2,47 +2,53 @@
 
 use std::sync::Arc;
 
-use super::{Ctx, capacity_recovered};
+use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
+use reqwest::header::CONTENT_TYPE;
+
+use crate::checks::ctx::Ctx;
+use crate::checks::pool::{capacity_recovered, hook};
+use crate::checks::registry::Check;
 use crate::target::{Op, Target, png_claiming};
 
-pub async fn b2(t: &Arc<Target>, c: &mut Ctx) {
+pub const CHECK: Check = Check::clause(
+    ClauseId::B2,
+    "An image whose header claims 100000 x 100000 pixels, and a request whose `alloc` hook \
+     charges more than the {memory_cap_mb} MB cap: both get {status:memory_cap_exceeded} \
+     `memory_cap_exceeded` with no retry delay (the same input fails the same way), the server \
+     stays healthy, and every slot admits work again.",
+    |t, c| Box::pin(b2(t, c)),
+);
+
+async fn b2(t: &Arc<Target>, c: &mut Ctx) {
     let cap = t.expected.clauses.b2.value.memory_cap_mb;
-    c.expected =
-        format!("503 memory_cap_exceeded without Retry-After past {cap} MB; the server stays up");
+    let code = ErrorCode::MemoryCapExceeded;
     let retry_after = t.expected.clauses.t3.value.retry_after_header.clone();
+    c.expected = format!(
+        "{} {code} without {retry_after} past {cap} MB; the server stays up",
+        t.status(code)
+    );
     let api = &t.expected.api.digitize;
     // 100000 x 100000 pixels: no pipeline fits that in any sane cap.
     let bomb = t
         .client
         .post(t.url(&api.path))
-        .header("content-type", "image/png")
+        .header(CONTENT_TYPE, image::ImageFormat::Png.to_mime_type())
         .body(png_claiming(100_000, 100_000));
+    let alloc = hook(HookDirective::Alloc { mb: cap + 1 });
     let cases = [
         (
             "header-declared 100000x100000 image",
             t.send(bomb, Op::Digitize).await,
         ),
-        (
-            "alloc hook past the cap",
-            t.digitize(Some(&format!("alloc={}", cap + 1))).await,
-        ),
+        ("alloc hook past the cap", t.digitize(Some(&alloc)).await),
     ];
     let mut seen = Vec::new();
     for (label, reply) in cases {
         match reply {
             Ok(reply) => {
-                c.reply(label, &reply, t.request_id_header());
+                c.reply(t, label, &reply);
                 seen.push(format!("{label}: {} {}", reply.status, reply.code()));
-                c.require(
-                    reply.status == 503 && reply.code() == "memory_cap_exceeded",
-                    || {
-                        format!(
-                            "{label}: expected 503 memory_cap_exceeded, got {} {}",
-                            reply.status,
-                            reply.code()
-                        )
-                    },
-                );
+                c.require_error(t, label, &reply, code);
                 c.require(reply.header(&retry_after).is_none(), || {
                     format!("{label}: carries {retry_after}")
                 });

@@ -1,10 +1,25 @@
-//! B1: 504 at the deadline, naming the stage, with the slot back and the temp files gone.
+//! B1: the contract's timeout status at the deadline, naming the stage, with the slot back and
+//! the temp files gone.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Ctx, capacity_recovered, join_all, ms, worst_and_median};
+use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool, Stage};
+
+use crate::checks::ctx::{Ctx, ms, worst_and_median};
+use crate::checks::pool::{capacity_recovered, hold, join_all};
+use crate::checks::registry::Check;
 use crate::target::{Op, Reply, Target};
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::B1,
+    "Requests held at a middle stage past the digitize deadline, and an export held past its own: \
+     each gets {status:timeout} `timeout` no earlier than the deadline and no later than the \
+     tolerance after it, naming the held stage as `failed_stage` and exactly the stages before \
+     it as `completed_stages`; the busy gauge drops within the cancellation bound, no temp file \
+     remains, and every slot admits work again.",
+    |t, c| Box::pin(b1(t, c)),
+);
 
 fn judge(
     t: &Target,
@@ -12,17 +27,19 @@ fn judge(
     label: &str,
     reply: &Reply,
     timeout_ms: u64,
-    stages: &[plimsoll_spec::Stage],
+    stages: &[Stage],
     held: usize,
 ) {
-    c.reply(label, reply, t.request_id_header());
+    c.reply(t, label, reply);
     let late = t.expected.tolerances.timeout_late_ms;
     let elapsed = ms(reply.elapsed);
-    let body = reply.json();
-    c.require(reply.status == 504 && body["code"] == "timeout", || {
+    c.require(t.is_error(reply, ErrorCode::Timeout), || {
         format!(
-            "{label}: expected 504 timeout after {timeout_ms} ms, got {} {} after {elapsed:.0} ms",
-            reply.status, body["code"]
+            "{label}: expected {} {} after {timeout_ms} ms, got {} {} after {elapsed:.0} ms",
+            t.status(ErrorCode::Timeout),
+            ErrorCode::Timeout,
+            reply.status,
+            reply.json()["code"]
         )
     });
     c.require(elapsed >= timeout_ms as f64, || {
@@ -31,31 +48,17 @@ fn judge(
     c.require(elapsed <= (timeout_ms + late) as f64, || {
         format!("{label}: answered {elapsed:.0} ms, more than {late} ms after the {timeout_ms} ms deadline")
     });
-    let stage = stages[held].as_str();
-    c.require(body["failed_stage"] == stage, || {
-        format!(
-            "{label}: failed_stage {} instead of {stage}",
-            body["failed_stage"]
-        )
-    });
-    let before: Vec<&str> = stages[..held].iter().map(|s| s.as_str()).collect();
-    c.require(
-        body["completed_stages"] == serde_json::json!(before),
-        || {
-            format!(
-                "{label}: completed_stages {} instead of {before:?}",
-                body["completed_stages"]
-            )
-        },
-    );
+    c.require_stages(label, &reply.json(), stages, held);
 }
 
-pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
+async fn b1(t: &Arc<Target>, c: &mut Ctx) {
     let b1 = &t.expected.clauses.b1.value;
     let late = t.expected.tolerances.timeout_late_ms;
     let stop = t.stop_within();
     c.expected = format!(
-        "504 timeout between {} and {} ms (export {} ms), failed_stage = the held stage, slot back within {} ms, no temp files",
+        "{} {} between {} and {} ms (export {} ms), failed_stage = the held stage, slot back within {} ms, no temp files",
+        t.status(ErrorCode::Timeout),
+        ErrorCode::Timeout,
         b1.digitize_timeout_ms,
         b1.digitize_timeout_ms + late,
         b1.export_timeout_ms,
@@ -63,7 +66,7 @@ pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
     );
     let stages = &t.expected.stages.digitize;
     let held = stages.len() / 2; // a stage in the middle: some completed, some not
-    let hook = format!("hold={}:{}", stages[held], b1.digitize_timeout_ms + 10_000);
+    let hook = hold(stages[held], b1.digitize_timeout_ms + 10_000);
     // A server that ignores its deadline is not waited on for ever.
     let give_up = Duration::from_millis(b1.digitize_timeout_ms + late + 3000);
     let mut elapsed = Vec::new();
@@ -101,12 +104,12 @@ pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
         }
         remaining -= batch;
         match t
-            .wait_metric("plimsoll_workers_busy", "digitize", stop, |v| v == 0.0)
+            .wait_metric(MetricName::WorkersBusy, Pool::Digitize, stop, |v| v == 0.0)
             .await
         {
             Ok(took) => c
                 .evidence
-                .push(format!("slots back {:.0} ms after the 504s", ms(took))),
+                .push(format!("slots back {:.0} ms after the timeouts", ms(took))),
             Err(e) => c.fail(format!(
                 "slot not released within {} ms of the deadline: {e}",
                 stop.as_millis()
@@ -122,7 +125,7 @@ pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
     // Export has its own deadline.
     let export_stages = &t.expected.stages.export;
     let design = match t.digitize(None).await {
-        Ok(r) if r.status == 200 => Some(r.body),
+        Ok(r) if r.ok() => Some(r.body),
         Ok(r) => {
             c.fail(format!("could not get a design to export: {}", r.status));
             None
@@ -133,22 +136,11 @@ pub async fn b1(t: &Arc<Target>, c: &mut Ctx) {
         }
     };
     if let Some(design) = design {
-        let api = &t.expected.api.export;
         let held = 1;
+        let hook = hold(export_stages[held], b1.export_timeout_ms + 10_000);
         let request = t
-            .client
-            .post(t.url(&api.path))
-            .header("content-type", api.content_types[0].as_str())
-            .header(
-                t.hook_header(),
-                format!(
-                    "hold={}:{}",
-                    export_stages[held],
-                    b1.export_timeout_ms + 10_000
-                ),
-            )
-            .timeout(Duration::from_millis(b1.export_timeout_ms + late + 3000))
-            .body(design);
+            .export_request(Some(&hook), design)
+            .timeout(Duration::from_millis(b1.export_timeout_ms + late + 3000));
         match t.send(request, Op::Export).await {
             Ok(reply) => {
                 elapsed.push(ms(reply.elapsed));

@@ -1,0 +1,166 @@
+//! What one check builds up while it runs: its failures, a skip reason, the expected and
+//! observed values in words, evidence and the request timeline. Checks only add to it; the
+//! registry turns it into a [`crate::verdict::CheckResult`].
+
+use std::time::{Duration, Instant};
+
+use plimsoll_spec::{ErrorCode, Stage};
+
+use crate::target::{Reply, Target, is_success};
+use crate::verdict::{Lane, LaneOutcome, Verdict};
+
+pub struct Ctx {
+    pub(super) started: Instant,
+    failures: Vec<String>,
+    skip: Option<String>,
+    pub expected: String,
+    pub observed: String,
+    pub evidence: Vec<String>,
+    pub lanes: Vec<Lane>,
+    pub trials_ms: Vec<f64>,
+    /// Busy digitize workers when the check started: a check answers only for the capacity it
+    /// could have lost itself.
+    pub baseline_busy: f64,
+}
+
+impl Ctx {
+    pub(super) fn new(baseline_busy: f64) -> Ctx {
+        Ctx {
+            baseline_busy,
+            started: Instant::now(),
+            failures: Vec::new(),
+            skip: None,
+            expected: String::new(),
+            observed: String::new(),
+            evidence: Vec::new(),
+            lanes: Vec::new(),
+            trials_ms: Vec::new(),
+        }
+    }
+
+    pub fn fail(&mut self, message: impl Into<String>) {
+        self.failures.push(message.into());
+    }
+
+    /// Records a failure unless `ok`.
+    pub fn require(&mut self, ok: bool, message: impl FnOnce() -> String) -> bool {
+        if !ok {
+            self.fail(message());
+        }
+        ok
+    }
+
+    /// Requires `reply` to be the contract's answer for `code` (status and body code).
+    pub fn require_error(
+        &mut self,
+        t: &Target,
+        label: &str,
+        reply: &Reply,
+        code: ErrorCode,
+    ) -> bool {
+        self.require(t.is_error(reply, code), || {
+            format!(
+                "{label}: expected {} {code}, got {} {}",
+                t.status(code),
+                reply.status,
+                reply.code()
+            )
+        })
+    }
+
+    /// Requires a problem body to name `stages[failed]` as `failed_stage` and exactly the stages
+    /// before it as `completed_stages` (B1 and F1).
+    pub fn require_stages(
+        &mut self,
+        label: &str,
+        body: &serde_json::Value,
+        stages: &[Stage],
+        failed: usize,
+    ) {
+        let stage = stages[failed].as_str();
+        self.require(body["failed_stage"] == stage, || {
+            format!(
+                "{label}: failed_stage {} instead of {stage}",
+                body["failed_stage"]
+            )
+        });
+        let before: Vec<&str> = stages[..failed].iter().map(|s| s.as_str()).collect();
+        self.require(
+            body["completed_stages"] == serde_json::json!(before),
+            || {
+                format!(
+                    "{label}: completed_stages {} instead of {before:?}",
+                    body["completed_stages"]
+                )
+            },
+        );
+    }
+
+    pub fn skip(&mut self, reason: impl Into<String>) {
+        self.skip = Some(reason.into());
+    }
+
+    /// The verdict so far: failures win over a skip.
+    pub(super) fn verdict(&mut self) -> Verdict {
+        match (self.skip.take(), self.failures.is_empty()) {
+            (Some(reason), true) => Verdict::Skip(reason),
+            (_, true) => Verdict::Pass,
+            (_, false) => Verdict::Fail(self.failures.join("; ")),
+        }
+    }
+
+    pub fn ms(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.started).as_secs_f64() * 1000.0
+    }
+
+    /// Adds a reply to the timeline. (Its OpenAPI/schema violations are judged by the API
+    /// check, so each check fails only for its own clause.)
+    pub fn reply(&mut self, t: &Target, label: impl Into<String>, reply: &Reply) {
+        let outcome = if is_success(reply.status) {
+            LaneOutcome::Ok
+        } else if t.is_error(reply, ErrorCode::Overloaded) {
+            LaneOutcome::Refused
+        } else if reply.status == t.status(ErrorCode::Timeout) {
+            LaneOutcome::TimedOut
+        } else {
+            LaneOutcome::Failed
+        };
+        let start = self.ms(reply.sent);
+        self.lanes.push(Lane {
+            label: label.into(),
+            request_id: reply.request_id(t.request_id_header()),
+            start_ms: start,
+            run_start_ms: reply.timing.map(|(queue, _)| start + queue),
+            end_ms: self.ms(reply.sent + reply.elapsed),
+            outcome,
+            status: Some(reply.status),
+        });
+    }
+
+    /// A request the checker abandoned (disconnected) at `end`.
+    pub fn cancelled_lane(&mut self, label: impl Into<String>, sent: Instant, end: Instant) {
+        self.lanes.push(Lane {
+            label: label.into(),
+            request_id: None,
+            start_ms: self.ms(sent),
+            run_start_ms: None,
+            end_ms: self.ms(end),
+            outcome: LaneOutcome::Cancelled,
+            status: None,
+        });
+    }
+}
+
+/// The worst (largest) value and the median, for trial reports.
+pub fn worst_and_median(values: &[f64]) -> (f64, f64) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let worst = sorted.last().copied().unwrap_or(f64::NAN);
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN);
+    (worst, median)
+}
+
+/// Milliseconds, as every report writes durations.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

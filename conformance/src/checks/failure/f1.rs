@@ -1,0 +1,92 @@
+//! F1: a failing or panicking stage answers the exact body and leaves nothing behind.
+
+use std::sync::Arc;
+
+use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
+
+use crate::checks::ctx::Ctx;
+use crate::checks::pool::{capacity_recovered, hook, no_temp_files, plain_request_succeeds};
+use crate::checks::registry::Check;
+use crate::target::{Op, Target};
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::F1,
+    "A `fail` and a `panic` hook at every digitize and export stage in turn: each answer is \
+     {status:stage_failed} `stage_failed` naming the failing stage and exactly the stages \
+     before it, with a non-empty `error` and `request_id`; no temp file remains, the next \
+     request succeeds, and every slot admits work again.",
+    |t, c| Box::pin(f1(t, c)),
+);
+
+async fn f1(t: &Arc<Target>, c: &mut Ctx) {
+    let code = ErrorCode::StageFailed;
+    c.expected = format!(
+        "{} {code} with the failing stage and exactly the stages before it; no temp files; next request fine",
+        t.status(code)
+    );
+    let design = match t.digitize(None).await {
+        Ok(r) if r.ok() => r.body,
+        other => {
+            c.fail(format!(
+                "a plain digitize did not succeed: {:?}",
+                other.map(|r| r.status)
+            ));
+            return;
+        }
+    };
+    let mut cases = 0;
+    for (op, stages) in [
+        (Op::Digitize, &t.expected.stages.digitize),
+        (Op::Export, &t.expected.stages.export),
+    ] {
+        for panic in [false, true] {
+            for (i, &stage) in stages.iter().enumerate() {
+                let hook = hook(if panic {
+                    HookDirective::Panic { stage }
+                } else {
+                    HookDirective::Fail { stage }
+                });
+                let request = match op {
+                    Op::Export => t.export_request(Some(&hook), design.clone()),
+                    _ => t.digitize_request(Some(&hook)),
+                };
+                let label = format!("{:?} {hook}", op).to_lowercase();
+                let reply = match t.send(request, op).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        c.fail(format!("{label}: {e}"));
+                        continue;
+                    }
+                };
+                cases += 1;
+                c.reply(t, &label, &reply);
+                let body = reply.json();
+                c.require_error(t, &label, &reply, code);
+                c.require_stages(&label, &body, stages, i);
+                for member in ["error", "request_id"] {
+                    c.require(body[member].as_str().is_some_and(|e| !e.is_empty()), || {
+                        format!("{label}: no `{member}`")
+                    });
+                }
+                if let Some(entries) = t.temp_entries() {
+                    c.require(entries.is_empty(), || {
+                        format!("{label}: temp files left: {entries:?}")
+                    });
+                }
+            }
+        }
+    }
+    if t.temp_entries().is_none() {
+        no_temp_files(t, c, "after the failures").await;
+    }
+    plain_request_succeeds(t, c, "next", "the request after the failures").await;
+    c.observed = format!(
+        "{cases} injected failures and panics answered; temp dir {}",
+        match t.temp_entries() {
+            Some(e) if e.is_empty() => "empty".to_owned(),
+            Some(e) => format!("holds {e:?}"),
+            None => "not visible (metric used)".to_owned(),
+        }
+    );
+    capacity_recovered(t, c).await;
+}

@@ -1,0 +1,119 @@
+//! F2: each kind of bad input gets the contract's status with its own code, never a 500.
+
+use std::sync::Arc;
+
+use image::ImageFormat;
+use plimsoll_spec::{ClauseId, ErrorCode};
+use reqwest::header::CONTENT_TYPE;
+
+use crate::checks::ctx::Ctx;
+use crate::checks::registry::Check;
+use crate::target::{Op, Target};
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::F2,
+    "A table of bad inputs generated in code (truncated PNG, corrupt JPEG, GIF, random bytes, a \
+     wrong content type, an empty body, an oversize upload, bad parameters, bad design JSON, an \
+     unknown export format, a malformed hook header): each gets {status:malformed_image} with \
+     its own documented code, never a 500.",
+    |t, c| Box::pin(f2(t, c)),
+);
+
+/// One bad input: where it goes, what it is, and the code it must get.
+struct Case<'a> {
+    name: &'static str,
+    op: Op,
+    content_type: &'a str,
+    query: &'static str,
+    body: Vec<u8>,
+    hook: Option<&'static str>,
+    code: ErrorCode,
+}
+
+fn cases(t: &Target) -> Vec<Case<'_>> {
+    let png = t.image.clone();
+    let png_type = ImageFormat::Png.to_mime_type();
+    let mut jpeg = std::io::Cursor::new(Vec::new());
+    image::RgbImage::from_pixel(48, 32, image::Rgb([200, 10, 10]))
+        .write_to(&mut jpeg, ImageFormat::Jpeg)
+        .expect("encoding a JPEG in memory");
+    let jpeg = jpeg.into_inner();
+    let mut corrupt_jpeg = jpeg[..jpeg.len() / 2].to_vec();
+    corrupt_jpeg.extend(std::iter::repeat_n(0u8, 64));
+    let random: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let oversize = vec![0u8; t.expected.api.digitize.max_upload_bytes as usize + 1];
+    let d = |name, content_type, query, body, code| Case {
+        name,
+        op: Op::Digitize,
+        content_type,
+        query,
+        body,
+        hook: None,
+        code,
+    };
+    let design_type = t.expected.api.export.content_types[0].as_str();
+    let e = |name, query, body: &[u8], code| Case {
+        name,
+        op: Op::Export,
+        content_type: design_type,
+        query,
+        body: body.to_vec(),
+        hook: None,
+        code,
+    };
+    vec![
+        d("truncated PNG", png_type, "", png[..png.len() / 2].to_vec(), ErrorCode::MalformedImage),
+        d("corrupt JPEG", ImageFormat::Jpeg.to_mime_type(), "", corrupt_jpeg, ErrorCode::MalformedImage),
+        d("GIF", png_type, "", b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x00\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;".to_vec(), ErrorCode::UnsupportedFormat),
+        d("random bytes", png_type, "", random, ErrorCode::UnsupportedFormat),
+        d("text/plain body", "text/plain", "", png.clone(), ErrorCode::UnsupportedFormat),
+        d("empty body", png_type, "", Vec::new(), ErrorCode::EmptyBody),
+        d("oversize upload", png_type, "", oversize, ErrorCode::PayloadTooLarge),
+        d("density_mm out of range", png_type, "?density_mm=99", png.clone(), ErrorCode::InvalidParameter),
+        d("colors not a number", png_type, "?colors=many", png.clone(), ErrorCode::InvalidParameter),
+        d("width_mm negative", png_type, "?width_mm=-5", png.clone(), ErrorCode::InvalidParameter),
+        d("unknown parameter", png_type, "?dpi=300", png.clone(), ErrorCode::InvalidParameter),
+        e("design not JSON", "", b"{stitches: oops", ErrorCode::MalformedDesign),
+        e("design of the wrong shape", "", br#"{"format":"plimsoll-design/1","stitches":"none"}"#, ErrorCode::MalformedDesign),
+        e("unknown export format", "?format=pes", b"{}", ErrorCode::InvalidParameter),
+        // Not the hook grammar on purpose: the server must refuse it as a parameter.
+        Case { name: "malformed hook header", hook: Some("explode=now"), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
+    ]
+}
+
+async fn f2(t: &Arc<Target>, c: &mut Ctx) {
+    let all = cases(t);
+    c.expected = format!(
+        "{} with the documented code for each of {} bad inputs; never 500",
+        t.status(ErrorCode::MalformedImage),
+        all.len()
+    );
+    let mut right = 0;
+    for case in &all {
+        let path = match case.op {
+            Op::Export => &t.expected.api.export.path,
+            _ => &t.expected.api.digitize.path,
+        };
+        let mut request = t
+            .client
+            .post(t.url(&format!("{path}{}", case.query)))
+            .header(CONTENT_TYPE, case.content_type)
+            .body(case.body.clone());
+        if let Some(h) = case.hook {
+            request = request.header(t.hook_header(), h);
+        }
+        match t.send(request, case.op).await {
+            Ok(reply) => {
+                c.reply(t, case.name, &reply);
+                right += usize::from(c.require_error(t, case.name, &reply, case.code));
+            }
+            Err(e) => c.fail(format!("{}: {e}", case.name)),
+        }
+    }
+    c.observed = format!(
+        "{right} of {} bad inputs answered with their code",
+        all.len()
+    );
+}

@@ -1,0 +1,175 @@
+//! What a check is: its id, its title, the evidence it gathers (in words, for the docs) and how
+//! it runs. The list of checks itself is [`super::REGISTRY`]; each entry is defined beside the
+//! function it runs, in the module of its clause family.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
+
+use super::ctx::Ctx;
+use crate::target::Target;
+use crate::verdict::CheckResult;
+
+/// A check's id: a contract clause, or one of the two checks that judge the run as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CheckId {
+    /// The target's effective values against the contract (`contract`).
+    Contract,
+    /// One clause (`T1`, ..., `R6`).
+    Clause(ClauseId),
+    /// Every reply of the run against the OpenAPI document and problem schema (`API`).
+    Api,
+}
+
+impl CheckId {
+    /// Every id: the contract, each clause in id order, the API.
+    pub fn all() -> impl Iterator<Item = CheckId> {
+        std::iter::once(CheckId::Contract)
+            .chain(ClauseId::ALL.into_iter().map(CheckId::Clause))
+            .chain(std::iter::once(CheckId::Api))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckId::Contract => "contract",
+            CheckId::Clause(id) => id.as_str(),
+            CheckId::Api => "API",
+        }
+    }
+}
+
+impl fmt::Display for CheckId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An id that names no check; the message lists the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a check id (known: {known})", known = CheckId::all().map(CheckId::as_str).collect::<Vec<_>>().join(", "))]
+pub struct UnknownCheck(pub String);
+
+/// Case-insensitive, as people type ids on the command line.
+impl FromStr for CheckId {
+    type Err = UnknownCheck;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CheckId::all()
+            .find(|id| id.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownCheck(s.to_owned()))
+    }
+}
+
+/// A check that talks to the target. Boxed because a table holds functions, not `async fn`s.
+pub type RunFn = for<'a> fn(&'a Arc<Target>, &'a mut Ctx) -> BoxFuture<'a, ()>;
+
+/// How a check gets its verdict.
+#[derive(Clone, Copy)]
+pub enum Run {
+    /// From the session, before any request: the contract comparison that opens every run.
+    Session,
+    /// By talking to the target.
+    Target(RunFn),
+}
+
+/// One entry of the registry.
+pub struct Check {
+    pub id: CheckId,
+    /// The title of a check that judges no single clause (a clause's title is the contract's).
+    own_title: Option<&'static str>,
+    /// What the client observes that proves the clause, in one paragraph; the docs print it.
+    /// For a clause, `{field}` and `{status:CODE}` are filled from the contract as in its prose.
+    evidence: &'static str,
+    pub run: Run,
+}
+
+impl Check {
+    /// The check of a clause: its title is the contract's.
+    pub const fn clause(id: ClauseId, evidence: &'static str, run: RunFn) -> Check {
+        Check {
+            id: CheckId::Clause(id),
+            own_title: None,
+            evidence,
+            run: Run::Target(run),
+        }
+    }
+
+    /// A check of the run as a whole, with a title of its own.
+    pub const fn whole_run(
+        id: CheckId,
+        title: &'static str,
+        evidence: &'static str,
+        run: Run,
+    ) -> Check {
+        Check {
+            id,
+            own_title: Some(title),
+            evidence,
+            run,
+        }
+    }
+
+    pub fn title(&self, contract: &Contract) -> String {
+        match (self.id, self.own_title) {
+            (_, Some(title)) => title.to_owned(),
+            (CheckId::Clause(id), None) => contract.clause(id).title.to_owned(),
+            (id, None) => id.to_string(),
+        }
+    }
+
+    /// The evidence paragraph with the contract's values filled in.
+    pub fn evidence(&self, contract: &Contract) -> Result<String, String> {
+        match self.id {
+            CheckId::Clause(id) => contract.expand(&contract.clause(id), self.evidence),
+            _ => Ok(self.evidence.to_owned()),
+        }
+    }
+}
+
+/// Runs a check that talks to the target and turns what it recorded into a result.
+pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult {
+    let baseline = target
+        .metric(MetricName::WorkersBusy, Pool::Digitize)
+        .await
+        .unwrap_or(0.0);
+    let mut c = Ctx::new(baseline);
+    run(target, &mut c).await;
+    let verdict = c.verdict();
+    CheckResult {
+        id: check.id.to_string(),
+        clause: check.id.to_string(),
+        title: check.title(&target.expected),
+        expected: c.expected,
+        observed: c.observed,
+        verdict,
+        duration_ms: c.started.elapsed().as_secs_f64() * 1000.0,
+        evidence: c.evidence,
+        trials_ms: c.trials_ms,
+        timeline: c.lanes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_in_any_case() {
+        for id in CheckId::all() {
+            assert_eq!(id.as_str().parse::<CheckId>(), Ok(id));
+            assert_eq!(id.as_str().to_lowercase().parse::<CheckId>(), Ok(id));
+        }
+    }
+
+    #[test]
+    fn an_unknown_id_names_itself_and_the_known_ones() {
+        let e = "T9".parse::<CheckId>().unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("`T9` is not a check id"), "{text}");
+        for id in CheckId::all() {
+            assert!(text.contains(id.as_str()), "{text} lacks {id}");
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! R3: responses are matched by request id whatever order they complete in.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use plimsoll_spec::ClauseId;
+use plimsoll_spec::relay::RelayRequest;
+
+use super::client::{SLACK_MS, healthz, nonce, round};
+use super::frames::header;
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::registry::Check;
+use crate::load::rng::SplitMix64;
+use crate::target::Target;
+
+/// Holds are multiples of this, shuffled.
+const STEP_MS: u64 = 60;
+/// Requests in the schedule.
+const COUNT: usize = 8;
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::R3,
+    "Requests with a shuffled schedule of holds, each carrying a client-chosen trace id: every \
+     response is matched by `{match_by}` to a request that was sent, each exactly once, echoes \
+     that request's trace id, and never arrives before its hold could have ended (which would \
+     make it another request's answer).",
+    |t, c| Box::pin(r3(t, c)),
+);
+
+/// Fisher–Yates with the crate's one generator.
+fn shuffle<T>(rng: &mut SplitMix64, items: &mut [T]) {
+    for i in (1..items.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
+/// How many pairs completed in the opposite order to the one they were sent in.
+fn inversions(order: &[usize]) -> usize {
+    order
+        .iter()
+        .enumerate()
+        .map(|(i, a)| order[i + 1..].iter().filter(|b| *b < a).count())
+        .sum()
+}
+
+async fn r3(t: &Arc<Target>, c: &mut Ctx) {
+    c.expected = format!(
+        "{COUNT} requests with a shuffled hold schedule (0–{} ms): every response matched by `{}` to a request that was sent, each exactly once",
+        STEP_MS * (COUNT as u64 - 1),
+        t.expected.clauses.r3.value.match_by
+    );
+    let tag = nonce();
+    let mut holds: Vec<u64> = (0..COUNT as u64).map(|i| i * STEP_MS).collect();
+    shuffle(&mut SplitMix64::new(tag), &mut holds);
+    if holds.windows(2).all(|w| w[0] <= w[1]) {
+        holds.reverse();
+    }
+    let id_header = t.request_id_header().to_owned();
+    let f4 = &t.expected.clauses.f4.value;
+    let mut echo = HashMap::new();
+    let requests: Vec<RelayRequest> = holds
+        .iter()
+        .enumerate()
+        .map(|(i, &hold)| {
+            let id = format!("r3-{tag:x}-{i}");
+            let mut r = healthz(t, id.clone(), hold);
+            let trace = format!("r3{tag:x}x{i}");
+            if f4.accepts(&trace) {
+                r.headers.insert(id_header.clone(), trace.clone());
+                echo.insert(id, trace);
+            }
+            r
+        })
+        .collect();
+    let limit = Duration::from_millis(STEP_MS * COUNT as u64 * 2) + Duration::from_secs(1);
+    let Some((ex, _)) = round(t, c, &requests, limit, false, "shuffled").await else {
+        return;
+    };
+    c.evidence
+        .push(format!("hold schedule in send order (ms): {holds:?}"));
+    let mut echoed = 0;
+    let mut early = Vec::new();
+    for (r, &hold) in requests.iter().zip(&holds) {
+        let id = &r.request_id;
+        let Some(first) = ex.first(id) else { continue };
+        if let (Some(want), Some(got)) = (echo.get(id), header(&first.headers, &id_header)) {
+            if got == want {
+                echoed += 1;
+            } else {
+                let owner = echo
+                    .iter()
+                    .find(|(_, v)| v.as_str() == got)
+                    .map(|(k, _)| k.as_str())
+                    .unwrap_or("no request");
+                c.fail(format!("the response carrying request_id `{id}` is the response of {owner} ({id_header}: {got})"));
+            }
+        }
+        if let Some(latency) = ex.latency(id)
+            && ms(latency) + SLACK_MS < hold as f64
+        {
+            early.push(format!("{id} (held {hold} ms) after {:.0} ms", ms(latency)));
+        }
+    }
+    if !early.is_empty() {
+        c.fail(format!("responses arrived before their request's hold could end, so they answer another request: {}", early.join(", ")));
+    }
+    let position = ex.send_positions();
+    let order: Vec<usize> = ex
+        .order
+        .iter()
+        .filter_map(|id| position.get(id.as_str()).copied())
+        .collect();
+    c.evidence
+        .push(format!("completion order (send positions): {order:?}"));
+    c.observed = format!(
+        "{}/{COUNT} responses, each id once ({} frames); {} pairs completed out of send order; {echoed}/{} echoed their {id_header}",
+        ex.done.len(),
+        ex.messages,
+        inversions(&order),
+        echo.len()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffles_are_permutations() {
+        let mut v: Vec<u64> = (0..8).collect();
+        shuffle(&mut SplitMix64::new(12345), &mut v);
+        let mut sorted = v.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn inversions_count_pairs_out_of_order() {
+        assert_eq!(inversions(&[0, 1, 2]), 0);
+        assert_eq!(inversions(&[2, 1, 0]), 3);
+        assert_eq!(inversions(&[1, 0, 2]), 1);
+    }
+}

@@ -1,0 +1,127 @@
+//! R4: overflow queues: more than N at once all complete, never more than N running, FIFO.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plimsoll_spec::ClauseId;
+
+use super::client::{SLACK_MS, held_batch, nonce, relay_workers, round};
+use super::frames::MAX_QUOTED;
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::registry::Check;
+use crate::target::Target;
+
+/// Each request's hold.
+const WAVE_MS: u64 = 300;
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::R4,
+    "{overflow_factor} x N held requests sent at once (N relay workers): all are answered, \
+     neither the busy gauge nor the response times (each request ran for its hold before it \
+     was answered) ever show more than N running, and completions come in waves of N in send \
+     order (FIFO start).",
+    |t, c| Box::pin(r4(t, c)),
+);
+
+/// The most run intervals `[done - hold, done]` that overlap, each trimmed by the slack at both
+/// ends (times in ms since sending).
+fn max_overlap(done_ms: impl Iterator<Item = f64>, hold_ms: f64, slack_ms: f64) -> usize {
+    let mut edges: Vec<(f64, i32)> = Vec::new();
+    for end in done_ms {
+        edges.push((end - hold_ms + slack_ms, 1));
+        edges.push((end - slack_ms, -1));
+    }
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut overlap) = (0i32, 0i32);
+    for (_, d) in &edges {
+        now += d;
+        overlap = overlap.max(now);
+    }
+    overlap.max(0) as usize
+}
+
+async fn r4(t: &Arc<Target>, c: &mut Ctx) {
+    let n = relay_workers(t).max(1);
+    let factor = t.expected.clauses.r4.value.overflow_factor.max(1) as usize;
+    let total = factor * n;
+    c.expected = format!(
+        "{total} ({factor} x {n}) simultaneous requests held {WAVE_MS} ms: all answered, at most {n} at once, started in send order ({factor} waves of {n})"
+    );
+    let tag = nonce();
+    let requests = held_batch(t, &format!("r4-{tag:x}"), total, WAVE_MS);
+    let limit = Duration::from_millis(WAVE_MS * (factor as u64 + 1)) + Duration::from_secs(1);
+    let Some((ex, samples)) = round(t, c, &requests, limit, true, "overflow").await else {
+        return;
+    };
+    let origin = ex
+        .sent
+        .first()
+        .map(|(_, at)| *at)
+        .unwrap_or_else(Instant::now);
+    let since = |at: &Instant| ms(at.saturating_duration_since(origin));
+    let overlap = max_overlap(ex.done.values().map(since), WAVE_MS as f64, SLACK_MS);
+    // FIFO: sorted by completion, the k-th group of n is the k-th n sent.
+    let position = ex.send_positions();
+    let mut out_of_wave = Vec::new();
+    let mut wave_ends = Vec::new();
+    for (w, wave) in ex.order.chunks(n).enumerate() {
+        for id in wave {
+            if let Some(&p) = position.get(id.as_str())
+                && p / n != w
+            {
+                out_of_wave.push(format!("#{p} finished in wave {w} (expected {})", p / n));
+            }
+        }
+        if let Some(last) = wave.last().and_then(|id| ex.done.get(id)) {
+            wave_ends.push(format!("{:.0}", since(last)));
+        }
+    }
+    c.evidence.push(format!(
+        "waves ended at {} ms after sending",
+        wave_ends.join(", ")
+    ));
+    c.evidence.push(format!(
+        "{} gauge samples; busy max {}; queue depth max {}",
+        samples.count, samples.busy_max, samples.queued_max
+    ));
+    c.observed = format!(
+        "{}/{total} answered; busy gauge max {} and {overlap} at once by timing (limit {n}); {} of {total} out of FIFO start order",
+        ex.done.len(),
+        samples.busy_max,
+        out_of_wave.len()
+    );
+    if samples.missing(c) {
+        return;
+    }
+    c.require(samples.busy_max <= n as f64, || {
+        format!(
+            "busy gauge reached {} with {total} requests in flight; the limit is {n}",
+            samples.busy_max
+        )
+    });
+    c.require(overlap <= n, || {
+        format!("response timing shows {overlap} requests running at once (each held {WAVE_MS} ms); the limit is {n}")
+    });
+    if !out_of_wave.is_empty() && ex.missing().is_empty() {
+        let shown: Vec<&str> = out_of_wave
+            .iter()
+            .map(String::as_str)
+            .take(MAX_QUOTED)
+            .collect();
+        c.fail(format!("start order is not FIFO: {}", shown.join(", ")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_counts_intervals_running_together() {
+        // Two waves of two, 300 ms holds: never more than two at once.
+        let ends = [300.0, 305.0, 600.0, 604.0];
+        assert_eq!(max_overlap(ends.into_iter(), 300.0, 30.0), 2);
+        // All four ending together ran together.
+        assert_eq!(max_overlap([300.0; 4].into_iter(), 300.0, 30.0), 4);
+    }
+}

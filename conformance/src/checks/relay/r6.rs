@@ -1,0 +1,162 @@
+//! R6: the server survives a client reconnect with work in flight.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plimsoll_spec::{ClauseId, MetricName, Pool};
+use reqwest::StatusCode;
+
+use super::client::{
+    HOLD_MS, SLACK_MS, connect, exchange, held_batch, nonce, open, relay_workers, send_all,
+};
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::registry::Check;
+use crate::target::{Target, is_success, series};
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::R6,
+    "A socket is dropped, without a close handshake, with N held requests in flight, and a new \
+     one opened at once: its requests are answered, the health endpoint answers, the relay busy \
+     gauge returns to 0 and the queue is empty within the cancellation bound plus the hold, and \
+     N held requests run at once again (no slot leaked).",
+    |t, c| Box::pin(r6(t, c)),
+);
+
+/// Plain HTTP `GET {healthz}`, bounded to 2 s: the server is still up.
+async fn health(t: &Target) -> Result<u16, String> {
+    let get = async {
+        let r = t
+            .client
+            .get(t.url(&t.expected.api.healthz.path))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<u16, String>(r.status().as_u16())
+    };
+    tokio::time::timeout(Duration::from_secs(2), get)
+        .await
+        .unwrap_or_else(|_| Err("timed out".into()))
+}
+
+async fn r6(t: &Arc<Target>, c: &mut Ctx) {
+    let n = relay_workers(t).max(1);
+    let stop = t.stop_within();
+    let bound = stop + Duration::from_millis(HOLD_MS);
+    c.expected = format!(
+        "after dropping a socket with {n} requests in flight (held {HOLD_MS} ms): a new socket at once, its requests answered, {} {}, busy gauge 0 within {} ms, {n} slots usable",
+        t.expected.api.healthz.path,
+        StatusCode::OK,
+        bound.as_millis()
+    );
+    let Some(mut first) = open(t, c).await else {
+        return;
+    };
+    let tag = nonce();
+    let orphans = held_batch(t, &format!("r6-{tag:x}-orphan"), n, HOLD_MS);
+    let sent = match send_all(&mut first, &orphans).await {
+        Ok(at) => at,
+        Err(e) => return c.fail(e),
+    };
+    let all_busy = |v: f64| v >= n as f64;
+    match t
+        .wait_metric(
+            MetricName::WorkersBusy,
+            Pool::Relay,
+            Duration::from_millis(HOLD_MS / 2),
+            all_busy,
+        )
+        .await
+    {
+        Ok(took) => c.evidence.push(format!(
+            "{n} orphans running {:.0} ms after sending",
+            ms(took)
+        )),
+        Err(e) => c
+            .evidence
+            .push(format!("orphans not all seen running before the drop: {e}")),
+    }
+    // Gone without a close handshake, as a crashed or unplugged client would be.
+    drop(first);
+    let dropped = Instant::now();
+    for i in 0..orphans.len() {
+        c.cancelled_lane(format!("orphan #{i}"), sent, dropped);
+    }
+    let (mut second, reconnect) = match connect(t).await {
+        Ok(ok) => ok,
+        Err(e) => return c.fail(format!("reconnecting right after the drop: {e}")),
+    };
+    let fresh = held_batch(t, &format!("r6-{tag:x}-new"), 2, 0);
+    let limit = bound + Duration::from_millis(500);
+    let ex = match exchange(&mut second, &fresh, limit).await {
+        Ok(ex) => ex,
+        Err(e) => return c.fail(e),
+    };
+    ex.lanes(c, "after reconnect");
+    if !ex.judge(t, c, limit) {
+        return;
+    }
+    let answered = ex.slowest(&fresh).map(ms);
+    let health = health(t).await;
+    c.require(health.as_ref().is_ok_and(|s| *s == StatusCode::OK), || {
+        format!(
+            "{} after the reconnect: {health:?}",
+            t.expected.api.healthz.path
+        )
+    });
+    let left = bound.saturating_sub(dropped.elapsed()) + Duration::from_millis(SLACK_MS as u64);
+    let idle = t
+        .wait_metric(MetricName::WorkersBusy, Pool::Relay, left, |v| v == 0.0)
+        .await;
+    let idle_ms = ms(dropped.elapsed());
+    match &idle {
+        Ok(_) => c.evidence.push(format!(
+            "busy gauge 0 at {idle_ms:.0} ms after the drop (bound {} ms)",
+            bound.as_millis()
+        )),
+        Err(e) => c.fail(format!(
+            "relay slots not released after the drop: {e} (bound {} ms from the drop)",
+            bound.as_millis()
+        )),
+    }
+    let queued = t
+        .metric(MetricName::QueueDepth, Pool::Relay)
+        .await
+        .unwrap_or(f64::NAN);
+    c.require(queued == 0.0, || {
+        format!(
+            "{} is {queued} after the drop",
+            series(MetricName::QueueDepth, Pool::Relay)
+        )
+    });
+    // Capacity: n requests held briefly must all run at once (a leaked slot makes one wait).
+    let short = 200u64;
+    let probes = held_batch(t, &format!("r6-{tag:x}-cap"), n, short);
+    let cap_limit = Duration::from_millis(short * 3) + Duration::from_millis(500);
+    let capacity = if idle.is_ok() {
+        exchange(&mut second, &probes, cap_limit).await.ok()
+    } else {
+        None
+    };
+    let _ = second.close(None).await;
+    let mut usable = 0;
+    if let Some(cap) = &capacity {
+        usable = probes
+            .iter()
+            .filter(|r| cap.status(&r.request_id).is_some_and(is_success))
+            .filter(|r| {
+                cap.latency(&r.request_id)
+                    .is_some_and(|l| ms(l) < short as f64 * 1.5)
+            })
+            .count();
+        c.require(usable == n, || format!("capacity not recovered: {usable} of {n} held requests ran at once after the reconnect"));
+    }
+    c.observed = format!(
+        "reconnected in {:.1} ms; new requests answered after {}; healthz {}; busy gauge {} at {idle_ms:.0} ms after the drop; {usable}/{n} slots usable",
+        ms(reconnect),
+        answered
+            .map(|a| format!("{a:.0} ms"))
+            .unwrap_or_else(|| "never".into()),
+        health.map(|s| s.to_string()).unwrap_or_else(|e| e),
+        if idle.is_ok() { "0" } else { "not 0" }
+    );
+}
