@@ -183,6 +183,8 @@ pub struct Backpressure {
 pub struct Timeouts {
     pub digitize_timeout_ms: u64,
     pub export_timeout_ms: u64,
+    /// Bodies are read before admission; one slower than this is answered 408 `upload_timeout`.
+    pub upload_read_timeout_ms: u64,
     /// Documented duration of the reference digitize workload (4 MP at 0.4 mm).
     pub reference_digitize_ms: u64,
     /// Documented duration of the reference export workload.
@@ -309,8 +311,6 @@ pub struct Empty {}
 #[serde(deny_unknown_fields)]
 pub struct Api {
     pub default_port: u16,
-    /// Bodies are read before admission; a body slower than this is answered 408.
-    pub upload_read_timeout_ms: u64,
     pub digitize: DigitizeEndpoint,
     pub export: ExportEndpoint,
     pub relay: Endpoint,
@@ -479,8 +479,9 @@ pub struct Tolerances {
     pub refusal_latency_ms: u64,
     /// A 504 may arrive this much after the deadline.
     pub timeout_late_ms: u64,
-    /// Retry-After may differ from the measured p50 queue wait by this much.
-    pub retry_after_tracking_s: u64,
+    /// The checker's p50 queue wait (from its own timings) may differ from the server's by this
+    /// much before both are rounded up to whole seconds.
+    pub retry_after_jitter_ms: u64,
     /// How often the checker samples `/metrics` while it watches a gauge.
     pub metrics_poll_interval_ms: u64,
     /// Timing checks run this many trials and are judged on the worst.

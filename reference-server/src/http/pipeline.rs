@@ -269,7 +269,15 @@ async fn read_body(
         .and_then(|v| v.parse::<u64>().ok());
     // Past this much, stop draining and let the connection close.
     let drain_cap = limit.saturating_mul(4);
-    let read_timeout = Duration::from_millis(state.config.contract.api.upload_read_timeout_ms);
+    let read_timeout = Duration::from_millis(
+        state
+            .config
+            .contract
+            .clauses
+            .b1
+            .value
+            .upload_read_timeout_ms,
+    );
     let mut body = body;
     let mut kept = Vec::new();
     let mut seen: u64 = 0;

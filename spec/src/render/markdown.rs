@@ -132,7 +132,7 @@ pub fn concurrency_md(contract: &Contract) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         api.export.default_format.as_str(),
-        api.upload_read_timeout_ms,
+        contract.clauses.b1.value.upload_read_timeout_ms,
     );
     let _ = writeln!(
         md,
@@ -217,8 +217,8 @@ pub fn concurrency_md(contract: &Contract) -> String {
     );
     let _ = writeln!(
         md,
-        "| Retry-After vs measured p50 queue wait | ± {} s |",
-        t.retry_after_tracking_s
+        "| p50 queue wait: checker's estimate vs the server's, before rounding up | ± {} ms |",
+        t.retry_after_jitter_ms
     );
     let _ = writeln!(
         md,

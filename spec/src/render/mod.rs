@@ -120,7 +120,7 @@ pub fn example_problem(contract: &Contract, code: ErrorCode) -> Problem {
         ErrorCode::UploadTimeout => (
             format!(
                 "the request body did not arrive within {} ms",
-                api.upload_read_timeout_ms
+                contract.clauses.b1.value.upload_read_timeout_ms
             ),
             None,
             None,

@@ -97,7 +97,9 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let window = t3.window_samples as usize;
     c.expected = format!(
         "{overloaded} within {} ms, {header}: {} in range, within ±{} s of the p50 queue wait; a retry after it succeeds",
-        tol.refusal_latency_ms, t3.format, tol.retry_after_tracking_s
+        tol.refusal_latency_ms,
+        t3.format,
+        tol.retry_after_jitter_ms.div_ceil(1000)
     );
 
     // 1. Saturate, then probe: every refusal answered at once.
@@ -186,7 +188,7 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         }
     }
     if let Some(n) = advertised {
-        c.require(n.abs_diff(predicted) <= tol.retry_after_tracking_s, || {
+        c.require(n.abs_diff(predicted) <= tol.retry_after_jitter_ms.div_ceil(1000), || {
             format!("{header} {n} s, but the p50 queue wait of the scenario was {:.2} s (→ {predicted} s)", p50.as_secs_f64())
         });
         // 4. Retry after the advertised delay, once the load has dropped: it succeeds.
