@@ -491,6 +491,24 @@ fn html_is_self_contained_escaped_and_draws_one_timeline_per_check_with_lanes() 
 }
 
 #[test]
+fn html_shows_control_characters_from_the_run_as_replacement_characters() {
+    let mut run = sample();
+    run.results[0].observed = "bell\x07 escape\x1b[2J nul\0".into();
+    run.results[0].timeline[0].label = "lane\x0c".into();
+    let page = html::render(&run);
+    assert!(page.contains("bell\u{FFFD} escape\u{FFFD}[2J nul\u{FFFD}"));
+    assert!(page.contains("lane\u{FFFD}"));
+    assert!(
+        !page
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+    );
+    for svg in svgs(&page) {
+        well_formed(svg).unwrap();
+    }
+}
+
+#[test]
 fn html_timeline_stays_readable_with_many_lanes() {
     let mut run = sample();
     let lanes: Vec<Lane> = (0..60)
