@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::report::ReportFiles;
 use crate::session::Fatal;
 
 /// The profiles of the contract's `[load]` section.
@@ -63,15 +64,9 @@ pub struct LoadArgs {
     /// Write goose's own report here (.html, .json or .md).
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Write the JSON verdict report here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write a JUnit XML report here.
-    #[arg(long)]
-    pub junit: Option<PathBuf>,
-    /// Write a self-contained HTML report here.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
+    /// The verdict reports: `--json`, `--junit`, `--html`.
+    #[command(flatten)]
+    pub reports: ReportFiles,
     /// No progress display and colours (also when stdout is not a terminal).
     #[arg(long)]
     pub quiet: bool,
@@ -92,9 +87,7 @@ impl LoadArgs {
             pid: None,
             temp_dir: None,
             report: None,
-            json: None,
-            junit: None,
-            html: None,
+            reports: ReportFiles::default(),
             quiet: true,
         }
     }

@@ -113,12 +113,7 @@ pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunRep
     let result = run_profile(args, &source, &subject, process).await;
     subject.finish().await;
     let report = result?;
-    report::write_all(
-        &report,
-        args.json.as_deref(),
-        args.junit.as_deref(),
-        args.html.as_deref(),
-    )?;
+    args.reports.write(&report)?;
     Ok(report)
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Expectations, who};
+use super::{Expectations, verdict_of, who};
 use crate::load::runner::{Attempt, Outcome};
 use crate::load::scrape::Sample;
 use crate::verdict::{CheckResult, Lane, LaneOutcome, Verdict};
@@ -61,31 +61,28 @@ pub fn statuses(expect: &Expectations, attempts: &[Attempt]) -> CheckResult {
         }
     }
     let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-    let verdict = if attempts.is_empty() {
-        Verdict::Fail("no attempt was made".into())
-    } else if undocumented + unexpected + bad_retry + errors == 0 {
-        Verdict::Pass
-    } else {
-        let mut why = Vec::new();
-        if undocumented > 0 {
-            why.push(format!("{undocumented} undocumented status(es)"));
-        }
-        if unexpected > 0 {
-            why.push(format!(
-                "{unexpected} answer(s) other than 200 or {} {}",
-                expect.overloaded_status, expect.overloaded_code
-            ));
-        }
-        if bad_retry > 0 {
-            why.push(format!(
-                "{bad_retry} refusal(s) without a valid Retry-After"
-            ));
-        }
-        if errors > 0 {
-            why.push(format!("{errors} request(s) got no answer"));
-        }
-        Verdict::Fail(why.join("; "))
-    };
+    let mut why = Vec::new();
+    if attempts.is_empty() {
+        why.push("no attempt was made".to_owned());
+    }
+    if undocumented > 0 {
+        why.push(format!("{undocumented} undocumented status(es)"));
+    }
+    if unexpected > 0 {
+        why.push(format!(
+            "{unexpected} answer(s) other than 200 or {} {}",
+            expect.overloaded_status, expect.overloaded_code
+        ));
+    }
+    if bad_retry > 0 {
+        why.push(format!(
+            "{bad_retry} refusal(s) without a valid Retry-After"
+        ));
+    }
+    if errors > 0 {
+        why.push(format!("{errors} request(s) got no answer"));
+    }
+    let verdict = verdict_of(&why);
     let documented: Vec<String> = expect.documented.iter().map(u16::to_string).collect();
     let mut r = expect.result(
         "statuses",
@@ -272,11 +269,6 @@ pub fn recovery(
             .temp_after
             .left_behind(&drained.temp_before, temp_allowance),
     );
-    let verdict = if why.is_empty() {
-        Verdict::Pass
-    } else {
-        Verdict::Fail(why.join("; "))
-    };
     let mut result = expect.result(
         "recovery",
         "Capacity comes back when the load stops",
@@ -289,7 +281,7 @@ pub fn recovery(
             probe.admitted,
             probe.sent
         ),
-        verdict,
+        verdict_of(&why),
     );
     result.duration_ms = drained.elapsed_ms + probe.elapsed_ms;
     result.evidence = probe.problems.clone();

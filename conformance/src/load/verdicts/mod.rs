@@ -108,6 +108,15 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
     Some(v[rank.min(v.len()) - 1])
 }
 
+/// Pass when nothing is wrong, else a failure naming every problem.
+fn verdict_of(problems: &[String]) -> Verdict {
+    if problems.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail(problems.join("; "))
+    }
+}
+
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }

@@ -1,7 +1,7 @@
 //! The soak profile's own verdicts: memory and file descriptors flat over the settled run
 //! (`rss`, `fds`), and no temp file left once the load has drained (`temp-files`).
 
-use super::{Drained, Expectations, percentile};
+use super::{Drained, Expectations, percentile, verdict_of};
 use crate::verdict::{CheckResult, Verdict};
 
 /// The median of a resource series' reads in the first quarter of the settled part of a run,
@@ -112,12 +112,7 @@ pub fn temp_files(
                 .into(),
         )
     } else {
-        let why = after.left_behind(before, allowed);
-        if why.is_empty() {
-            Verdict::Pass
-        } else {
-            Verdict::Fail(why.join("; "))
-        }
+        verdict_of(&after.left_behind(before, allowed))
     };
     let mut r = expect.result(
         "temp-files",
