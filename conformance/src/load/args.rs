@@ -98,7 +98,7 @@ impl LoadArgs {
     }
 
     /// What the command line asks that cannot work, before anything starts.
-    pub(super) fn check(&self) -> Result<(), Fatal> {
+    pub(super) fn validate(&self) -> Result<(), Fatal> {
         if let Some(path) = &self.report {
             let ext = path
                 .extension()

@@ -36,10 +36,10 @@ pub(super) async fn calibrate(ctx: &Ctx) -> Result<Calibration, Fatal> {
         let body = response.bytes().await.unwrap_or_default();
         if status != 200 {
             let code = super::runner::problem_code(&body).unwrap_or_default();
-            if status == 400 && code == ctx.expected.hooks.disabled_code.as_str() {
+            if status == 400 && code == ctx.contract.hooks.disabled_code.as_str() {
                 return Err(Fatal::Hooks(format!(
                     "the target refuses test hooks: start it with {}=1",
-                    ctx.expected.hooks.env
+                    ctx.contract.hooks.env
                 )));
             }
             return Err(Fatal::Unreachable(format!(

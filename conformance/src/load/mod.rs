@@ -94,7 +94,7 @@ pub fn run(args: LoadArgs) -> u8 {
 /// Runs `args.profile` against `args.target`, or against a server started from `embedded`.
 pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
     init_tracing();
-    args.check()?;
+    args.validate()?;
     let source = ContractSource::read(args.contract.as_deref())?;
     let (subject, process) = match embedded {
         Some(config) => (
@@ -123,7 +123,7 @@ struct Ctx {
     client: reqwest::Client,
     /// The contract the verdicts hold the target to (its own values where allowed), with the
     /// checker's `[load]` section.
-    expected: Contract,
+    contract: Contract,
     expect: Expectations,
     template: RequestTemplate,
     metrics_url: String,
@@ -134,7 +134,7 @@ struct Ctx {
 impl Ctx {
     /// The contract's `[load]` section: the profiles' sizes and bounds.
     fn section(&self) -> &plimsoll_spec::model::Load {
-        &self.expected.load
+        &self.contract.load
     }
 
     fn print(&self, r: &CheckResult) {
@@ -229,7 +229,7 @@ async fn run_profile(
         client,
         expect: expectations(args.profile, &expected),
         template: lightest_request(&expected),
-        expected,
+        contract: expected,
         temp_dir: subject.temp_dir.clone(),
         color,
     };

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use super::profiles::Observed;
-use super::verdicts::{self, Drained, Probe, TempCount};
+use super::verdicts::{self, CapacityProbe, Drained, TempCount};
 use super::{Ctx, POOL, scrape};
 use crate::verdict::CheckResult;
 
@@ -39,7 +39,7 @@ pub(super) async fn drain(
     allowance: u64,
 ) -> Drained {
     let poll = Duration::from_millis(ctx.section().scrape_interval_ms);
-    let stop_within = Duration::from_millis(ctx.expected.clauses.b3.value.stop_within_ms);
+    let stop_within = Duration::from_millis(ctx.contract.clauses.b3.value.stop_within_ms);
     let limit = Duration::from_millis(longest_hold_ms) + stop_within + Duration::from_secs(1);
     let started = Instant::now();
     let mut drained = Drained {
@@ -74,7 +74,7 @@ pub(super) async fn drain(
 
 /// Workers + queue held requests sent at once: all must be admitted (no slot was lost to an
 /// abandoned request).
-async fn probe(ctx: &Ctx) -> Probe {
+async fn probe(ctx: &Ctx) -> CapacityProbe {
     let started = Instant::now();
     let t = &ctx.template;
     let n = ctx.expect.admissible();
@@ -82,9 +82,9 @@ async fn probe(ctx: &Ctx) -> Probe {
     let hold = ctx.section().burst.hold_ms;
     let sends = (0..n).map(|_| t.fill(ctx.client.post(&url), hold).send());
     let replies = futures_util::future::join_all(sends).await;
-    let mut probe = Probe {
+    let mut probe = CapacityProbe {
         sent: n,
-        ..Probe::default()
+        ..CapacityProbe::default()
     };
     for r in replies {
         match r {

@@ -106,13 +106,20 @@ pub fn problem_code(body: &[u8]) -> Option<String> {
         .and_then(|v| v["code"].as_str().map(str::to_owned))
 }
 
+/// How long an attempt asks the server to hold its slot.
+#[derive(Debug, Clone, Copy)]
+pub enum Hold {
+    /// Every attempt the same (burst: admitted requests must outlast the wave's arrival).
+    Fixed { ms: u64 },
+    /// Drawn per attempt from an exponential of this mean, cut at `cap_ms` (far below every
+    /// timeout).
+    Exponential { mean_ms: f64, cap_ms: u64 },
+}
+
 /// How long each attempt holds its slot and whether it is abandoned.
 #[derive(Debug, Clone, Copy)]
 pub struct HoldPlan {
-    /// Mean of the exponential hold, ms; `None` for a fixed hold.
-    pub mean_ms: Option<f64>,
-    /// The fixed hold, or the cut of the exponential one, ms.
-    pub cap_ms: u64,
+    pub hold: Hold,
     /// Share of attempts the client abandons halfway through the hold.
     pub abandon_fraction: f64,
     /// Time from sending until the hold starts (measured), ms: an abandoning client gives up
@@ -121,10 +128,13 @@ pub struct HoldPlan {
 }
 
 impl HoldPlan {
+    /// The hold of one attempt, and when its client gives up on it if it is to be abandoned.
     fn draw(&self, rng: &mut SplitMix64) -> (u64, Option<Duration>) {
-        let hold = match self.mean_ms {
-            Some(mean) => (rng.exponential(mean).round() as u64).min(self.cap_ms),
-            None => self.cap_ms,
+        let hold = match self.hold {
+            Hold::Exponential { mean_ms, cap_ms } => {
+                (rng.exponential(mean_ms).round() as u64).min(cap_ms)
+            }
+            Hold::Fixed { ms } => ms,
         };
         let abandon = self.abandon_fraction > 0.0 && rng.chance(self.abandon_fraction);
         let after = abandon.then(|| {
@@ -168,14 +178,14 @@ enum Pacing {
     Burst {
         arrive: tokio::sync::Barrier,
         leave: tokio::sync::Barrier,
-        drain: DrainProbe,
+        drain: DrainWait,
         drain_failed: AtomicBool,
     },
 }
 
 /// How the burst leader waits for the previous wave to be gone before the next.
 #[derive(Debug, Clone)]
-pub struct DrainProbe {
+pub struct DrainWait {
     pub client: reqwest::Client,
     pub metrics_url: String,
     pub pool: String,
@@ -183,7 +193,7 @@ pub struct DrainProbe {
     pub poll: Duration,
 }
 
-impl DrainProbe {
+impl DrainWait {
     /// Waits until the busy gauge and queue depth read 0; false if they never do in time.
     pub async fn wait(&self) -> bool {
         let start = Instant::now();
@@ -230,7 +240,7 @@ pub enum RunKind {
     },
     Burst {
         waves: usize,
-        drain: DrainProbe,
+        drain: DrainWait,
     },
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
-use super::super::runner::{DrainProbe, HoldPlan, RunKind, RunSpec};
+use super::super::runner::{DrainWait, Hold, HoldPlan, RunKind, RunSpec};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, POOL};
@@ -28,12 +28,12 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         b.hold_ms, ctx.base
     );
     let temp_before = recovery::temp_count(ctx).await;
-    let drain = DrainProbe {
+    let drain = DrainWait {
         client: ctx.client.clone(),
         metrics_url: ctx.metrics_url.clone(),
         pool: POOL.into(),
         timeout: Duration::from_millis(
-            b.hold_ms * 2 + ctx.expected.clauses.b3.value.stop_within_ms + 3000,
+            b.hold_ms * 2 + ctx.contract.clauses.b3.value.stop_within_ms + 3000,
         ),
         poll: Duration::from_millis(l.scrape_interval_ms.min(10)),
     };
@@ -43,8 +43,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         seed: args.seed,
         template: ctx.template.clone(),
         hold: HoldPlan {
-            mean_ms: None,
-            cap_ms: b.hold_ms,
+            hold: Hold::Fixed { ms: b.hold_ms },
             abandon_fraction: 0.0,
             pre_hold_ms: 0.0,
         },
@@ -61,7 +60,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         &out.attempts,
         per_wave,
         b.hold_ms,
-        ctx.expected.tolerances.refusal_latency_ms,
+        ctx.contract.tolerances.refusal_latency_ms,
         out.drain_failed,
     );
     main.duration_ms = out.elapsed_ms;

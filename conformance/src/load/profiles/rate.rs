@@ -8,7 +8,7 @@ use super::super::calibrate::Calibration;
 use super::super::prediction::{self, Arrivals, Model};
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
-use super::super::runner::{Attempt, HoldPlan, RunKind, RunSpec};
+use super::super::runner::{Attempt, Hold, HoldPlan, RunKind, RunSpec};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, ProfileName};
@@ -76,7 +76,7 @@ impl Plan {
             Fatal::Contract(format!("{target_rate:.0} attempts/s cannot be generated"))
         })?;
         let hold_cap_ms = (mean_hold_ms * u64::from(l.max_hold_factor))
-            .min(ctx.expected.clauses.b1.value.digitize_timeout_ms / 2);
+            .min(ctx.contract.clauses.b1.value.digitize_timeout_ms / 2);
         Ok(Plan {
             factor,
             mean_hold_ms,
@@ -93,11 +93,11 @@ impl Plan {
 }
 
 /// The attempts a rate profile judges, and the model fed what the run really did.
-struct Judged<'a> {
+struct Measurement<'a> {
     /// Attempts sent after the warm-up.
     window: Vec<&'a Attempt>,
-    /// Of those, the ones not abandoned and answered 200 or refused.
-    judged: usize,
+    /// Of those, the ones the refused fraction counts: not abandoned, answered 200 or refused.
+    counted: usize,
     ok: usize,
     refused: usize,
     window_s: f64,
@@ -106,7 +106,7 @@ struct Judged<'a> {
     measured_think_s: f64,
 }
 
-impl<'a> Judged<'a> {
+impl<'a> Measurement<'a> {
     /// The measurement window: after warm-up, to the end (no attempt starts after it).
     ///
     /// The model is fed the users' realised mean think time (every completed think plus the
@@ -114,16 +114,16 @@ impl<'a> Judged<'a> {
     /// censored-sample estimate; the recorded thinks alone would be a biased sample) and the
     /// mean time an admitted request held its slot (Server-Timing `run`, else its latency),
     /// which includes the pipeline's own cost.
-    fn new(ctx: &Ctx, plan: &Plan, observed: &'a Observed) -> Judged<'a> {
+    fn new(ctx: &Ctx, plan: &Plan, observed: &'a Observed) -> Measurement<'a> {
         let out = &observed.out;
         let warm = ctx.section().warm_up_ms as f64;
         let run_ms = plan.duration.as_secs_f64() * 1000.0;
         let window: Vec<&Attempt> = out.attempts.iter().filter(|a| a.sent_ms >= warm).collect();
-        let judged: Vec<&&Attempt> = window
+        let counted: Vec<&&Attempt> = window
             .iter()
             .filter(|a| !a.abandon_planned && (a.status() == Some(200) || ctx.expect.is_refusal(a)))
             .collect();
-        let runs: Vec<f64> = judged
+        let runs: Vec<f64> = counted
             .iter()
             .filter(|a| a.status() == Some(200))
             .map(|a| a.timing.map_or(a.latency_ms, |(_, run)| run))
@@ -139,10 +139,10 @@ impl<'a> Judged<'a> {
         } else {
             (completed + out.censored_think_ms) / out.attempts.len() as f64 / 1000.0
         };
-        Judged {
-            judged: judged.len(),
+        Measurement {
+            counted: counted.len(),
             ok: runs.len(),
-            refused: judged.len() - runs.len(),
+            refused: counted.len() - runs.len(),
             window,
             window_s: (run_ms - warm).max(1.0) / 1000.0,
             model: Model {
@@ -195,8 +195,10 @@ pub(in crate::load) async fn run(
         seed: args.seed,
         template: ctx.template.clone(),
         hold: HoldPlan {
-            mean_ms: Some(plan.mean_hold_ms as f64),
-            cap_ms: plan.hold_cap_ms,
+            hold: Hold::Exponential {
+                mean_ms: plan.mean_hold_ms as f64,
+                cap_ms: plan.hold_cap_ms,
+            },
             abandon_fraction: plan.abandon_fraction,
             pre_hold_ms: cal.latency_ms,
         },
@@ -214,19 +216,19 @@ pub(in crate::load) async fn run(
     let run_ms = plan.duration.as_secs_f64() * 1000.0;
     let warm = l.warm_up_ms as f64;
 
-    let j = Judged::new(ctx, &plan, &observed);
-    let model = &j.model;
-    let iv = prediction::interval(model, j.judged, l.sigma, args.seed);
+    let m = Measurement::new(ctx, &plan, &observed);
+    let model = &m.model;
+    let iv = prediction::interval(model, m.counted, l.sigma, args.seed);
     let open = model.open_loop_equivalent();
-    let attempts_rate = j.window.len() as f64 / j.window_s;
+    let attempts_rate = m.window.len() as f64 / m.window_s;
     let evidence = vec![
         format!(
             "attempts {attempts_rate:.1}/s in the window (target {:.1}/s, model {:.1}/s); realised mean think {:.1} ms (planned {:.1}); mean service {:.1} ms (hold mean {} + calibrated pipeline {:.1})",
             plan.target_rate,
             model.attempt_rate(),
-            j.measured_think_s * 1000.0,
+            m.measured_think_s * 1000.0,
             plan.think_s * 1000.0,
-            j.measured_service_s * 1000.0,
+            m.measured_service_s * 1000.0,
             plan.mean_hold_ms,
             cal.service_ms
         ),
@@ -238,7 +240,7 @@ pub(in crate::load) async fn run(
         ),
         format!(
             "window: attempts sent after {warm:.0} ms of {run_ms:.0} ms; {} excluded (abandoned or other answers)",
-            j.window.len() - j.judged
+            m.window.len() - m.counted
         ),
         goose_summary(&out.goose_metrics),
     ];
@@ -253,7 +255,7 @@ pub(in crate::load) async fn run(
     match args.profile {
         ProfileName::Steady | ProfileName::Overload => {
             let mut r =
-                verdicts::refusals(&ctx.expect, model, &iv, j.refused, &out.attempts, evidence);
+                verdicts::refusals(&ctx.expect, model, &iv, m.refused, &out.attempts, evidence);
             r.timeline = verdicts::lanes(&out.attempts, slice_from, 120, &ctx.expect);
             println!(
                 "prediction ({}, {}): refused {:.1}% ± {:.1}% ({}σ); measured {:.1}% of {} attempts",
@@ -262,8 +264,8 @@ pub(in crate::load) async fn run(
                 iv.predicted * 100.0,
                 (iv.high - iv.predicted) * 100.0,
                 iv.z,
-                100.0 * j.refused as f64 / j.judged.max(1) as f64,
-                j.judged
+                100.0 * m.refused as f64 / m.counted.max(1) as f64,
+                m.counted
             );
             push(r);
         }
@@ -273,7 +275,7 @@ pub(in crate::load) async fn run(
         ProfileName::Steady => {
             push(verdicts::latency(
                 &ctx.expect,
-                &j.window,
+                &m.window,
                 l.steady.latency_overhead_p99_ms,
             ));
         }
@@ -281,14 +283,14 @@ pub(in crate::load) async fn run(
             push(verdicts::goodput(
                 &ctx.expect,
                 model,
-                j.judged as f64 / j.window_s,
-                j.ok,
-                j.window_s,
+                m.counted as f64 / m.window_s,
+                m.ok,
+                m.window_s,
                 l.overload.goodput_fraction,
                 l.sigma,
             ));
             let mut r =
-                verdicts::refusal_latency(&ctx.expect, &j.window, l.overload.refusal_p99_ms);
+                verdicts::refusal_latency(&ctx.expect, &m.window, l.overload.refusal_p99_ms);
             r.timeline = verdicts::lanes(&out.attempts, slice_from, 120, &ctx.expect);
             push(r);
         }

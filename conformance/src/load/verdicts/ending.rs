@@ -234,7 +234,7 @@ pub struct Drained {
 
 /// The capacity probe after the drain: workers + queue held requests sent at once.
 #[derive(Debug, Clone, Default)]
-pub struct Probe {
+pub struct CapacityProbe {
     pub sent: usize,
     pub admitted: usize,
     pub problems: Vec<String>,
@@ -245,7 +245,7 @@ pub struct Probe {
 pub fn recovery(
     expect: &Expectations,
     drained: &Drained,
-    probe: &Probe,
+    probe: &CapacityProbe,
     temp_allowance: u64,
 ) -> CheckResult {
     let admit = expect.admissible();
@@ -350,10 +350,10 @@ mod tests {
 
     #[test]
     fn recovery_fails_on_one_temp_file_left_behind_by_either_source() {
-        let probe = Probe {
+        let probe = CapacityProbe {
             sent: 4,
             admitted: 4,
-            ..Probe::default()
+            ..CapacityProbe::default()
         };
         let x = expect();
         assert_eq!(
@@ -364,7 +364,7 @@ mod tests {
             assert!(recovery(&x, &leaked, &probe, 0).verdict.is_fail());
             assert_eq!(recovery(&x, &leaked, &probe, 1).verdict, Verdict::Pass);
         }
-        let lost = Probe {
+        let lost = CapacityProbe {
             admitted: 3,
             ..probe
         };

@@ -14,7 +14,7 @@ use super::runner::Attempt;
 use crate::verdict::{CheckResult, Verdict};
 
 pub use burst::burst;
-pub use ending::{Drained, Probe, TempCount, busy_limit, lanes, recovery, statuses};
+pub use ending::{CapacityProbe, Drained, TempCount, busy_limit, lanes, recovery, statuses};
 pub use rate::{goodput, latency, refusal_latency, refusals};
 pub use soak::{Resource, settled_medians, stays_flat, temp_files};
 
