@@ -41,8 +41,8 @@ pub struct Attempt {
     pub think_ms: f64,
     /// The hold it asked for.
     pub hold_ms: u64,
-    /// Whether the client was set to abandon it.
-    pub abandon: bool,
+    /// Whether the client was set to abandon it (it may still have been answered first).
+    pub abandon_planned: bool,
     pub outcome: Outcome,
     /// `Retry-After` as sent (refusals only).
     pub retry_after: Option<String>,
@@ -77,13 +77,49 @@ pub struct RequestTemplate {
     pub retry_after_header: String,
 }
 
+impl RequestTemplate {
+    /// `builder` (a POST to [`path`](Self::path)) with the body, its content type and a hook
+    /// asking the server to hold the request's slot for `hold_ms`.
+    pub fn fill(&self, builder: reqwest::RequestBuilder, hold_ms: u64) -> reqwest::RequestBuilder {
+        builder
+            .header("content-type", self.content_type.as_str())
+            .header(
+                self.hook_header.as_str(),
+                format!("hold={}:{hold_ms}", self.hold_stage),
+            )
+            .body(self.body.clone())
+    }
+
+    /// Server-Timing `queue` and `run` of an answer, ms.
+    pub fn server_timing(&self, headers: &reqwest::header::HeaderMap) -> Option<(f64, f64)> {
+        headers
+            .get(self.server_timing_header.as_str())
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::target::parse_server_timing)
+    }
+}
+
+/// The problem `code` of an error body, if it has one.
+pub fn problem_code(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["code"].as_str().map(str::to_owned))
+}
+
+/// How long an attempt asks the server to hold its slot.
+#[derive(Debug, Clone, Copy)]
+pub enum Hold {
+    /// Every attempt the same (burst: admitted requests must outlast the wave's arrival).
+    Fixed { ms: u64 },
+    /// Drawn per attempt from an exponential of this mean, cut at `cap_ms` (far below every
+    /// timeout).
+    Exponential { mean_ms: f64, cap_ms: u64 },
+}
+
 /// How long each attempt holds its slot and whether it is abandoned.
 #[derive(Debug, Clone, Copy)]
 pub struct HoldPlan {
-    /// Mean of the exponential hold, ms; `None` for a fixed hold.
-    pub mean_ms: Option<f64>,
-    /// The fixed hold, or the cut of the exponential one, ms.
-    pub cap_ms: u64,
+    pub hold: Hold,
     /// Share of attempts the client abandons halfway through the hold.
     pub abandon_fraction: f64,
     /// Time from sending until the hold starts (measured), ms: an abandoning client gives up
@@ -92,10 +128,13 @@ pub struct HoldPlan {
 }
 
 impl HoldPlan {
+    /// The hold of one attempt, and when its client gives up on it if it is to be abandoned.
     fn draw(&self, rng: &mut SplitMix64) -> (u64, Option<Duration>) {
-        let hold = match self.mean_ms {
-            Some(mean) => (rng.exponential(mean).round() as u64).min(self.cap_ms),
-            None => self.cap_ms,
+        let hold = match self.hold {
+            Hold::Exponential { mean_ms, cap_ms } => {
+                (rng.exponential(mean_ms).round() as u64).min(cap_ms)
+            }
+            Hold::Fixed { ms } => ms,
         };
         let abandon = self.abandon_fraction > 0.0 && rng.chance(self.abandon_fraction);
         let after = abandon.then(|| {
@@ -107,7 +146,7 @@ impl HoldPlan {
 
 /// Counters the progress display reads while the run goes on.
 #[derive(Debug, Default)]
-pub struct Live {
+pub struct LiveCounts {
     pub sent: AtomicU64,
     pub ok: AtomicU64,
     pub refused: AtomicU64,
@@ -122,14 +161,14 @@ struct Shared {
     template: RequestTemplate,
     hold: HoldPlan,
     records: Mutex<Vec<Attempt>>,
-    live: Arc<Live>,
-    mode: Mode,
+    live: Arc<LiveCounts>,
+    pacing: Pacing,
     /// Think time cut short by the deadline, µs: with the completed thinks it gives the
     /// realised mean think time (the exponential's censored-sample estimate).
     censored_think_us: AtomicU64,
 }
 
-enum Mode {
+enum Pacing {
     /// Think an exponential time before each attempt; no attempt starts after the deadline.
     Rate {
         mean_think_ms: f64,
@@ -139,14 +178,14 @@ enum Mode {
     Burst {
         arrive: tokio::sync::Barrier,
         leave: tokio::sync::Barrier,
-        drain: DrainProbe,
+        drain: DrainWait,
         drain_failed: AtomicBool,
     },
 }
 
 /// How the burst leader waits for the previous wave to be gone before the next.
 #[derive(Debug, Clone)]
-pub struct DrainProbe {
+pub struct DrainWait {
     pub client: reqwest::Client,
     pub metrics_url: String,
     pub pool: String,
@@ -154,7 +193,7 @@ pub struct DrainProbe {
     pub poll: Duration,
 }
 
-impl DrainProbe {
+impl DrainWait {
     /// Waits until the busy gauge and queue depth read 0; false if they never do in time.
     pub async fn wait(&self) -> bool {
         let start = Instant::now();
@@ -174,7 +213,7 @@ impl DrainProbe {
 /// Everything a finished run hands to the verdicts.
 pub struct RunOutput {
     pub attempts: Vec<Attempt>,
-    pub goose: GooseMetrics,
+    pub goose_metrics: GooseMetrics,
     /// How long goose ran, ms.
     pub elapsed_ms: f64,
     /// Burst only: a wave started before the previous one drained.
@@ -201,11 +240,11 @@ pub enum RunKind {
     },
     Burst {
         waves: usize,
-        drain: DrainProbe,
+        drain: DrainWait,
     },
 }
 
-fn goose_error(e: GooseError) -> String {
+pub(super) fn goose_error(e: GooseError) -> String {
     match e {
         GooseError::ThresholdsFailed { .. } => "goose thresholds failed".into(),
         other => format!("{other}"),
@@ -229,9 +268,9 @@ pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> G
 }
 
 /// Runs one profile's goose attack; `t0` is the clock every attempt is stamped against.
-pub async fn run(spec: RunSpec, t0: Instant, live: Arc<Live>) -> Result<RunOutput, String> {
+pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<RunOutput, String> {
     let mut config = base_configuration(&spec.host, spec.users, spec.report.clone());
-    let mode = match &spec.kind {
+    let pacing = match &spec.kind {
         RunKind::Rate {
             mean_think_ms,
             duration,
@@ -241,14 +280,14 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<Live>) -> Result<RunOutpu
             config.run_time = Some(duration.as_secs_f64().ceil().max(1.0).to_string());
             // Keep goose's own counts comparable with ours: count from the first request.
             config.no_reset_metrics = true;
-            Mode::Rate {
+            Pacing::Rate {
                 mean_think_ms: *mean_think_ms,
                 deadline: t0 + *duration,
             }
         }
         RunKind::Burst { waves, drain } => {
             config.iterations = Some(*waves);
-            Mode::Burst {
+            Pacing::Burst {
                 arrive: tokio::sync::Barrier::new(spec.users),
                 leave: tokio::sync::Barrier::new(spec.users),
                 drain: drain.clone(),
@@ -264,7 +303,7 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<Live>) -> Result<RunOutpu
         hold: spec.hold,
         records: Mutex::new(Vec::new()),
         live,
-        mode,
+        pacing,
         censored_think_us: AtomicU64::new(0),
     });
     let tx = shared.clone();
@@ -283,13 +322,13 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<Live>) -> Result<RunOutpu
         .map_err(goose_error)?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     let attempts = std::mem::take(&mut *shared.records.lock().unwrap_or_else(|e| e.into_inner()));
-    let drain_failed = match &shared.mode {
-        Mode::Burst { drain_failed, .. } => drain_failed.load(Ordering::Relaxed),
-        Mode::Rate { .. } => false,
+    let drain_failed = match &shared.pacing {
+        Pacing::Burst { drain_failed, .. } => drain_failed.load(Ordering::Relaxed),
+        Pacing::Rate { .. } => false,
     };
     Ok(RunOutput {
         attempts,
-        goose: metrics,
+        goose_metrics: metrics,
         elapsed_ms,
         drain_failed,
         censored_think_ms: shared.censored_think_us.load(Ordering::Relaxed) as f64 / 1000.0,
@@ -302,8 +341,8 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
     let mut rng = SplitMix64::stream(shared.seed, index);
     let mut think_ms = 0.0;
     let wave = user.get_iterations();
-    match &shared.mode {
-        Mode::Rate {
+    match &shared.pacing {
+        Pacing::Rate {
             mean_think_ms,
             deadline,
         } => {
@@ -323,7 +362,7 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
             }
             tokio::time::sleep(think).await;
         }
-        Mode::Burst {
+        Pacing::Burst {
             arrive,
             leave,
             drain,
@@ -337,14 +376,10 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
     }
     let (hold_ms, abandon_after) = shared.hold.draw(&mut rng);
     let t = &shared.template;
-    let mut builder = user
-        .get_request_builder(&GooseMethod::Post, &t.path)?
-        .header("content-type", t.content_type.as_str())
-        .header(
-            t.hook_header.as_str(),
-            format!("hold={}:{hold_ms}", t.hold_stage),
-        )
-        .body(t.body.clone());
+    let mut builder = t.fill(
+        user.get_request_builder(&GooseMethod::Post, &t.path)?,
+        hold_ms,
+    );
     if let Some(after) = abandon_after {
         builder = builder.timeout(after);
     }
@@ -365,7 +400,7 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         latency_ms: 0.0,
         think_ms,
         hold_ms,
-        abandon: abandon_after.is_some(),
+        abandon_planned: abandon_after.is_some(),
         outcome: Outcome::Error(String::new()),
         retry_after: None,
         code: None,
@@ -384,20 +419,19 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
             };
             let body = response.bytes().await;
             record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
-            record.timing = header(&t.server_timing_header)
-                .and_then(|v| crate::target::parse_server_timing(&v));
+            record.timing = t.server_timing(&headers);
             match body {
                 Ok(body) => {
                     record.outcome = Outcome::Status(status);
                     if status != 200 {
-                        record.code = serde_json::from_slice::<serde_json::Value>(&body)
-                            .ok()
-                            .and_then(|v| v["code"].as_str().map(str::to_owned));
+                        record.code = problem_code(&body);
                         record.request_id = header(&t.request_id_header);
                         record.retry_after = header(&t.retry_after_header);
                     }
                 }
-                Err(e) if record.abandon && e.is_timeout() => record.outcome = Outcome::Abandoned,
+                Err(e) if record.abandon_planned && e.is_timeout() => {
+                    record.outcome = Outcome::Abandoned
+                }
                 Err(e) => record.outcome = Outcome::Error(format!("reading the body: {e}")),
             }
             match status {
@@ -417,7 +451,7 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         }
         Err(e) => {
             record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
-            if record.abandon && e.is_timeout() {
+            if record.abandon_planned && e.is_timeout() {
                 record.outcome = Outcome::Abandoned;
                 true
             } else {
@@ -437,7 +471,7 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(record);
-    if let Mode::Burst { .. } = shared.mode {
+    if let Pacing::Burst { .. } = shared.pacing {
         shared
             .live
             .waves_done
@@ -448,45 +482,4 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         None => user.set_success(&mut goose.request),
         Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
     }
-}
-
-/// The requests per second goose drives with `users` users looping `GET path` without pause
-/// for `duration`: the load generator's own ceiling (the `bench_loadgen` example). Counted
-/// from the first request for exactly `duration`, so goose's start-up and shutdown do not
-/// dilute the figure.
-pub async fn saturate(
-    host: &str,
-    path: &str,
-    users: usize,
-    duration: Duration,
-) -> Result<(u64, f64), String> {
-    let mut config = base_configuration(host, users, None);
-    config.run_time = Some((duration.as_secs() + 1).to_string());
-    let count = Arc::new(AtomicU64::new(0));
-    let first: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
-    let (counter, start, path) = (count.clone(), first.clone(), Arc::new(path.to_owned()));
-    let function: TransactionFunction = Arc::new(move |user| {
-        let (counter, start, path) = (counter.clone(), start.clone(), path.clone());
-        Box::pin(async move {
-            let began = *start.get_or_init(Instant::now);
-            if began.elapsed() >= duration {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                return Ok(());
-            }
-            let goose = user.get(&path).await?;
-            if goose.response.is_ok_and(|r| r.status().is_success()) && began.elapsed() < duration {
-                counter.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(())
-        })
-    });
-    let scenario = Scenario::new("saturate").register_transaction(Transaction::new(function));
-    GooseAttack::initialize_with_config(config)
-        .map_err(goose_error)?
-        .register_scenario(scenario)
-        .execute()
-        .await
-        .map_err(goose_error)?;
-    let n = count.load(Ordering::Relaxed);
-    Ok((n, n as f64 / duration.as_secs_f64()))
 }

@@ -5,7 +5,7 @@
 //! runs in this process; `--pid` names an external one), otherwise from the standard Prometheus
 //! process metrics if the target exposes them; with neither the soak verdicts say so and skip.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -30,6 +30,28 @@ pub enum ProcessSource {
 }
 
 impl ProcessSource {
+    /// The embedded server: it runs in this process.
+    pub fn this_process() -> ProcessSource {
+        ProcessSource::Proc {
+            pid: std::process::id(),
+            embedded: true,
+        }
+    }
+
+    /// An external target: `/proc/PID` when `--pid` names a readable one, else its metrics.
+    pub fn external(pid: Option<u32>) -> ProcessSource {
+        match pid {
+            Some(pid) if Path::new(&format!("/proc/{pid}/status")).exists() => {
+                ProcessSource::Proc {
+                    pid,
+                    embedded: false,
+                }
+            }
+            Some(pid) => ProcessSource::Unavailable(format!("/proc/{pid} is not readable here")),
+            None => ProcessSource::Metrics,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             ProcessSource::Proc {
@@ -111,9 +133,10 @@ pub fn proc_fds(pid: u32) -> Option<f64> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as f64)
 }
 
-/// Entries of the implementation's temp folder, when the checker can see it.
-pub fn temp_entries(dir: &Option<PathBuf>) -> Option<usize> {
-    let dir = dir.as_ref()?;
+/// Entries of the implementation's temp folder, when the checker can see it (0 when the
+/// folder does not exist: nothing was left in it).
+pub fn temp_entries(dir: Option<&Path>) -> Option<usize> {
+    let dir = dir?;
     Some(std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0))
 }
 

@@ -6,7 +6,7 @@ pub mod json;
 pub mod junit;
 pub mod terminal;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::verdict::RunReport;
 
@@ -14,6 +14,33 @@ pub use html::write as write_html;
 pub use json::write as write_json;
 pub use junit::write as write_junit;
 pub use terminal::{Progress, progress_line, summary_table};
+
+/// The report files a run leaves behind, as the command line names them (`--json`, `--junit`,
+/// `--html`): one set of options for every command that judges a target.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReportFiles {
+    /// Write the JSON report here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write a JUnit XML report here.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Write a self-contained HTML report here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+}
+
+impl ReportFiles {
+    /// Writes each file asked for ([`write_all`]).
+    pub fn write(&self, report: &RunReport) -> std::io::Result<()> {
+        write_all(
+            report,
+            self.json.as_deref(),
+            self.junit.as_deref(),
+            self.html.as_deref(),
+        )
+    }
+}
 
 /// Writes every report file that was asked for; `None` skips that format.
 ///

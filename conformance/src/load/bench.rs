@@ -1,0 +1,51 @@
+//! The load generator's own ceiling, for the `bench_loadgen` example: how many requests per
+//! second goose, driven the way [`runner`](super::runner) drives it, can send at all.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use goose::prelude::*;
+
+use super::runner::{base_configuration, goose_error};
+
+/// The requests per second goose drives with `users` users looping `GET path` without pause
+/// for `duration`: the load generator's own ceiling (the `bench_loadgen` example). Counted
+/// from the first request for exactly `duration`, so goose's start-up and shutdown do not
+/// dilute the figure.
+pub async fn saturate(
+    host: &str,
+    path: &str,
+    users: usize,
+    duration: Duration,
+) -> Result<(u64, f64), String> {
+    let mut config = base_configuration(host, users, None);
+    config.run_time = Some((duration.as_secs() + 1).to_string());
+    let count = Arc::new(AtomicU64::new(0));
+    let first: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
+    let (counter, start, path) = (count.clone(), first.clone(), Arc::new(path.to_owned()));
+    let function: TransactionFunction = Arc::new(move |user| {
+        let (counter, start, path) = (counter.clone(), start.clone(), path.clone());
+        Box::pin(async move {
+            let began = *start.get_or_init(Instant::now);
+            if began.elapsed() >= duration {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return Ok(());
+            }
+            let goose = user.get(&path).await?;
+            if goose.response.is_ok_and(|r| r.status().is_success()) && began.elapsed() < duration {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        })
+    });
+    let scenario = Scenario::new("saturate").register_transaction(Transaction::new(function));
+    GooseAttack::initialize_with_config(config)
+        .map_err(goose_error)?
+        .register_scenario(scenario)
+        .execute()
+        .await
+        .map_err(goose_error)?;
+    let n = count.load(Ordering::Relaxed);
+    Ok((n, n as f64 / duration.as_secs_f64()))
+}

@@ -1,0 +1,194 @@
+//! A discrete-event simulation of the same server under the same arrivals: it checks the
+//! formulas, and measures how much wider than a binomial's the spread of a run's refused
+//! fraction is (refusals cluster), which sizes the acceptance [`Interval`](super::Interval).
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::{Arrivals, Model};
+use crate::load::rng::SplitMix64;
+
+/// Ratio of the simulated spread of the refused fraction to the binomial one (≥ 1).
+pub fn dispersion(model: &Model, attempts: usize, seed: u64) -> f64 {
+    // Long enough runs for the ratio to settle, short enough to stay well under a second.
+    let n = attempts.clamp(200, 1500);
+    let reps = 160;
+    let (mean, sd) = simulate(model, n, reps, seed);
+    let binomial = (mean * (1.0 - mean) / n as f64).sqrt();
+    if binomial > 0.0 && sd.is_finite() {
+        (sd / binomial).max(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Mean and standard deviation of the refused fraction over `reps` simulated runs of
+/// `attempts` attempts each (after a warm-up), with exponential service and think times.
+pub fn simulate(model: &Model, attempts: usize, reps: usize, seed: u64) -> (f64, f64) {
+    let mut rng = SplitMix64::new(seed);
+    let xs: Vec<f64> = (0..reps)
+        .map(|_| simulate_once(model, attempts, &mut rng))
+        .collect();
+    let mean = xs.iter().sum::<f64>() / reps as f64;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (reps.max(2) - 1) as f64;
+    (mean, var.sqrt())
+}
+
+/// An event of the simulation, ordered earliest first in a max-heap.
+#[derive(PartialEq)]
+struct Event {
+    at: f64,
+    kind: Kind,
+}
+
+/// The user is `Some(index)` in a closed model, `None` for Poisson arrivals.
+#[derive(PartialEq, Clone, Copy)]
+enum Kind {
+    Attempt(Option<u32>),
+    Departure(Option<u32>),
+}
+
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.at.total_cmp(&self.at)
+    }
+}
+
+fn simulate_once(model: &Model, attempts: usize, rng: &mut SplitMix64) -> f64 {
+    let c = model.workers as usize;
+    let k = model.queue as usize;
+    let s = model.mean_service_s;
+    let mut events = BinaryHeap::new();
+    let think = match model.arrivals {
+        Arrivals::Poisson { rate_per_s } => {
+            events.push(Event {
+                at: rng.exponential(1.0 / rate_per_s),
+                kind: Kind::Attempt(None),
+            });
+            1.0 / rate_per_s
+        }
+        Arrivals::Closed {
+            users,
+            mean_think_s,
+        } => {
+            for u in 0..users {
+                events.push(Event {
+                    at: rng.exponential(mean_think_s),
+                    kind: Kind::Attempt(Some(u)),
+                });
+            }
+            mean_think_s
+        }
+    };
+    let warm_up = attempts / 5 + 20;
+    let (mut busy, mut queue, mut seen, mut refused) = (0usize, VecDeque::new(), 0usize, 0usize);
+    while seen < attempts + warm_up {
+        let Some(Event { at, kind }) = events.pop() else {
+            break;
+        };
+        match kind {
+            Kind::Attempt(who) => {
+                seen += 1;
+                let counted = seen > warm_up;
+                if who.is_none() {
+                    events.push(Event {
+                        at: at + rng.exponential(think),
+                        kind: Kind::Attempt(None),
+                    });
+                }
+                if busy < c {
+                    busy += 1;
+                    events.push(Event {
+                        at: at + rng.exponential(s),
+                        kind: Kind::Departure(who),
+                    });
+                } else if queue.len() < k {
+                    queue.push_back(who);
+                } else {
+                    if counted {
+                        refused += 1;
+                    }
+                    if who.is_some() {
+                        events.push(Event {
+                            at: at + rng.exponential(think),
+                            kind: Kind::Attempt(who),
+                        });
+                    }
+                }
+            }
+            Kind::Departure(who) => {
+                if who.is_some() {
+                    events.push(Event {
+                        at: at + rng.exponential(think),
+                        kind: Kind::Attempt(who),
+                    });
+                }
+                match queue.pop_front() {
+                    Some(next) => events.push(Event {
+                        at: at + rng.exponential(s),
+                        kind: Kind::Departure(next),
+                    }),
+                    None => busy -= 1,
+                }
+            }
+        }
+    }
+    refused as f64 / attempts as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simulation_agrees_with_the_formulas() {
+        let models = [
+            Model {
+                workers: 4,
+                queue: 0,
+                mean_service_s: 1.0,
+                arrivals: Arrivals::Poisson { rate_per_s: 2.8 },
+            },
+            Model {
+                workers: 4,
+                queue: 2,
+                mean_service_s: 1.0,
+                arrivals: Arrivals::Poisson { rate_per_s: 2.8 },
+            },
+            Model {
+                workers: 4,
+                queue: 0,
+                mean_service_s: 1.0,
+                arrivals: Arrivals::Closed {
+                    users: 16,
+                    mean_think_s: 4.0,
+                },
+            },
+            Model {
+                workers: 2,
+                queue: 1,
+                mean_service_s: 1.0,
+                arrivals: Arrivals::Closed {
+                    users: 6,
+                    mean_think_s: 3.0,
+                },
+            },
+        ];
+        for m in models {
+            let (mean, sd) = simulate(&m, 4000, 40, 11);
+            let se = sd / (40f64).sqrt();
+            assert!(
+                (mean - m.blocking()).abs() < 4.0 * se + 0.003,
+                "{}: simulated {mean:.4} ± {se:.4}, formula {:.4}",
+                m.formula(),
+                m.blocking()
+            );
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! `burst`: waves of workers × factor requests released together from a barrier, each holding
+//! a fixed time; the next wave leaves once the busy gauge reads 0.
+
+use std::time::Duration;
+
+use super::super::progress::Goal;
+use super::super::recovery::{self, Ending};
+use super::super::runner::{DrainWait, Hold, HoldPlan, RunKind, RunSpec};
+use super::super::scrape::ProcessSource;
+use super::super::verdicts;
+use super::super::{Ctx, LoadArgs, POOL};
+use super::{drive, goose_summary};
+use crate::session::Fatal;
+use crate::verdict::CheckResult;
+
+pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<CheckResult>, Fatal> {
+    let l = ctx.section();
+    let b = &l.burst;
+    let (c, admit) = (ctx.expect.workers as usize, ctx.expect.admissible());
+    let mut per_wave = c * b.factor as usize;
+    if per_wave <= admit {
+        // Too few to overflow workers + queue: send as many again as there are workers.
+        per_wave = admit + c;
+    }
+    let waves = args.waves.unwrap_or(b.waves).max(1) as usize;
+    println!(
+        "plimsoll load burst: {waves} waves of {per_wave} requests at once (hold {} ms) against {}; expecting {admit} admitted per wave",
+        b.hold_ms, ctx.base
+    );
+    let temp_before = recovery::temp_count(ctx).await;
+    let drain = DrainWait {
+        client: ctx.client.clone(),
+        metrics_url: ctx.metrics_url.clone(),
+        pool: POOL.into(),
+        timeout: Duration::from_millis(
+            b.hold_ms * 2 + ctx.contract.clauses.b3.value.stop_within_ms + 3000,
+        ),
+        poll: Duration::from_millis(l.scrape_interval_ms.min(10)),
+    };
+    let spec = RunSpec {
+        host: ctx.base.clone(),
+        users: per_wave,
+        seed: args.seed,
+        template: ctx.template.clone(),
+        hold: HoldPlan {
+            hold: Hold::Fixed { ms: b.hold_ms },
+            abandon_fraction: 0.0,
+            pre_hold_ms: 0.0,
+        },
+        report: args.goose_report(),
+        kind: RunKind::Burst { waves, drain },
+    };
+    let process = ProcessSource::Unavailable("not read in burst".into());
+    let observed = drive(ctx, spec, process, Goal::Waves(waves as u64)).await?;
+    let drained = recovery::drain(ctx, temp_before, b.hold_ms, 0).await;
+    let out = &observed.out;
+
+    let mut main = verdicts::burst(
+        &ctx.expect,
+        &out.attempts,
+        per_wave,
+        b.hold_ms,
+        ctx.contract.tolerances.refusal_latency_ms,
+        out.drain_failed,
+    );
+    main.duration_ms = out.elapsed_ms;
+    main.evidence.push(goose_summary(&out.goose_metrics));
+    ctx.print(&main);
+    let mut results = vec![main];
+    let end = Ending {
+        observed: &observed,
+        drained: &drained,
+        must_reach: true,
+        temp_allowance: 0,
+    };
+    results.extend(recovery::ending_verdicts(ctx, end).await);
+    Ok(results)
+}

@@ -1,0 +1,312 @@
+//! The rate profiles, `steady`, `overload` and `soak`: closed-loop users, each thinking an
+//! exponential time before every attempt, at a planned multiple of capacity; the refused
+//! fraction held to the queueing prediction.
+
+use std::time::Duration;
+
+use super::super::calibrate::Calibration;
+use super::super::prediction::{self, Arrivals, Model};
+use super::super::progress::Goal;
+use super::super::recovery::{self, Ending};
+use super::super::runner::{Attempt, Hold, HoldPlan, RunKind, RunSpec};
+use super::super::scrape::ProcessSource;
+use super::super::verdicts;
+use super::super::{Ctx, LoadArgs, ProfileName};
+use super::{Observed, drive, goose_summary, soak};
+use crate::session::Fatal;
+use crate::verdict::CheckResult;
+
+/// What a rate profile asks of the generator, from the contract and the calibration.
+struct Plan {
+    factor: f64,
+    mean_hold_ms: u64,
+    duration: Duration,
+    abandon_fraction: f64,
+    /// Capacity: workers / (mean hold + the pipeline's own time), per second.
+    capacity: f64,
+    target_rate: f64,
+    /// Mean service time the plan assumes, s.
+    service_s: f64,
+    users: u32,
+    think_s: f64,
+    /// Exponential holds are cut here, far below the deadline whatever the target's timeout.
+    hold_cap_ms: u64,
+}
+
+impl Plan {
+    fn new(args: &LoadArgs, ctx: &Ctx, cal: &Calibration) -> Result<Plan, Fatal> {
+        let l = ctx.section();
+        let (factor, mean_hold_ms, duration_s, abandon_fraction) = match args.profile {
+            ProfileName::Steady => (
+                l.steady.load_factor,
+                l.steady.mean_hold_ms,
+                l.steady.duration_s,
+                0.0,
+            ),
+            ProfileName::Overload => (
+                l.overload.load_factor,
+                l.overload.mean_hold_ms,
+                l.overload.duration_s,
+                0.0,
+            ),
+            ProfileName::Soak => (
+                l.soak.load_factor,
+                l.soak.mean_hold_ms,
+                l.soak.duration_s,
+                l.soak.cancel_fraction,
+            ),
+            ProfileName::Burst => unreachable!("burst has its own runner"),
+        };
+        let duration = Duration::from_secs_f64(args.duration.unwrap_or(duration_s as f64).max(1.0));
+        let (c, k) = (ctx.expect.workers, ctx.expect.queue);
+        // Capacity counts the pipeline's own time on top of the hold.
+        let service_s = (mean_hold_ms as f64 + cal.service_ms) / 1000.0;
+        let capacity = f64::from(c) / service_s;
+        let target_rate = factor * capacity;
+        let mut users = match args.users {
+            Some(n) => n.max(1),
+            None => l.users.max(8 * (c + k)),
+        };
+        let mut think = prediction::think_for_rate(c, k, users, service_s, target_rate);
+        while think.is_none() && users < 1 << 16 {
+            users *= 2;
+            think = prediction::think_for_rate(c, k, users, service_s, target_rate);
+        }
+        let think_s = think.ok_or_else(|| {
+            Fatal::Contract(format!("{target_rate:.0} attempts/s cannot be generated"))
+        })?;
+        let hold_cap_ms = (mean_hold_ms * u64::from(l.max_hold_factor))
+            .min(ctx.contract.clauses.b1.value.digitize_timeout_ms / 2);
+        Ok(Plan {
+            factor,
+            mean_hold_ms,
+            duration,
+            abandon_fraction,
+            capacity,
+            target_rate,
+            service_s,
+            users,
+            think_s,
+            hold_cap_ms,
+        })
+    }
+}
+
+/// The attempts a rate profile judges, and the model fed what the run really did.
+struct Measurement<'a> {
+    /// Attempts sent after the warm-up.
+    window: Vec<&'a Attempt>,
+    /// Of those, the ones the refused fraction counts: not abandoned, answered 200 or refused.
+    counted: usize,
+    ok: usize,
+    refused: usize,
+    window_s: f64,
+    model: Model,
+    measured_service_s: f64,
+    measured_think_s: f64,
+}
+
+impl<'a> Measurement<'a> {
+    /// The measurement window: after warm-up, to the end (no attempt starts after it).
+    ///
+    /// The model is fed the users' realised mean think time (every completed think plus the
+    /// last ones the deadline cut short, over the number completed: the exponential's
+    /// censored-sample estimate; the recorded thinks alone would be a biased sample) and the
+    /// mean time an admitted request held its slot (Server-Timing `run`, else its latency),
+    /// which includes the pipeline's own cost.
+    fn new(ctx: &Ctx, plan: &Plan, observed: &'a Observed) -> Measurement<'a> {
+        let out = &observed.out;
+        let warm = ctx.section().warm_up_ms as f64;
+        let run_ms = plan.duration.as_secs_f64() * 1000.0;
+        let window: Vec<&Attempt> = out.attempts.iter().filter(|a| a.sent_ms >= warm).collect();
+        let counted: Vec<&&Attempt> = window
+            .iter()
+            .filter(|a| !a.abandon_planned && (a.status() == Some(200) || ctx.expect.is_refusal(a)))
+            .collect();
+        let runs: Vec<f64> = counted
+            .iter()
+            .filter(|a| a.status() == Some(200))
+            .map(|a| a.timing.map_or(a.latency_ms, |(_, run)| run))
+            .collect();
+        let measured_service_s = if runs.is_empty() {
+            plan.service_s
+        } else {
+            runs.iter().sum::<f64>() / runs.len() as f64 / 1000.0
+        };
+        let completed: f64 = out.attempts.iter().map(|a| a.think_ms).sum();
+        let measured_think_s = if out.attempts.is_empty() {
+            plan.think_s
+        } else {
+            (completed + out.censored_think_ms) / out.attempts.len() as f64 / 1000.0
+        };
+        Measurement {
+            counted: counted.len(),
+            ok: runs.len(),
+            refused: counted.len() - runs.len(),
+            window,
+            window_s: (run_ms - warm).max(1.0) / 1000.0,
+            model: Model {
+                workers: ctx.expect.workers,
+                queue: ctx.expect.queue,
+                mean_service_s: measured_service_s,
+                arrivals: Arrivals::Closed {
+                    users: plan.users,
+                    mean_think_s: measured_think_s,
+                },
+            },
+            measured_service_s,
+            measured_think_s,
+        }
+    }
+}
+
+pub(in crate::load) async fn run(
+    args: &LoadArgs,
+    ctx: &Ctx,
+    cal: &Calibration,
+    process: &ProcessSource,
+) -> Result<Vec<CheckResult>, Fatal> {
+    let l = ctx.section();
+    let plan = Plan::new(args, ctx, cal)?;
+    println!(
+        "plimsoll load {}: {} x capacity ({:.1}/s = {} workers / ({} ms hold + {:.1} ms pipeline)) = {:.1} attempts/s from {} users thinking {:.0} ms on average, for {:.0} s against {}",
+        args.profile.as_str(),
+        plan.factor,
+        plan.capacity,
+        ctx.expect.workers,
+        plan.mean_hold_ms,
+        cal.service_ms,
+        plan.target_rate,
+        plan.users,
+        plan.think_s * 1000.0,
+        plan.duration.as_secs_f64(),
+        ctx.base
+    );
+
+    let temp_allowance = if args.profile == ProfileName::Soak {
+        l.soak.temp_files_growth
+    } else {
+        0
+    };
+    let temp_before = recovery::temp_count(ctx).await;
+    let spec = RunSpec {
+        host: ctx.base.clone(),
+        users: plan.users as usize,
+        seed: args.seed,
+        template: ctx.template.clone(),
+        hold: HoldPlan {
+            hold: Hold::Exponential {
+                mean_ms: plan.mean_hold_ms as f64,
+                cap_ms: plan.hold_cap_ms,
+            },
+            abandon_fraction: plan.abandon_fraction,
+            pre_hold_ms: cal.latency_ms,
+        },
+        report: args.goose_report(),
+        kind: RunKind::Rate {
+            mean_think_ms: plan.think_s * 1000.0,
+            duration: plan.duration,
+        },
+    };
+    let goal = Goal::Seconds(plan.duration.as_secs());
+    let observed = drive(ctx, spec, process.clone(), goal).await?;
+    let drained = recovery::drain(ctx, temp_before, plan.hold_cap_ms, temp_allowance).await;
+    let out = &observed.out;
+    let elapsed = out.elapsed_ms;
+    let run_ms = plan.duration.as_secs_f64() * 1000.0;
+    let warm = l.warm_up_ms as f64;
+
+    let m = Measurement::new(ctx, &plan, &observed);
+    let model = &m.model;
+    let iv = prediction::interval(model, m.counted, l.sigma, args.seed);
+    let open = model.open_loop_equivalent();
+    let attempts_rate = m.window.len() as f64 / m.window_s;
+    let evidence = vec![
+        format!(
+            "attempts {attempts_rate:.1}/s in the window (target {:.1}/s, model {:.1}/s); realised mean think {:.1} ms (planned {:.1}); mean service {:.1} ms (hold mean {} + calibrated pipeline {:.1})",
+            plan.target_rate,
+            model.attempt_rate(),
+            m.measured_think_s * 1000.0,
+            plan.think_s * 1000.0,
+            m.measured_service_s * 1000.0,
+            plan.mean_hold_ms,
+            cal.service_ms
+        ),
+        format!(
+            "an open-loop Poisson stream at the same rate would see {:.1}% refused ({}); goose's users are closed-loop, hence {}",
+            open.blocking() * 100.0,
+            open.formula(),
+            model.formula()
+        ),
+        format!(
+            "window: attempts sent after {warm:.0} ms of {run_ms:.0} ms; {} excluded (abandoned or other answers)",
+            m.window.len() - m.counted
+        ),
+        goose_summary(&out.goose_metrics),
+    ];
+
+    let mut results = Vec::new();
+    let slice_from = warm.max(run_ms / 2.0);
+    let mut push = |mut r: CheckResult| {
+        r.duration_ms = elapsed;
+        ctx.print(&r);
+        results.push(r);
+    };
+    match args.profile {
+        ProfileName::Steady | ProfileName::Overload => {
+            let mut r =
+                verdicts::refusals(&ctx.expect, model, &iv, m.refused, &out.attempts, evidence);
+            r.timeline = verdicts::lanes(&out.attempts, slice_from, 120, &ctx.expect);
+            println!(
+                "prediction ({}, {}): refused {:.1}% ± {:.1}% ({}σ); measured {:.1}% of {} attempts",
+                model.formula(),
+                model.describe(),
+                iv.predicted * 100.0,
+                (iv.high - iv.predicted) * 100.0,
+                iv.z,
+                100.0 * m.refused as f64 / m.counted.max(1) as f64,
+                m.counted
+            );
+            push(r);
+        }
+        ProfileName::Soak | ProfileName::Burst => {}
+    }
+    match args.profile {
+        ProfileName::Steady => {
+            push(verdicts::latency(
+                &ctx.expect,
+                &m.window,
+                l.steady.latency_overhead_p99_ms,
+            ));
+        }
+        ProfileName::Overload => {
+            push(verdicts::goodput(
+                &ctx.expect,
+                model,
+                m.counted as f64 / m.window_s,
+                m.ok,
+                m.window_s,
+                l.overload.goodput_fraction,
+                l.sigma,
+            ));
+            let mut r =
+                verdicts::refusal_latency(&ctx.expect, &m.window, l.overload.refusal_p99_ms);
+            r.timeline = verdicts::lanes(&out.attempts, slice_from, 120, &ctx.expect);
+            push(r);
+        }
+        ProfileName::Soak => {
+            for r in soak::verdicts(ctx, &observed, &drained, process, run_ms) {
+                push(r);
+            }
+        }
+        ProfileName::Burst => {}
+    }
+    let end = Ending {
+        observed: &observed,
+        drained: &drained,
+        must_reach: args.profile == ProfileName::Overload,
+        temp_allowance,
+    };
+    results.extend(recovery::ending_verdicts(ctx, end).await);
+    Ok(results)
+}
