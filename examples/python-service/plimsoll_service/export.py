@@ -1,0 +1,216 @@
+"""The export pipeline: design JSON -> machine file, in the contract's stages parse -> encode -> write.
+
+DST and EXP are written by pyembroidery's writers; moves longer than the format allows (DST 121,
+EXP 127 units of 0.1 mm) are split here, in `encode`, with checkpoints, so the writer gets moves it
+can encode as they are. SVG is a preview written here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+from pyembroidery import COLOR_CHANGE, END, JUMP, STITCH, TRIM, DstWriter, EmbPattern, EmbThread, ExpWriter
+
+from .jobs import BadInput, Job
+
+CMDS = {"stitch": STITCH, "jump": JUMP, "trim": TRIM, "color_change": COLOR_CHANGE, "end": END}
+WRITERS = {"dst": DstWriter, "exp": ExpWriter}
+CONTENT_TYPES = {"dst": "application/octet-stream", "exp": "application/octet-stream", "svg": "image/svg+xml"}
+PARSE_BYTES_PER_BODY_BYTE = 8   # Python objects of parsed JSON, per byte of JSON text
+PATTERN_BYTES_PER_STITCH = 160  # pyembroidery keeps each needle command as a Python list
+CHECK_EVERY = 4096
+INT32 = (-(2**31), 2**31 - 1)
+COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+def export(job: Job, body: bytes, fmt: str) -> bytes:
+    job.make_tmpdir()
+    ctx = {"body": body, "format": fmt}
+    steps = [("parse", parse), ("encode", encode), ("write", write)]
+    return job.run_stages(steps, ctx)
+
+
+def _bad(path: str, what: str) -> BadInput:
+    return BadInput("malformed_design", f"{path}: {what}")
+
+
+def _number(doc: dict, key: str) -> float:
+    v = doc.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise _bad(key, "expected a number")
+    return float(v)
+
+
+def _int(v, path: str, lo=INT32[0], hi=INT32[1]) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise _bad(path, "expected an integer" + ("" if lo == INT32[0] else f" >= {lo}"))
+    return v
+
+
+def parse(job: Job, ctx: dict) -> dict:
+    body: bytes = ctx.pop("body")
+    # Spool the upload (the partial state B1/B3/F1 must clean up).
+    with open(os.path.join(job.tmpdir, "design.json"), "wb") as fh:
+        fh.write(body)
+    job.charge(len(body) * PARSE_BYTES_PER_BODY_BYTE, "parsing the design")
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput("malformed_design", f"not JSON: {exc}") from exc
+    job.checkpoint()
+    if not isinstance(doc, dict):
+        raise _bad("$", "expected an object")
+    for key in ("format", "width_mm", "height_mm", "threads", "extents", "stitch_count", "stitches"):
+        if key not in doc:
+            raise _bad(key, "missing")
+    if doc["format"] != "plimsoll-design/1":
+        raise _bad("format", f"expected `plimsoll-design/1`, got {doc['format']!r}")
+    _number(doc, "width_mm")
+    _number(doc, "height_mm")
+    _int(doc["stitch_count"], "stitch_count", lo=0)
+    extents = doc["extents"]
+    if not isinstance(extents, dict):
+        raise _bad("extents", "expected an object")
+    for key in ("min_x", "min_y", "max_x", "max_y"):
+        _int(extents.get(key), f"extents.{key}")
+    threads = doc["threads"]
+    if not isinstance(threads, list):
+        raise _bad("threads", "expected an array")
+    colors = []
+    for i, t in enumerate(threads):
+        if not isinstance(t, dict) or not isinstance(t.get("color"), str) or not COLOR.match(t["color"]):
+            raise _bad(f"threads[{i}].color", "expected `#rrggbb`")
+        colors.append(t["color"])
+    stitches = doc["stitches"]
+    if not isinstance(stitches, list):
+        raise _bad("stitches", "expected an array")
+    program = []
+    for i, s in enumerate(stitches):
+        if i % CHECK_EVERY == 0:
+            job.checkpoint()
+        if not isinstance(s, dict):
+            raise _bad(f"stitches[{i}]", "expected an object")
+        cmd = s.get("cmd")
+        if cmd not in CMDS:
+            raise _bad(f"stitches[{i}].cmd", f"unknown variant `{cmd}`" if isinstance(cmd, str) else "missing")
+        program.append((_int(s.get("x"), f"stitches[{i}].x"), _int(s.get("y"), f"stitches[{i}].y"), cmd))
+    ctx["program"] = program
+    ctx["colors"] = colors
+    ctx["extents"] = extents
+    return ctx
+
+
+def encode(job: Job, ctx: dict) -> dict:
+    program = ctx.pop("program")
+    if ctx["format"] == "svg":
+        ctx["polylines"] = _polylines(job, program, ctx["colors"])
+        return ctx
+    writer = WRITERS[ctx["format"]]
+    limit = min(writer.MAX_STITCH_DISTANCE, writer.MAX_JUMP_DISTANCE)
+    job.charge(len(program) * PATTERN_BYTES_PER_STITCH, "encoding the stitches")
+    pattern = EmbPattern()
+    for color in ctx["colors"]:
+        pattern.add_thread(EmbThread(color))
+    out = pattern.stitches
+    px = py = 0
+    ended = False
+    for i, (x, y, cmd) in enumerate(program):
+        if i % CHECK_EVERY == 0:
+            job.checkpoint()
+        code = CMDS[cmd]
+        if code in (STITCH, JUMP):
+            dx, dy = x - px, y - py
+            n = max(1, math.ceil(max(abs(dx), abs(dy)) / limit))
+            if n > 1:
+                job.charge((n - 1) * PATTERN_BYTES_PER_STITCH, "splitting long moves")
+            for k in range(1, n + 1):
+                out.append([px + round(dx * k / n), py + round(dy * k / n), code])
+            px, py = x, y
+        elif code == END:
+            out.append([px, py, END])
+            ended = True
+            break
+        else:
+            out.append([px, py, code])
+    if not ended:
+        out.append([px, py, END])
+    ctx["pattern"] = pattern
+    return ctx
+
+
+def _polylines(job: Job, program, colors):
+    """SVG preview: one polyline per stretch of needle-down stitches, coloured by thread."""
+    lines, current, colour_index = [], [], 0
+    px = py = 0
+
+    def flush():
+        if len(current) > 1:
+            lines.append((colors[colour_index % len(colors)] if colors else "#000000", list(current)))
+        current.clear()
+
+    for i, (x, y, cmd) in enumerate(program):
+        if i % CHECK_EVERY == 0:
+            job.checkpoint()
+        if cmd == "stitch":
+            if not current:
+                current.append((px, py))
+            current.append((x, y))
+        elif cmd == "color_change":
+            flush()
+            colour_index += 1
+        else:
+            flush()
+        if cmd in ("stitch", "jump"):
+            px, py = x, y
+    flush()
+    return lines
+
+
+class _CheckpointedFile:
+    """A file whose writes are checkpoints: the writer's own loop becomes cancellable."""
+
+    def __init__(self, fh, job: Job):
+        self._fh, self._job, self._n = fh, job, 0
+
+    def write(self, data):
+        self._n += 1
+        if self._n % CHECK_EVERY == 0:
+            self._job.checkpoint()
+        return self._fh.write(data)
+
+    def tell(self):
+        return self._fh.tell()
+
+
+def write(job: Job, ctx: dict) -> bytes:
+    fmt = ctx["format"]
+    path = os.path.join(job.tmpdir, f"design.{fmt}")
+    if fmt == "svg":
+        _write_svg(job, path, ctx["polylines"], ctx["extents"])
+    else:
+        with open(path, "wb") as fh:
+            WRITERS[fmt].write(ctx.pop("pattern"), _CheckpointedFile(fh, job), None)
+    job.checkpoint()
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _write_svg(job: Job, path: str, polylines, extents) -> None:
+    x0, y0 = extents["min_x"], extents["min_y"]
+    w = max(1, extents["max_x"] - x0)
+    h = max(1, extents["max_y"] - y0)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0} {y0} {w} {h}" '
+            f'width="{w / 10:g}mm" height="{h / 10:g}mm">\n'
+        )
+        for i, (colour, pts) in enumerate(polylines):
+            if i % 256 == 0:
+                job.checkpoint()
+            points = " ".join(f"{x},{y}" for x, y in pts)
+            fh.write(f'<polyline fill="none" stroke="{colour}" stroke-width="3" points="{points}"/>\n')
+        fh.write("</svg>\n")
