@@ -55,9 +55,19 @@ class Service:
 
     # --- request validation ---------------------------------------------------------------
 
+    @staticmethod
+    def reject_unknown(request: web.Request, known) -> None:
+        for name in request.query:
+            if name not in known:
+                raise Problem(
+                    "invalid_parameter", f"unknown parameter `{name}` (known: {', '.join(known) or 'none'})"
+                )
+
     def digitize_params(self, request: web.Request) -> dict:
+        params = self.settings.api["digitize"]["params"]
+        self.reject_unknown(request, list(params))
         out = {}
-        for name, spec in self.settings.api["digitize"]["params"].items():
+        for name, spec in params.items():
             values = request.query.getall(name, [])
             if len(values) > 1:
                 raise Problem("invalid_parameter", f"`{name}` is given {len(values)} times")
@@ -83,6 +93,7 @@ class Service:
 
     def export_format(self, request: web.Request) -> str:
         ep = self.settings.api["export"]
+        self.reject_unknown(request, ["format"])
         values = request.query.getall("format", [])
         if len(values) > 1:
             raise Problem("invalid_parameter", f"`format` is given {len(values)} times")

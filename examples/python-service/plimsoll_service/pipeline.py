@@ -77,9 +77,8 @@ def decode(job: Job, ctx: dict) -> dict:
     data: bytes = ctx.pop("data")
     kind = sniff(data)
     if kind not in ("PNG", "JPEG"):
-        if kind is not None:
-            raise BadInput("unsupported_format", f"expected PNG or JPEG, found {kind}")
-        raise BadInput("malformed_image", "the upload is neither PNG nor JPEG data")
+        # Magic bytes decide, not Content-Type: bytes that are no known image are unsupported too.
+        raise BadInput("unsupported_format", f"expected PNG or JPEG, found {kind or 'data of no known image format'}")
     # Spool the upload into the request's temp dir (the partial state B1/B3/F1 must clean up).
     with open(os.path.join(job.tmpdir, "upload." + ("png" if kind == "PNG" else "jpg")), "wb") as fh:
         fh.write(data)
