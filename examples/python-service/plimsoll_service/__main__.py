@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     log = JsonLog(os.environ.get("PLIMSOLL_LOG_FILE") or None, settings.log_stack)
     drain_ms = int(os.environ.get("PLIMSOLL_DRAIN_TIMEOUT_MS", "10000"))
 
+    # Worker threads run Python between NumPy calls; a short GIL switch interval keeps the event
+    # loop's refusals and scrapes prompt while every worker is busy (the default is 5 ms).
+    sys.setswitchinterval(float(os.environ.get("PLIMSOLL_SWITCH_INTERVAL_MS", "1")) / 1000)
     svc = Service(settings, log, temp_root)
     host = "127.0.0.1" if args.bind in ("0.0.0.0", "::") else args.bind
     svc.self_url = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"

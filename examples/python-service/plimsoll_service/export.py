@@ -111,7 +111,7 @@ def encode(job: Job, ctx: dict) -> dict:
     writer = WRITERS[ctx["format"]]
     limit = min(writer.MAX_STITCH_DISTANCE, writer.MAX_JUMP_DISTANCE)
     job.charge(len(program) * PATTERN_BYTES_PER_STITCH, "encoding the stitches")
-    pattern = EmbPattern()
+    pattern = _Pattern()
     for color in ctx["colors"]:
         pattern.add_thread(EmbThread(color))
     out = pattern.stitches
@@ -127,18 +127,45 @@ def encode(job: Job, ctx: dict) -> dict:
             if n > 1:
                 job.charge((n - 1) * PATTERN_BYTES_PER_STITCH, "splitting long moves")
             for k in range(1, n + 1):
-                out.append([px + round(dx * k / n), py + round(dy * k / n), code])
+                out.append((px + round(dx * k / n), py + round(dy * k / n), code))
             px, py = x, y
+            pattern.note(x, y, code)
         elif code == END:
-            out.append([px, py, END])
+            out.append((px, py, END))
             ended = True
             break
         else:
-            out.append([px, py, code])
+            out.append((px, py, code))
+            pattern.note(px, py, code)
     if not ended:
-        out.append([px, py, END])
+        out.append((px, py, END))
     ctx["pattern"] = pattern
     return ctx
+
+
+class _Pattern(EmbPattern):
+    """An EmbPattern that keeps the DST header's figures (bounds, colour changes) as it is built,
+    so the writer does not walk every stitch once more before its first (checkpointed) write."""
+
+    def __init__(self):
+        super().__init__()
+        self._bounds = None
+        self._changes = 0
+
+    def note(self, x: int, y: int, code: int) -> None:
+        b = self._bounds
+        if b is None:
+            self._bounds = [x, y, x, y]
+        else:
+            b[0], b[1], b[2], b[3] = min(b[0], x), min(b[1], y), max(b[2], x), max(b[3], y)
+        if code == COLOR_CHANGE:
+            self._changes += 1
+
+    def bounds(self):
+        return tuple(self._bounds) if self._bounds else (0, 0, 0, 0)
+
+    def count_color_changes(self):
+        return self._changes
 
 
 def _polylines(job: Job, program, colors):
