@@ -235,7 +235,7 @@ async def request_ids_and_problems(request: web.Request, handler):
 def svc_problem(svc: Service, request: web.Request, p: Problem) -> web.Response:
     rid = request["rid"]
     status = svc.settings.errors[p.code]["status"]
-    svc.log.error(rid, p.stage, p.detail, p.cause, code=p.code, status=status,
+    svc.log.error(rid, p.stage, p.detail, p.cause or p, code=p.code, status=status,
                   method=request.method, path=request.path)
     resp = problem_response(svc.settings.errors, p, rid)
     if p.code == "upload_timeout":

@@ -100,7 +100,7 @@ class JsonLog:
         if self.with_stack:
             if cause is not None and cause.__traceback__ is not None:
                 stack = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
-            else:
+            else:  # not raised: where it was reported from
                 stack = "".join(traceback.format_stack(limit=12))
         self.write("error", error, request_id=request_id, stage=stage, error=error, stack=stack, **extra)
 
