@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Gate the Python example service the way a user's CI gates its own service: install its
-# requirements, start it with test hooks on, wait for /healthz, run ci/gate.sh against it, stop it.
+# requirements, run its unit tests, start it with test hooks on, wait for /healthz, run
+# ci/gate.sh against it, stop it.
 #
 #   bash examples/python-service/gate.sh              # scaled run (fast): small timeouts, a queue
 #   MODE=contract bash examples/python-service/gate.sh  # the contract's own values (B1 waits 60 s)
@@ -26,6 +27,9 @@ export REPORT_DIR="${REPORT_DIR:-./plimsoll-reports/python-service}"
 work="$(mktemp -d)"
 echo "==> python-service: installing requirements"
 "$PYTHON" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" || exit 2
+
+echo "==> python-service: unit tests"
+(cd "$here" && "$PYTHON" -m unittest discover -s tests) || exit 1
 
 service_env=(PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/tmp" PLIMSOLL_LOG_FILE="$work/service.jsonl")
 check_args=()
