@@ -151,8 +151,9 @@ class Service:
                 args = (self.export_format(request),)
             body = await self.read_body(request, s.api[kind]["max_upload_bytes"])
             self.check_content_type(request, kind)
-        except Problem:
+        except Problem as p:
             pool.count("invalid")
+            p.headers["Server-Timing"] = _timing(0.0, 0.0)  # never queued, never ran
             raise
 
         loop = asyncio.get_running_loop()
@@ -163,7 +164,10 @@ class Service:
             started = await pool.acquire(admitted, deadline)
         except Overloaded as o:
             pool.count("overloaded")
-            raise Problem("overloaded", o.detail, stage="admission", retry_after=o.retry_after) from None
+            raise Problem(
+                "overloaded", o.detail, stage="admission", retry_after=o.retry_after,
+                headers={"Server-Timing": _timing(0.0, 0.0)},
+            ) from None
         except QueueTimeout:
             pool.count("timeout")
             raise Problem(
