@@ -106,13 +106,11 @@ class Service:
         allowed = self.settings.api[kind]["content_types"]
         got = request.headers.get("Content-Type")
         if got is None or request.content_type not in allowed:
+            # Refused before admission: no stage ran, so the body names none (log stage `request`).
+            # Bytes that claim an allowed type but are something else fail in `decode` instead.
             what = "images" if kind == "digitize" else "designs"
-            stage = self.settings.stages[kind][0]
             raise Problem(
-                "unsupported_format",
-                f"expected {' or '.join(allowed)} ({what}), got {got or 'no Content-Type'}",
-                failed_stage=stage,
-                completed_stages=[],
+                "unsupported_format", f"expected {' or '.join(allowed)} ({what}), got {got or 'no Content-Type'}"
             )
 
     async def read_body(self, request: web.Request, limit: int) -> bytes:
