@@ -440,28 +440,12 @@ fn jpeg_and_sixteen_bit_png_and_transparent_images_digitize() {
     assert_eq!(out.design.stitches[0].cmd, StitchCommand::End);
 }
 
-/// CRC-32 (PNG chunks).
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
 fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
     out.extend_from_slice(&(data.len() as u32).to_be_bytes());
     let start = out.len();
     out.extend_from_slice(kind);
     out.extend_from_slice(data);
-    let crc = crc32(&out[start..]);
+    let crc = crc32fast::hash(&out[start..]);
     out.extend_from_slice(&crc.to_be_bytes());
 }
 
@@ -496,7 +480,7 @@ fn fix_crcs(png: &mut [u8]) {
         if end + 4 > png.len() {
             return;
         }
-        let crc = crc32(&png[i + 4..end]);
+        let crc = crc32fast::hash(&png[i + 4..end]);
         png[end..end + 4].copy_from_slice(&crc.to_be_bytes());
         i = end + 4;
     }

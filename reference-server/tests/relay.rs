@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use common::TestServer;
 use plimsoll_server::state::AppState;
 use plimsoll_spec::relay::{
@@ -213,7 +215,7 @@ impl Received {
             .map(String::as_str)
             == Some("base64")
         {
-            plimsoll_server::relay::base64_decode(&joined).unwrap()
+            STANDARD.decode(&joined).unwrap()
         } else {
             joined.into_bytes()
         }
@@ -656,7 +658,7 @@ async fn malformed_messages_get_an_error_frame_and_the_socket_stays_open() {
 async fn a_relayed_digitize_takes_a_base64_image_and_an_http_error_is_a_response_frame() {
     let s = TestServer::start(&[]).await;
     let mut ws = Ws::connect(&s).await;
-    let png = plimsoll_server::relay::base64_encode(&common::png(64, 48));
+    let png = STANDARD.encode(common::png(64, 48));
     ws.send(&envelope(
         "dig",
         "POST",

@@ -17,7 +17,6 @@
 //! - A message that is not an envelope gets a `relay-error` frame with a `code` (the contract's
 //!   `invalid_parameter`) and the connection carries on.
 
-mod base64;
 mod envelope;
 mod frames;
 mod worker;
@@ -39,7 +38,6 @@ use tracing::instrument::WithSubscriber;
 use crate::mutant::Mutant;
 use crate::state::AppState;
 
-pub use base64::{decode as base64_decode, encode as base64_encode};
 use writer::FrameWriter;
 
 /// The pool label of the relay workers in `/metrics`.

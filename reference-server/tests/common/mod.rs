@@ -157,22 +157,7 @@ pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
     let mut bytes = png(8, 8);
     bytes[16..20].copy_from_slice(&width.to_be_bytes());
     bytes[20..24].copy_from_slice(&height.to_be_bytes());
-    let crc = crc32(&bytes[12..29]);
+    let crc = crc32fast::hash(&bytes[12..29]);
     bytes[29..33].copy_from_slice(&crc.to_be_bytes());
     bytes
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
