@@ -85,7 +85,7 @@ impl ApiError {
                 self.pool
             ),
             ErrorKind::Job(e) => match &e.kind {
-                JobErrorKind::Cancelled => {
+                JobErrorKind::Interrupted(crate::job::Interrupt::Cancelled) => {
                     "the server is shutting down; the job was cancelled".to_owned()
                 }
                 JobErrorKind::Panicked { message, .. } => {

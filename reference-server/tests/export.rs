@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use image::{ImageEncoder, Rgba, RgbaImage};
 use plimsoll_server::export::{encode_dst, encode_exp, export, parse, render_svg, validate_design};
-use plimsoll_server::job::{JobConfig, JobContext, JobErrorKind};
+use plimsoll_server::job::{Interrupt, JobConfig, JobContext, JobErrorKind};
 use plimsoll_server::pipeline::{DigitizeParams, digitize};
 use plimsoll_spec::design::DESIGN_FORMAT;
 use plimsoll_spec::{
@@ -690,7 +690,10 @@ fn export_failures_name_their_stage_and_leave_nothing_behind() {
     let mut ctx = JobContext::new(cfg).unwrap();
     let err = export(&mut ctx, &json, ExportFormat::Exp).unwrap_err();
     assert!(
-        matches!(err.kind, JobErrorKind::MemoryCapExceeded { .. }),
+        matches!(
+            err.kind,
+            JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded { .. })
+        ),
         "{err:?}"
     );
     assert_eq!(err.failed_stage, Stage::Parse);
@@ -701,6 +704,9 @@ fn export_failures_name_their_stage_and_leave_nothing_behind() {
     let err = export(&mut ctx, &json, ExportFormat::Svg).unwrap_err();
     assert_eq!(
         (err.kind, err.failed_stage),
-        (JobErrorKind::Cancelled, Stage::Parse)
+        (
+            JobErrorKind::Interrupted(Interrupt::Cancelled),
+            Stage::Parse
+        )
     );
 }

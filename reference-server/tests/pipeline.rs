@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use image::{ImageEncoder, Rgba, RgbaImage};
-use plimsoll_server::job::{JobConfig, JobContext, JobError, JobErrorKind};
+use plimsoll_server::job::{Interrupt, JobConfig, JobContext, JobError, JobErrorKind};
 use plimsoll_server::pipeline::{
     DigitizeOutput, DigitizeParams, ESTIMATED_BYTES_PER_PIXEL, digitize,
 };
@@ -579,10 +579,10 @@ fn each_bad_input_gets_its_code() {
     );
     assert!(started.elapsed() < Duration::from_secs(1));
     match e.kind {
-        JobErrorKind::MemoryCapExceeded {
+        JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded {
             requested_bytes,
             cap_bytes,
-        } => {
+        }) => {
             assert_eq!(requested_bytes, 10_000_000_000 * ESTIMATED_BYTES_PER_PIXEL);
             assert_eq!(cap_bytes, 1 << 30);
         }
@@ -637,7 +637,7 @@ proptest! {
                 Err(e) => prop_assert!(
                     matches!(
                         e.kind,
-                        JobErrorKind::Invalid { .. } | JobErrorKind::MemoryCapExceeded { .. }
+                        JobErrorKind::Invalid { .. } | JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded { .. })
                     ),
                     "{e:?}"
                 ),
@@ -681,7 +681,7 @@ fn cancellation_stops_a_real_four_megapixel_job_within_a_second() {
     let (cancelled_at, stage) = canceller.join().unwrap();
     let stage = stage.expect("the job was still running when cancelled");
     let err = failed(result);
-    assert_eq!(err.kind, JobErrorKind::Cancelled);
+    assert_eq!(err.kind, JobErrorKind::Interrupted(Interrupt::Cancelled));
     let lag = returned.duration_since(cancelled_at);
     assert!(
         lag < Duration::from_secs(1),
@@ -713,7 +713,10 @@ fn the_deadline_stops_a_job_within_a_second() {
     let err = failed(run(root.path(), &image, &params(2000.0), |c| {
         c.deadline = Instant::now() + Duration::from_millis(100)
     }));
-    assert_eq!(err.kind, JobErrorKind::DeadlineExceeded);
+    assert_eq!(
+        err.kind,
+        JobErrorKind::Interrupted(Interrupt::DeadlineExceeded)
+    );
     assert_eq!(err.kind.code(), Some(ErrorCode::Timeout));
     assert!(
         started.elapsed() < Duration::from_millis(1100),
@@ -738,7 +741,10 @@ fn the_deadline_stops_a_job_within_a_second() {
     ));
     assert_eq!(
         (err.kind, err.failed_stage),
-        (JobErrorKind::DeadlineExceeded, Stage::Fill)
+        (
+            JobErrorKind::Interrupted(Interrupt::DeadlineExceeded),
+            Stage::Fill
+        )
     );
     assert!(started.elapsed() < Duration::from_millis(500));
 }
@@ -760,7 +766,7 @@ fn the_memory_budget_names_the_stage_that_ran_out() {
         "peak heap {peak} bytes with a 4 MiB cap"
     );
     assert!(
-        matches!(err.kind, JobErrorKind::MemoryCapExceeded { cap_bytes, .. } if cap_bytes == 4 << 20),
+        matches!(err.kind, JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded { cap_bytes, .. }) if cap_bytes == 4 << 20),
         "{err:?}"
     );
     assert_eq!(err.failed_stage, Stage::Fill);
@@ -783,7 +789,7 @@ fn the_memory_budget_names_the_stage_that_ran_out() {
         c.memory_cap_bytes = 1 << 20
     }));
     assert!(
-        matches!(err.kind, JobErrorKind::MemoryCapExceeded { requested_bytes, .. } if requested_bytes == 512 * 512 * ESTIMATED_BYTES_PER_PIXEL)
+        matches!(err.kind, JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded { requested_bytes, .. }) if requested_bytes == 512 * 512 * ESTIMATED_BYTES_PER_PIXEL)
     );
     assert_eq!(err.failed_stage, Stage::Decode);
 
@@ -793,7 +799,7 @@ fn the_memory_budget_names_the_stage_that_ran_out() {
         c.hooks = vec![HookDirective::Alloc { mb: 100 }];
     }));
     assert!(
-        matches!(err.kind, JobErrorKind::MemoryCapExceeded { requested_bytes, .. } if requested_bytes == 100 << 20)
+        matches!(err.kind, JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded { requested_bytes, .. }) if requested_bytes == 100 << 20)
     );
     assert_eq!(err.failed_stage, Stage::Decode);
     // Held past the first stage: 62 MiB + decode's 1 MiB fits in 64, quantize's 2 MiB more not.
@@ -802,7 +808,10 @@ fn the_memory_budget_names_the_stage_that_ran_out() {
         c.hooks = vec![HookDirective::Alloc { mb: 62 }];
     }));
     assert!(
-        matches!(err.kind, JobErrorKind::MemoryCapExceeded { .. }),
+        matches!(
+            err.kind,
+            JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded { .. })
+        ),
         "{err:?}"
     );
     assert_eq!(err.failed_stage, Stage::Quantize);
@@ -1007,7 +1016,10 @@ fn a_zip_bomb_in_the_png_metadata_is_bounded_by_the_budget() {
     match result {
         Ok(stitches) => assert!(stitches > 0),
         Err(e) => assert!(
-            matches!(e.kind, JobErrorKind::MemoryCapExceeded { .. }),
+            matches!(
+                e.kind,
+                JobErrorKind::Interrupted(Interrupt::MemoryCapExceeded { .. })
+            ),
             "{e:?}"
         ),
     }

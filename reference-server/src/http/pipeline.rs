@@ -532,7 +532,9 @@ where
             completed_stages: progress.snapshot().1,
         })))),
         Ok(Ok(Ok(value))) => Ok((value, timing())),
-        Ok(Ok(Err(e))) if e.kind == JobErrorKind::DeadlineExceeded => {
+        Ok(Ok(Err(e)))
+            if e.kind == JobErrorKind::Interrupted(crate::job::Interrupt::DeadlineExceeded) =>
+        {
             Err(fail(timed_out(e.failed_stage, e.completed_stages)))
         }
         Ok(Ok(Err(e))) => Err(fail(ErrorKind::Job(Box::new(e)))),

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, Uri, header};
-use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
-use plimsoll_spec::{ErrorCode, HookDirective, Stage};
 use base64::Engine;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
+use plimsoll_spec::{ErrorCode, HookDirective, Stage};
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -32,10 +32,7 @@ pub const BASE64: GeneralPurpose = GeneralPurpose::new(
 /// Decodes a base64 body; line breaks and other ASCII whitespace (MIME-style wrapping) are
 /// ignored.
 pub fn decode_body(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
-    let compact: Vec<u8> = text
-        .bytes()
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
+    let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     BASE64.decode(compact)
 }
 
