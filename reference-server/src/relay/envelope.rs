@@ -10,11 +10,10 @@ use base64::Engine;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
-use plimsoll_spec::{ErrorCode, HookDirective, Stage};
+use plimsoll_spec::{Contract, HookDirective, Stage};
 use serde_json::Value;
 
-use crate::error::ApiError;
-use crate::state::AppState;
+use crate::error::ErrorKind;
 
 /// The header a request envelope (and a response frame) uses to say its body is base64.
 pub const TRANSFER_ENCODING: &str = "content-transfer-encoding";
@@ -145,31 +144,12 @@ pub fn parse(text: &str, hook_header: &str) -> Result<Envelope, Malformed> {
 
 /// How long the relay worker itself holds the envelope (`hold=relay:MS`), or why the hook header
 /// is refused — the same answers the HTTP API gives (`hooks_disabled`, `invalid_parameter`).
-pub fn relay_hold(state: &AppState, hook: Option<&str>) -> Result<Duration, Box<ApiError>> {
-    let Some(value) = hook else {
-        return Ok(Duration::ZERO);
-    };
-    let h = &state.config.contract.hooks;
-    let id = || state.new_request_id();
-    if !state.config.hooks_enabled {
-        return Err(Box::new(ApiError::rejected(
-            &id(),
-            "relay",
-            h.disabled_code,
-            format!(
-                "{} is only honoured when the server runs with {}=1",
-                h.header, h.env
-            ),
-        )));
-    }
-    let directives = plimsoll_spec::parse_hooks(value).map_err(|e| {
-        Box::new(ApiError::rejected(
-            &id(),
-            "relay",
-            ErrorCode::InvalidParameter,
-            e.to_string(),
-        ))
-    })?;
+pub fn relay_hold(
+    contract: &Contract,
+    hooks_enabled: bool,
+    hook: Option<&str>,
+) -> Result<Duration, ErrorKind> {
+    let directives = crate::hooks::authorise(contract, hooks_enabled, hook)?;
     let ms = directives
         .iter()
         .map(|d| match d {

@@ -8,19 +8,21 @@
 //! - The receive loop ([`connection`]) only parses envelopes and enqueues them on the relay pool
 //!   (`AppState::relay`, R1: `relay_concurrency` workers, overflow queues in FIFO order). The
 //!   envelope joins the pool's queue before the next message is read, so start order is arrival
-//!   order (R4).
+//!   order (R4); its job then runs as the [`dispatch::RelayDispatch`] says (R2).
 //! - A worker ([`worker`]) holds its slot while it performs the request (and any
-//!   `hold=relay:MS` hook) and sends the response frames.
+//!   `hold=relay:MS` hook) against the server's router — built once, by `server`, and handed
+//!   over through `AppState::api` — and sends the response frames.
 //! - All frames go through one [`writer::FrameWriter`], a lock held per frame (R5).
 //! - When the socket goes away, queued envelopes leave the queue, running workers finish and
 //!   their responses are dropped without error; every slot comes back (R6).
 //! - A message that is not an envelope gets a `relay-error` frame with a `code` (the contract's
 //!   `invalid_parameter`) and the connection carries on.
 
+pub mod dispatch;
 mod envelope;
 mod frames;
 mod worker;
-mod writer;
+pub mod writer;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,26 +37,28 @@ use plimsoll_spec::relay::RelayResponse;
 use tokio_util::sync::CancellationToken;
 use tracing::instrument::WithSubscriber;
 
-use crate::mutant::Mutant;
 use crate::state::AppState;
 
 use writer::FrameWriter;
-
-/// The pool label of the relay workers in `/metrics`.
-pub const POOL: &str = "relay";
 
 /// Upgrades to a WebSocket and serves the relay protocol on it.
 pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
     ws.on_upgrade(move |socket| {
         let dispatch = state.dispatch.clone();
-        connection(state, socket).with_subscriber(dispatch)
+        async move {
+            // Only missing once serving has ended: nothing is left to relay to.
+            if let Some(router) = state.api.router() {
+                connection(state, router, socket).await;
+            }
+        }
+        .with_subscriber(dispatch)
     })
 }
 
 /// What the receive loop and the workers of one socket share.
 struct Connection {
     state: AppState,
-    /// The server's own API, built once per connection; workers call it in-process.
+    /// The server's own router; workers call it in-process.
     router: Router,
     writer: FrameWriter,
     /// Cancelled when the socket is gone (read side ended, a write failed) or the server stops.
@@ -68,19 +72,17 @@ impl Connection {
     /// Sends `frames` in order, one lock per frame; false when the socket is gone (the rest are
     /// dropped silently).
     async fn send_frames(&self, frames: &[RelayResponse]) -> bool {
-        // The `relay-split-frames` broken variant breaks the streaming path only (responses of
-        // several frames), so single-frame answers still parse and only R5 sees the damage.
-        let split = frames.len() > 1 && self.state.config.is(Mutant::RelaySplitFrames);
+        let sender = &self.state.components().frame_sender;
         for frame in frames {
+            // clause: R6 — an orphaned response is dropped, frame by frame, without error
             if self.gone.is_cancelled() {
                 return false;
             }
-            let sent = if split {
-                self.writer.send_split(frame).await
-            } else {
-                self.writer.send(frame).await
-            };
-            if sent.is_err() {
+            if sender
+                .send(&self.writer, frame, frames.len())
+                .await
+                .is_err()
+            {
                 self.gone.cancel();
                 return false;
             }
@@ -114,10 +116,10 @@ impl Connection {
 }
 
 /// The receive loop of one socket.
-async fn connection(state: AppState, socket: WebSocket) {
+async fn connection(state: AppState, router: Router, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let conn = Arc::new(Connection {
-        router: crate::http::router(state.clone()),
+        router,
         writer: FrameWriter::new(sink),
         gone: state.shutdown.child_token(),
         id: state.new_request_id(),
