@@ -1,10 +1,11 @@
 //! `plimsoll-server`: the reference implementation of the Plimsoll contract.
 //!
-//! The pipeline ([`pipeline`], [`export`]) is real work with cooperative checkpoints
-//! ([`job`]); the HTTP layer ([`http`]) and the relay bridge ([`relay`]) put every clause of the
-//! contract around it: admission ([`admission`], [`retry_after`]), the per-request bounds
-//! ([`bounds`]), the worker and its teardown ([`worker`]), error answers ([`problem`]), logs
-//! ([`logging`]), metrics ([`metrics`]) and what the server claims about itself ([`claims`]).
+//! The pipeline ([`pipeline`], [`export`]) is real work with cooperative checkpoints ([`job`]);
+//! the HTTP layer ([`http`]) and the relay bridge ([`bridge`], speaking [`relay`]) put every
+//! clause of the contract around it: admission ([`admission`], [`retry_after`]), the per-request
+//! bounds ([`bounds`]), the worker and its teardown ([`worker`]), error answers ([`problem`]),
+//! logs ([`logging`]), metrics ([`metrics`]) and what the server claims about itself
+//! ([`claims`]).
 //!
 //! Each piece a broken variant may replace is a seam: a trait with the contract's implementation
 //! next to it, gathered in [`components::Components`]. The broken variants themselves (`mutant`)
@@ -12,6 +13,7 @@
 
 pub mod admission;
 pub mod bounds;
+pub mod bridge;
 pub mod claims;
 pub mod components;
 pub mod config;

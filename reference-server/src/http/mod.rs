@@ -30,7 +30,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route(&api.digitize.path, post(endpoints::digitize))
         .route(&api.export.path, post(endpoints::export))
-        .route(&api.relay.path, get(crate::relay::upgrade))
+        .route(&api.relay.path, get(crate::bridge::upgrade))
         .route(&api.contract.path, get(info::contract))
         .route(&api.metrics.path, get(info::metrics))
         .route(&api.healthz.path, get(info::healthz))

@@ -38,7 +38,7 @@ pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Installs (once) a panic hook that, for panics inside [`JobContext::run_stage`], records the
+/// Installs (once) a panic hook that, for panics inside [`JobContext::run_stage`](super::JobContext::run_stage), records the
 /// message and a forced backtrace for the job's error instead of printing to stderr (the server
 /// logs it as one structured line, F3). Panics elsewhere go to the previous hook unchanged.
 pub fn install_panic_hook() {

@@ -13,10 +13,11 @@ use plimsoll_spec::{ErrorCode, Outcome, Pool};
 use tower::ServiceExt;
 use tracing::instrument::WithSubscriber;
 
-use super::envelope::{self, Envelope};
-use super::{Connection, frames};
+use super::Connection;
 use crate::admission::{Permit, Refused, Slot};
 use crate::error::ApiError;
+use crate::relay::envelope::{self, Envelope};
+use crate::relay::frames;
 use crate::worker::WorkerEnd;
 
 /// Enqueues `envelope` on the relay pool and runs it on its own task once it has a slot. The
