@@ -21,6 +21,7 @@ impl Budget {
         }
     }
 
+    // clause: B2 — per-request accounting, charged before allocating
     pub(super) fn try_add(&self, bytes: u64) -> Result<(), Interrupt> {
         let mut used = self.used.load(Ordering::Relaxed);
         loop {

@@ -89,6 +89,7 @@ impl JobContext {
     /// Returns why the job must stop, if it must. Costs a clock read and a few uncontended atomic
     /// operations (~30 ns), so it is safe to call every few thousand pixels. Also records the
     /// longest stretch without a call, per stage (see [`Progress::stage_checkpoint_gaps`]).
+    // clause: B3 — the flag checked between stages and inside long loops (also B1, B2)
     #[inline]
     pub fn checkpoint(&self) -> Result<(), Interrupt> {
         let now = Instant::now();
@@ -169,6 +170,7 @@ impl JobContext {
 
     /// Runs one stage: marks it current, honours the checkpoint and the test hooks, catches a
     /// panic, and on failure names this stage and the ones completed before it.
+    // clause: F1 — a stage's error or panic becomes one failure naming the stage
     pub fn run_stage<T>(
         &mut self,
         stage: Stage,
