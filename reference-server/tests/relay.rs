@@ -36,7 +36,7 @@ struct Ws {
 
 impl Ws {
     async fn connect(server: &TestServer) -> Ws {
-        let addr = server.server.addr;
+        let addr = server.server.server().addr;
         let mut tcp = TcpStream::connect(addr).await.unwrap();
         let request = format!(
             "GET /v1/relay HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -375,7 +375,7 @@ async fn overflow_queues_fifo_and_never_runs_more_than_the_limit() {
     assert_eq!(s.metric("plimsoll_workers_limit", "relay").await, n as f64);
     let mut ws = Ws::connect(&s).await;
     let ids = ids("r4", 3 * n);
-    let (stop, sampler) = sample_pool(s.server.state().clone());
+    let (stop, sampler) = sample_pool(s.state().clone());
     for id in &ids {
         ws.send(&held(id, 250)).await;
     }
@@ -394,7 +394,7 @@ async fn overflow_queues_fifo_and_never_runs_more_than_the_limit() {
         assert_eq!(got, want, "wave {w}");
     }
     assert!(r.frames.iter().all(|(_, f)| f.status == 200));
-    pool_settles(s.server.state(), (0, 0), Duration::from_millis(200)).await;
+    pool_settles(s.state(), (0, 0), Duration::from_millis(200)).await;
 }
 
 #[tokio::test]
@@ -563,7 +563,7 @@ async fn a_dropped_socket_releases_every_slot_and_a_new_socket_works_at_once() {
         .r1
         .value
         .relay_concurrency as usize;
-    let state = s.server.state().clone();
+    let state = s.state().clone();
     let mut ws = Ws::connect(&s).await;
     // n held plus two queued behind them.
     for id in ids("orphan", n + 2) {
@@ -705,11 +705,7 @@ async fn hook_headers_are_refused_like_the_http_api_when_hooks_are_off() {
         let problem: serde_json::Value = serde_json::from_slice(&r.body(id)).unwrap();
         assert_eq!(problem["code"], "hooks_disabled");
     }
-    assert_eq!(
-        s.server.state().relay.load(),
-        (0, 0),
-        "refused before admission"
-    );
+    assert_eq!(s.state().relay.load(), (0, 0), "refused before admission");
 }
 
 #[tokio::test]
@@ -735,7 +731,7 @@ async fn an_invalid_hook_is_a_400_response_frame() {
 #[tokio::test]
 async fn server_shutdown_cancels_a_relay_hold_and_closes_the_socket() {
     let s = TestServer::start(&[("PLIMSOLL_DRAIN_TIMEOUT_MS", "50")]).await;
-    let state = s.server.state().clone();
+    let state = s.state().clone();
     let mut ws = Ws::connect(&s).await;
     ws.send(&held("long", 60_000)).await;
     while state.relay.load().0 == 0 {
@@ -786,7 +782,7 @@ mod mutants {
         let s = start(Mutant::RelayUnbounded).await;
         let mut ws = Ws::connect(&s).await;
         let ids = ids("u", 9);
-        let (stop, sampler) = sample_pool(s.server.state().clone());
+        let (stop, sampler) = sample_pool(s.state().clone());
         for id in &ids {
             ws.send(&held(id, 200)).await;
         }
@@ -810,7 +806,7 @@ mod mutants {
     #[tokio::test]
     async fn leaked_slots_stay_busy_after_a_drop() {
         let s = start(Mutant::RelayLeakSlot).await;
-        let state = s.server.state().clone();
+        let state = s.state().clone();
         let mut ws = Ws::connect(&s).await;
         for id in ids("leak", 3) {
             ws.send(&held(&id, 100)).await;

@@ -649,15 +649,14 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
     )
     .await
     .unwrap();
-    let TestServer { server, temp, .. } = s;
-    server.shutdown().await.unwrap();
+    let workspace = s.server.shutdown_keeping_workspace().await.unwrap();
     assert_eq!(
         short.await.unwrap().unwrap().status(),
         200,
         "in-flight work finished during the drain"
     );
     assert!(
-        std::fs::read_dir(temp.path().join("jobs"))
+        std::fs::read_dir(workspace.path().join("jobs"))
             .unwrap()
             .next()
             .is_none()
@@ -678,8 +677,7 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
     .await
     .unwrap();
     let started = Instant::now();
-    let TestServer { server, temp, .. } = s;
-    server.shutdown().await.unwrap();
+    let workspace = s.server.shutdown_keeping_workspace().await.unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",
@@ -688,7 +686,7 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
     let response = long.await.unwrap().unwrap();
     assert_eq!(response.status(), 503, "cancelled at the end of the drain");
     assert!(
-        std::fs::read_dir(temp.path().join("jobs"))
+        std::fs::read_dir(workspace.path().join("jobs"))
             .unwrap()
             .next()
             .is_none()
@@ -697,15 +695,11 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
 
 #[tokio::test]
 async fn stale_job_dirs_from_a_crash_are_removed_at_start() {
-    let temp = tempfile::tempdir().unwrap();
-    let jobs = temp.path().join("jobs");
+    let workspace = tempfile::tempdir().unwrap();
+    let jobs = workspace.path().join("jobs");
     std::fs::create_dir_all(jobs.join("plimsoll-job-crashed/inner")).unwrap();
     std::fs::write(jobs.join("unrelated.txt"), "keep").unwrap();
-    let s = TestServer::start_with(&[], true, |mut c| {
-        c.temp_root = jobs.clone();
-        c
-    })
-    .await;
+    let s = TestServer::start_in(workspace, &[], true, |c| c).await;
     assert_eq!(s.metric("plimsoll_temp_files", "").await, 0.0);
     assert!(!jobs.join("plimsoll-job-crashed").exists());
     assert!(jobs.join("unrelated.txt").exists());

@@ -2,21 +2,20 @@
 #![allow(dead_code)]
 
 use std::io::Cursor;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use plimsoll_server::{Config, LogSink, RunningServer};
+use plimsoll_server::state::AppState;
+use plimsoll_server::{Config, Embedded};
 
+/// The embedded reference server (its own workspace: temp root and log file) and a client.
 pub struct TestServer {
-    pub server: RunningServer,
-    pub temp: tempfile::TempDir,
-    pub log: PathBuf,
+    pub server: Embedded,
     pub client: reqwest::Client,
 }
 
 impl TestServer {
-    /// A server on 127.0.0.1:0 with hooks on, its own temp root and log file, and `overrides`
-    /// applied as if they were environment variables.
+    /// A server on 127.0.0.1:0 with hooks on and `overrides` applied as if they were environment
+    /// variables.
     pub async fn start(overrides: &[(&str, &str)]) -> TestServer {
         Self::start_with(overrides, true, |c| c).await
     }
@@ -26,28 +25,29 @@ impl TestServer {
         hooks: bool,
         edit: impl FnOnce(Config) -> Config,
     ) -> TestServer {
-        let temp = tempfile::tempdir().unwrap();
-        let log = temp.path().join("server.log");
-        let owned: Vec<(String, String)> = overrides
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut config =
-            Config::from_lookup(|k| owned.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
-                .unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), overrides, hooks, edit).await
+    }
+
+    /// [`TestServer::start_with`] in a workspace the test prepared.
+    pub async fn start_in(
+        workspace: tempfile::TempDir,
+        overrides: &[(&str, &str)],
+        hooks: bool,
+        edit: impl FnOnce(Config) -> Config,
+    ) -> TestServer {
+        let mut config = Config::from_overrides(overrides).unwrap();
         config.hooks_enabled = hooks;
-        config.temp_root = temp.path().join("jobs");
-        config.log = LogSink::File(log.clone());
-        let server = RunningServer::start(edit(config)).await.unwrap();
         TestServer {
-            server,
-            temp,
-            log,
+            server: Embedded::start_in(workspace, edit(config)).await.unwrap(),
             client: reqwest::Client::builder()
                 .pool_max_idle_per_host(0)
                 .build()
                 .unwrap(),
         }
+    }
+
+    pub fn state(&self) -> &AppState {
+        self.server.state()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -99,7 +99,7 @@ impl TestServer {
     }
 
     pub fn temp_entries(&self) -> Vec<String> {
-        std::fs::read_dir(self.temp.path().join("jobs"))
+        std::fs::read_dir(self.server.temp_dir())
             .map(|d| {
                 d.flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -109,7 +109,7 @@ impl TestServer {
     }
 
     pub fn log_lines(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
+        std::fs::read_to_string(self.server.log_path())
             .unwrap_or_default()
             .lines()
             .map(str::to_owned)
