@@ -20,6 +20,7 @@
 
 pub mod decode;
 pub mod fill;
+mod nearest;
 pub mod quantize;
 pub mod segment;
 pub mod sequence;
