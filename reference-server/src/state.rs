@@ -49,22 +49,30 @@ impl AppState {
         let metrics = Metrics::new(&config.contract);
         let c = &config.contract.clauses;
         let timeout_s = |ms: u64| Duration::from_millis(ms).as_secs().max(1);
-        let digitize = build_pool(
-            &config,
-            &metrics,
-            Pool::Digitize,
-            c.t1.value.digitize_workers,
-            c.t2.value.digitize_queue_capacity as usize,
-            timeout_s(c.b1.value.digitize_timeout_ms),
-        );
-        let export = build_pool(
-            &config,
-            &metrics,
-            Pool::Export,
-            c.t1.value.export_workers,
-            c.t2.value.export_queue_capacity as usize,
-            timeout_s(c.b1.value.export_timeout_ms),
-        );
+        let [digitize, export] = [
+            (
+                Pool::Digitize,
+                c.t1.value.digitize_workers,
+                c.t2.value.digitize_queue_capacity,
+                c.b1.value.digitize_timeout_ms,
+            ),
+            (
+                Pool::Export,
+                c.t1.value.export_workers,
+                c.t2.value.export_queue_capacity,
+                c.b1.value.export_timeout_ms,
+            ),
+        ]
+        .map(|(pool, workers, queue, timeout_ms)| {
+            build_pool(
+                &config,
+                &metrics,
+                pool,
+                workers,
+                queue as usize,
+                timeout_s(timeout_ms),
+            )
+        });
         let r1 = &c.r1.value;
         // clause: R1 — requests beyond the relay workers queue, never refused
         let relay_queue = match r1.overflow {

@@ -19,6 +19,7 @@ use axum::routing::{get, post};
 use tracing::instrument::WithSubscriber;
 
 use crate::state::AppState;
+use endpoints::{Digitize, Export};
 
 /// The request's id (F4), set by the middleware before any handler runs.
 #[derive(Debug, Clone)]
@@ -28,8 +29,8 @@ pub struct RequestId(pub String);
 pub fn router(state: AppState) -> Router {
     let api = &state.config.contract.api;
     Router::new()
-        .route(&api.digitize.path, post(endpoints::digitize))
-        .route(&api.export.path, post(endpoints::export))
+        .route(&api.digitize.path, post(endpoints::handle::<Digitize>))
+        .route(&api.export.path, post(endpoints::handle::<Export>))
         .route(&api.relay.path, get(crate::bridge::upgrade))
         .route(&api.contract.path, get(info::contract))
         .route(&api.metrics.path, get(info::metrics))
