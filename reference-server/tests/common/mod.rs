@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use plimsoll_server::state::AppState;
 use plimsoll_server::{Config, Embedded};
+use plimsoll_spec::{MetricName, Pool};
 
 /// The embedded reference server (its own workspace: temp root and log file) and a client.
 pub struct TestServer {
@@ -66,8 +67,8 @@ impl TestServer {
         r
     }
 
-    /// A sample of a metric, e.g. `metric("plimsoll_workers_busy", "digitize")`.
-    pub async fn metric(&self, name: &str, pool: &str) -> f64 {
+    /// A metric's value for `pool` (summed over its other labels), or of an unlabelled metric.
+    pub async fn metric(&self, name: MetricName, pool: Option<Pool>) -> f64 {
         let text = self
             .client
             .get(self.url("/metrics"))
@@ -83,8 +84,8 @@ impl TestServer {
     /// Polls a metric until `pred` holds; returns how long it took, or None after `limit`.
     pub async fn wait_metric(
         &self,
-        name: &str,
-        pool: &str,
+        name: MetricName,
+        pool: Option<Pool>,
         limit: Duration,
         pred: impl Fn(f64) -> bool,
     ) -> Option<Duration> {
@@ -117,10 +118,14 @@ impl TestServer {
     }
 }
 
-pub fn metric_value(text: &str, name: &str, pool: &str) -> Option<f64> {
-    let prefix = format!("{name}{{");
+pub fn metric_value(text: &str, name: MetricName, pool: Option<Pool>) -> Option<f64> {
+    let labelled = format!("{name}{{");
+    let unlabelled = format!("{name} ");
     text.lines()
-        .filter(|l| l.starts_with(&prefix) && l.contains(&format!("pool=\"{pool}\"")))
+        .filter(|l| match pool {
+            Some(pool) => l.starts_with(&labelled) && l.contains(&format!("pool=\"{pool}\"")),
+            None => l.starts_with(&unlabelled),
+        })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .reduce(|a, b| a + b)
 }

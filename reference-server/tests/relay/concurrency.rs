@@ -1,6 +1,8 @@
 //! The bounded relay pool: one frame matched by id (R3), no head-of-line blocking (R2),
 //! out-of-order completion (R3), overflow queued FIFO within the bound (R1, R4).
 
+use plimsoll_spec::{MetricName, Pool};
+
 use super::*;
 
 #[tokio::test]
@@ -92,7 +94,10 @@ async fn shuffled_holds_complete_out_of_order_each_id_exactly_once() {
 async fn overflow_queues_fifo_and_never_runs_more_than_the_limit() {
     let s = TestServer::start(&[("RELAY_CONCURRENCY", "3")]).await;
     let n = 3;
-    assert_eq!(s.metric("plimsoll_workers_limit", "relay").await, n as f64);
+    assert_eq!(
+        s.metric(MetricName::WorkersLimit, Some(Pool::Relay)).await,
+        n as f64
+    );
     let mut ws = Ws::connect(&s).await;
     let ids = ids("r4", 3 * n);
     let (stop, sampler) = sample_pool(s.state().clone());

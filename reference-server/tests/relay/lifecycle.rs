@@ -1,5 +1,7 @@
 //! Sockets that drop with work in flight (R6) and server shutdown.
 
+use plimsoll_spec::{MetricName, Pool};
+
 use super::*;
 
 #[tokio::test]
@@ -54,8 +56,8 @@ async fn a_dropped_socket_releases_every_slot_and_a_new_socket_works_at_once() {
     // n dropped after running, 2 left the queue, 1 delivered.
     let counted = s
         .wait_metric(
-            "plimsoll_requests_total",
-            "relay",
+            MetricName::RequestsTotal,
+            Some(Pool::Relay),
             Duration::from_secs(1),
             |v| v == n as f64 + 3.0,
         )
@@ -63,7 +65,7 @@ async fn a_dropped_socket_releases_every_slot_and_a_new_socket_works_at_once() {
     assert!(
         counted.is_some(),
         "{}",
-        s.metric("plimsoll_requests_total", "relay").await
+        s.metric(MetricName::RequestsTotal, Some(Pool::Relay)).await
     );
 }
 

@@ -1,5 +1,7 @@
 //! B1–B3 over loopback HTTP: the deadline, the memory cap, client disconnects.
 
+use plimsoll_spec::{MetricName, Pool};
+
 use super::*;
 
 #[tokio::test]
@@ -22,8 +24,8 @@ async fn b1_deadline_answers_504_on_time_and_frees_the_slot() {
     assert_eq!(body["failed_stage"], "fill");
     assert_eq!(body["completed_stages"], serde_json::json!(stages()[..3]));
     s.wait_metric(
-        "plimsoll_workers_busy",
-        "digitize",
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
         Duration::from_secs(1),
         |v| v == 0.0,
     )
@@ -74,8 +76,8 @@ async fn b3_disconnect_stops_the_worker_within_a_second() {
         let s = TestServer::start(&[]).await;
         let request = tokio::spawn(s.digitize(&png(80, 60), Some(hold)).send());
         s.wait_metric(
-            "plimsoll_workers_busy",
-            "digitize",
+            MetricName::WorkersBusy,
+            Some(Pool::Digitize),
             Duration::from_secs(5),
             |v| v == 1.0,
         )
@@ -85,8 +87,8 @@ async fn b3_disconnect_stops_the_worker_within_a_second() {
         request.abort();
         let took = s
             .wait_metric(
-                "plimsoll_workers_busy",
-                "digitize",
+                MetricName::WorkersBusy,
+                Some(Pool::Digitize),
                 Duration::from_secs(2),
                 |v| v == 0.0,
             )
@@ -97,7 +99,8 @@ async fn b3_disconnect_stops_the_worker_within_a_second() {
             "{hold}: worker stopped after {took:?}"
         );
         assert_eq!(
-            s.metric("plimsoll_cancellations_total", "digitize").await,
+            s.metric(MetricName::CancellationsTotal, Some(Pool::Digitize))
+                .await,
             1.0
         );
         assert!(s.temp_entries().is_empty(), "{:?}", s.temp_entries());
@@ -110,8 +113,8 @@ async fn b3_disconnect_while_queued_leaves_the_queue() {
     let image = png(80, 60);
     let running = tokio::spawn(s.digitize(&image, Some("hold=decode:1500")).send());
     s.wait_metric(
-        "plimsoll_workers_busy",
-        "digitize",
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
         Duration::from_secs(5),
         |v| v == 1.0,
     )
@@ -119,8 +122,8 @@ async fn b3_disconnect_while_queued_leaves_the_queue() {
     .unwrap();
     let queued = tokio::spawn(s.digitize(&image, None).send());
     s.wait_metric(
-        "plimsoll_queue_depth",
-        "digitize",
+        MetricName::QueueDepth,
+        Some(Pool::Digitize),
         Duration::from_secs(2),
         |v| v == 1.0,
     )
@@ -128,15 +131,16 @@ async fn b3_disconnect_while_queued_leaves_the_queue() {
     .unwrap();
     queued.abort();
     s.wait_metric(
-        "plimsoll_queue_depth",
-        "digitize",
+        MetricName::QueueDepth,
+        Some(Pool::Digitize),
         Duration::from_secs(1),
         |v| v == 0.0,
     )
     .await
     .expect("left the queue");
     assert_eq!(
-        s.metric("plimsoll_cancellations_total", "digitize").await,
+        s.metric(MetricName::CancellationsTotal, Some(Pool::Digitize))
+            .await,
         1.0
     );
     assert_eq!(running.await.unwrap().unwrap().status(), 200);

@@ -1,6 +1,8 @@
 //! What every response and endpoint exposes (Server-Timing, /metrics, /v1/contract) and the
 //! server's lifecycle (draining shutdown, stale temp dirs).
 
+use plimsoll_spec::{MetricName, Pool};
+
 use super::*;
 
 #[tokio::test]
@@ -64,7 +66,7 @@ async fn metrics_expose_exactly_the_contract_names_and_types() {
         );
     }
     assert_eq!(
-        common::metric_value(&text, "plimsoll_workers_limit", "digitize"),
+        common::metric_value(&text, MetricName::WorkersLimit, Some(Pool::Digitize)),
         Some(4.0)
     );
 }
@@ -82,7 +84,11 @@ async fn contract_endpoint_serves_the_effective_values() {
         .await
         .unwrap();
     assert_eq!(c.clauses.t1.value.digitize_workers, 3);
-    assert_eq!(s.metric("plimsoll_workers_limit", "digitize").await, 3.0);
+    assert_eq!(
+        s.metric(MetricName::WorkersLimit, Some(Pool::Digitize))
+            .await,
+        3.0
+    );
 }
 
 #[tokio::test]
@@ -91,8 +97,8 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
     let image = png(80, 60);
     let short = tokio::spawn(s.digitize(&image, Some("hold=decode:300")).send());
     s.wait_metric(
-        "plimsoll_workers_busy",
-        "digitize",
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
         Duration::from_secs(5),
         |v| v == 1.0,
     )
@@ -118,8 +124,8 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
     .await;
     let long = tokio::spawn(s.digitize(&image, Some("hold=decode:30000")).send());
     s.wait_metric(
-        "plimsoll_workers_busy",
-        "digitize",
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
         Duration::from_secs(5),
         |v| v == 1.0,
     )
@@ -149,7 +155,7 @@ async fn stale_job_dirs_from_a_crash_are_removed_at_start() {
     std::fs::create_dir_all(jobs.join("plimsoll-job-crashed/inner")).unwrap();
     std::fs::write(jobs.join("unrelated.txt"), "keep").unwrap();
     let s = TestServer::start_in(workspace, &[], true, |c| c).await;
-    assert_eq!(s.metric("plimsoll_temp_files", "").await, 0.0);
+    assert_eq!(s.metric(MetricName::TempFiles, None).await, 0.0);
     assert!(!jobs.join("plimsoll-job-crashed").exists());
     assert!(jobs.join("unrelated.txt").exists());
 }

@@ -1,5 +1,7 @@
 //! T1–T3 over loopback HTTP: the bound, FIFO order, refusals with Retry-After.
 
+use plimsoll_spec::{MetricName, Pool};
+
 use super::*;
 
 #[tokio::test]
@@ -11,8 +13,8 @@ async fn t1_t3_fifth_request_is_refused_at_once_with_retry_after() {
         .map(|_| tokio::spawn(s.digitize(&image, Some("hold=decode:5000")).send()))
         .collect();
     s.wait_metric(
-        "plimsoll_workers_busy",
-        "digitize",
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
         Duration::from_secs(5),
         |v| v == workers as f64,
     )
@@ -36,15 +38,16 @@ async fn t1_t3_fifth_request_is_refused_at_once_with_retry_after() {
     assert_eq!(body["code"], "overloaded");
     assert_eq!(headers["content-type"], "application/problem+json");
     assert_eq!(
-        s.metric("plimsoll_workers_busy", "digitize").await,
+        s.metric(MetricName::WorkersBusy, Some(Pool::Digitize))
+            .await,
         workers as f64
     );
     for h in held {
         h.abort();
     }
     s.wait_metric(
-        "plimsoll_workers_busy",
-        "digitize",
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
         Duration::from_secs(2),
         |v| v == 0.0,
     )
@@ -58,8 +61,8 @@ async fn t2_queue_is_served_in_arrival_order() {
     let image = png(80, 60);
     let first = tokio::spawn(s.digitize(&image, Some("hold=decode:400")).send());
     s.wait_metric(
-        "plimsoll_workers_busy",
-        "digitize",
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
         Duration::from_secs(5),
         |v| v == 1.0,
     )
@@ -76,8 +79,8 @@ async fn t2_queue_is_served_in_arrival_order() {
             tx.send(i).unwrap();
         }));
         s.wait_metric(
-            "plimsoll_queue_depth",
-            "digitize",
+            MetricName::QueueDepth,
+            Some(Pool::Digitize),
             Duration::from_secs(2),
             |v| v == (i + 1) as f64,
         )
