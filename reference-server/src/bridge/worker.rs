@@ -20,9 +20,10 @@ use crate::relay::envelope::{self, Envelope};
 use crate::relay::frames;
 use crate::worker::WorkerEnd;
 
-/// Enqueues `envelope` on the relay pool and runs it on its own task once it has a slot. The
-/// envelope is in the pool's queue when this returns (so the queue is in arrival order); only the
-/// `relay-serial` broken variant waits here for the whole request.
+/// Enqueues `envelope` on the relay pool and hands its job (slot wait, request, frames) to the
+/// server's [`RelayDispatch`](crate::relay::dispatch::RelayDispatch). The envelope is in the
+/// pool's queue before the job is handed over, so the queue is in arrival order; the contract's
+/// dispatch returns at once, so the receive loop never waits for a request.
 pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
     let state = &conn.state;
     let hold = envelope::relay_hold(
