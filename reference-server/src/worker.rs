@@ -6,6 +6,7 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use plimsoll_spec::Pool;
 use tokio::task::JoinHandle;
@@ -19,6 +20,8 @@ pub struct WorkerEnd<'a> {
     pub pool: Pool,
     /// The client went away before its answer (a dropped request, a closed relay socket).
     pub client_gone: bool,
+    /// The job's deadline had passed when it stopped (it was timed out, whatever it saw first).
+    pub deadline_passed: bool,
     /// Why the job failed, if it did.
     pub failure: Option<&'a JobErrorKind>,
 }
@@ -84,6 +87,7 @@ where
         let end = WorkerEnd {
             pool: teardown.pool,
             client_gone: teardown.client_gone.load(Ordering::SeqCst),
+            deadline_passed: Instant::now() >= ctx.deadline(),
             failure: result.as_ref().err().map(|e| &e.kind),
         };
         teardown.cleaner.clean(ctx.into_temp_dir(), &end);

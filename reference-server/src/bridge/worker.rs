@@ -115,6 +115,7 @@ async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit:
     let end = WorkerEnd {
         pool: Pool::Relay,
         client_gone: !delivered,
+        deadline_passed: false,
         failure: None,
     };
     state.components().slot_release.worker_stopped(&slot, &end);

@@ -127,6 +127,11 @@ impl JobContext {
         })
     }
 
+    /// When the job is past its time (B1).
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
     pub fn memory_cap_bytes(&self) -> u64 {
         self.budget.cap
     }
