@@ -117,10 +117,19 @@ pub struct Manifest {
     /// FNV-1a 64 of the expected contract's TOML text.
     pub contract_hash: String,
     pub contract_version: String,
-    /// Differences between the contract and the target's effective values.
+    /// Every difference between the contract and the target's claimed values (`/v1/contract`),
+    /// adopted and refused alike, as `path: ours → theirs`.
     pub differences: Vec<String>,
-    /// True when differences were allowed (`--allow-overrides` or the embedded scaled server).
+    /// The claimed values taken over: overridable fields, with `--allow-overrides` or on the
+    /// embedded server (which the checker itself started with them).
+    pub adopted: Vec<plimsoll_spec::Adopted>,
+    /// The claimed values not taken over, each with its reason; the contract's own apply.
+    pub refused: Vec<plimsoll_spec::Refused>,
+    /// Why the claim could not be read as a contract at all, when it could not.
+    pub claim_unreadable: Option<String>,
+    /// True when the checks judged values that differ from the contract (something adopted).
     pub scaled: bool,
+    /// The values every check judged by: the contract with the adopted values.
     pub effective: serde_json::Value,
     pub trials: u32,
     pub seed: u64,
