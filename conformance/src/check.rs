@@ -30,6 +30,10 @@ pub struct CheckArgs {
     /// (each listed in the report); any other difference is refused and fails `contract`.
     #[arg(long)]
     pub allow_overrides: bool,
+    /// Fail every check that skips, with its reason (a gate must not pass on missing evidence).
+    /// Checks that do not apply to the target's values still pass, saying so.
+    #[arg(long)]
+    pub strict: bool,
     /// Embedded server only: keep the contract's real timeouts instead of scaling them down.
     #[arg(long)]
     pub full_timeouts: bool,
@@ -191,6 +195,14 @@ async fn run_suite(
                 registry::run(check, run, &target).await
             }
         };
+        let result = if args.strict {
+            CheckResult {
+                verdict: result.verdict.strict(),
+                ..result
+            }
+        } else {
+            result
+        };
         print(&result);
         results.push(result);
     }
@@ -206,6 +218,7 @@ async fn run_suite(
             contract_version: contract.contract.version.clone(),
             differences: contract::differences(&reconciliation),
             scaled: !reconciliation.adopted.is_empty(),
+            strict: args.strict,
             effective: serde_json::to_value(&reconciliation.effective)
                 .expect("a contract serializes"),
             adopted: reconciliation.adopted,

@@ -18,6 +18,15 @@ impl Verdict {
         matches!(self, Verdict::Fail(_))
     }
 
+    /// The verdict under `--strict`: a skip is missing evidence, so it fails with its reason.
+    /// (A check that does not apply to the target's values passes, and stays a pass.)
+    pub fn strict(self) -> Verdict {
+        match self {
+            Verdict::Skip(reason) => Verdict::Fail(format!("skipped under --strict: {reason}")),
+            other => other,
+        }
+    }
+
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
@@ -75,9 +84,18 @@ pub struct CheckResult {
     pub timeline: Vec<Lane>,
 }
 
+/// How a check that does not apply to the target's values words its observation: a pass whose
+/// observed text starts with this (see [`crate::checks::ctx::Ctx::not_applicable`]).
+pub const NOT_APPLICABLE: &str = "not applicable: ";
+
 impl CheckResult {
     pub fn duration(&self) -> Duration {
         Duration::from_secs_f64(self.duration_ms / 1000.0)
+    }
+
+    /// A pass because the clause does not apply to the target's values (not a skip).
+    pub fn not_applicable(&self) -> bool {
+        self.verdict == Verdict::Pass && self.observed.starts_with(NOT_APPLICABLE)
     }
 }
 
@@ -97,6 +115,9 @@ impl RunReport {
     }
     pub fn failed(&self) -> usize {
         self.results.iter().filter(|r| r.verdict.is_fail()).count()
+    }
+    pub fn not_applicable(&self) -> usize {
+        self.results.iter().filter(|r| r.not_applicable()).count()
     }
     pub fn skipped(&self) -> usize {
         self.results
@@ -129,6 +150,8 @@ pub struct Manifest {
     pub claim_unreadable: Option<String>,
     /// True when the checks judged values that differ from the contract (something adopted).
     pub scaled: bool,
+    /// `--strict`: every skip counted as a failure.
+    pub strict: bool,
     /// The values every check judged by: the contract with the adopted values.
     pub effective: serde_json::Value,
     pub trials: u32,

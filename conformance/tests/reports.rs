@@ -103,6 +103,7 @@ fn sample() -> RunReport {
             refused: vec![refused()],
             claim_unreadable: None,
             scaled: true,
+            strict: false,
             effective: serde_json::json!({"pools": {"digitize": {"workers": 2}}}),
             trials: 5,
             seed: 42,
@@ -491,6 +492,26 @@ fn summary_table_totals_reasons_and_fixed_width() {
 
     let coloured = terminal::summary_table(&run, true);
     assert!(coloured.contains("\x1b[31m1 passed, 1 failed, 1 skipped\x1b[0m"));
+}
+
+#[test]
+fn a_not_applicable_pass_is_counted_and_explained() {
+    let mut run = sample();
+    run.results[0].observed = "not applicable: queue capacity is 0".into();
+    assert!(run.results[0].not_applicable());
+    assert_eq!((run.passed(), run.not_applicable()), (1, 1));
+    let table = terminal::summary_table(&run, false);
+    assert!(
+        table.contains("1 passed (1 not applicable), 1 failed, 1 skipped"),
+        "{table}"
+    );
+    assert!(table.contains("Not applicable (passed):"), "{table}");
+    assert!(
+        table.contains(
+            "T1 [T1] At most 2 digitize jobs run at once: not applicable: queue capacity is 0"
+        ),
+        "{table}"
+    );
 }
 
 #[test]

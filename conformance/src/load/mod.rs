@@ -240,6 +240,7 @@ async fn run_profile(
             contract_version: contract.contract.version.clone(),
             differences: contract::differences(&reconciliation),
             scaled: !reconciliation.adopted.is_empty(),
+            strict: false,
             effective: serde_json::to_value(&reconciliation.effective)
                 .expect("a contract serializes"),
             adopted: reconciliation.adopted,

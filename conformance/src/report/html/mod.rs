@@ -106,7 +106,10 @@ fn header(report: &RunReport) -> Markup {
         header.card {
             h1 { "Plimsoll conformance report" }
             p.totals {
-                span.pass { (report.passed()) " passed" } ", "
+                span.pass {
+                    (report.passed()) " passed"
+                    @if report.not_applicable() > 0 { " (" (report.not_applicable()) " not applicable)" }
+                } ", "
                 span.fail { (report.failed()) " failed" } ", "
                 span.skip { (report.skipped()) " skipped" }
             }
