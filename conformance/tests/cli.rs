@@ -276,3 +276,37 @@ async fn an_unreadable_claim_fails_the_contract_check_and_the_run_goes_on() {
     drop(proxy);
     server.shutdown().await.unwrap();
 }
+
+/// F3 with the contract's `stack` switched on (LOG_STACK=1, adopted with `--allow-overrides`):
+/// every error line of the reference server carries a backtrace, so F3 passes reading its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f3_reads_a_real_log_with_stacks_on() {
+    let mut config = Config::from_overrides(&[("LOG_STACK", "1")]).unwrap();
+    config.hooks_enabled = true;
+    let server = Embedded::start(config).await.unwrap();
+    let log = server.log_path();
+    let out = plimsoll(
+        strings(&[
+            "check",
+            "--target",
+            &server.url(),
+            "--allow-overrides",
+            "--only",
+            "F3",
+            "--server-log",
+            log.to_str().unwrap(),
+            "--strict",
+            "--quiet",
+        ]),
+        Duration::from_secs(60),
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("adopted 1 override(s): LOG_STACK=true"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("✓ F3"), "{stdout}");
+    server.shutdown().await.unwrap();
+}
