@@ -11,7 +11,8 @@
 #   PORT          port of the service (default 18181)
 #   REPORT_DIR    where the gate's reports go (default ./plimsoll-reports/python-service)
 #   PLIMSOLL_BIN  the plimsoll binary (default: ci/gate.sh builds it in release mode)
-#   GATE_STEPS, LOAD_DURATION, CHECK_ARGS, LOAD_ARGS   passed on to ci/gate.sh
+#   GATE_STEPS, LOAD_DURATION, CHECK_ARGS, LOAD_ARGS, STRICT   passed on to ci/gate.sh
+#                 (STRICT=1, its default, makes every skipped check fail)
 #   PYTHON        the interpreter (default python3)
 # Exit: ci/gate.sh's (0 pass, 1 a clause failed, 2 a step could not run); 2 if the service
 # could not be installed or started.
