@@ -378,3 +378,47 @@ async fn an_embedded_check_prints_what_it_checks_one_line_per_check_and_the_next
         lines[9]
     );
 }
+
+/// `--help` of every subcommand in one layout: the purpose, the usage, `Options:` and the
+/// option groups, then `Exit codes:` and `Example:` last; `-h` and `--help` alike.
+#[test]
+fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+            .args(args)
+            .output()
+            .expect("the plimsoll binary runs");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for command in ["check", "load", "docs", "serve"] {
+        let text = help(&[command, "--help"]);
+        assert_eq!(text, help(&[command, "-h"]), "{command}: one help, not two");
+        let headings: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+            .collect();
+        assert_eq!(headings[0], "Options:", "{command}: {headings:?}");
+        assert_eq!(
+            headings[headings.len() - 2..],
+            ["Exit codes:", "Example:"],
+            "{command}: {headings:?}"
+        );
+        let purpose = text.lines().next().unwrap();
+        assert!(!purpose.is_empty() && !purpose.ends_with(':'), "{purpose}");
+        assert!(
+            text.contains(&format!("\nUsage: plimsoll {command} ")),
+            "{text}"
+        );
+        assert!(text.contains("\n  0  "), "{command}: exit code 0 explained");
+        assert!(text.contains("\n  2  "), "{command}: exit code 2 explained");
+        assert!(
+            text.contains(&format!("\n  plimsoll {command}"))
+                || text.contains(&format!(" plimsoll {command} ")),
+            "{command}: an example"
+        );
+        for line in text.lines() {
+            assert!(line.chars().count() <= 100, "{command}: {line}");
+        }
+    }
+}

@@ -5,16 +5,14 @@ use std::path::PathBuf;
 use crate::report::ReportFiles;
 use crate::session::{Fatal, SubjectArgs};
 
-/// The profiles of the contract's `[load]` section.
+/// The profiles of the contract's `[load]` section, each described by [`ProfileName::about`].
+// No doc comments on the variants: clap would turn them into a long `--help` of another layout
+// than every other command's; `load --help` lists the profiles in a block of its own instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProfileName {
-    /// Waves of simultaneous requests: admission must be exact.
     Burst,
-    /// Below capacity: refusals as predicted, no added latency.
     Steady,
-    /// Far past capacity: no collapse, fast refusals, documented statuses only.
     Overload,
-    /// Below capacity for long, some clients giving up: resources flat, slots come back.
     Soak,
 }
 
@@ -27,6 +25,20 @@ impl ProfileName {
             ProfileName::Soak => "soak",
         }
     }
+
+    /// What the profile does and what it proves.
+    pub fn about(self) -> &'static str {
+        match self {
+            ProfileName::Burst => "waves of simultaneous requests: admission must be exact",
+            ProfileName::Steady => "below capacity: refusals as predicted, no added latency",
+            ProfileName::Overload => {
+                "far past capacity: no collapse, fast refusals, documented statuses only"
+            }
+            ProfileName::Soak => {
+                "below capacity for long, some clients giving up: resources flat, slots come back"
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -37,7 +49,7 @@ pub struct LoadArgs {
     /// The implementation's process id, to read its memory and open files from /proc (soak).
     #[arg(long, value_name = "PID", help_heading = "Target")]
     pub pid: Option<u32>,
-    /// The profile to run.
+    /// The profile to run (see Profiles below).
     #[arg(long, value_enum, help_heading = "Run")]
     pub profile: ProfileName,
     /// Seconds of load (default: the profile's duration_s; burst runs its waves instead).
