@@ -127,20 +127,8 @@ const MATRIX: &[(Mutant, &[CheckId], &str)] = &[
 
 fn args() -> CheckArgs {
     CheckArgs {
-        target: None,
-        contract: None,
-        allow_overrides: false,
-        strict: false,
-        full_timeouts: false,
-        only: Vec::new(),
-        skip: Vec::new(),
         trials: Some(2),
-        temp_dir: None,
-        server_log: None,
-        json: None,
-        junit: None,
-        html: None,
-        quiet: true,
+        ..CheckArgs::embedded()
     }
 }
 

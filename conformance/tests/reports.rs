@@ -459,97 +459,387 @@ fn html_timeline_stays_readable_with_many_lanes() {
     assert!((10..60).contains(&labels), "{labels} labels");
 }
 
-#[test]
-fn summary_table_totals_reasons_and_fixed_width() {
-    let run = sample();
-    let table = terminal::summary_table(&run, false);
-    assert!(table.contains("1 passed, 1 failed, 1 skipped"), "{table}");
-    assert!(!table.contains('\x1b'));
-    assert!(table.contains("Failures:"));
-    assert!(table.contains(&format!(
-        "✗ T3.retry-after [T3] Retry-After tracks the median job time: {FAIL_REASON}"
-    )));
-    assert!(table.contains(&format!(
-        "F4 [F4] Temp files are removed after failure: {SKIP_REASON}"
-    )));
+/// The terminal report as a snapshot: durations (at the end of a line) keep their width but
+/// lose their digits, ports become `PORT`, so a snapshot changes only when the layout or the
+/// words do.
+fn assert_terminal_snapshot(name: &str, text: &str) {
+    preview(&format!("plimsoll-{name}.txt"), text);
+    insta::with_settings!({
+        filters => vec![
+            (r"(?m)  \d{1,2}\.\d{1,2} s$", "  #.## s"),
+            (r"(?m) in \d{1,2}\.\d{1,2} s$", " in #.## s"),
+            (r"127\.0\.0\.1:\d+", "127.0.0.1:PORT"),
+        ],
+        prepend_module_to_snapshot => false,
+    }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
 
-    let lines: Vec<&str> = table.lines().take(2 + run.results.len()).collect();
-    assert!(lines[0].starts_with("id"), "{}", lines[0]);
-    assert!(lines[0].contains(" | clause") && lines[0].ends_with(" ms"));
-    println!("{table}");
-    let width = lines[0].chars().count();
-    for line in &lines {
-        assert_eq!(line.chars().count(), width, "misaligned: {line:?}");
+/// Every line of a plain terminal report: at most `terminal::WIDTH` columns, one line each
+/// (nothing a terminal would wrap), no escape codes.
+fn assert_fits(text: &str) {
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= terminal::WIDTH,
+            "{} columns: {line:?}",
+            line.chars().count()
+        );
+        assert!(!line.contains('\x1b'), "{line:?}");
     }
-    // The long expected value is cut with an ellipsis, not wrapped.
-    assert!(
-        lines[3].contains("Retry-After within 20% of the…"),
-        "{}",
-        lines[3]
-    );
-    assert!(!table.contains("rounded up to whole seconds"));
-    assert!(lines[2].contains("pass") && lines[3].contains("fail") && lines[4].contains("skip"));
-
-    let coloured = terminal::summary_table(&run, true);
-    assert!(coloured.contains("\x1b[31m1 passed, 1 failed, 1 skipped\x1b[0m"));
 }
 
-#[test]
-fn a_not_applicable_pass_is_counted_and_explained() {
-    let mut run = sample();
-    run.results[0].observed = "not applicable: queue capacity is 0".into();
-    assert!(run.results[0].not_applicable());
-    assert_eq!((run.passed(), run.not_applicable()), (1, 1));
-    let table = terminal::summary_table(&run, false);
-    assert!(
-        table.contains("1 passed (1 not applicable), 1 failed, 1 skipped"),
-        "{table}"
-    );
-    assert!(table.contains("Not applicable (passed):"), "{table}");
-    assert!(
-        table.contains(
-            "T1 [T1] At most 2 digitize jobs run at once: not applicable: queue capacity is 0"
+/// What a full embedded run looks like: the contract check and the eighteen that follow it,
+/// all passing, with the observations of a real run.
+fn full_run() -> RunReport {
+    let rows: [(&str, &str, &str, f64); 18] = [
+        (
+            "contract",
+            "Effective values match the contract",
+            "adopted 4 override(s): DIGITIZE_TIMEOUT_MS=2000, EXPORT_TIMEOUT_MS=1000, UPLOAD_READ_TIMEOUT_MS=1000, QUEUE_CAPACITY=2; refused 0",
+            0.02,
         ),
-        "{table}"
+        (
+            "T1",
+            "Max concurrent digitize requests",
+            "busy gauge max 4; 6 of 8 admitted; at most 4 running at once (Server-Timing)",
+            1440.0,
+        ),
+        (
+            "T2",
+            "Queue ordering",
+            "start order [0, 1] for arrival order [0, 1]",
+            1621.0,
+        ),
+        (
+            "T3",
+            "Backpressure signal",
+            "69 refusals: worst 21.0 ms, median 17.0 ms; Retry-After 2 s vs p50 wait 1.50 s",
+            4070.0,
+        ),
+        (
+            "B1",
+            "Per-request timeout",
+            "6 timeouts: worst answered at 2005 ms, median 2004 ms",
+            5252.0,
+        ),
+        (
+            "B2",
+            "Per-request memory cap",
+            "header-declared 100000x100000 image: 503 memory_cap_exceeded; alloc hook past the cap: 503 memory_cap_exceeded",
+            225.0,
+        ),
+        (
+            "B3",
+            "Cancellation on client disconnect",
+            "running: worker stopped after worst 16 ms, median 14 ms; queued request left the queue 3 ms after the disconnect",
+            1434.0,
+        ),
+        (
+            "F1",
+            "Stage failure",
+            "18 injected failures and panics answered; temp dir empty",
+            585.0,
+        ),
+        (
+            "F2",
+            "Invalid input",
+            "15 of 15 bad inputs answered with their code",
+            137.0,
+        ),
+        (
+            "F3",
+            "Error logs",
+            "499 JSON lines, 0 not JSON; 122 of 122 error replies of the run have exactly one valid line",
+            753.0,
+        ),
+        (
+            "R1",
+            "Bounded relay pool",
+            "busy gauge max 8 (limit 8) over 62 samples; queue depth max 4; 12/12 answered, the last after 805 ms",
+            810.0,
+        ),
+        (
+            "R2",
+            "No head-of-line blocking",
+            "fast answered after 0.4 ms, slow after 602 ms",
+            605.0,
+        ),
+        (
+            "R3",
+            "Out-of-order completion",
+            "8/8 responses, each id once (8 frames); 16 pairs completed out of send order",
+            426.0,
+        ),
+        (
+            "R4",
+            "Overflow queues",
+            "24/24 answered; busy gauge max 8 and 8 at once by timing (limit 8)",
+            925.0,
+        ),
+        (
+            "R5",
+            "Frame atomicity",
+            "5 concurrent responses in 14 frames (5 multi-frame), 14 messages, 0 interleavings",
+            265.0,
+        ),
+        (
+            "R6",
+            "Reconnect",
+            "reconnected in 0.8 ms; new requests answered after 444 ms; healthz 200",
+            697.0,
+        ),
+        (
+            "F4",
+            "Request id",
+            "178 of 178 responses carried X-Request-Id; 123 of 123 error bodies repeated it",
+            4.6,
+        ),
+        (
+            "API",
+            "Responses match the OpenAPI document and problem schema",
+            "0 violation(s) in 178 replies",
+            12_345.0,
+        ),
+    ];
+    let mut run = sample();
+    run.manifest.target = "http://127.0.0.1:41733".into();
+    run.manifest.adopted = [
+        "digitize_timeout_ms",
+        "export_timeout_ms",
+        "upload_read_timeout_ms",
+    ]
+    .iter()
+    .zip([2000, 1000, 1000])
+    .map(|(field, ms)| Adopted {
+        difference: Difference {
+            path: format!("clauses.B1.value.{field}"),
+            ours: Some(60_000.into()),
+            theirs: Some(ms.into()),
+        },
+        clause: ClauseId::B1,
+        env: field.to_uppercase(),
+    })
+    .chain([adopted()])
+    .collect();
+    run.manifest.refused = Vec::new();
+    run.results = rows
+        .iter()
+        .map(|(id, title, observed, ms)| CheckResult {
+            id: (*id).into(),
+            clause: (*id).into(),
+            title: (*title).into(),
+            expected: "the contract's value".into(),
+            observed: (*observed).into(),
+            verdict: Verdict::Pass,
+            duration_ms: *ms,
+            evidence: vec![],
+            trials_ms: vec![],
+            timeline: vec![],
+        })
+        .collect();
+    run
+}
+
+#[test]
+fn terminal_full_embedded_run_fits_one_screen() {
+    let run = full_run();
+    let text = terminal::transcript(&run, None, terminal::Style::plain());
+    assert_fits(&text);
+    let lines = text.lines().count();
+    assert!(lines <= 50, "{lines} lines:\n{text}");
+    // Each check once: no second table repeats them.
+    for r in &run.results {
+        let id = format!("✓ {} ", r.id);
+        assert_eq!(text.matches(&id).count(), 1, "{id:?} in\n{text}");
+    }
+    assert_terminal_snapshot("terminal_full_embedded_run", &text);
+}
+
+#[test]
+fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_pass() {
+    let mut run = sample();
+    run.results.push(CheckResult {
+        id: "T2".into(),
+        clause: "T2".into(),
+        title: "Queue ordering".into(),
+        expected: "queued requests start in arrival order (FIFO)".into(),
+        observed: "not applicable: the queue capacity is 0, so no request ever waits to be ordered"
+            .into(),
+        verdict: Verdict::Pass,
+        duration_ms: 0.4,
+        evidence: vec![],
+        trials_ms: vec![],
+        timeline: vec![],
+    });
+    let html = Path::new("report.html");
+    let text = terminal::transcript(&run, Some(html), terminal::Style::plain());
+    assert_fits(&text);
+    assert!(
+        text.contains("2 passed (1 not applicable), 1 failed, 1 skipped in"),
+        "{text}"
+    );
+    // Reasons are wrapped, never cut: every word of the long ones is there.
+    let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let summary = text.split("\nFailed:\n").nth(1).expect("a Failed section");
+    for long in [&run.results[1].expected, &run.results[1].observed] {
+        assert_eq!(
+            words(summary)
+                .windows(words(long).len())
+                .filter(|w| *w == words(long).as_slice())
+                .count(),
+            1,
+            "{long:?} in full in\n{summary}"
+        );
+    }
+    assert!(summary.contains(FAIL_REASON) && summary.contains(SKIP_REASON));
+    assert_terminal_snapshot("terminal_failure_skip_not_applicable", &text);
+}
+
+#[test]
+fn terminal_header_embedded_and_external() {
+    let mut embedded = full_run().manifest;
+    embedded.trials = 5;
+    let text = terminal::header(&embedded, terminal::Style::plain());
+    assert!(
+        text.starts_with("Checking the embedded reference server on 127.0.0.1:41733\n"),
+        "{text}"
+    );
+    assert_terminal_snapshot("terminal_header_embedded", &text);
+
+    let mut external = sample().manifest;
+    external.mode = "external".into();
+    external.target = "https://digitize.example.com:8443".into();
+    external.strict = true;
+    external.trials = 1;
+    let text = terminal::header(&external, terminal::Style::plain());
+    assert_fits(&text);
+    assert!(
+        text.contains("adopted from its claim: digitize queue 2"),
+        "{text}"
+    );
+    assert!(text.contains("1 claimed value(s) refused"), "{text}");
+    assert!(
+        text.contains("1 trial per timing check, strict on"),
+        "{text}"
+    );
+    assert_terminal_snapshot("terminal_header_external", &text);
+
+    external.adopted.clear();
+    external.refused.clear();
+    let text = terminal::header(&external, terminal::Style::plain());
+    assert!(
+        text.contains("\n  judged by the contract's own values\n"),
+        "{text}"
     );
 }
 
 #[test]
-fn progress_lines_are_single_lines_with_symbol_observed_expected_and_duration() {
+fn adopted_values_read_as_words_with_units() {
+    let words = |field: &str, theirs: Value| {
+        terminal::adopted_words(&Adopted {
+            difference: Difference {
+                path: format!("clauses.X.value.{field}"),
+                ours: Some(0.into()),
+                theirs: Some(theirs),
+            },
+            clause: ClauseId::T1,
+            env: String::new(),
+        })
+    };
+    let cases: [(&str, Value, &str); 7] = [
+        ("digitize_timeout_ms", 2000.into(), "digitize timeout 2 s"),
+        ("export_timeout_ms", 1500.into(), "export timeout 1.5 s"),
+        (
+            "upload_read_timeout_ms",
+            250.into(),
+            "upload read timeout 250 ms",
+        ),
+        ("digitize_queue_capacity", 2.into(), "digitize queue 2"),
+        ("memory_cap_mb", 512.into(), "memory cap 512 MB"),
+        ("stack", true.into(), "stack on"),
+        ("relay_concurrency", 8.into(), "relay concurrency 8"),
+    ];
+    for (field, theirs, shown) in cases {
+        assert_eq!(words(field, theirs), shown);
+    }
+}
+
+#[test]
+fn durations_are_seconds_everywhere_on_the_terminal() {
+    let cases = [
+        (0.0, "0.00 s"),
+        (4.6, "0.00 s"),
+        (412.6, "0.41 s"),
+        (1234.0, "1.23 s"),
+        (9994.0, "9.99 s"),
+        (9996.0, "10.0 s"),
+        (23_456.0, "23.5 s"),
+        (f64::NAN, "?"),
+        (-1.0, "?"),
+    ];
+    for (ms, shown) in cases {
+        assert_eq!(terminal::format_duration(ms), shown, "{ms}");
+    }
+}
+
+#[test]
+fn progress_lines_fit_and_flatten_what_the_server_sent() {
     let mut run = sample();
-    let pass = terminal::progress_line(&run.results[0], false);
-    assert_eq!(
-        pass,
-        "✓ T1 At most 2 digitize jobs run at once: observed 2 running, 3 queued (expected at most 2 running)  413 ms"
+    let style = terminal::Style::plain();
+    let pass = terminal::progress_line(&run.results[0], style);
+    assert!(
+        pass.starts_with("✓ T1       At most 2 digitize jobs run at once: 2 running, 3 queued "),
+        "{pass:?}"
     );
-    let fail = terminal::progress_line(&run.results[1], false);
-    assert!(fail.starts_with("✗ T3.retry-after "), "{fail}");
-    assert!(fail.ends_with("1.23 s"), "{fail}");
-    let skip = terminal::progress_line(&run.results[2], false);
-    assert!(skip.starts_with("– F4 "), "{skip}");
+    assert!(pass.ends_with("  0.41 s"), "{pass:?}");
+    assert_eq!(pass.chars().count(), terminal::WIDTH, "{pass:?}");
+    let skip = terminal::progress_line(&run.results[2], style);
     assert!(skip.contains(&format!("skipped: {SKIP_REASON}")), "{skip}");
 
-    run.results[0].observed = "two\nlines\x1b[2J".into();
-    let flattened = terminal::progress_line(&run.results[0], false);
+    run.results[0].observed = format!("two\nlines\x1b[2J {}", "x".repeat(300));
+    let flattened = terminal::progress_line(&run.results[0], style);
     assert!(
         !flattened.contains('\n') && !flattened.contains('\x1b'),
         "{flattened:?}"
     );
+    assert!(flattened.contains(": two lines [2J x"), "{flattened:?}");
     assert!(
-        flattened.contains("observed two lines [2J"),
-        "{flattened:?}"
+        flattened.contains("x…   0.41 s"),
+        "cut to fit: {flattened:?}"
+    );
+    assert_eq!(flattened.chars().count(), terminal::WIDTH);
+
+    let narrow = terminal::Style {
+        color: false,
+        width: 60,
+    };
+    assert_eq!(
+        terminal::progress_line(&run.results[0], narrow)
+            .chars()
+            .count(),
+        60
     );
 
-    let coloured = terminal::progress_line(&sample().results[0], true);
-    assert!(coloured.starts_with("\x1b[32m✓ T1\x1b[0m"), "{coloured:?}");
+    let coloured = terminal::Style {
+        color: true,
+        width: terminal::WIDTH,
+    };
+    let line = terminal::progress_line(&sample().results[0], coloured);
+    assert!(line.starts_with("\x1b[32m✓ T1\x1b[0m"), "{line:?}");
+    let summary = terminal::summary(&sample(), None, coloured);
+    assert!(
+        summary.contains("\x1b[31m1 passed, 1 failed, 1 skipped in"),
+        "{summary:?}"
+    );
 }
 
 #[test]
-fn progress_disabled_draws_nothing_and_does_not_panic() {
+fn progress_disabled_prints_plain_lines_and_does_not_panic() {
     let progress = terminal::Progress::new(3, false);
     assert!(!progress.is_active());
     progress.start("T1", "title");
-    progress.finish_one("line");
+    progress.line("line");
     progress.finish();
 }
 
