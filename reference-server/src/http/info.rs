@@ -28,7 +28,10 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.components().claims.metrics(state.metrics.encode()),
+        state
+            .components()
+            .claims
+            .metrics(state.metrics.encode(), &state.config.contract),
     )
         .into_response()
 }

@@ -26,8 +26,8 @@ impl Claims for NoRequestId {
         Truthful.contract(effective)
     }
 
-    fn metrics(&self, exposition: String) -> String {
-        Truthful.metrics(exposition)
+    fn metrics(&self, exposition: String, effective: &Contract) -> String {
+        Truthful.metrics(exposition, effective)
     }
 }
 
