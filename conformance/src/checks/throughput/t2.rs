@@ -13,7 +13,7 @@ use crate::target::Target;
 pub const CHECK: Check = Check::clause(
     ClauseId::T2,
     "With a queue (the contract's holds {digitize_queue_capacity} places; at 0 nothing waits, \
-     the check is skipped and T3 covers the refusal), every worker is held and requests wait; \
+     the check does not apply and T3 covers the refusal), every worker is held and requests wait; \
      the holders release one at a time, so each queued request starts alone: their worker \
      starts (sent plus the queue time the server reports) come in arrival order.",
     |t, c| Box::pin(t2(t, c)),
@@ -23,7 +23,7 @@ async fn t2(t: &Arc<Target>, c: &mut Ctx) {
     let queue = t.digitize_queue();
     c.expected = "queued requests start in arrival order (FIFO)".into();
     if queue == 0 {
-        c.skip("queue capacity is 0: nothing waits, so there is no order to check (T3 covers the refusal)");
+        c.not_applicable("queue capacity is 0: nothing waits, so there is no order to check (T3 covers the refusal)");
         return;
     }
     // Holders release one at a time, 150 ms apart, so each queued request starts alone.
