@@ -123,6 +123,85 @@ const MATRIX: &[(Mutant, &[CheckId], &str)] = &[
         &[Clause(R6)],
         "a relay slot leaks when the socket drops mid-flight",
     ),
+    // The rows below are the holes. Several are caught only by the client-evidence
+    // checks (T1 burst timings, T3 two wait levels, B1 queued deadline and stalled upload, B3
+    // probe after a drop, B2 just under the cap, capacity proofs after faults); until those
+    // merge, `reference-server/tests/server/mutants.rs` shows each variant misbehaves.
+    (
+        Mutant::ConstantRetryAfter,
+        &[Clause(T3)],
+        "Retry-After is always 1 s, whatever the load",
+    ),
+    (
+        Mutant::DeadlineFromStart,
+        &[Clause(B1)],
+        "the deadline counts from the worker's start (queue time free)",
+    ),
+    (
+        Mutant::GaugeDropsOnDisconnect,
+        &[Clause(B3)],
+        "on a disconnect the gauge drops but the job runs on, holding its slot",
+    ),
+    (
+        Mutant::SlotLeakHonestGauge,
+        &[Clause(B3)],
+        "a cancelled job's slot leaks; `/metrics` hides it",
+    ),
+    (
+        Mutant::ExportUnbounded,
+        &[Clause(T1), Clause(T3)],
+        "the export pool admits everything",
+    ),
+    (
+        Mutant::BodyIdMismatch,
+        &[Clause(F4)],
+        "503/504 bodies carry another `request_id` than the header",
+    ),
+    (
+        Mutant::RelayWrongId,
+        &[Clause(R3)],
+        "concurrent relay responses go out under each other's ids",
+    ),
+    (
+        Mutant::LeakTempOnTimeout,
+        &[Clause(B1)],
+        "a timed-out job's temp dir is kept",
+    ),
+    (
+        Mutant::LeakTempOnPanic,
+        &[Clause(F1)],
+        "a panicked job's temp dir is kept",
+    ),
+    (
+        Mutant::MemoryCapTooLow,
+        &[Clause(B2)],
+        "the memory cap is half the contract's",
+    ),
+    (
+        Mutant::NoServerTiming,
+        &[Clause(T1), Clause(T2)],
+        "no `Server-Timing` header",
+    ),
+    (
+        Mutant::WrongLogStage,
+        &[Clause(F3)],
+        "the error log's `stage` is not the failed stage",
+    ),
+    (
+        Mutant::UploadHoldsSlot,
+        &[Clause(B1)],
+        "a slow upload holds a worker slot",
+    ),
+    (
+        Mutant::ContractClaimsLooser,
+        &[CheckId::Contract, Clause(B3)],
+        "`/v1/contract` claims a 5 s stop bound and 50x tolerances; a dropped job runs 2.5 s",
+    ),
+    (
+        Mutant::ClampedBusyGauge,
+        &[Clause(T1), Clause(T2), Clause(T3), Clause(B3)],
+        "no admission limit; `/metrics` clamps the busy gauge to the limit",
+    ),
 ];
 
 fn args() -> CheckArgs {
@@ -204,6 +283,21 @@ mutant_tests! {
     caught_relay_unbounded => RelayUnbounded,
     caught_relay_split_frames => RelaySplitFrames,
     caught_relay_leak_slot => RelayLeakSlot,
+    caught_constant_retry_after => ConstantRetryAfter,
+    caught_deadline_from_start => DeadlineFromStart,
+    caught_gauge_drops_on_disconnect => GaugeDropsOnDisconnect,
+    caught_slot_leak_honest_gauge => SlotLeakHonestGauge,
+    caught_export_unbounded => ExportUnbounded,
+    caught_body_id_mismatch => BodyIdMismatch,
+    caught_relay_wrong_id => RelayWrongId,
+    caught_leak_temp_on_timeout => LeakTempOnTimeout,
+    caught_leak_temp_on_panic => LeakTempOnPanic,
+    caught_memory_cap_too_low => MemoryCapTooLow,
+    caught_no_server_timing => NoServerTiming,
+    caught_wrong_log_stage => WrongLogStage,
+    caught_upload_holds_slot => UploadHoldsSlot,
+    caught_contract_claims_looser => ContractClaimsLooser,
+    caught_clamped_busy_gauge => ClampedBusyGauge,
 }
 
 /// Renders the matrix section of docs/conformance.md: a column per check of the registry.

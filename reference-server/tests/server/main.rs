@@ -10,6 +10,8 @@ use plimsoll_spec::Contract;
 
 mod bounds;
 mod failures;
+#[cfg(feature = "mutants")]
+mod mutants;
 mod surface;
 mod throughput;
 
