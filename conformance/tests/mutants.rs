@@ -361,6 +361,20 @@ fn matrix_markdown() -> String {
     md
 }
 
+/// Architecture invariant: every clause has at least one broken variant that must fail it, so
+/// every check is proved able to fail.
+#[test]
+fn every_clause_has_a_broken_variant() {
+    for id in plimsoll_spec::ClauseId::ALL {
+        assert!(
+            MATRIX
+                .iter()
+                .any(|(_, fails, _)| fails.contains(&Clause(id))),
+            "no broken variant in MATRIX must fail {id}"
+        );
+    }
+}
+
 #[test]
 fn every_mutant_is_in_the_matrix() {
     for m in Mutant::ALL {
