@@ -131,7 +131,7 @@ const MATRIX: &[(Mutant, &[CheckId], &str)] = &[
     // The rows below are the holes. Several are caught only by the client-evidence
     // checks (T1 burst timings, T3 two wait levels, B1 queued deadline and stalled upload, B3
     // probe after a drop, B2 just under the cap, capacity proofs after faults); until those
-    // merge, `reference-server/tests/server/mutants.rs` shows each variant misbehaves.
+    // merge, `reference-server/tests/server/mutants_*.rs` show each variant misbehaves.
     (
         Mutant::ConstantRetryAfter,
         &[Clause(T3)],
