@@ -179,6 +179,14 @@ pub fn example_problem(contract: &Contract, code: ErrorCode) -> Problem {
             None,
         ),
         ErrorCode::NotFound => ("no route for GET /v2/digitize".into(), None, None),
+        ErrorCode::UpgradeRequired => (
+            format!(
+                "{} is a WebSocket endpoint: send a WebSocket upgrade request",
+                api.relay.path
+            ),
+            None,
+            None,
+        ),
     };
     Problem {
         type_uri: code.type_uri(),

@@ -6,7 +6,7 @@ use super::example_problem;
 use crate::Problem;
 use crate::design::Design;
 use crate::model::{Contract, ErrorSpec, ParamKind};
-use crate::problem::PROBLEM_CONTENT_TYPE;
+use crate::problem::{ErrorCode, PROBLEM_CONTENT_TYPE};
 use crate::relay::{RelayRequest, RelayResponse};
 
 /// The OpenAPI 3.1 document of the contract's API.
@@ -46,6 +46,10 @@ pub fn openapi(contract: &Contract) -> Value {
         "description": "T3: RFC 9110 delay-seconds: the p50 queue wait, rounded up, at least 1, at most the pool's timeout.",
         "schema": { "type": "integer", "minimum": contract.clauses.t3.value.min_seconds }
     });
+    let upgrade = json!({
+        "description": "RFC 9110: the protocol the endpoint needs (a WebSocket upgrade).",
+        "schema": { "type": "string", "const": "websocket" }
+    });
     let common_headers = |extra: &[(&str, &Value)]| {
         let mut headers = Map::new();
         headers.insert(obs.request_id_header.clone(), request_id_header.clone());
@@ -83,6 +87,9 @@ pub fn openapi(contract: &Contract) -> Value {
                     contract.clauses.t3.value.retry_after_header.as_str(),
                     &retry_after,
                 ));
+            }
+            if errors.iter().any(|e| e.code == ErrorCode::UpgradeRequired) {
+                headers.push(("Upgrade", &upgrade));
             }
             out.insert(
                 status.to_string(),
@@ -229,6 +236,11 @@ pub fn openapi(contract: &Contract) -> Value {
             "x-plimsoll": pool_ext("export", c.t1.value.export_workers, c.t2.value.export_queue_capacity, c.b1.value.export_timeout_ms, &contract.stages.export)
         }}),
     );
+    let mut relay_responses = error_responses("relay");
+    relay_responses.insert(
+        "101".to_owned(),
+        json!({ "description": "Switching to the WebSocket protocol.", "headers": common_headers(&[]) }),
+    );
     paths.insert(
         api.relay.path.clone(),
         json!({ "get": {
@@ -237,9 +249,7 @@ pub fn openapi(contract: &Contract) -> Value {
             "description": format!(
                 "A WebSocket upgrade. The client sends `RelayRequest` text frames; the server performs each against its own API on a pool of {} workers (overflow: {:?}) and answers with `RelayResponse` frames, bodies over {} bytes split into several frames, matched by `request_id`.",
                 c.r1.value.relay_concurrency, c.r1.value.overflow, c.r5.value.max_frame_body_bytes),
-            "responses": {
-                "101": { "description": "Switching to the WebSocket protocol.", "headers": common_headers(&[]) }
-            },
+            "responses": relay_responses,
             "x-plimsoll": {
                 "R1": c.r1.value, "R2": c.r2.value, "R3": c.r3.value, "R4": c.r4.value, "R5": c.r5.value, "R6": c.r6.value,
                 "frames": { "request": relay_request, "response": relay_response }
