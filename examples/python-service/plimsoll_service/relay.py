@@ -18,6 +18,8 @@ import re
 import aiohttp
 from aiohttp import web
 
+from .problems import Problem
+
 HOP_BY_HOP = {"host", "connection", "content-length", "transfer-encoding", "upgrade", "keep-alive", "te", "trailer"}
 TEXT_TYPES = re.compile(r"^(text/|application/([a-z0-9.+-]*\+)?json|image/svg\+xml|application/xml)")
 RELAY_HOLD = re.compile(r"^hold=relay:([0-9]{1,9})$")
@@ -112,6 +114,12 @@ def parse_envelope(raw: str) -> tuple[dict | None, str, str | None]:
 async def handler(request: web.Request) -> web.WebSocketResponse:
     svc = request.app["svc"]
     ws = web.WebSocketResponse(max_msg_size=svc.settings.api["export"]["max_upload_bytes"] * 2)
+    if not ws.can_prepare(request).ok:
+        raise Problem(
+            "upgrade_required",
+            f"{request.path} is a WebSocket endpoint: send a WebSocket upgrade request",
+            headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+        )
     await ws.prepare(request)
     conn = Connection(ws, svc.settings.max_frame_body_bytes)
     tasks: set[asyncio.Task] = set()
