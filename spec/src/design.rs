@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 /// Identifies the design format (bumped on incompatible change).
 pub const DESIGN_FORMAT: &str = "plimsoll-design/1";
 
+/// Largest design accepted by the pipeline and by export (stitch commands).
+pub const MAX_STITCHES: u64 = 10_000_000;
+
+/// Largest coordinate magnitude of a design, in 0.1 mm (100 m).
+pub const MAX_COORDINATE: i32 = 1_000_000;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Design {
     /// Always `plimsoll-design/1`.
