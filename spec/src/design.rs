@@ -13,40 +13,57 @@ pub const MAX_STITCHES: u64 = 10_000_000;
 /// Largest coordinate magnitude of a design, in 0.1 mm (100 m).
 pub const MAX_COORDINATE: i32 = 1_000_000;
 
+/// Largest physical width or height of a design in millimetres: [`MAX_COORDINATE`] in mm.
+pub const MAX_SIZE_MM: f64 = MAX_COORDINATE as f64 / 10.0;
+
+/// What JSON Schema cannot say about a design and export still refuses (`malformed_design`):
+/// rules that relate one member to another.
+pub const CROSS_MEMBER_RULES: &str = "every needle position lies within `extents`; `stitch_count` is the number of `stitch` commands; there is a thread for every colour block with a stitch; `end`, if present, is the last command";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(extend("description" = format!("A needle program in absolute 0.1 mm coordinates. Beyond this schema, export requires: {CROSS_MEMBER_RULES}.")))]
 pub struct Design {
     /// Always `plimsoll-design/1`.
     #[schemars(extend("const" = DESIGN_FORMAT))]
     pub format: String,
     /// Physical width of the design in millimetres.
+    #[schemars(range(min = 0.0, max = MAX_SIZE_MM))]
     pub width_mm: f64,
     /// Physical height of the design in millimetres.
+    #[schemars(range(min = 0.0, max = MAX_SIZE_MM))]
     pub height_mm: f64,
     /// Thread colours, indexed by colour block order.
     pub threads: Vec<Thread>,
     /// Bounding box of every needle position, in 0.1 mm.
     pub extents: Extents,
     /// Number of `stitch` commands (jumps, trims, colour changes and the end are not counted).
+    #[schemars(range(max = MAX_STITCHES))]
     #[serde(deserialize_with = "integral::deserialize")]
     pub stitch_count: u64,
     /// The needle program in order.
+    #[schemars(length(max = MAX_STITCHES))]
     pub stitches: Vec<Stitch>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Thread {
     /// `#rrggbb`.
+    #[schemars(regex(pattern = r"^#[0-9a-fA-F]{6}$"), length(min = 7, max = 7))]
     pub color: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Extents {
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
     #[serde(deserialize_with = "integral::deserialize")]
     pub min_x: i32,
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
     #[serde(deserialize_with = "integral::deserialize")]
     pub min_y: i32,
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
     #[serde(deserialize_with = "integral::deserialize")]
     pub max_x: i32,
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
     #[serde(deserialize_with = "integral::deserialize")]
     pub max_y: i32,
 }
@@ -54,8 +71,10 @@ pub struct Extents {
 /// One needle command at an absolute position (0.1 mm units, y grows downwards).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Stitch {
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
     #[serde(deserialize_with = "integral::deserialize")]
     pub x: i32,
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
     #[serde(deserialize_with = "integral::deserialize")]
     pub y: i32,
     pub cmd: StitchCommand,

@@ -1,0 +1,66 @@
+//! What the OpenAPI document tells outside validators (Schemathesis generates requests from it):
+//! schemas exactly as strict as the server, so a schema-valid request is one it accepts.
+
+use plimsoll_spec::design::{DESIGN_FORMAT, MAX_COORDINATE};
+use plimsoll_spec::render;
+use plimsoll_spec::{Design, Extents, Stitch, StitchCommand, Thread};
+use serde_json::{Value, json};
+
+fn design() -> Design {
+    let st = |x, y, cmd| Stitch { x, y, cmd };
+    Design {
+        format: DESIGN_FORMAT.into(),
+        width_mm: 20.0,
+        height_mm: 10.0,
+        threads: vec![Thread {
+            color: "#c81e28".into(),
+        }],
+        extents: Extents {
+            min_x: 0,
+            min_y: 0,
+            max_x: 200,
+            max_y: 100,
+        },
+        stitch_count: 2,
+        stitches: vec![
+            st(0, 0, StitchCommand::Jump),
+            st(0, 0, StitchCommand::Stitch),
+            st(200, 100, StitchCommand::Stitch),
+            st(200, 100, StitchCommand::End),
+        ],
+    }
+}
+
+#[test]
+fn design_schema_states_the_servers_single_member_rules() {
+    let validator = jsonschema::validator_for(&render::root_schema::<Design>()).unwrap();
+    let good = serde_json::to_value(design()).unwrap();
+    assert!(validator.is_valid(&good));
+    let broken = |path: &str, value: Value| {
+        let mut d = good.clone();
+        *d.pointer_mut(path).unwrap() = value;
+        d
+    };
+    let limit = i64::from(MAX_COORDINATE);
+    for (path, value) in [
+        ("/format", json!("")),
+        ("/threads/0/color", json!("")),
+        ("/threads/0/color", json!("#c81e2")),
+        ("/threads/0/color", json!("#c81e28\n")),
+        ("/threads/0/color", json!("red")),
+        ("/width_mm", json!(-1.0)),
+        ("/height_mm", json!(100_000.5)),
+        ("/stitches/1/x", json!(limit + 1)),
+        ("/stitches/1/y", json!(-limit - 1)),
+        ("/extents/min_x", json!(-limit - 1)),
+        ("/stitch_count", json!(-1)),
+        ("/stitches/1/cmd", json!("sew")),
+    ] {
+        assert!(
+            !validator.is_valid(&broken(path, value.clone())),
+            "{path} = {value}"
+        );
+    }
+    assert!(validator.is_valid(&broken("/threads/0/color", json!("#C81E2A"))));
+    assert!(validator.is_valid(&broken("/stitches/1/x", json!(-limit))));
+}
