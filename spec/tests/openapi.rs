@@ -2,9 +2,49 @@
 //! schemas exactly as strict as the server, so a schema-valid request is one it accepts.
 
 use plimsoll_spec::design::{DESIGN_FORMAT, MAX_COORDINATE};
-use plimsoll_spec::render;
-use plimsoll_spec::{Design, Extents, Stitch, StitchCommand, Thread};
+use plimsoll_spec::render::{self, hook_pattern};
+use plimsoll_spec::{Design, Extents, Stage, Stitch, StitchCommand, Thread, parse_hooks};
 use serde_json::{Value, json};
+
+#[test]
+fn hook_pattern_accepts_what_the_parser_accepts() {
+    let schema = json!({ "type": "string", "pattern": hook_pattern() });
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut values: Vec<String> = [
+        "hold=fill:500",
+        "fail=segment;panic=decode;alloc=2048",
+        "hold = fill : 5 ;\t; alloc=+007",
+        "",
+        " ; ",
+        "hold=fill:1234567890123456789",
+        // refused by both
+        "hold=fill",
+        "hold=fill:",
+        "fail=nowhere",
+        "FAIL=decode",
+        "alloc=-1",
+        "alloc=1.5",
+        "explode=now",
+        "hold",
+        "fail=decode,panic=fill",
+        "hold=fill:500x",
+        "fail==decode",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    values.extend(Stage::ALL.map(|s| format!("hold={s}:1;fail={s};panic={s}")));
+    for value in &values {
+        assert_eq!(
+            validator.is_valid(&json!(value)),
+            parse_hooks(value).is_ok(),
+            "`{value}`"
+        );
+    }
+    // The one difference: 20-digit numbers the parser still reads are schema-invalid (never the
+    // other way round), so every schema-valid number fits a u64.
+    assert!(parse_hooks("alloc=18446744073709551615").is_ok());
+    assert!(!validator.is_valid(&json!("alloc=18446744073709551615")));
+}
 
 fn design() -> Design {
     let st = |x, y, cmd| Stitch { x, y, cmd };

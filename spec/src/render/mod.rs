@@ -13,7 +13,7 @@ use crate::model::Contract;
 use crate::{ErrorCode, Problem, Stage};
 
 pub use markdown::concurrency_md;
-pub use openapi::openapi;
+pub use openapi::{hook_pattern, openapi};
 
 /// A generated file: its path relative to the repository root and its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,22 @@ use crate::design::Design;
 use crate::model::{Contract, ErrorSpec, ParamKind};
 use crate::problem::{ErrorCode, PROBLEM_CONTENT_TYPE};
 use crate::relay::{RelayRequest, RelayResponse};
+use crate::stage::Stage;
+
+/// `X-Plimsoll-Hook` as a regular expression: exactly the ASCII values `parse_hooks` accepts, so
+/// a schema-valid hook is honoured and a schema-invalid one refused. Beyond the grammar it allows
+/// what the parser ignores (blanks around tokens, empty directives, an empty value) and numbers
+/// as Rust reads a `u64` (a `+`, leading zeros), keeping to 19 significant digits so every
+/// schema-valid number fits.
+pub fn hook_pattern() -> String {
+    let ws = "[ \\t]*";
+    let stage = format!("(?:{})", Stage::ALL.map(Stage::as_str).join("|"));
+    let number = "\\+?0*[0-9]{1,19}";
+    let directive = format!(
+        "(?:hold{ws}={ws}{stage}{ws}:{ws}{number}|(?:fail|panic){ws}={ws}{stage}|alloc{ws}={ws}{number})"
+    );
+    format!("^{ws}(?:{directive})?{ws}(?:;{ws}(?:{directive})?{ws})*$")
+}
 
 /// The OpenAPI 3.1 document of the contract's API.
 pub fn openapi(contract: &Contract) -> Value {
@@ -105,8 +121,8 @@ pub fn openapi(contract: &Contract) -> Value {
 
     let hook_param = json!({
         "name": contract.hooks.header, "in": "header", "required": false,
-        "description": format!("Test hooks, honoured only when the server runs with {}=1 (else 400 `{}`). Grammar: {}", contract.hooks.env, contract.hooks.disabled_code, contract.hooks.grammar),
-        "schema": { "type": "string" }, "example": "hold=fill:500"
+        "description": format!("Test hooks, honoured only when the server runs with {}=1 (else 400 `{}`). Grammar: {}; blanks around tokens and empty directives are ignored, STAGE is a stage name, MS and MB are non-negative integers.", contract.hooks.env, contract.hooks.disabled_code, contract.hooks.grammar),
+        "schema": { "type": "string", "pattern": hook_pattern() }, "example": "hold=fill:500"
     });
     let request_id_param = json!({
         "name": obs.request_id_header, "in": "header", "required": false,
