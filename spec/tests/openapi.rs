@@ -3,8 +3,16 @@
 
 use plimsoll_spec::design::{DESIGN_FORMAT, MAX_COORDINATE};
 use plimsoll_spec::render::{self, hook_pattern};
-use plimsoll_spec::{Design, Extents, Stage, Stitch, StitchCommand, Thread, parse_hooks};
+use plimsoll_spec::{Contract, Design, Extents, Stage, Stitch, StitchCommand, Thread, parse_hooks};
 use serde_json::{Value, json};
+
+fn document() -> Value {
+    render::openapi(Contract::embedded())
+}
+
+fn operation(path: &str, method: &str) -> Value {
+    document()["paths"][path][method].clone()
+}
 
 #[test]
 fn hook_pattern_accepts_what_the_parser_accepts() {
@@ -103,4 +111,23 @@ fn design_schema_states_the_servers_single_member_rules() {
     }
     assert!(validator.is_valid(&broken("/threads/0/color", json!("#C81E2A"))));
     assert!(validator.is_valid(&broken("/stitches/1/x", json!(-limit))));
+}
+
+#[test]
+fn digitize_takes_a_non_empty_image_with_real_examples() {
+    let contract = Contract::embedded();
+    let op = operation(&contract.api.digitize.path, "post");
+    let content = op["requestBody"]["content"].as_object().unwrap();
+    assert_eq!(content.len(), contract.api.digitize.content_types.len());
+    for (media_type, media) in content {
+        let schema = &media["schema"];
+        assert_eq!(schema["format"], "binary");
+        assert_eq!(schema["minLength"], 1);
+        assert_eq!(schema["contentMediaType"], media_type.as_str());
+        let uri = media["examples"]["disc"]["externalValue"].as_str().unwrap();
+        assert!(
+            uri.starts_with(&format!("data:{media_type};base64,")),
+            "{uri}"
+        );
+    }
 }

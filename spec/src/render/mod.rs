@@ -1,6 +1,7 @@
 //! Everything derived from the contract, deterministic byte for byte so the checked-in copies
 //! can be compared with a fresh rendering.
 
+mod images;
 mod markdown;
 mod openapi;
 

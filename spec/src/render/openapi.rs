@@ -10,6 +10,8 @@ use crate::problem::{ErrorCode, PROBLEM_CONTENT_TYPE};
 use crate::relay::{RelayRequest, RelayResponse};
 use crate::stage::Stage;
 
+use super::images;
+
 /// `X-Plimsoll-Hook` as a regular expression: exactly the ASCII values `parse_hooks` accepts, so
 /// a schema-valid hook is honoured and a schema-invalid one refused. Beyond the grammar it allows
 /// what the parser ignores (blanks around tokens, empty directives, an empty value) and numbers
@@ -200,14 +202,25 @@ pub fn openapi(contract: &Contract) -> Value {
         }),
     );
 
-    let body_content = |types: &[String], schema: Option<&schemars::Schema>| {
+    let body_content = |types: &[String], schema: &schemars::Schema| {
         let mut m = Map::new();
         for t in types {
-            let s = match schema {
-                Some(s) => json!(s),
-                None => json!({ "type": "string", "contentMediaType": t }),
-            };
-            m.insert(t.clone(), json!({ "schema": s }));
+            m.insert(t.clone(), json!({ "schema": schema }));
+        }
+        Value::Object(m)
+    };
+    // The raw image: octets (`format: binary`), never empty, with a real image as the example.
+    let image_content = |types: &[String]| {
+        let mut m = Map::new();
+        for t in types {
+            let mut media = json!({
+                "schema": { "type": "string", "format": "binary", "contentMediaType": t, "minLength": 1 }
+            });
+            if let Some(uri) = images::data_uri(t) {
+                media["examples"] =
+                    json!({ "disc": { "summary": images::SUMMARY, "externalValue": uri } });
+            }
+            m.insert(t.clone(), media);
         }
         Value::Object(m)
     };
@@ -230,7 +243,7 @@ pub fn openapi(contract: &Contract) -> Value {
                 api.digitize.content_types.join(" or "), api.digitize.max_upload_bytes, api.digitize.max_pixels,
                 contract.stages.digitize.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")),
             "parameters": digitize_params,
-            "requestBody": { "required": true, "content": body_content(&api.digitize.content_types, None) },
+            "requestBody": { "required": true, "content": image_content(&api.digitize.content_types) },
             "responses": digitize_responses,
             "x-plimsoll": pool_ext("digitize", c.t1.value.digitize_workers, c.t2.value.digitize_queue_capacity, c.b1.value.digitize_timeout_ms, &contract.stages.digitize)
         }}),
@@ -247,7 +260,7 @@ pub fn openapi(contract: &Contract) -> Value {
                   "schema": { "type": "string", "enum": api.export.formats, "default": api.export.default_format } },
                 hook_param, request_id_param
             ],
-            "requestBody": { "required": true, "content": body_content(&api.export.content_types, Some(&design)) },
+            "requestBody": { "required": true, "content": body_content(&api.export.content_types, &design) },
             "responses": export_responses,
             "x-plimsoll": pool_ext("export", c.t1.value.export_workers, c.t2.value.export_queue_capacity, c.b1.value.export_timeout_ms, &contract.stages.export)
         }}),
