@@ -131,3 +131,30 @@ fn digitize_takes_a_non_empty_image_with_real_examples() {
         );
     }
 }
+
+#[test]
+fn relay_states_the_upgrade_it_needs_and_both_answers() {
+    let op = operation(&Contract::embedded().api.relay.path, "get");
+    let required: Vec<&str> = op["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["required"] == true)
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        required,
+        [
+            "Connection",
+            "Upgrade",
+            "Sec-WebSocket-Version",
+            "Sec-WebSocket-Key"
+        ]
+    );
+    let statuses: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
+    assert_eq!(statuses, ["101", "426"]);
+    assert_eq!(
+        op["responses"]["101"]["headers"]["Upgrade"]["schema"]["const"],
+        "websocket"
+    );
+}

@@ -266,10 +266,60 @@ pub fn openapi(contract: &Contract) -> Value {
         }}),
     );
     let mut relay_responses = error_responses("relay");
+    let switching = [
+        (
+            "Upgrade",
+            json!({ "required": true, "schema": { "type": "string", "const": "websocket" } }),
+        ),
+        (
+            "Connection",
+            json!({ "required": true, "schema": { "type": "string", "const": "upgrade" } }),
+        ),
+        (
+            "Sec-WebSocket-Accept",
+            json!({
+                "required": true,
+                "description": "RFC 6455: base64 of the SHA-1 of the client's key and the protocol's GUID.",
+                "schema": { "type": "string", "pattern": "^[A-Za-z0-9+/]{27}=$" }
+            }),
+        ),
+    ];
     relay_responses.insert(
         "101".to_owned(),
-        json!({ "description": "Switching to the WebSocket protocol.", "headers": common_headers(&[]) }),
+        json!({
+            "description": "Switching to the WebSocket protocol.",
+            "headers": common_headers(&switching.iter().map(|(n, h)| (*n, h)).collect::<Vec<_>>())
+        }),
     );
+    // What the server checks of a WebSocket upgrade; any of them missing or different is 426.
+    let upgrade_header = |name: &str, description: &str, schema: Value, example: &str| json!({ "name": name, "in": "header", "required": true, "description": description, "schema": schema, "example": example });
+    let relay_params = json!([
+        upgrade_header(
+            "Connection",
+            "RFC 9110: names the `upgrade` connection option (any letter case).",
+            json!({ "type": "string", "pattern": "[Uu][Pp][Gg][Rr][Aa][Dd][Ee]" }),
+            "Upgrade"
+        ),
+        upgrade_header(
+            "Upgrade",
+            "RFC 6455: the WebSocket protocol (any letter case).",
+            json!({ "type": "string", "pattern": "^[Ww][Ee][Bb][Ss][Oo][Cc][Kk][Ee][Tt]$" }),
+            "websocket"
+        ),
+        upgrade_header(
+            "Sec-WebSocket-Version",
+            "RFC 6455: the protocol version; only 13 exists.",
+            json!({ "type": "string", "const": "13" }),
+            "13"
+        ),
+        upgrade_header(
+            "Sec-WebSocket-Key",
+            "RFC 6455: the client's nonce (base64 of 16 random bytes), hashed into `Sec-WebSocket-Accept`.",
+            json!({ "type": "string" }),
+            "dGhlIHNhbXBsZSBub25jZQ=="
+        ),
+        request_id_param
+    ]);
     paths.insert(
         api.relay.path.clone(),
         json!({ "get": {
@@ -278,6 +328,7 @@ pub fn openapi(contract: &Contract) -> Value {
             "description": format!(
                 "A WebSocket upgrade. The client sends `RelayRequest` text frames; the server performs each against its own API on a pool of {} workers (overflow: {:?}) and answers with `RelayResponse` frames, bodies over {} bytes split into several frames, matched by `request_id`.",
                 c.r1.value.relay_concurrency, c.r1.value.overflow, c.r5.value.max_frame_body_bytes),
+            "parameters": relay_params,
             "responses": relay_responses,
             "x-plimsoll": {
                 "R1": c.r1.value, "R2": c.r2.value, "R3": c.r3.value, "R4": c.r4.value, "R5": c.r5.value, "R6": c.r6.value,
