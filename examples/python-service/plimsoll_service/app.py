@@ -8,7 +8,6 @@ import asyncio
 import json
 import math
 import os
-import re
 from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
@@ -26,7 +25,6 @@ OUTCOME = {
     "memory_cap_exceeded": "memory_cap_exceeded",
     "stage_failed": "stage_failed",
 }  # every other code (400s, 408) counts as `invalid`
-_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 
 class Service:
@@ -77,13 +75,17 @@ class Service:
                 continue
             raw = values[0]
             try:
-                if integer and not _INTEGER.match(raw.strip()):
-                    raise ValueError
-                value = int(raw) if integer else float(raw)
-            except ValueError:
+                value = float(raw)
+                if integer:  # JSON Schema's integer: a number without a fractional part (6, 6.0)
+                    if not value.is_integer():
+                        raise ValueError
+                    value = int(value)
+            except (ValueError, OverflowError):
                 kind = "an integer" if integer else "a number"
                 raise Problem("invalid_parameter", f"`{name}` must be {kind}, got {raw!r}") from None
-            if not math.isfinite(value) or not spec["min"] <= value <= spec["max"]:
+            if not math.isfinite(value):
+                raise Problem("invalid_parameter", f"`{name}` must be finite, got {raw!r}")
+            if not spec["min"] <= value <= spec["max"]:
                 raise Problem(
                     "invalid_parameter",
                     f"`{name}` must be between {spec['min']:g} and {spec['max']:g} {spec['unit']}, got {raw}",
@@ -141,12 +143,12 @@ class Service:
         rid = request["rid"]
         try:
             hooks = parse_hooks(
-                request.headers.get(s.hooks["header"]), s.hooks_enabled, s.stages[kind], s.hooks["header"]
+                request.headers.get(s.hooks["header"]), s.hooks_enabled, s.stage_names, s.hooks["header"]
             )
             if kind == "digitize":
-                args = (self.digitize_params(request), s.api["digitize"]["max_pixels"])
+                args = (self.digitize_params(request), s.api["digitize"]["max_pixels"], s.design)
             else:
-                args = (self.export_format(request),)
+                args = (self.export_format(request), s.design)
             body = await self.read_body(request, s.api[kind]["max_upload_bytes"])
             self.check_content_type(request, kind)
         except Problem as p:
@@ -227,10 +229,20 @@ async def request_ids_and_problems(request: web.Request, handler):
         return await handler(request)
     except Problem as p:
         return svc_problem(svc, request, p)
-    except web.HTTPException as exc:
-        if exc.status in (404, 405):
-            p = Problem("not_found", f"no route for {request.method} {request.path}")
-            return svc_problem(svc, request, p)
+    except web.HTTPMethodNotAllowed as exc:
+        # A known path with another method: 405 with Allow (RFC 9110), no body. The contract has
+        # no code for it, so there is no problem body either; the log still gets its error line.
+        svc.log.error(rid, "request", f"{request.method} is not allowed on {request.path}", None,
+                      status=405, method=request.method, path=request.path)
+        return web.Response(status=405, headers={"Allow": ", ".join(sorted(exc.allowed_methods))})
+    except web.HTTPNotFound:
+        return svc_problem(svc, request, Problem("not_found", f"no route for {request.method} {request.path}"))
+    except (web.HTTPException, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        # A bug: aiohttp answers 500; the JSON log still gets its error line.
+        svc.log.error(rid, "request", f"internal error: {type(exc).__name__}: {exc}", exc, status=500,
+                      method=request.method, path=request.path)
         raise
 
 
@@ -242,6 +254,9 @@ def svc_problem(svc: Service, request: web.Request, p: Problem) -> web.Response:
     resp = problem_response(svc.settings.errors, p, rid)
     if p.code == "upload_timeout":
         resp.force_close()  # the rest of the body is not worth waiting for
+    elif p.code == "upgrade_required" and "upgrade" in request.headers.get("Connection", "").lower():
+        # aiohttp ends a connection that asked to upgrade; say so, or the client reuses it.
+        resp.force_close()
     return resp
 
 

@@ -8,6 +8,7 @@ in the parsed TOML, so the service and the checker share one source of truth.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import tomllib
@@ -50,10 +51,14 @@ def _parse_override(env: str, raw: str, current):
     return raw
 
 
-def load_contract(path: Path | None = None, environ=None) -> tuple[dict, dict, list]:
+def contract_path(environ) -> Path:
+    return Path(environ.get("PLIMSOLL_CONTRACT") or DEFAULT_CONTRACT)
+
+
+def load_contract(environ=None) -> tuple[dict, dict, list]:
     """Returns (effective contract document, {field: value} of every clause, overrides applied)."""
     environ = os.environ if environ is None else environ
-    path = Path(environ.get("PLIMSOLL_CONTRACT") or path or DEFAULT_CONTRACT)
+    path = contract_path(environ)
     try:
         with path.open("rb") as fh:
             raw = tomllib.load(fh)
@@ -77,6 +82,30 @@ def load_contract(path: Path | None = None, environ=None) -> tuple[dict, dict, l
     for clause in doc["clauses"].values():
         values.update(clause["value"])
     return doc, values, applied
+
+
+@dataclass(frozen=True)
+class DesignLimits:
+    """Limits of the design JSON. They are not in contract.toml but in the Design schema of the
+    generated OpenAPI document (spec/openapi.json, beside the contract), read from there."""
+
+    max_stitches: int = 10_000_000
+    max_mm: float = 100_000.0
+    max_coord: int = 1_000_000  # |x|, |y| of every needle position and extent, in 0.1 mm
+
+    @classmethod
+    def beside(cls, contract_path: Path) -> "DesignLimits":
+        try:
+            with (contract_path.parent / "openapi.json").open("rb") as fh:
+                schemas = json.load(fh)["components"]["schemas"]
+            design = schemas["Design"]["properties"]
+            return cls(
+                int(design["stitches"]["maxItems"]),
+                float(design["width_mm"]["maximum"]),
+                int(schemas["Stitch"]["properties"]["x"]["maximum"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return cls()
 
 
 @dataclass(frozen=True)
@@ -104,6 +133,7 @@ class Settings:
     client_id_max_len: int
     client_id_extra_chars: str
     hooks_enabled: bool
+    design: DesignLimits = field(default_factory=DesignLimits)
     errors: dict = field(default_factory=dict)
 
     @property
@@ -113,6 +143,13 @@ class Settings:
     @property
     def stages(self) -> dict:
         return self.doc["stages"]
+
+    @property
+    def stage_names(self) -> list[str]:
+        """Every stage a hook may name: the pipelines' stages, `queue`, and `relay` (the relay
+        worker; a Stage of the problem schema, not listed in [stages])."""
+        st = self.doc["stages"]
+        return ["queue", *st["digitize"], *st["export"], "relay"]
 
     @property
     def hooks(self) -> dict:
@@ -164,5 +201,6 @@ def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Set
         client_id_max_len=v["client_id_max_len"],
         client_id_extra_chars=v["client_id_extra_chars"],
         hooks_enabled=environ.get(hooks_env, "") == "1",
+        design=DesignLimits.beside(contract_path(environ)),
         errors={e["code"]: e for e in doc["errors"]},
     )

@@ -22,13 +22,12 @@ CONTENT_TYPES = {"dst": "application/octet-stream", "exp": "application/octet-st
 PARSE_BYTES_PER_BODY_BYTE = 8   # Python objects of parsed JSON, per byte of JSON text
 PATTERN_BYTES_PER_STITCH = 160  # pyembroidery keeps each needle command as a Python list
 CHECK_EVERY = 4096
-INT32 = (-(2**31), 2**31 - 1)
 COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 
 
-def export(job: Job, body: bytes, fmt: str) -> bytes:
+def export(job: Job, body: bytes, fmt: str, limits) -> bytes:
     job.make_tmpdir()
-    ctx = {"body": body, "format": fmt}
+    ctx = {"body": body, "format": fmt, "limits": limits}
     steps = [("parse", parse), ("encode", encode), ("write", write)]
     return job.run_stages(steps, ctx)
 
@@ -37,16 +36,19 @@ def _bad(path: str, what: str) -> BadInput:
     return BadInput("malformed_design", f"{path}: {what}")
 
 
-def _number(doc: dict, key: str) -> float:
+def _number(doc: dict, key: str, hi: float) -> float:
     v = doc.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise _bad(key, "expected a number")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= hi:
+        raise _bad(key, f"expected a number from 0 to {hi:g}")
     return float(v)
 
 
-def _int(v, path: str, lo=INT32[0], hi=INT32[1]) -> int:
+def _int(v, path: str, lo: int, hi: int) -> int:
+    """JSON Schema's integer: a number without a fractional part (300 or 300.0)."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise _bad(path, "expected an integer" + ("" if lo == INT32[0] else f" >= {lo}"))
+        raise _bad(path, f"expected an integer from {lo} to {hi}")
     return v
 
 
@@ -68,14 +70,16 @@ def parse(job: Job, ctx: dict) -> dict:
             raise _bad(key, "missing")
     if doc["format"] != "plimsoll-design/1":
         raise _bad("format", f"expected `plimsoll-design/1`, got {doc['format']!r}")
-    _number(doc, "width_mm")
-    _number(doc, "height_mm")
-    _int(doc["stitch_count"], "stitch_count", lo=0)
+    limits = ctx.pop("limits")
+    _number(doc, "width_mm", limits.max_mm)
+    _number(doc, "height_mm", limits.max_mm)
+    stitch_count = _int(doc["stitch_count"], "stitch_count", 0, limits.max_stitches)
+    coord = (-limits.max_coord, limits.max_coord)
     extents = doc["extents"]
     if not isinstance(extents, dict):
         raise _bad("extents", "expected an object")
     for key in ("min_x", "min_y", "max_x", "max_y"):
-        _int(extents.get(key), f"extents.{key}")
+        _int(extents.get(key), f"extents.{key}", *coord)
     threads = doc["threads"]
     if not isinstance(threads, list):
         raise _bad("threads", "expected an array")
@@ -87,16 +91,35 @@ def parse(job: Job, ctx: dict) -> dict:
     stitches = doc["stitches"]
     if not isinstance(stitches, list):
         raise _bad("stitches", "expected an array")
+    if len(stitches) > limits.max_stitches:
+        raise _bad("stitches", f"{len(stitches)} commands, more than the limit of {limits.max_stitches}")
+    x0, y0, x1, y1 = (extents[k] for k in ("min_x", "min_y", "max_x", "max_y"))
     program = []
+    stitched_blocks = block = n_stitches = 0
     for i, s in enumerate(stitches):
         if i % CHECK_EVERY == 0:
             job.checkpoint()
         if not isinstance(s, dict):
             raise _bad(f"stitches[{i}]", "expected an object")
         cmd = s.get("cmd")
-        if cmd not in CMDS:
+        if not isinstance(cmd, str) or cmd not in CMDS:
             raise _bad(f"stitches[{i}].cmd", f"unknown variant `{cmd}`" if isinstance(cmd, str) else "missing")
-        program.append((_int(s.get("x"), f"stitches[{i}].x"), _int(s.get("y"), f"stitches[{i}].y"), cmd))
+        x, y = _int(s.get("x"), f"stitches[{i}].x", *coord), _int(s.get("y"), f"stitches[{i}].y", *coord)
+        # The cross-member rules the Design schema's description states:
+        if not (x0 <= x <= x1 and y0 <= y <= y1):
+            raise _bad(f"stitches[{i}]", f"({x}, {y}) lies outside the extents")
+        if cmd == "end" and i != len(stitches) - 1:
+            raise _bad(f"stitches[{i}].cmd", "`end` is not the last command")
+        if cmd == "stitch":
+            n_stitches += 1
+            stitched_blocks = block + 1
+        elif cmd == "color_change":
+            block += 1
+        program.append((x, y, cmd))
+    if stitch_count != n_stitches:
+        raise _bad("stitch_count", f"stitch_count is {stitch_count} but there are {n_stitches} stitch commands")
+    if stitched_blocks > len(colors):
+        raise _bad("threads", f"{stitched_blocks} stitched colour blocks but {len(colors)} threads")
     ctx["program"] = program
     ctx["colors"] = colors
     ctx["extents"] = extents

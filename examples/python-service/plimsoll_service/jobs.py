@@ -45,9 +45,13 @@ class BadInput(Exception):
 
 # --- test hooks -------------------------------------------------------------------------------
 
-_HOLD = re.compile(r"^hold=([a-z]+):([0-9]{1,9})$")
-_STAGE = re.compile(r"^(fail|panic)=([a-z]+)$")
-_ALLOC = re.compile(r"^alloc=([0-9]{1,9})$")
+# Blanks around tokens are allowed; numbers may carry a `+` and leading zeros (at most 19 digits
+# after them), as the OpenAPI header pattern states.
+_B = r"[ \t]*"
+_NUM = r"\+?0*([0-9]{1,19})"
+_HOLD = re.compile(rf"^hold{_B}={_B}([a-z]+){_B}:{_B}{_NUM}$")
+_STAGE = re.compile(rf"^(fail|panic){_B}={_B}([a-z]+)$")
+_ALLOC = re.compile(rf"^alloc{_B}={_B}{_NUM}$")
 
 
 @dataclass
@@ -57,42 +61,35 @@ class Hooks:
     panic: set[str] = field(default_factory=set)
     alloc_mb: int = 0
 
-    @property
-    def empty(self) -> bool:
-        return not (self.hold or self.fail or self.panic or self.alloc_mb)
 
-
-def parse_hooks(header: str | None, enabled: bool, stages: list[str], header_name: str) -> Hooks:
+def parse_hooks(header: str | None, enabled: bool, stage_names: list[str], header_name: str) -> Hooks:
     """`directive *( ";" directive )`; directive = hold=STAGE:MS / fail=STAGE / panic=STAGE / alloc=MB.
 
-    Raises Problem `hooks_disabled` when hooks are off, `invalid_parameter` when malformed."""
+    STAGE is any stage name of the contract (`queue` and `relay` included); a directive naming a
+    stage this request does not run has no effect. Empty directives are ignored. Raises Problem
+    `hooks_disabled` when hooks are off, `invalid_parameter` when a directive is malformed."""
     hooks = Hooks()
     if header is None:
         return hooks
     if not enabled:
         raise Problem("hooks_disabled", f"{header_name} is only honoured when PLIMSOLL_TEST_HOOKS=1")
     for raw in header.split(";"):
-        d = raw.strip()
-        if m := _HOLD.match(d):
-            stage, ms = m.group(1), int(m.group(2))
-            _known(stage, stages, header_name, d)
-            hooks.hold[stage] = hooks.hold.get(stage, 0) + ms
-        elif m := _STAGE.match(d):
-            _known(m.group(2), stages, header_name, d)
+        d = raw.strip(" \t")
+        if not d:
+            continue
+        if (m := _HOLD.match(d)) and m.group(1) in stage_names:
+            hooks.hold[m.group(1)] = hooks.hold.get(m.group(1), 0) + int(m.group(2))
+        elif (m := _STAGE.match(d)) and m.group(2) in stage_names:
             (hooks.fail if m.group(1) == "fail" else hooks.panic).add(m.group(2))
         elif m := _ALLOC.match(d):
             hooks.alloc_mb += int(m.group(1))
         else:
-            raise Problem("invalid_parameter", f"{header_name}: malformed directive {d!r}")
+            raise Problem(
+                "invalid_parameter",
+                f"{header_name}: malformed directive {d!r} (hold=STAGE:MS, fail=STAGE, panic=STAGE, "
+                f"alloc=MB; STAGE one of {', '.join(stage_names)})",
+            )
     return hooks
-
-
-def _known(stage: str, stages: list[str], header_name: str, directive: str) -> None:
-    if stage not in stages:
-        raise Problem(
-            "invalid_parameter",
-            f"{header_name}: {directive!r} names no stage of this endpoint ({', '.join(stages)})",
-        )
 
 
 # --- the job ----------------------------------------------------------------------------------

@@ -56,9 +56,10 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
-def digitize(job: Job, data: bytes, params: dict, max_pixels: int) -> bytes:
+def digitize(job: Job, data: bytes, params: dict, max_pixels: int, limits) -> bytes:
     job.make_tmpdir()
-    ctx = {"data": data, "params": params, "max_pixels": max_pixels}
+    ctx = {"data": data, "params": params, "max_pixels": max_pixels,
+           "max_stitches": limits.max_stitches, "max_mm": limits.max_mm}
     steps = [
         ("decode", decode),
         ("quantize", quantize),
@@ -164,7 +165,15 @@ def segment(job: Job, ctx: dict) -> dict:
     width_mm = p["width_mm"]
     px_per_mm = w / width_mm
     height_mm = h / px_per_mm
+    if height_mm > ctx["max_mm"]:
+        raise BadInput(
+            "invalid_parameter",
+            f"the design would be {height_mm:.0f} mm high, more than the limit of {ctx['max_mm']:g} mm: "
+            "lower width_mm or use a less tall image",
+        )
     density = p["density_mm"]
+    n_rows, n_cols = int(height_mm / density) + 1, int(width_mm / COLUMN_STEP_MM) + 1
+    job.charge((n_rows + n_cols) * 16 + n_cols * 8, f"sampling {n_rows} fill rows")
     row_mm = np.arange(density / 2, height_mm, density)
     col_mm = np.arange(COLUMN_STEP_MM / 2, width_mm, COLUMN_STEP_MM)
     yi = np.minimum((row_mm * px_per_mm).astype(np.int64), h - 1)
@@ -247,8 +256,14 @@ def fill(job: Job, ctx: dict) -> dict:
     cell = COLUMN_STEP_MM * 10.0
     row_y = np.rint(ctx["row_mm"] * 10.0).astype(np.int64)
     regions = ctx.pop("regions")
-    estimate = sum((c1 - c0) * cell / step + 3 for reg in regions for _, c0, c1 in reg["runs"])
-    job.charge(int(estimate) * BYTES_PER_STITCH, f"filling about {int(estimate)} stitches")
+    estimate = int(sum((c1 - c0) * cell / step + 3 for reg in regions for _, c0, c1 in reg["runs"]))
+    if estimate > ctx["max_stitches"]:
+        raise BadInput(
+            "invalid_parameter",
+            f"the design would have about {estimate} stitches, more than the limit of {ctx['max_stitches']}: "
+            "lower width_mm or raise density_mm or max_stitch_mm",
+        )
+    job.charge(estimate * BYTES_PER_STITCH, f"filling about {estimate} stitches")
     blocks = []
     done = 0
     for reg in regions:

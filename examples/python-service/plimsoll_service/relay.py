@@ -18,11 +18,11 @@ import re
 import aiohttp
 from aiohttp import web
 
+from .jobs import parse_hooks
 from .problems import Problem
 
 HOP_BY_HOP = {"host", "connection", "content-length", "transfer-encoding", "upgrade", "keep-alive", "te", "trailer"}
 TEXT_TYPES = re.compile(r"^(text/|application/([a-z0-9.+-]*\+)?json|image/svg\+xml|application/xml)")
-RELAY_HOLD = re.compile(r"^hold=relay:([0-9]{1,9})$")
 
 
 async def start_client(app: web.Application) -> None:
@@ -114,11 +114,15 @@ def parse_envelope(raw: str) -> tuple[dict | None, str, str | None]:
 async def handler(request: web.Request) -> web.WebSocketResponse:
     svc = request.app["svc"]
     ws = web.WebSocketResponse(max_msg_size=svc.settings.api["export"]["max_upload_bytes"] * 2)
-    if not ws.can_prepare(request).ok:
+    try:
+        upgradable = ws.can_prepare(request).ok
+    except ValueError:  # aiohttp 3.14 lets a non-ASCII Sec-WebSocket-Key through as ValueError
+        upgradable = False
+    if not upgradable:
         raise Problem(
             "upgrade_required",
             f"{request.path} is a WebSocket endpoint: send a WebSocket upgrade request",
-            headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+            headers={"Upgrade": "websocket"},
         )
     await ws.prepare(request)
     conn = Connection(ws, svc.settings.max_frame_body_bytes)
@@ -155,21 +159,17 @@ async def _quietly(coro) -> None:
 
 async def relay_one(svc, conn: Connection, env: dict) -> None:
     pool = svc.pools["relay"]
-    hook_name = svc.settings.hooks["header"].lower()
     headers = {k: v for k, v in env["headers"].items() if k.lower() not in HOP_BY_HOP}
+    # `hold=relay:MS` holds this relay worker; the header goes on unchanged (the endpoint ignores
+    # a directive for a stage it does not run, and answers hooks_disabled when hooks are off).
     hold_ms = 0
     if svc.settings.hooks_enabled:
-        for key in [k for k in headers if k.lower() == hook_name]:
-            rest = []
-            for d in headers[key].split(";"):
-                if m := RELAY_HOLD.match(d.strip()):
-                    hold_ms += int(m.group(1))
-                else:
-                    rest.append(d)
-            if rest:
-                headers[key] = ";".join(rest)
-            else:
-                del headers[key]
+        name = svc.settings.hooks["header"]
+        for key in [k for k in headers if k.lower() == name.lower()]:
+            try:
+                hold_ms += parse_hooks(headers[key], True, svc.settings.stage_names, name).hold.get("relay", 0)
+            except Problem:
+                pass  # malformed: the endpoint it is forwarded to answers 400
     loop = asyncio.get_running_loop()
     try:
         await pool.acquire(loop.time(), None)

@@ -6,6 +6,7 @@ black-box by `plimsoll check` (see ../gate.sh).
 
 import asyncio
 import io
+import json
 import tempfile
 import time
 import unittest
@@ -13,10 +14,11 @@ import zlib
 
 from PIL import Image
 
-from plimsoll_service import admission, contract, jobs, pipeline, relay
+from plimsoll_service import admission, contract, export, jobs, pipeline, relay
 from plimsoll_service.problems import Problem, RequestIds
 
 STAGES = ["decode", "quantize", "segment", "fill", "sequence", "serialize"]
+ALL_STAGES = ["queue", *STAGES, "parse", "encode", "write", "relay"]
 
 
 class ContractTest(unittest.TestCase):
@@ -88,18 +90,23 @@ class PoolTest(unittest.TestCase):
 
 class HooksTest(unittest.TestCase):
     def test_grammar(self):
-        h = jobs.parse_hooks("hold=fill:500;fail=decode; alloc=20", True, STAGES, "X-Plimsoll-Hook")
+        h = jobs.parse_hooks("hold=fill:500;fail=decode; alloc=20", True, ALL_STAGES, "X-Plimsoll-Hook")
         self.assertEqual(h.hold, {"fill": 500})
         self.assertEqual(h.fail, {"decode"})
         self.assertEqual(h.alloc_mb, 20)
+        # Blanks around tokens, empty directives, `+` and leading zeros, any stage name.
+        h = jobs.parse_hooks(" hold = parse : +0010 ;; panic=relay ;", True, ALL_STAGES, "X-Plimsoll-Hook")
+        self.assertEqual(h.hold, {"parse": 10})
+        self.assertEqual(h.panic, {"relay"})
+        self.assertEqual(jobs.parse_hooks("", True, ALL_STAGES, "X-Plimsoll-Hook"), jobs.Hooks())
 
     def test_malformed_and_disabled(self):
-        for bad in ("hold=fill", "explode=fill", "hold=parse:10", ""):
-            with self.assertRaises(Problem) as ctx:
-                jobs.parse_hooks(bad, True, STAGES, "X-Plimsoll-Hook")
+        for bad in ("hold=fill", "explode=fill", "hold=paint:10", "alloc=-1", "HOLD=fill:1", "hold=fill:1x"):
+            with self.assertRaises(Problem, msg=bad) as ctx:
+                jobs.parse_hooks(bad, True, ALL_STAGES, "X-Plimsoll-Hook")
             self.assertEqual(ctx.exception.code, "invalid_parameter")
         with self.assertRaises(Problem) as ctx:
-            jobs.parse_hooks("hold=fill:1", False, STAGES, "X-Plimsoll-Hook")
+            jobs.parse_hooks("hold=fill:1", False, ALL_STAGES, "X-Plimsoll-Hook")
         self.assertEqual(ctx.exception.code, "hooks_disabled")
 
     def test_hold_stops_at_the_deadline(self):
@@ -123,9 +130,51 @@ class PipelineTest(unittest.TestCase):
                        tempfile.gettempdir())
         try:
             with self.assertRaises(jobs.MemoryCapExceeded):
-                pipeline.digitize(job, bytes(data), {}, 25_000_000)
+                pipeline.digitize(job, bytes(data), {}, 25_000_000, contract.DesignLimits())
         finally:
             job.cleanup()
+
+
+class ExportTest(unittest.TestCase):
+    def run_export(self, design):
+        job = jobs.Job("export", "t", ["parse", "encode", "write"], jobs.Hooks(), time.monotonic() + 5,
+                       5000, 1024, tempfile.gettempdir())
+        try:
+            return export.export(job, json.dumps(design).encode(), "dst", contract.DesignLimits())
+        finally:
+            job.cleanup()
+
+    def design(self, **changes):
+        d = {
+            "format": "plimsoll-design/1", "width_mm": 10.0, "height_mm": 10.0,
+            "threads": [{"color": "#ff0000"}],
+            "extents": {"min_x": 0, "min_y": 0, "max_x": 300, "max_y": 300},
+            "stitch_count": 2,
+            "stitches": [{"x": 0, "y": 0, "cmd": "jump"}, {"x": 0, "y": 0, "cmd": "stitch"},
+                         {"x": 300, "y": 300, "cmd": "stitch"}, {"x": 300, "y": 300, "cmd": "end"}],
+        }
+        d.update(changes)
+        return d
+
+    def test_long_moves_are_split_for_dst(self):
+        data = self.run_export(self.design())
+        self.assertEqual(data[512:515], bytes([0, 0, 0x83]))  # the jump to (0, 0): a zero move
+        self.assertEqual(len(data), 512 + 3 * 6)  # jump, stitch, the 300-unit move as 3 stitches, end
+
+    def test_cross_member_rules(self):
+        d = self.design()
+        cases = {
+            "lies outside the extents": self.design(extents={"min_x": 0, "min_y": 0, "max_x": 100, "max_y": 300}),
+            "stitch_count is": self.design(stitch_count=3),
+            "stitched colour blocks but": self.design(threads=[]),
+            "is not the last command": self.design(stitches=[d["stitches"][3], *d["stitches"][:3]]),
+            "unknown variant `sew`": self.design(stitches=[{"x": 0, "y": 0, "cmd": "sew"}]),
+        }
+        for phrase, design in cases.items():
+            with self.assertRaises(jobs.BadInput, msg=phrase) as ctx:
+                self.run_export(design)
+            self.assertEqual(ctx.exception.code, "malformed_design")
+            self.assertIn(phrase, ctx.exception.detail)
 
 
 class RelayTest(unittest.TestCase):
