@@ -50,9 +50,9 @@ pub struct Meta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
+    /// The document's title: sources are cited by title only (they are not files of this
+    /// repository).
     pub title: String,
-    /// Path of the document, relative to the folder holding the repository.
-    pub file: String,
 }
 
 /// What every clause says besides its value.

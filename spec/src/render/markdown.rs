@@ -236,7 +236,7 @@ pub fn concurrency_md(contract: &Contract) -> String {
 
     let _ = writeln!(md, "## Sources\n");
     for (key, s) in &contract.sources {
-        let _ = writeln!(md, "- `{key}`: {} (`{}`)", s.title, s.file);
+        let _ = writeln!(md, "- `{key}`: {}", s.title);
     }
     md
 }
