@@ -41,6 +41,30 @@ impl LogFormat for JsonLines {
     }
 }
 
+/// The access fields of a request's one log line.
+#[derive(Debug, Clone, Copy)]
+pub struct Access<'a> {
+    pub request_id: &'a str,
+    pub method: &'a str,
+    pub path: &'a str,
+    pub status: u16,
+    pub duration_ms: f64,
+}
+
+impl Access<'_> {
+    /// The line of a request that ended without an error.
+    pub fn write(&self) {
+        tracing::info!(
+            request_id = %self.request_id,
+            method = %self.method,
+            path = %self.path,
+            status = self.status,
+            duration_ms = self.duration_ms,
+            "request"
+        );
+    }
+}
+
 /// INFO and up, no colours, no target: what every format shares.
 pub fn subscriber() -> SubscriberBuilder {
     tracing_subscriber::fmt()
