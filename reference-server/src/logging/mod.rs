@@ -1,15 +1,18 @@
 //! Structured logs (F3). Each server owns its own `tracing` dispatcher, applied to every request
 //! future, so several servers in one process (tests, the embedded checker) keep separate logs.
-//! The line format is a seam ([`LogFormat`]); the contract's is [`JsonLines`].
+//! The line format is a seam ([`LogFormat`]); the contract's is [`JsonLines`]. Lines are formatted
+//! on the request's thread and written by the server's own writer thread ([`LogWriter`]), so no
+//! request waits for the disk.
+
+mod writer;
 
 use std::fmt::Debug;
-use std::fs::OpenOptions;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use tracing::Dispatch;
 use tracing_subscriber::fmt::SubscriberBuilder;
-use tracing_subscriber::fmt::writer::BoxMakeWriter;
+
+pub use writer::LogWriter;
 
 /// Where the structured log goes.
 #[derive(Debug, Clone)]
@@ -19,9 +22,9 @@ pub enum LogSink {
     File(PathBuf),
 }
 
-/// Builds the dispatcher that writes a server's log lines to its sink.
+/// Builds the dispatcher that formats a server's log lines and hands them to its writer.
 pub trait LogFormat: Debug + Send + Sync {
-    fn dispatch(&self, sink: &LogSink) -> std::io::Result<Dispatch>;
+    fn dispatch(&self, writer: LogWriter) -> Dispatch;
 }
 
 /// One JSON object per line, event fields at the top level.
@@ -30,14 +33,14 @@ pub struct JsonLines;
 
 impl LogFormat for JsonLines {
     // clause: F3 — structured JSON lines
-    fn dispatch(&self, sink: &LogSink) -> std::io::Result<Dispatch> {
-        Ok(Dispatch::new(
+    fn dispatch(&self, writer: LogWriter) -> Dispatch {
+        Dispatch::new(
             subscriber()
                 .json()
                 .flatten_event(true)
-                .with_writer(writer(sink)?)
+                .with_writer(writer)
                 .finish(),
-        ))
+        )
     }
 }
 
@@ -71,15 +74,4 @@ pub fn subscriber() -> SubscriberBuilder {
         .with_max_level(tracing::Level::INFO)
         .with_ansi(false)
         .with_target(false)
-}
-
-/// The sink as a writer (a file is opened for appending).
-pub fn writer(sink: &LogSink) -> std::io::Result<BoxMakeWriter> {
-    Ok(match sink {
-        LogSink::Stdout => BoxMakeWriter::new(std::io::stdout),
-        LogSink::File(path) => {
-            let file = OpenOptions::new().create(true).append(true).open(path)?;
-            BoxMakeWriter::new(Mutex::new(file))
-        }
-    })
 }
