@@ -10,10 +10,12 @@
 //!   writer says how many in a WARN line of its own as soon as it catches up, and the total is
 //!   on the server's last line.
 //!
-//! Lines reach the sink as soon as the writer thread wakes (it flushes after every batch);
-//! [`LogWriter::flush`] waits until every line queued so far is written.
+//! Lines reach the sink within about a millisecond: the writer thread wakes for the first line
+//! after a quiet spell, and after a small batch it lets the next one gather for
+//! [`LogWriter::LINGER`] — under load that is one write and no wake-up per millisecond rather
+//! than per line. It flushes after every batch. [`LogWriter::flush`] waits until every line
+//! queued so far is written.
 
-use std::collections::VecDeque;
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -35,7 +37,7 @@ impl std::fmt::Debug for LogWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let q = self.handle.shared.lock();
         f.debug_struct("LogWriter")
-            .field("queued_bytes", &q.bytes)
+            .field("queued_bytes", &q.buf.len())
             .field("dropped", &q.dropped)
             .finish()
     }
@@ -73,9 +75,10 @@ impl Shared {
 
 #[derive(Default)]
 struct Queue {
-    lines: VecDeque<Vec<u8>>,
-    /// Bytes in `lines`.
-    bytes: usize,
+    /// The queued lines, end to end.
+    buf: Vec<u8>,
+    /// How many lines `buf` holds.
+    lines: u64,
     /// Lines dropped since the writer last said so.
     unreported: u64,
     /// Lines dropped, ever.
@@ -85,6 +88,8 @@ struct Queue {
     written: u64,
     /// The writer thread is waiting for lines (a new line must wake it).
     idle: bool,
+    /// Threads waiting on `progress` (error lines waiting for room, flushes).
+    waiting: usize,
     /// The last [`LogWriter`] is gone: write what is left, then stop.
     closed: bool,
 }
@@ -92,6 +97,10 @@ struct Queue {
 impl LogWriter {
     /// How many bytes of lines may wait for the sink: a few thousand lines, a few MB at most.
     pub const BUFFER_BYTES: usize = 4 << 20;
+    /// How long the writer lets lines gather after a batch smaller than [`LogWriter::BATCH_BYTES`].
+    pub const LINGER: Duration = Duration::from_millis(1);
+    /// A batch at least this big is followed by the next at once.
+    pub const BATCH_BYTES: usize = 64 << 10;
 
     /// A writer for `sink` (a file is opened for appending).
     pub fn open(sink: &LogSink) -> io::Result<LogWriter> {
@@ -128,10 +137,11 @@ impl LogWriter {
         let deadline = Instant::now() + timeout;
         let mut q = shared.lock();
         let target = q.queued;
+        q.waiting += 1;
         while q.written < target {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return false;
+                break;
             }
             q = shared
                 .progress
@@ -139,7 +149,8 @@ impl LogWriter {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        true
+        q.waiting -= 1;
+        q.written >= target
     }
 
     /// Lines dropped so far because the sink fell behind (never ERROR or WARN lines).
@@ -180,19 +191,21 @@ impl Write for LineWriter<'_> {
         let shared = self.shared;
         let mut q = shared.lock();
         // A line longer than the whole queue still goes, alone.
-        let full = |q: &Queue| q.bytes > 0 && q.bytes + line.len() > shared.capacity;
+        let full = |q: &Queue| !q.buf.is_empty() && q.buf.len() + line.len() > shared.capacity;
         if full(&q) {
             if !self.keep {
                 q.unreported += 1;
                 q.dropped += 1;
                 return Ok(line.len());
             }
+            q.waiting += 1;
             while full(&q) && !q.closed {
                 q = shared.progress.wait(q).unwrap_or_else(|e| e.into_inner());
             }
+            q.waiting -= 1;
         }
-        q.lines.push_back(line.to_vec());
-        q.bytes += line.len();
+        q.buf.extend_from_slice(line);
+        q.lines += 1;
         q.queued += 1;
         if std::mem::take(&mut q.idle) {
             drop(q);
@@ -209,35 +222,51 @@ impl Write for LineWriter<'_> {
 /// The writer thread: takes everything queued, writes and flushes it, and again, until the last
 /// [`LogWriter`] is gone and the queue is empty. A failing sink loses lines, never the server.
 fn write_until_closed(shared: &Shared, mut out: impl Write) {
+    // Two buffers take turns: one fills while the other is written.
+    let mut spare = Vec::new();
     loop {
-        let (lines, dropped, closed) = {
+        let (mut batch, lines, dropped, closed, waiting) = {
             let mut q = shared.lock();
-            while q.lines.is_empty() && q.unreported == 0 && !q.closed {
+            while q.buf.is_empty() && q.unreported == 0 && !q.closed {
                 q.idle = true;
                 q = shared.wake.wait(q).unwrap_or_else(|e| e.into_inner());
             }
             q.idle = false;
-            q.bytes = 0;
             (
+                std::mem::replace(&mut q.buf, spare),
                 std::mem::take(&mut q.lines),
                 std::mem::take(&mut q.unreported),
                 q.closed,
+                q.waiting,
             )
         };
-        // Room for whoever waits to queue an error line.
-        shared.progress.notify_all();
-        let n = lines.len() as u64;
-        for line in &lines {
-            let _ = out.write_all(line);
+        if waiting > 0 {
+            // Room for whoever waits to queue an error line.
+            shared.progress.notify_all();
         }
+        let _ = out.write_all(&batch);
         if dropped > 0 {
             let _ = out.write_all(dropped_note(dropped, SystemTime::now()).as_bytes());
         }
         let _ = out.flush();
-        shared.lock().written += n;
-        shared.progress.notify_all();
-        if closed && n == 0 && dropped == 0 {
+        let waiting = {
+            let mut q = shared.lock();
+            q.written += lines;
+            q.waiting
+        };
+        if waiting > 0 {
+            shared.progress.notify_all();
+        }
+        if closed && lines == 0 && dropped == 0 {
             return;
+        }
+        let small = batch.len() < LogWriter::BATCH_BYTES;
+        // A burst's buffer is not kept: the queue's memory returns to a batch's size.
+        batch.clear();
+        batch.shrink_to(LogWriter::BATCH_BYTES * 2);
+        spare = batch;
+        if small && !closed {
+            std::thread::sleep(LogWriter::LINGER);
         }
     }
 }
@@ -301,8 +330,8 @@ mod tests {
         }
     }
 
-    fn pending(w: &LogWriter) -> usize {
-        w.handle.shared.lock().lines.len()
+    fn pending(w: &LogWriter) -> u64 {
+        w.handle.shared.lock().lines
     }
 
     #[test]
