@@ -107,6 +107,7 @@ echo
 echo "refusals counted by the server: $refusals in $(python3 -c "print(round($ended - $started, 1))") s ($rate/s, calibration included)"
 during=$(awk 'NR == 1 || $1 < lo {lo = $1} $1 > hi {hi = $1} END {printf "%.1f–%.1f MB", lo / 1024, hi / 1024}' "$work/rss.txt")
 echo "RSS before the flood: $(mb "$rss_before"); during (1 s samples): $during; right after: $(mb "$rss_after"); peak (VmHWM): $(mb "$(kb VmHWM)")"
+echo "RSS every second of the flood (MB): $(awk '{printf "%s%.1f", (NR > 1 ? " " : ""), $1 / 1024}' "$work/rss.txt")"
 echo "log: $(wc -l <"$work/server.log") lines, $(du -m "$work/server.log" | cut -f1) MB, $(grep -c '"code":"overloaded"' "$work/server.log") F3 lines of refusals"
 
 # The holders hang up: their jobs are cancelled (B3) and the slots' release closes the open
