@@ -1,29 +1,58 @@
 #!/usr/bin/env bash
 # Benchmark of the 503 path (T3): with every digitize slot held, hammer POST /v1/digitize from a
-# second process (wrk) and report refusals per second, latency percentiles, and the server's RSS
-# before and after. Loopback only; bounded in time.
+# second process (wrk) and report refusals per second, latency percentiles, the server's RSS
+# before, during and after the flood, and its log (one line per refusal). Loopback only; bounded
+# in time.
 #
 #   bash ci/bench-refusals.sh [DURATION_S] [CONNECTIONS]
+#   bash ci/bench-refusals.sh --refusals N [CONNECTIONS]
+#
+# With --refusals, a 3 s run measures the rate first, then the flood lasts long enough for about
+# N refusals in all (--refusals 1000000: the one-million-refusal flood of docs/benchmarks.md).
+# PLIMSOLL_BIN=path benchmarks that build of `plimsoll` instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+target_refusals=""
+if [ "${1:-}" = "--refusals" ]; then
+  target_refusals=${2:?"--refusals needs a count"}
+  shift 2
+fi
 duration=${1:-10}
 connections=${2:-32}
+calibration=3
 command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 2; }
 
-cargo build --release --quiet -p plimsoll-conformance
-bin=target/release/plimsoll
+bin=${PLIMSOLL_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --release --quiet -p plimsoll-conformance
+  bin=target/release/plimsoll
+fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 work=$(mktemp -d)
-trap 'kill $server_pid $holders 2>/dev/null || true; rm -rf "$work"' EXIT
+server_pid=""
+holders=""
+sampler=""
+trap 'kill $server_pid $holders $sampler 2>/dev/null || true; rm -rf "$work"' EXIT
 
+# The held jobs must outlast the flood (their clients hang up after it), and the pool's timeout
+# (B1) must outlast the holds.
+max_flood=${duration}
+if [ -n "$target_refusals" ]; then max_flood=600; fi
+hold_s=$((calibration + max_flood + 10))
 PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/jobs" PLIMSOLL_LOG_FILE="$work/server.log" \
+  DIGITIZE_TIMEOUT_MS=$(( (hold_s + 30) * 1000 )) \
   "$bin" serve --port "$port" 2>"$work/serve.err" &
 server_pid=$!
 url="http://127.0.0.1:$port"
 for _ in $(seq 50); do curl -fs "$url/healthz" >/dev/null && break; sleep 0.1; done
 
-rss() { awk '/VmRSS/ {print $2 / 1024 " MB"}' "/proc/$server_pid/status"; }
-workers=$(curl -fs "$url/metrics" | awk -F' ' '/^plimsoll_workers_limit\{pool="digitize"\}/ {print $2}')
+kb() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$server_pid/status"; }
+mb() { awk -v kb="$1" 'BEGIN {printf "%.1f MB", kb / 1024}'; }
+metric() { curl -fs "$url/metrics" | awk -v m="$1" 'index($0, m) == 1 {print $2}'; }
+workers=$(metric 'plimsoll_workers_limit{pool="digitize"}')
+refused() {
+  curl -fs "$url/metrics" | awk '/^plimsoll_requests_total\{/ && /pool="digitize"/ && /outcome="overloaded"/ {print $2}'
+}
 
 # A tiny PNG to send (the refusal happens before it is decoded).
 python3 - "$work/tiny.png" <<'PY'
@@ -35,26 +64,59 @@ png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 2, 
 open(sys.argv[1], "wb").write(png)
 PY
 
-# Hold every slot for longer than the run.
-holders=""
-for _ in $(seq "$workers"); do
-  curl -s -o /dev/null -X POST -H 'content-type: image/png' -H "x-plimsoll-hook: hold=decode:$(( (duration + 20) * 1000 ))" \
-    --data-binary @"$work/tiny.png" "$url/v1/digitize" &
-  holders="$holders $!"
-done
-for _ in $(seq 100); do
-  busy=$(curl -fs "$url/metrics" | awk '/^plimsoll_workers_busy\{pool="digitize"\}/ {print $2}')
-  [ "$busy" = "$workers" ] && break
-  sleep 0.05
-done
-echo "pool saturated: $busy/$workers busy; RSS before: $(rss)"
-
 cat > "$work/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "image/png"
 local f = io.open("$work/tiny.png", "rb"); wrk.body = f:read("*a"); f:close()
 LUA
-wrk -t2 -c"$connections" -d"${duration}s" --latency -s "$work/post.lua" "$url/v1/digitize" | tee "$work/wrk.txt"
-echo "RSS after: $(rss)"
-refused=$(curl -fs "$url/metrics" | awk '/^plimsoll_requests_total\{.*pool="digitize".*outcome="overloaded"|^plimsoll_requests_total\{.*outcome="overloaded".*pool="digitize"/ {print $2}')
-echo "refusals counted by the server: $refused"
+flood() { wrk -t2 -c"$connections" -d"${1}s" --latency -s "$work/post.lua" "$url/v1/digitize"; }
+
+# Hold every slot for longer than the flood.
+for _ in $(seq "$workers"); do
+  curl -s -o /dev/null -X POST -H 'content-type: image/png' -H "x-plimsoll-hook: hold=decode:$((hold_s * 1000))" \
+    --data-binary @"$work/tiny.png" "$url/v1/digitize" &
+  holders="$holders $!"
+done
+for _ in $(seq 100); do
+  busy=$(metric 'plimsoll_workers_busy{pool="digitize"}')
+  [ "$busy" = "$workers" ] && break
+  sleep 0.05
+done
+rss_before=$(kb VmRSS)
+echo "pool saturated: $busy/$workers busy; RSS before: $(mb "$rss_before")"
+
+# RSS every second while the flood runs.
+( while kill -0 "$server_pid" 2>/dev/null; do kb VmRSS; sleep 1; done ) >"$work/rss.txt" &
+sampler=$!
+
+started=$(date +%s.%N)
+if [ -n "$target_refusals" ]; then
+  flood "$calibration" >"$work/calibration.txt"
+  rate=$(awk '/^Requests\/sec/ {print $2}' "$work/calibration.txt")
+  done_so_far=$(refused)
+  duration=$(python3 -c "import math; print(max(1, min($max_flood, math.ceil(1.1 * ($target_refusals - $done_so_far) / $rate))))")
+  echo "calibration: $rate refusals/s over ${calibration} s; flooding for ${duration} s more"
+fi
+flood "$duration" | tee "$work/wrk.txt"
+ended=$(date +%s.%N)
+rss_after=$(kb VmRSS)
+kill "$sampler" 2>/dev/null || true
+refusals=$(refused)
+rate=$(python3 -c "print(round($refusals / ($ended - $started)))")
+echo
+echo "refusals counted by the server: $refusals in $(python3 -c "print(round($ended - $started, 1))") s ($rate/s, calibration included)"
+during=$(awk 'NR == 1 || $1 < lo {lo = $1} $1 > hi {hi = $1} END {printf "%.1f–%.1f MB", lo / 1024, hi / 1024}' "$work/rss.txt")
+echo "RSS before the flood: $(mb "$rss_before"); during (1 s samples): $during; right after: $(mb "$rss_after"); peak (VmHWM): $(mb "$(kb VmHWM)")"
+echo "RSS every second of the flood (MB): $(awk '{printf "%s%.1f", (NR > 1 ? " " : ""), $1 / 1024}' "$work/rss.txt")"
+echo "log: $(wc -l <"$work/server.log") lines, $(du -m "$work/server.log" | cut -f1) MB, $(grep -c '"code":"overloaded"' "$work/server.log") F3 lines of refusals"
+
+# The holders hang up: their jobs are cancelled (B3) and the slots' release closes the open
+# refusal samples.
+kill $holders 2>/dev/null || true
+holders=""
+for _ in $(seq 100); do
+  [ "$(metric 'plimsoll_workers_busy{pool="digitize"}')" = "0" ] && break
+  sleep 0.1
+done
+sleep 1
+echo "RSS once the slots are free again: $(mb "$(kb VmRSS)")"

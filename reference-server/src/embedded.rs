@@ -50,9 +50,15 @@ impl Embedded {
         self.workspace.path().join("jobs")
     }
 
-    /// The server's JSON log file.
+    /// The server's JSON log file. Lines reach it a moment after they are logged; see
+    /// [`Embedded::flush_log`].
     pub fn log_path(&self) -> PathBuf {
         self.workspace.path().join("server.log")
+    }
+
+    /// Waits until every line logged so far is in the log file (at most 2 s).
+    pub fn flush_log(&self) -> bool {
+        self.state().flush_log()
     }
 
     pub fn workspace(&self) -> &Path {

@@ -2,14 +2,20 @@
 //! `[[errors]]`, an RFC 9457 body with the seed's members, `Retry-After` where the contract says
 //! so, and the F3 log line. The HTTP endpoints and the relay bridge both answer through
 //! [`Responder`]; what the answer says is the [`ErrorMapper`] seam ([`ContractAnswers`]).
+//!
+//! A request has one log line at most. The error's F3 fields ([`ErrorLine`]) ride on its response
+//! to the access-log middleware (`http::observe`), which writes them together with what the
+//! access line would have said; a response that never passes the middleware is logged by
+//! [`log_unrouted`].
 
 use std::fmt::Debug;
 
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use plimsoll_spec::{Contract, PROBLEM_CONTENT_TYPE, Pool, Problem};
+use plimsoll_spec::{Contract, ErrorCode, PROBLEM_CONTENT_TYPE, Pool, Problem};
 
 use crate::error::{ApiError, ErrorKind};
+use crate::logging::Access;
 use crate::metrics::Metrics;
 
 /// What the client is told about an error.
@@ -84,10 +90,11 @@ pub struct Responder<'a> {
 }
 
 impl Responder<'_> {
-    /// The response to `error`; also writes its F3 log line and counts its outcome.
+    /// The response to `error`, carrying its F3 line ([`ErrorLine`]) for the request's one log
+    /// line; also counts its outcome.
     pub fn respond(&self, error: ApiError) -> Response {
         let answer = self.mapper.answer(&error, self.contract);
-        self.log(&error, &answer);
+        let line = self.error_line(&error, &answer);
         if let Some(pool) = error.pool {
             self.metrics.outcome(pool, error.outcome());
         }
@@ -100,12 +107,12 @@ impl Responder<'_> {
         if let Some(value) = answer.retry_after {
             headers.insert(self.retry_after_header.clone(), value);
         }
+        response.extensions_mut().insert(line);
         response
     }
 
-    // clause: F3 — one JSON line per error: request_id, stage, error, stack (by LOG_STACK)
-    fn log(&self, error: &ApiError, answer: &Answer) {
-        let code = error.code();
+    /// What the error's log line says besides the request's access fields.
+    fn error_line(&self, error: &ApiError, answer: &Answer) -> ErrorLine {
         let stack = if self.contract.clauses.f3.value.stack {
             error
                 .backtrace()
@@ -114,15 +121,56 @@ impl Responder<'_> {
         } else {
             String::new()
         };
+        ErrorLine {
+            request_id: error.request_id.clone(),
+            stage: answer.log_stage,
+            error: error.to_string(),
+            stack,
+            code: error.code(),
+            pool: error.pool,
+        }
+    }
+}
+
+/// The F3 fields of an error, carried on its response (an extension) to whoever writes the
+/// request's one log line.
+#[derive(Debug, Clone)]
+pub struct ErrorLine {
+    pub request_id: String,
+    /// The failed stage, `admission` or `request`.
+    pub stage: &'static str,
+    pub error: String,
+    /// A backtrace when the contract's `stack` is on (LOG_STACK=1), empty otherwise.
+    pub stack: String,
+    pub code: ErrorCode,
+    pub pool: Option<Pool>,
+}
+
+impl ErrorLine {
+    /// Writes the request's one line: the F3 fields, then what its access line would have said
+    /// (`access`: none for a response that never passed the access-log middleware).
+    // clause: F3 — one JSON line per error: request_id, stage, error, stack (by LOG_STACK)
+    pub fn write(&self, status: u16, access: Option<&Access<'_>>) {
         tracing::error!(
-            request_id = %error.request_id,
-            stage = answer.log_stage,
-            error = %error,
-            stack = %stack,
-            code = %code,
-            status = self.contract.error(code).status,
-            pool = error.pool.map(Pool::as_str),
+            request_id = %self.request_id,
+            stage = self.stage,
+            error = %self.error,
+            stack = %self.stack,
+            code = %self.code,
+            status,
+            pool = self.pool.map(Pool::as_str),
+            method = access.map(|a| a.method),
+            path = access.map(|a| a.path),
+            duration_ms = access.map(|a| a.duration_ms),
             "request failed"
         );
+    }
+}
+
+/// Writes the error line of a response that never passes the access-log middleware (a relay
+/// envelope answered before it reached the router).
+pub fn log_unrouted(response: &mut Response) {
+    if let Some(line) = response.extensions_mut().remove::<ErrorLine>() {
+        line.write(response.status().as_u16(), None);
     }
 }

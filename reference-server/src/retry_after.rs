@@ -15,6 +15,9 @@ pub trait WaitEstimator: Debug + Send {
     fn record(&mut self, wait: Duration);
     /// The delay to advertise, in whole seconds, at most `max_seconds` (the pool's timeout).
     fn retry_after_seconds(&self, max_seconds: u64) -> u64;
+    /// How many of the most recent samples can still change the answer: the pool keeps at most
+    /// this many samples waiting to be recorded, so a flood of refusals costs bounded memory.
+    fn window(&self) -> usize;
 }
 
 /// Chooses each pool's estimator.
@@ -89,6 +92,11 @@ impl WaitEstimator for RetryAfterEstimator {
         let p50 = sorted[rank - 1];
         let seconds = p50.as_secs() + u64::from(p50.subsec_nanos() > 0);
         seconds.clamp(self.min_seconds, max_seconds.max(self.min_seconds))
+    }
+
+    /// The window: a sample older than the last `capacity` has fallen out.
+    fn window(&self) -> usize {
+        self.capacity
     }
 }
 

@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::logging::LogWriter;
 use crate::state::AppState;
 
 /// A configured server, ready to serve.
@@ -21,7 +22,8 @@ impl Server {
     pub fn new(config: Config) -> std::io::Result<Server> {
         crate::job::install_panic_hook();
         std::fs::create_dir_all(&config.temp_root)?;
-        let dispatch = config.components().log_format.dispatch(&config.log)?;
+        let log = LogWriter::open(&config.log)?;
+        let dispatch = config.components().log_format.dispatch(log.clone());
         let removed = crate::temp::remove_stale(&config.temp_root);
         tracing::dispatcher::with_default(&dispatch, || {
             if !removed.is_empty() {
@@ -32,7 +34,7 @@ impl Server {
             }
         });
         Ok(Server {
-            state: AppState::new(config, dispatch),
+            state: AppState::new(config, dispatch, log),
         })
     }
 
@@ -97,8 +99,14 @@ impl Server {
         }
         let removed = crate::temp::remove_stale(&state.config.temp_root);
         tracing::dispatcher::with_default(&state.dispatch, || {
-            tracing::info!(leftover_removed = removed.len(), "plimsoll-server stopped");
+            tracing::info!(
+                leftover_removed = removed.len(),
+                log_lines_dropped = state.log.dropped(),
+                "plimsoll-server stopped"
+            );
         });
+        // Everything logged so far is on the sink before `serve` returns.
+        state.flush_log();
         result
     }
 

@@ -14,6 +14,7 @@ use tracing::Dispatch;
 use crate::admission::{PoolSpec, WorkerPool};
 use crate::components::Components;
 use crate::config::Config;
+use crate::logging::LogWriter;
 use crate::metrics::Metrics;
 use crate::problem::Responder;
 
@@ -30,6 +31,8 @@ pub struct Inner {
     /// Parent of every job's cancellation token: cancelled when a shutdown's drain time is up.
     pub shutdown: CancellationToken,
     pub dispatch: Dispatch,
+    /// The writer behind `dispatch` (its lines are written by a thread of their own).
+    pub log: LogWriter,
     pub headers: ContractHeaders,
     /// This server's router, for the relay bridge.
     pub api: ApiHandle,
@@ -45,7 +48,7 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(config: Config, dispatch: Dispatch) -> AppState {
+    pub fn new(config: Config, dispatch: Dispatch, log: LogWriter) -> AppState {
         let metrics = Metrics::new(&config.contract);
         let c = &config.contract.clauses;
         let timeout_s = |ms: u64| Duration::from_millis(ms).as_secs().max(1);
@@ -98,6 +101,7 @@ impl AppState {
             relay,
             shutdown: CancellationToken::new(),
             dispatch,
+            log,
             api: ApiHandle::default(),
             next_id: AtomicU64::new(0),
             id_prefix: format!("{:x}", started.as_millis()),
@@ -125,6 +129,12 @@ impl AppState {
             metrics: &self.metrics,
             retry_after_header: &self.headers.retry_after,
         }
+    }
+
+    /// Waits (at most 2 s) until every line logged so far is on the log's sink; false if the
+    /// sink is stuck.
+    pub fn flush_log(&self) -> bool {
+        self.log.flush(Duration::from_secs(2))
     }
 
     /// A fresh request id: unique per process run, sortable by arrival.

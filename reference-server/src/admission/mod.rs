@@ -9,6 +9,7 @@
 
 mod entry;
 mod policy;
+mod refusals;
 mod slot;
 
 use std::collections::VecDeque;
@@ -22,6 +23,7 @@ use tokio::sync::oneshot;
 
 use crate::metrics::{Metrics, PoolLabel};
 use crate::retry_after::WaitEstimator;
+use refusals::OpenRefusals;
 
 pub use entry::{Admission, Admitted, Denied, Entry, UploadFirst};
 pub use policy::{ContractSizing, Fifo, PoolSizing, QueueDiscipline};
@@ -53,8 +55,9 @@ struct Waiter {
 struct State {
     busy: usize,
     queue: VecDeque<Waiter>,
-    /// Refusals whose queue-wait sample is still open: it closes when the next slot frees.
-    refused_since: Vec<Instant>,
+    /// Refusals whose queue-wait sample is still open: it closes when the next slot frees. At
+    /// most the estimator's window of them.
+    refused: OpenRefusals,
     estimator: Box<dyn WaitEstimator>,
     next_id: u64,
 }
@@ -84,7 +87,7 @@ impl WorkerPool {
             state: Mutex::new(State {
                 busy: 0,
                 queue: VecDeque::new(),
-                refused_since: Vec::new(),
+                refused: OpenRefusals::new(estimator.window()),
                 estimator,
                 next_id: 0,
             }),
@@ -131,7 +134,7 @@ impl WorkerPool {
             }
             // clause: T3 — refused at once, never after waiting for a slot
             if st.queue.len() >= self.spec.queue_capacity {
-                st.refused_since.push(arrived);
+                st.refused.push(arrived);
                 return Err(Refused {
                     retry_after_s: st
                         .estimator
@@ -161,10 +164,10 @@ impl WorkerPool {
     fn release(self: &Arc<Self>) {
         let mut st = self.lock();
         let now = Instant::now();
-        let refusals: Vec<Instant> = st.refused_since.drain(..).collect();
-        for refused in refusals {
-            st.estimator.record(now - refused);
-        }
+        let State {
+            refused, estimator, ..
+        } = &mut *st;
+        refused.close(now, estimator.as_mut());
         loop {
             let next = match st.queue.len() {
                 0 => None,
@@ -360,5 +363,30 @@ mod tests {
         // The three refusals waited ~1.1 s for that slot: [0, 1.1, 1.1, 1.1] → p50 1.1 s → 2 s.
         let _held = p.acquire().await.unwrap();
         assert_eq!(p.acquire().await.unwrap_err().retry_after_s, 2);
+    }
+
+    #[tokio::test]
+    async fn a_million_refusals_keep_the_pool_state_bounded() {
+        let p = pool(1, 0, Arc::new(Fifo));
+        let held = p.acquire().await.unwrap();
+        for _ in 0..1_000_000 {
+            assert!(p.acquire().await.is_err());
+        }
+        {
+            let st = p.lock();
+            // The estimator's window is 64 (see `pool`): no more samples are kept open.
+            assert_eq!(st.refused.len(), 64);
+            assert!(st.estimator.window() == 64);
+        }
+        let released = Instant::now();
+        drop(held);
+        let release = released.elapsed();
+        assert!(p.lock().refused.is_empty());
+        assert_eq!(p.load(), (0, 0));
+        // Closing 64 samples, not a million (generous bound for a debug build on a busy machine).
+        assert!(
+            release < Duration::from_millis(50),
+            "release took {release:?}"
+        );
     }
 }

@@ -18,6 +18,8 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use tracing::instrument::WithSubscriber;
 
+use crate::logging::Access;
+use crate::problem::ErrorLine;
 use crate::state::AppState;
 use endpoints::{Digitize, Export};
 
@@ -43,7 +45,9 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// F4 and F3: assigns the request id (keeping a well-formed client one), runs the request under
-/// this server's log, writes one access line, and stamps `X-Request-Id` on the response.
+/// this server's log, writes the request's one log line — the error's F3 line with the access
+/// fields when the response carries an [`ErrorLine`], the access line otherwise — and stamps
+/// `X-Request-Id` on the response.
 // clause: F4 — every response carries X-Request-Id; a well-formed client id is kept
 async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -62,15 +66,19 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let path = request.uri().path().to_owned();
     let dispatch = state.dispatch.clone();
     let mut response = async move {
-        let response = next.run(request).await;
-        tracing::info!(
-            request_id = %id,
-            method = %method,
-            path = %path,
-            status = response.status().as_u16(),
-            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
-            "request"
-        );
+        let mut response = next.run(request).await;
+        let status = response.status().as_u16();
+        let access = Access {
+            request_id: &id,
+            method: method.as_str(),
+            path: &path,
+            status,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        };
+        match response.extensions_mut().remove::<ErrorLine>() {
+            Some(error) => error.write(status, Some(&access)),
+            None => access.write(),
+        }
         response
     }
     .with_subscriber(dispatch)

@@ -88,6 +88,11 @@ impl WaitEstimator for Constant {
     fn retry_after_seconds(&self, _max_seconds: u64) -> u64 {
         self.0
     }
+
+    /// No sample changes the answer.
+    fn window(&self) -> usize {
+        0
+    }
 }
 
 /// B1: the slot is taken before the body is read, so a slow upload holds a worker (and the

@@ -7,7 +7,7 @@ use plimsoll_spec::Contract;
 use tracing::Dispatch;
 
 use crate::claims::{Claims, Truthful};
-use crate::logging::{LogFormat, LogSink, subscriber, writer};
+use crate::logging::{LogFormat, LogWriter, subscriber};
 
 /// F4: no `X-Request-Id` (every other claim truthful).
 #[derive(Debug)]
@@ -58,9 +58,7 @@ impl Claims for NoServerTiming {
 pub struct PlainText;
 
 impl LogFormat for PlainText {
-    fn dispatch(&self, sink: &LogSink) -> std::io::Result<Dispatch> {
-        Ok(Dispatch::new(
-            subscriber().with_writer(writer(sink)?).finish(),
-        ))
+    fn dispatch(&self, writer: LogWriter) -> Dispatch {
+        Dispatch::new(subscriber().with_writer(writer).finish())
     }
 }

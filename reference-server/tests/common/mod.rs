@@ -109,7 +109,9 @@ impl TestServer {
             .unwrap_or_default()
     }
 
+    /// The log file's lines, once everything logged so far is written.
     pub fn log_lines(&self) -> Vec<String> {
+        assert!(self.server.flush_log(), "the log writer is stuck");
         std::fs::read_to_string(self.server.log_path())
             .unwrap_or_default()
             .lines()

@@ -90,6 +90,19 @@ async fn hook_headers_are_refused_like_the_http_api_when_hooks_are_off() {
         assert_eq!(r.of(id)[0].status, 400);
         let problem: serde_json::Value = serde_json::from_slice(&r.body(id)).unwrap();
         assert_eq!(problem["code"], "hooks_disabled");
+        // One F3 line each: the relay's own refusal ("h", never routed) and the API's ("bad").
+        let request_id = problem["request_id"].as_str().unwrap();
+        let lines: Vec<serde_json::Value> = s
+            .log_lines()
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["request_id"] == request_id)
+            .collect();
+        assert_eq!(lines.len(), 1, "{id}: {lines:?}");
+        assert_eq!(
+            (&lines[0]["stage"], &lines[0]["status"]),
+            (&"request".into(), &400.into())
+        );
     }
     assert_eq!(s.state().relay.load(), (0, 0), "refused before admission");
 }

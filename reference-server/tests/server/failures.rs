@@ -277,8 +277,40 @@ async fn f3_every_error_is_one_json_line_with_the_four_fields() {
             .contains("plimsoll_server"),
         "LOG_STACK=1 gives a backtrace"
     );
-    // Access lines for every request.
-    assert!(parsed.iter().filter(|v| v["message"] == "request").count() >= 3);
+    // One line per request: an error's line also says what its access line would have.
+    for id in &ids {
+        let lines: Vec<_> = parsed
+            .iter()
+            .filter(|v| v["request_id"] == id.as_str())
+            .collect();
+        assert_eq!(lines.len(), 1, "one line for {id}: {lines:?}");
+        let line = lines[0];
+        assert_eq!(
+            (&line["method"], &line["path"]),
+            (&"POST".into(), &"/v1/digitize".into())
+        );
+        assert!(line["status"].as_u64().is_some_and(|s| s >= 400), "{line}");
+        assert!(line["duration_ms"].as_f64().is_some(), "{line}");
+        assert!(
+            line["code"].is_string() && line["pool"] == "digitize",
+            "{line}"
+        );
+    }
+    // A success keeps its access line.
+    let r = s.client.get(s.url("/healthz")).send().await.unwrap();
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let ok: Vec<serde_json::Value> = s
+        .log_lines()
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["request_id"] == id.as_str())
+        .collect();
+    assert_eq!(ok.len(), 1, "{ok:?}");
+    assert_eq!(
+        (&ok[0]["message"], &ok[0]["status"]),
+        (&"request".into(), &200.into())
+    );
+    assert!(ok[0].get("error").is_none());
 }
 
 #[tokio::test]

@@ -9,6 +9,8 @@ use common::{TestServer, png, problem};
 use plimsoll_spec::Contract;
 
 mod bounds;
+#[cfg(unix)]
+mod crash;
 mod failures;
 #[cfg(feature = "mutants")]
 mod mutants_bounds;

@@ -9,10 +9,12 @@ use serde::{Deserialize, Serialize};
 
 mod api;
 mod profiles;
+mod rules;
 mod values;
 
 pub use api::*;
 pub use profiles::*;
+pub use rules::*;
 pub use values::*;
 
 /// The whole contract.
@@ -30,6 +32,9 @@ pub struct Contract {
     pub errors: Vec<ErrorSpec>,
     pub observability: Observability,
     pub hooks: Hooks,
+    /// What an implementation does that no clause's sentence spells out: the rules an
+    /// implementer would otherwise guess, each with the clause that judges it.
+    pub implementation: Vec<ImplementationRule>,
     pub tolerances: Tolerances,
     /// The load profiles `plimsoll load` runs, sized relative to capacity. Optional: they are
     /// the conformance kit's settings, not the service's, so an implementation's
@@ -50,9 +55,9 @@ pub struct Meta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
+    /// The document's title: sources are cited by title only (they are not files of this
+    /// repository).
     pub title: String,
-    /// Path of the document, relative to the folder holding the repository.
-    pub file: String,
 }
 
 /// What every clause says besides its value.
