@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import statistics
 from collections import deque
 
 from .contract import PoolSettings
@@ -35,7 +34,9 @@ class Estimator:
 
     def __init__(self, window: int, min_seconds: int, empty_seconds: int, max_seconds: int):
         self.samples: deque[float] = deque(maxlen=max(1, window))
-        self.pending_refusals: list[float] = []
+        # Only the newest `window` open refusals can survive in the window when they close
+        # together, so no more are kept (a refusal flood costs no memory).
+        self.pending_refusals: deque[float] = deque(maxlen=max(1, window))
         self.min_seconds = min_seconds
         self.empty_seconds = empty_seconds
         self.max_seconds = max(min_seconds, max_seconds)
@@ -52,7 +53,11 @@ class Estimator:
         self.pending_refusals.clear()
 
     def p50(self) -> float | None:
-        return statistics.median(self.samples) if self.samples else None
+        """Nearest-rank median: the ceil(n/2)-th smallest (an even window's lower middle value)."""
+        if not self.samples:
+            return None
+        ordered = sorted(self.samples)
+        return ordered[math.ceil(len(ordered) / 2) - 1]
 
     def retry_after(self) -> int:
         p50 = self.p50()
@@ -60,6 +65,10 @@ class Estimator:
             return self.empty_seconds
         return min(self.max_seconds, max(self.min_seconds, math.ceil(p50)))
 
+
+# The `outcome` label values of plimsoll_requests_total (its help text in the contract; rule
+# `metric-series`): every pool has each series from start-up.
+OUTCOMES = ("ok", "overloaded", "timeout", "memory_cap_exceeded", "stage_failed", "invalid", "cancelled")
 
 # Queue-wait histogram buckets, in seconds.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -92,7 +101,7 @@ class Pool:
         self.busy = 0
         self.waiters: deque[asyncio.Future] = deque()
         self.queue_wait = Histogram()
-        self.outcomes: dict[str, int] = {}
+        self.outcomes: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.cancellations = 0
 
     @property
@@ -193,7 +202,7 @@ def render_metrics(pools: dict[str, Pool], temp_files: int, metric_specs: list[d
         out.append(f"plimsoll_queue_wait_seconds_count{lbl(pool=p.name)} {h.total}")
     head("plimsoll_requests_total")
     for p in pools.values():
-        for outcome, n in sorted(p.outcomes.items()):
+        for outcome, n in p.outcomes.items():
             out.append(f"plimsoll_requests_total{lbl(pool=p.name, outcome=outcome)} {n}")
     head("plimsoll_cancellations_total")
     for p in pools.values():

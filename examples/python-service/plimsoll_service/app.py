@@ -105,15 +105,14 @@ class Service:
         return fmt
 
     def check_content_type(self, request: web.Request, kind: str) -> None:
+        """Rule `input-order` (3): an absent Content-Type is accepted; a present one must name a
+        media type the endpoint takes (case and parameters aside). The bytes decide the format."""
         allowed = self.settings.api[kind]["content_types"]
         got = request.headers.get("Content-Type")
-        if got is None or request.content_type not in allowed:
+        if got is not None and request.content_type.lower() not in allowed:
             # Refused before admission: no stage ran, so the body names none (log stage `request`).
-            # Bytes that claim an allowed type but are something else fail in `decode` instead.
             what = "images" if kind == "digitize" else "designs"
-            raise Problem(
-                "unsupported_format", f"expected {' or '.join(allowed)} ({what}), got {got or 'no Content-Type'}"
-            )
+            raise Problem("unsupported_format", f"expected {' or '.join(allowed)} ({what}), got {got}")
 
     async def read_body(self, request: web.Request, limit: int) -> bytes:
         """B1: the body is read before admission, within the upload read timeout, and bounded."""
@@ -149,8 +148,8 @@ class Service:
                 args = (self.digitize_params(request), s.api["digitize"]["max_pixels"], s.design)
             else:
                 args = (self.export_format(request), s.design)
-            body = await self.read_body(request, s.api[kind]["max_upload_bytes"])
             self.check_content_type(request, kind)
+            body = await self.read_body(request, s.api[kind]["max_upload_bytes"])
         except Problem as p:
             pool.count("invalid")
             p.headers["Server-Timing"] = _timing(0.0, 0.0)  # never queued, never ran
@@ -208,9 +207,8 @@ class Service:
     def _cancelled(self, pool: Pool, rid: str, stage: str) -> None:
         pool.cancellations += 1
         pool.count("cancelled")
-        # Not an error line (no response exists to join it to): a warning with the same fields.
-        self.log.write("warn", "client went away; job stopped", request_id=rid, stage=stage,
-                       error="client disconnected", stack="", pool=pool.name)
+        # Not an error line (no answer is owed, rule `error-line`): none of stage/error/stack.
+        self.log.write("warn", "client went away; job stopped", request_id=rid, at=stage, pool=pool.name)
 
 
 def _timing(queue_s: float, run_s: float) -> str:
@@ -230,10 +228,8 @@ async def request_ids_and_problems(request: web.Request, handler):
     except Problem as p:
         return svc_problem(svc, request, p)
     except web.HTTPMethodNotAllowed as exc:
-        # A known path with another method: 405 with Allow (RFC 9110), no body. The contract has
-        # no code for it, so there is no problem body either; the log still gets its error line.
-        svc.log.error(rid, "request", f"{request.method} is not allowed on {request.path}", None,
-                      status=405, method=request.method, path=request.path)
+        # Rule `routes`: a known path with another method is 405 with Allow (RFC 9110). 405 is no
+        # contract error code: no problem body, no error line.
         return web.Response(status=405, headers={"Allow": ", ".join(sorted(exc.allowed_methods))})
     except web.HTTPNotFound:
         return svc_problem(svc, request, Problem("not_found", f"no route for {request.method} {request.path}"))

@@ -56,10 +56,15 @@ _ALLOC = re.compile(rf"^alloc{_B}={_B}{_NUM}$")
 
 @dataclass
 class Hooks:
-    hold: dict[str, int] = field(default_factory=dict)  # stage -> ms
-    fail: set[str] = field(default_factory=set)
-    panic: set[str] = field(default_factory=set)
+    # stage -> its directives in header order: ("hold", ms) / ("fail", 0) / ("panic", 0)
+    at: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     alloc_mb: int = 0
+
+    def add(self, stage: str, kind: str, value: int = 0) -> None:
+        self.at.setdefault(stage, []).append((kind, value))
+
+    def hold_ms(self, stage: str) -> int:
+        return sum(v for k, v in self.at.get(stage, []) if k == "hold")
 
 
 def parse_hooks(header: str | None, enabled: bool, stage_names: list[str], header_name: str) -> Hooks:
@@ -78,9 +83,9 @@ def parse_hooks(header: str | None, enabled: bool, stage_names: list[str], heade
         if not d:
             continue
         if (m := _HOLD.match(d)) and m.group(1) in stage_names:
-            hooks.hold[m.group(1)] = hooks.hold.get(m.group(1), 0) + int(m.group(2))
+            hooks.add(m.group(1), "hold", int(m.group(2)))
         elif (m := _STAGE.match(d)) and m.group(2) in stage_names:
-            (hooks.fail if m.group(1) == "fail" else hooks.panic).add(m.group(2))
+            hooks.add(m.group(2), m.group(1))
         elif m := _ALLOC.match(d):
             hooks.alloc_mb += int(m.group(1))
         else:
@@ -147,24 +152,25 @@ class Job:
         return self.tmpdir
 
     def enter(self, stage: str) -> None:
-        """Start `stage`: checkpoint, then the hooks (alloc on the first stage, hold, fail, panic)."""
+        """Start `stage`: checkpoint, the alloc hook on the first stage, then this stage's hold,
+        fail and panic directives in header order (a hold counts as the stage running)."""
         self.checkpoint()
         self.stage = stage
         if stage == self.stages[0] and self.hooks.alloc_mb:
             self.charge(self.hooks.alloc_mb * MB, f"the alloc hook ({self.hooks.alloc_mb} MB)")
-        hold_ms = self.hooks.hold.get(stage)
-        if hold_ms:
-            end = time.monotonic() + hold_ms / 1000
-            while True:
-                self.checkpoint()
-                now = time.monotonic()
-                if now >= end:
-                    break
-                self._cancel.wait(min(end, self.deadline) - now)
-        if stage in self.hooks.fail:
-            raise StageFailed(f"{stage} failed (fail hook)")
-        if stage in self.hooks.panic:
-            raise RuntimeError(f"{stage} panicked (panic hook)")
+        for kind, value in self.hooks.at.get(stage, []):
+            if kind == "hold":
+                end = time.monotonic() + value / 1000
+                while True:
+                    self.checkpoint()
+                    now = time.monotonic()
+                    if now >= end:
+                        break
+                    self._cancel.wait(min(end, self.deadline) - now)
+            elif kind == "fail":
+                raise StageFailed(f"{stage} failed (fail hook)")
+            else:
+                raise RuntimeError(f"{stage} panicked (panic hook)")
 
     def run_stages(self, steps, ctx):
         """Runs [(stage, fn)] in order; each fn(job, ctx) -> ctx."""

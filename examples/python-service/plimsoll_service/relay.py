@@ -19,9 +19,8 @@ import aiohttp
 from aiohttp import web
 
 from .jobs import parse_hooks
-from .problems import Problem
+from .problems import PROBLEM_TYPE, Problem, problem_body
 
-HOP_BY_HOP = {"host", "connection", "content-length", "transfer-encoding", "upgrade", "keep-alive", "te", "trailer"}
 TEXT_TYPES = re.compile(r"^(text/|application/([a-z0-9.+-]*\+)?json|image/svg\+xml|application/xml)")
 
 
@@ -85,29 +84,53 @@ def split_utf8(text: str, max_bytes: int) -> list[str]:
     return chunks or [""]
 
 
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_FIELD_VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]*$")
+_PATH = re.compile(r"^/[\x21-\x7e]*$")
+# Dropped from an envelope's headers on the way in (rule `relay-inner-request`): the envelope's own
+# encoding and length, and what would break the loopback connection the request travels on.
+NOT_FORWARDED = {"content-transfer-encoding", "content-length", "host", "connection", "upgrade",
+                 "transfer-encoding", "keep-alive", "te", "trailer"}
+# Never copied from the inner response into the first frame: the loopback connection's own.
+NOT_RETURNED = {"connection", "content-length", "transfer-encoding", "keep-alive"}
+_orphans: set[asyncio.Task] = set()  # running envelopes of dropped sockets, left to finish
+
+
 def parse_envelope(raw: str) -> tuple[dict | None, str, str | None]:
-    """Returns (envelope, request_id, error)."""
+    """Returns (envelope with `body_bytes`, request_id, what is wrong) - rule `relay-error`."""
     try:
         env = json.loads(raw)
     except ValueError as exc:
-        return None, "", f"the frame is not JSON: {exc}"
+        return None, "", f"the message is not JSON: {exc}"
     if not isinstance(env, dict):
-        return None, "", "the frame is not a JSON object"
+        return None, "", "the message is not a JSON object"
     rid = env.get("request_id")
     rid = rid if isinstance(rid, str) else ""
     if env.get("type") != "relay-http-request":
         return None, rid, "`type` must be `relay-http-request`"
     if not rid:
         return None, rid, "`request_id` must be a non-empty string"
-    if not isinstance(env.get("method"), str) or not env["method"]:
-        return None, rid, "`method` must be a string"
-    if not isinstance(env.get("path"), str) or not env["path"].startswith("/"):
-        return None, rid, "`path` must be a string starting with /"
+    if not isinstance(env.get("method"), str) or not _TOKEN.match(env["method"]):
+        return None, rid, "`method` must be an HTTP method"
+    if not isinstance(env.get("path"), str) or not _PATH.match(env["path"]):
+        return None, rid, "`path` must start with / and hold no blanks or control characters"
     headers = env.setdefault("headers", {})
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+    if not isinstance(headers, dict):
         return None, rid, "`headers` must be an object of strings"
-    if not isinstance(env.setdefault("body", ""), str):
+    for name, value in headers.items():
+        if not _TOKEN.match(name) or not isinstance(value, str) or not _FIELD_VALUE.match(value):
+            return None, rid, f"header {name!r} is not a valid HTTP header"
+    body = env.setdefault("body", "")
+    if not isinstance(body, str):
         return None, rid, "`body` must be a string"
+    cte = next((v for k, v in headers.items() if k.lower() == "content-transfer-encoding"), None)
+    if cte is not None and cte.strip().lower() == "base64":
+        try:
+            env["body_bytes"] = base64.b64decode(body, validate=True)
+        except ValueError:
+            return None, rid, "`body` is not base64 although content-transfer-encoding says so"
+    else:
+        env["body_bytes"] = body.encode()
     return env, rid, None
 
 
@@ -126,27 +149,32 @@ async def handler(request: web.Request) -> web.WebSocketResponse:
         )
     await ws.prepare(request)
     conn = Connection(ws, svc.settings.max_frame_body_bytes)
-    tasks: set[asyncio.Task] = set()
+    tasks: dict[asyncio.Task, dict] = {}
     try:
         async for msg in ws:
             if msg.type == aiohttp.WSMsgType.TEXT:
                 env, rid, problem = parse_envelope(msg.data)
-                if problem is not None:
-                    await _quietly(conn.error(rid, problem))
-                    continue
-                task = asyncio.create_task(relay_one(svc, conn, env))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
             elif msg.type == aiohttp.WSMsgType.BINARY:
-                await _quietly(conn.error("", "envelopes are text frames"))
+                env, rid, problem = None, "", "envelopes are text messages"
             else:
                 break
+            if problem is not None:
+                svc.log.error(rid, "request", problem, None, code="invalid_parameter", status=400, relay=True)
+                await _quietly(conn.error(rid, problem))
+                continue
+            state = {"running": False}
+            task = asyncio.create_task(relay_one(svc, conn, env, state))
+            tasks[task] = state
+            task.add_done_callback(lambda t: tasks.pop(t, None))
     finally:
-        # R6: the socket is gone; its envelopes are orphans (queued ones leave the queue).
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        # R6: the socket is gone. Queued envelopes leave the queue; running ones finish and their
+        # frames are dropped (sending to a closed socket is a no-op below).
+        for task, state in list(tasks.items()):
+            if state["running"]:
+                _orphans.add(task)
+                task.add_done_callback(_orphans.discard)
+            else:
+                task.cancel()
     return ws
 
 
@@ -157,19 +185,24 @@ async def _quietly(coro) -> None:
         pass  # the socket closed under us: nobody is left to tell
 
 
-async def relay_one(svc, conn: Connection, env: dict) -> None:
+async def relay_one(svc, conn: Connection, env: dict, state: dict) -> None:
     pool = svc.pools["relay"]
-    headers = {k: v for k, v in env["headers"].items() if k.lower() not in HOP_BY_HOP}
-    # `hold=relay:MS` holds this relay worker; the header goes on unchanged (the endpoint ignores
-    # a directive for a stage it does not run, and answers hooks_disabled when hooks are off).
+    s = svc.settings
+    hook_name = s.hooks["header"]
+    hook = next((v for k, v in env["headers"].items() if k.lower() == hook_name.lower()), None)
+    # Rule `relay-hooks`: the hook header is authorised before the envelope takes a worker.
     hold_ms = 0
-    if svc.settings.hooks_enabled:
-        name = svc.settings.hooks["header"]
-        for key in [k for k in headers if k.lower() == name.lower()]:
-            try:
-                hold_ms += parse_hooks(headers[key], True, svc.settings.stage_names, name).hold.get("relay", 0)
-            except Problem:
-                pass  # malformed: the endpoint it is forwarded to answers 400
+    if hook is not None:
+        try:
+            hold_ms = parse_hooks(hook, s.hooks_enabled, s.stage_names, hook_name).hold_ms("relay")
+        except Problem as p:
+            rid = svc.ids.pick(next((v for k, v in env["headers"].items() if k.lower() == "x-request-id"), None))
+            svc.log.error(rid, p.stage, p.detail, p, code=p.code, status=s.errors[p.code]["status"], relay=True)
+            body = json.dumps(problem_body(s.errors, p, rid))
+            headers = {"content-type": PROBLEM_TYPE, "x-request-id": rid}
+            await _quietly(conn.respond(env["request_id"], s.errors[p.code]["status"], headers, body))
+            return
+    headers = {k: v for k, v in env["headers"].items() if k.lower() not in NOT_FORWARDED}
     loop = asyncio.get_running_loop()
     try:
         await pool.acquire(loop.time(), None)
@@ -177,31 +210,30 @@ async def relay_one(svc, conn: Connection, env: dict) -> None:
         pool.cancellations += 1
         pool.count("cancelled")
         raise
+    state["running"] = True
     try:
         if hold_ms:
             await asyncio.sleep(hold_ms / 1000)
-        status, out_headers, body = await perform(svc, env, headers)
-    except asyncio.CancelledError:
+        try:
+            status, out_headers, body = await perform(svc, env, headers)
+        except Exception as exc:  # noqa: BLE001 - the hop failed: answer 502, keep the socket
+            pool.count("stage_failed")
+            await _quietly(conn.respond(env["request_id"], 502, {"content-type": "text/plain"}, f"relay failed: {exc}"))
+            return
+        # Rule `relay-pool`: the worker is held until the last frame is sent.
+        await _quietly(conn.respond(env["request_id"], status, out_headers, body))
+        pool.count("ok")
+    finally:
         pool.release()
-        pool.cancellations += 1
-        pool.count("cancelled")
-        raise
-    except Exception as exc:  # noqa: BLE001 - the hop failed: answer 502, keep the socket
-        pool.release()
-        pool.count("stage_failed")
-        await _quietly(conn.respond(env["request_id"], 502, {"content-type": "text/plain"}, f"relay failed: {exc}"))
-        return
-    pool.release()
-    pool.count("ok")
-    await _quietly(conn.respond(env["request_id"], status, out_headers, body))
 
 
 async def perform(svc, env: dict, headers: dict) -> tuple[int, dict, str]:
     """The envelope's request against this server's own HTTP API."""
     url = svc.self_url + env["path"]
-    async with svc.http.request(env["method"], url, headers=headers, data=env["body"].encode() or None) as resp:
+    data = env["body_bytes"] or None
+    async with svc.http.request(env["method"], url, headers=headers, data=data) as resp:
         raw = await resp.read()
-        out = {k.lower(): v for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP}
+        out = {k.lower(): v for k, v in resp.headers.items() if k.lower() not in NOT_RETURNED}
         ctype = resp.headers.get("Content-Type", "")
         if TEXT_TYPES.match(ctype.lower()) or not raw:
             try:

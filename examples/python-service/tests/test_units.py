@@ -91,13 +91,11 @@ class PoolTest(unittest.TestCase):
 class HooksTest(unittest.TestCase):
     def test_grammar(self):
         h = jobs.parse_hooks("hold=fill:500;fail=decode; alloc=20", True, ALL_STAGES, "X-Plimsoll-Hook")
-        self.assertEqual(h.hold, {"fill": 500})
-        self.assertEqual(h.fail, {"decode"})
+        self.assertEqual(h.at, {"fill": [("hold", 500)], "decode": [("fail", 0)]})
         self.assertEqual(h.alloc_mb, 20)
         # Blanks around tokens, empty directives, `+` and leading zeros, any stage name.
         h = jobs.parse_hooks(" hold = parse : +0010 ;; panic=relay ;", True, ALL_STAGES, "X-Plimsoll-Hook")
-        self.assertEqual(h.hold, {"parse": 10})
-        self.assertEqual(h.panic, {"relay"})
+        self.assertEqual(h.at, {"parse": [("hold", 10)], "relay": [("panic", 0)]})
         self.assertEqual(jobs.parse_hooks("", True, ALL_STAGES, "X-Plimsoll-Hook"), jobs.Hooks())
 
     def test_malformed_and_disabled(self):
@@ -110,7 +108,7 @@ class HooksTest(unittest.TestCase):
         self.assertEqual(ctx.exception.code, "hooks_disabled")
 
     def test_hold_stops_at_the_deadline(self):
-        job = jobs.Job("digitize", "t", STAGES, jobs.Hooks(hold={"decode": 5000}),
+        job = jobs.Job("digitize", "t", STAGES, jobs.Hooks(at={"decode": [("hold", 5000)]}),
                        time.monotonic() + 0.05, 50, 1024, "/tmp")
         t = time.monotonic()
         with self.assertRaises(jobs.Stopped) as ctx:
