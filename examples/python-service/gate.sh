@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Gate the Python example service the way a user's CI gates its own service: install its
+# requirements, run its unit tests, start it with test hooks on, wait for /healthz, run
+# ci/gate.sh against it, stop it.
+#
+#   bash examples/python-service/gate.sh              # scaled run (fast): small timeouts, a queue
+#   MODE=contract bash examples/python-service/gate.sh  # the contract's own values (B1 waits 60 s)
+#
+# Settings, all from the environment:
+#   MODE          scaled (default) or contract
+#   PORT          port of the service (default 18181)
+#   REPORT_DIR    where the gate's reports go (default ./plimsoll-reports/python-service)
+#   PLIMSOLL_BIN  the plimsoll binary (default: ci/gate.sh builds it in release mode)
+#   GATE_STEPS, LOAD_DURATION, CHECK_ARGS, LOAD_ARGS, STRICT   passed on to ci/gate.sh
+#                 (STRICT=1, its default, makes every skipped check fail)
+#   PYTHON        the interpreter (default python3)
+# Exit: ci/gate.sh's (0 pass, 1 a clause failed, 2 a step could not run); 2 if the service
+# could not be installed or started.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+MODE="${MODE:-scaled}"
+PORT="${PORT:-18181}"
+PYTHON="${PYTHON:-python3}"
+export REPORT_DIR="${REPORT_DIR:-./plimsoll-reports/python-service}"
+
+work="$(mktemp -d)"
+echo "==> python-service: installing requirements"
+"$PYTHON" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" || exit 2
+
+echo "==> python-service: unit tests"
+(cd "$here" && "$PYTHON" -m unittest discover -s tests) || exit 1
+
+service_env=(PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/tmp" PLIMSOLL_LOG_FILE="$work/service.jsonl")
+check_args=()
+case "$MODE" in
+  scaled)
+    service_env+=(QUEUE_CAPACITY=2 DIGITIZE_TIMEOUT_MS=2000 EXPORT_TIMEOUT_MS=1000 UPLOAD_READ_TIMEOUT_MS=1000)
+    check_args+=(--allow-overrides) ;;
+  contract) ;;
+  *) echo "gate: MODE must be scaled or contract, got '$MODE'" >&2; exit 2 ;;
+esac
+
+echo "==> python-service: starting on 127.0.0.1:$PORT ($MODE)"
+env "${service_env[@]}" PYTHON="$PYTHON" "$here/run.sh" --port "$PORT" > "$work/service.out" 2>&1 &
+pid=$!
+stop() {
+  kill "$pid" 2> /dev/null && wait "$pid" 2> /dev/null
+  rm -rf "$work"
+}
+trap stop EXIT
+
+up=0
+for _ in $(seq 1 100); do
+  if ! kill -0 "$pid" 2> /dev/null; then break; fi
+  if "$PYTHON" -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1], timeout=1)" \
+      "http://127.0.0.1:$PORT/healthz" 2> /dev/null; then up=1; break; fi
+  sleep 0.2
+done
+if (( ! up )); then
+  echo "gate: the Python service did not come up" >&2
+  cat "$work/service.out" >&2
+  exit 2
+fi
+
+read -r -a extra <<< "${CHECK_ARGS:-}"
+load_args="${LOAD_ARGS:-}"
+[[ "$MODE" == scaled ]] && load_args="--allow-overrides $load_args"
+TARGET="http://127.0.0.1:$PORT" TEMP_DIR="$work/tmp" SERVER_LOG="$work/service.jsonl" \
+  CHECK_ARGS="${check_args[*]} ${extra[*]}" LOAD_ARGS="$load_args" \
+  bash "$root/ci/gate.sh"
+code=$?
+if (( code != 0 )); then
+  echo "==> python-service: the service's output (last 40 lines)"
+  tail -n 40 "$work/service.out"
+fi
+exit "$code"

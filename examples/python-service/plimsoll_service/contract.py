@@ -1,0 +1,206 @@
+"""The contract as this service sees it: `spec/contract.toml` read at start-up, plus the
+environment overrides the contract itself lists (`[clauses.*].overrides`).
+
+Nothing below repeats a value of the contract: every limit, status, code and title is looked up
+in the parsed TOML, so the service and the checker share one source of truth.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The contract lives two folders up in this repository; a service copied elsewhere sets
+# PLIMSOLL_CONTRACT to its own copy of contract.toml.
+DEFAULT_CONTRACT = Path(__file__).resolve().parents[3] / "spec" / "contract.toml"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ContractError(Exception):
+    """The contract or an override is unusable: the service refuses to start."""
+
+
+def _parse_override(env: str, raw: str, current):
+    raw = raw.strip()
+    if isinstance(current, bool):
+        low = raw.lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ContractError(f"{env}={raw!r}: expected 1/0 or true/false")
+    if isinstance(current, int):
+        if not raw.isdigit():
+            raise ContractError(f"{env}={raw!r}: expected a non-negative integer")
+        return int(raw)
+    if isinstance(current, float):
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ContractError(f"{env}={raw!r}: expected a number") from None
+        if not math.isfinite(value):
+            raise ContractError(f"{env}={raw!r}: expected a finite number")
+        return value
+    return raw
+
+
+def contract_path(environ) -> Path:
+    return Path(environ.get("PLIMSOLL_CONTRACT") or DEFAULT_CONTRACT)
+
+
+def load_contract(environ=None) -> tuple[dict, dict, list]:
+    """Returns (effective contract document, {field: value} of every clause, overrides applied)."""
+    environ = os.environ if environ is None else environ
+    path = contract_path(environ)
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ContractError(f"cannot read the contract {path}: {exc}") from exc
+
+    doc = copy.deepcopy(raw)
+    applied = []
+    for clause_id, clause in doc["clauses"].items():
+        for ov in clause.get("overrides", []):
+            env, fld = ov["env"], ov["field"]
+            if env in environ:
+                old = clause["value"][fld]
+                new = _parse_override(env, environ[env], old)
+                clause["value"][fld] = new
+                applied.append((clause_id, fld, env, old, new))
+    # The schema marks `retry_after` required on every error (default false in the TOML).
+    for err in doc["errors"]:
+        err.setdefault("retry_after", False)
+    values = {}
+    for clause in doc["clauses"].values():
+        values.update(clause["value"])
+    return doc, values, applied
+
+
+@dataclass(frozen=True)
+class DesignLimits:
+    """Limits of the design JSON. They are not in contract.toml but in the Design schema of the
+    generated OpenAPI document (spec/openapi.json, beside the contract), read from there."""
+
+    max_stitches: int = 10_000_000
+    max_mm: float = 100_000.0
+    max_coord: int = 1_000_000  # |x|, |y| of every needle position and extent, in 0.1 mm
+
+    @classmethod
+    def beside(cls, contract_path: Path) -> "DesignLimits":
+        try:
+            with (contract_path.parent / "openapi.json").open("rb") as fh:
+                schemas = json.load(fh)["components"]["schemas"]
+            design = schemas["Design"]["properties"]
+            return cls(
+                int(design["stitches"]["maxItems"]),
+                float(design["width_mm"]["maximum"]),
+                int(schemas["Stitch"]["properties"]["x"]["maximum"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return cls()
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    name: str
+    workers: int
+    queue_capacity: int | None  # None: unbounded (the relay's overflow policy `queue`)
+    timeout_ms: int | None
+
+
+@dataclass
+class Settings:
+    doc: dict
+    applied: list
+    pools: dict[str, PoolSettings]
+    upload_read_timeout_ms: int
+    memory_cap_mb: int
+    stop_within_ms: int
+    checkpoint_interval_ms: int
+    log_stack: bool
+    window_samples: int
+    min_seconds: int
+    empty_window_seconds: int
+    max_frame_body_bytes: int
+    client_id_max_len: int
+    client_id_extra_chars: str
+    hooks_enabled: bool
+    design: DesignLimits = field(default_factory=DesignLimits)
+    errors: dict = field(default_factory=dict)
+
+    @property
+    def api(self) -> dict:
+        return self.doc["api"]
+
+    @property
+    def stages(self) -> dict:
+        return self.doc["stages"]
+
+    @property
+    def stage_names(self) -> list[str]:
+        """Every stage a hook may name: the pipelines' stages, `queue`, and `relay` (the relay
+        worker; a Stage of the problem schema, not listed in [stages])."""
+        st = self.doc["stages"]
+        return ["queue", *st["digitize"], *st["export"], "relay"]
+
+    @property
+    def hooks(self) -> dict:
+        return self.doc["hooks"]
+
+    @property
+    def metrics(self) -> list:
+        return self.doc["observability"]["metrics"]
+
+
+def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    doc, v, applied = load_contract(environ=environ)
+    if relay_concurrency is not None:  # the --relay-concurrency flag beats RELAY_CONCURRENCY
+        doc["clauses"]["R1"]["value"]["relay_concurrency"] = relay_concurrency
+        v["relay_concurrency"] = relay_concurrency
+        applied.append(("R1", "relay_concurrency", "--relay-concurrency", None, relay_concurrency))
+    for name in ("digitize_workers", "export_workers", "relay_concurrency"):
+        if v[name] < 1:
+            raise ContractError(f"{name} must be at least 1, got {v[name]}")
+    for name in ("digitize_timeout_ms", "export_timeout_ms", "upload_read_timeout_ms"):
+        if v[name] < 1:
+            raise ContractError(f"{name} must be at least 1 ms, got {v[name]}")
+    if v["relay_concurrency"] and doc["clauses"]["R1"]["value"]["overflow"] != "queue":
+        raise ContractError("this service implements only the relay overflow policy `queue`")
+    pools = {
+        "digitize": PoolSettings(
+            "digitize", v["digitize_workers"], v["digitize_queue_capacity"], v["digitize_timeout_ms"]
+        ),
+        "export": PoolSettings(
+            "export", v["export_workers"], v["export_queue_capacity"], v["export_timeout_ms"]
+        ),
+        "relay": PoolSettings("relay", v["relay_concurrency"], None, None),
+    }
+    hooks_env = doc["hooks"]["env"]
+    return Settings(
+        doc=doc,
+        applied=applied,
+        pools=pools,
+        upload_read_timeout_ms=v["upload_read_timeout_ms"],
+        memory_cap_mb=v["memory_cap_mb"],
+        stop_within_ms=v["stop_within_ms"],
+        checkpoint_interval_ms=v["checkpoint_interval_ms"],
+        log_stack=bool(v["stack"]),
+        window_samples=v["window_samples"],
+        min_seconds=v["min_seconds"],
+        empty_window_seconds=v["empty_window_seconds"],
+        max_frame_body_bytes=v["max_frame_body_bytes"],
+        client_id_max_len=v["client_id_max_len"],
+        client_id_extra_chars=v["client_id_extra_chars"],
+        hooks_enabled=environ.get(hooks_env, "") == "1",
+        design=DesignLimits.beside(contract_path(environ)),
+        errors={e["code"]: e for e in doc["errors"]},
+    )
