@@ -27,8 +27,8 @@ pub const CHECK: Check = Check::clause(
      after it started. An upload that stalls halfway gets {status:upload_timeout} \
      `upload_timeout` within {upload_read_timeout_ms} ms plus the tolerance, and while it \
      stalls every worker admits a held request at once (it holds no slot). Timeouts are not \
-     counted as cancellations; afterwards no temp file remains and exactly the workers run at \
-     once, the queue places wait and one more is refused.",
+     counted as cancellations; afterwards no temp file remains, every worker runs a held \
+     request at once and every queue place admits one that waits (no place lost).",
     |t, c| Box::pin(b1(t, c)),
 );
 

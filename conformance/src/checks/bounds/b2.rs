@@ -16,8 +16,8 @@ pub const CHECK: Check = Check::clause(
      cap set too low fails. An image whose header claims 100000 x 100000 pixels, and a request \
      whose `alloc` hook charges more than the cap: both get {status:memory_cap_exceeded} \
      `memory_cap_exceeded` with no retry delay (the same input fails the same way), the server \
-     stays healthy, and afterwards exactly the workers run at once, the queue places wait and \
-     one more is refused (no slot lost).",
+     stays healthy, and afterwards every worker runs a held request at once and every queue \
+     place admits one that waits (no place lost).",
     |t, c| Box::pin(b2(t, c)),
 );
 
