@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::{ClauseId, Pool};
 use tokio::sync::mpsc;
 
-use crate::checks::ctx::Ctx;
+use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{Pending, fail_many, hold_in, join_all, settle, spawn_in};
 use crate::checks::registry::Check;
 use crate::target::{Reply, Target};
@@ -105,6 +105,7 @@ async fn trial(
     drop(done_tx);
 
     let mut fine = true;
+    let mut gate_freed = None;
     for (what, r) in [("gate", gate.await.unwrap_or_else(|e| Err(e.to_string())))]
         .into_iter()
         .chain(join_all(blockers).await.into_iter().map(|r| ("blocker", r)))
@@ -112,6 +113,9 @@ async fn trial(
         match r {
             Ok(reply) => {
                 c.reply(t, label(what), &reply);
+                if what == "gate" {
+                    gate_freed = Some(reply.answered());
+                }
                 fine &= c.require(reply.ok(), || {
                     format!(
                         "{}: answered {} {}",
@@ -147,6 +151,32 @@ async fn trial(
         }
     }
     if !fine || replies.len() < n {
+        return None;
+    }
+    // Every one of them had to wait for the cycling slot: none can have run its hold before the
+    // gate gave that slot up. One that did was never queued (the queue is the clause's too).
+    let waited_from = gate_freed.map(|at| at + GAP / 2);
+    let early: Vec<String> = replies
+        .iter()
+        .filter(|(_, r)| waited_from.is_some_and(|from| r.answered() < from))
+        .map(|(i, r)| {
+            format!(
+                "{} answered {:.0} ms after sending, before the slot it should have waited for was free",
+                label(&format!("queued-{i}")),
+                ms(r.elapsed)
+            )
+        })
+        .collect();
+    if !early.is_empty() {
+        fail_many(
+            c,
+            &format!(
+                "{}: {} of {n} requests sent into a full queue did not wait",
+                label("trial"),
+                early.len()
+            ),
+            &early,
+        );
         return None;
     }
     // Arrival = when the client sent it; start = answered minus the equal hold, so the answer
