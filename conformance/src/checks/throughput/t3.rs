@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
-use crate::checks::pool::{Pending, give_up, hold_in, join_all, settle, sleep_until, spawn_in};
+use crate::checks::pool::{
+    Pending, fail_many, give_up, hold_in, join_all, settle, sleep_until, spawn_in,
+};
 use crate::checks::registry::Check;
 use crate::target::{Reply, Target};
 
@@ -240,25 +242,37 @@ async fn fire(
     sleep_until(at).await;
     let tasks: Vec<_> = (0..window).map(|_| spawn_in(t, pool, None)).collect();
     let mut refused = Vec::new();
+    let mut not_refused = Vec::new();
     for (i, r) in join_all(tasks).await.into_iter().enumerate() {
         let name = format!("{label}-{i}");
         match r {
-            Ok(reply) => {
-                let ok = t.is_error(&reply, ErrorCode::Overloaded);
-                if ok {
-                    latencies.push(ms(reply.elapsed));
-                    refused.push(reply.sent);
-                }
-                // The first few, and any that was not refused, judged in full.
-                if i < 3 || !ok {
+            Ok(reply) if t.is_error(&reply, ErrorCode::Overloaded) => {
+                latencies.push(ms(reply.elapsed));
+                refused.push(reply.sent);
+                // The first few judged in full (the header), the rest by status and code.
+                if refused.len() <= 3 {
                     judge_refusal(t, c, pool, &name, &reply);
                 } else {
                     c.reply(t, name, &reply);
                 }
             }
-            Err(e) => c.fail(format!("{name}: {e}")),
+            Ok(reply) => {
+                c.reply(t, &name, &reply);
+                not_refused.push(format!("{name}: {} {}", reply.status, reply.code()));
+            }
+            Err(e) => not_refused.push(format!("{name}: {e}")),
         }
     }
+    fail_many(
+        c,
+        &format!(
+            "{} of {window} requests sent into a full pool were not answered {} {}",
+            not_refused.len(),
+            t.status(ErrorCode::Overloaded),
+            ErrorCode::Overloaded
+        ),
+        &not_refused,
+    );
     refused.sort();
     refused
 }
