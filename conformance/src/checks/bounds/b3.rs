@@ -9,7 +9,7 @@ use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
-    abandon, capacity_recovered, counter, drained, hold, join_all, no_temp_files, rose, settle,
+    Pending, capacity_recovered, counter, drained, hold, join_all, no_temp_files, rose, settle,
     sleep_until, spawn_in,
 };
 use crate::checks::registry::Check;
@@ -18,20 +18,24 @@ use crate::target::Target;
 pub const CHECK: Check = Check::clause(
     ClauseId::B3,
     "Every worker and every queue place is taken by requests held far longer than the bound \
-     (the running ones at a different stage each). The client drops some running requests \
+     (the running ones at a different stage each), and one more is refused: the pool is full. \
+     The client drops some running requests \
      (one per trial) and one queued request, then, {stop_within_ms} ms later, sends as many new \
      requests as it dropped: each must be admitted, not refused, because only a stopped worker or \
      a request gone from the queue leaves a place free. A server that keeps the work going (or \
      its place) refuses them whatever its counters say. The holds outlast the drop by the bound \
      and a margin before any deadline could free a place; if the deadline is too short for that, \
      the check says it cannot judge. Cross-checks: the cancellation counter rose by exactly the \
-     number dropped, no temp file remains, and afterwards exactly the workers run at once, the \
-     queue places wait and one more is refused.",
+     number dropped, no temp file remains, and afterwards every worker runs a held request at \
+     once and every queue place admits one that waits (no place lost).",
     |t, c| Box::pin(b3(t, c)),
 );
 
 /// The longest the checker allows itself between sending the first holder and dropping.
 const FILL_BUDGET: Duration = Duration::from_millis(800);
+/// Held requests the checker sends beyond workers + queue, looking for the refusal that shows
+/// the pool is full.
+const MAX_BEYOND: usize = 8;
 
 async fn b3(t: &Arc<Target>, c: &mut Ctx) {
     let pool = Pool::Digitize;
@@ -45,7 +49,10 @@ async fn b3(t: &Arc<Target>, c: &mut Ctx) {
         "a place frees within {} ms of a disconnect (running or queued): new requests sent then are admitted; counted once each, temp files gone",
         stop.as_millis()
     );
-    let hold_for = deadline.min(FILL_BUDGET + stop + margin);
+    // Held past the bound and the margin, but ending (just) before the deadline would.
+    let hold_for = deadline
+        .saturating_sub(Duration::from_millis(100))
+        .min(FILL_BUDGET + stop + margin);
     let min_fill = Duration::from_millis(200);
     if hold_for < min_fill + stop + margin {
         c.skip(format!(
@@ -56,61 +63,110 @@ async fn b3(t: &Arc<Target>, c: &mut Ctx) {
         ));
         return;
     }
-    let k = (t.trials.max(1) as usize).min(workers);
-    let m = usize::from(queue > 0);
+    let long = hold_for.as_millis() as u64;
     // A cross-check only: a missing counter fails the clause, the client evidence still runs.
     let before = counter(t, c, MetricName::CancellationsTotal, pool).await;
 
-    // Every worker held (at a different stage each), then every queue place.
+    // Every worker held (at a different stage each), then every queue place, then one more at
+    // a time until one is refused: the pool is full, so an admission after the drop can only
+    // come from a place the drop freed.
     let first_sent = Instant::now();
-    let mut running: Vec<_> = (0..workers)
+    let mut held: Vec<(String, Instant, Pending)> = (0..workers)
         .map(|i| {
             let stage = stages[i % stages.len()];
             (
-                stage,
+                format!("running (held at {stage})"),
                 Instant::now(),
-                spawn_in(t, pool, Some(hold(stage, hold_for.as_millis() as u64))),
+                spawn_in(t, pool, Some(hold(stage, long))),
             )
         })
         .collect();
     settle(t, pool, workers, 0, Duration::from_millis(300)).await;
     let middle = stages[stages.len() / 2];
-    let mut queued: Vec<_> = (0..queue)
-        .map(|_| {
-            (
-                Instant::now(),
-                spawn_in(t, pool, Some(hold(middle, hold_for.as_millis() as u64))),
-            )
-        })
-        .collect();
+    held.extend((0..queue).map(|_| {
+        (
+            "queued".to_owned(),
+            Instant::now(),
+            spawn_in(t, pool, Some(hold(middle, long))),
+        )
+    }));
     settle(t, pool, workers, queue, Duration::from_millis(300)).await;
+    let mut beyond = 0;
+    let full = loop {
+        let sent = Instant::now();
+        let mut task = spawn_in(t, pool, Some(hold(middle, long)));
+        match tokio::time::timeout(margin, &mut task).await {
+            Ok(answered) => match answered.unwrap_or_else(|e| Err(e.to_string())) {
+                Ok(reply) if t.is_error(&reply, ErrorCode::Overloaded) => {
+                    c.reply(t, "full", &reply);
+                    break true;
+                }
+                Ok(reply) => {
+                    c.reply(t, "full", &reply);
+                    c.fail(format!(
+                        "a held request sent to a full pool answered {} {} at once",
+                        reply.status,
+                        reply.code()
+                    ));
+                    break false;
+                }
+                Err(e) => {
+                    c.fail(format!("a held request sent to a full pool: {e}"));
+                    break false;
+                }
+            },
+            // Not answered at once: admitted (it waits or runs).
+            Err(_) => held.push(("queued (beyond the contract)".to_owned(), sent, task)),
+        }
+        beyond += 1;
+        if beyond > MAX_BEYOND {
+            break false;
+        }
+    };
+    if !full {
+        join_all(held.into_iter().map(|(_, _, task)| task).collect()).await;
+        if beyond > MAX_BEYOND {
+            c.skip(format!(
+                "cannot judge: the pool admitted {} held requests and refused none, so no place can be seen to free (T1 judges the limit)",
+                workers + queue + beyond
+            ));
+        }
+        return;
+    }
+    if beyond > 0 {
+        c.evidence.push(format!(
+            "the pool admitted {beyond} more held requests than workers + queue (T1 judges that); judged against the places it has"
+        ));
+    }
     // Let the running ones reach their held stage.
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    // Drop k running requests and one queued one.
-    let dropped_running: Vec<_> = running.drain(..k).collect();
-    let dropped_queued: Vec<_> = queued.drain(queued.len() - m..).collect();
+    // Drop k running requests (the first sent) and the last admitted one (waiting in the queue).
+    let k = (t.trials.max(1) as usize).min(workers);
+    let m = usize::from(held.len() > workers);
+    let last = held.len() - m;
+    let dropped_queued: Vec<_> = held.drain(last..).collect();
+    let dropped_running: Vec<_> = held.drain(..k).collect();
     let dropped = Instant::now();
-    let mut at_stages = Vec::new();
-    for (stage, sent, task) in dropped_running {
-        task.abort();
-        at_stages.push(stage.as_str());
-        c.cancelled_lane(format!("running (held at {stage})"), sent, dropped);
-    }
-    for (sent, task) in dropped_queued {
-        task.abort();
-        c.cancelled_lane("queued", sent, dropped);
-    }
-    let rest: Vec<_> = running
-        .into_iter()
-        .map(|(_, _, task)| task)
-        .chain(queued.into_iter().map(|(_, task)| task))
+    let at_stages: Vec<String> = dropped_running
+        .iter()
+        .map(|(label, _, _)| {
+            label
+                .trim_start_matches("running (held at ")
+                .trim_end_matches(')')
+                .to_owned()
+        })
         .collect();
+    for (label, sent, task) in dropped_running.into_iter().chain(dropped_queued) {
+        task.abort();
+        c.cancelled_lane(label, sent, dropped);
+    }
+    let rest: Vec<_> = held.into_iter().map(|(_, _, task)| task).collect();
 
     // No hold or deadline may free a place before the probes have been answered.
     let natural = first_sent + hold_for;
     if dropped + stop + margin > natural {
-        abandon(rest).await;
+        join_all(rest).await;
         c.skip(format!(
             "cannot judge: saturating took {:.0} ms, so the holds would end too soon after the bound to tell a stop from the deadline",
             ms(dropped - first_sent)
@@ -128,8 +184,13 @@ async fn b3(t: &Arc<Target>, c: &mut Ctx) {
         Some(_) => counter(t, c, MetricName::CancellationsTotal, pool).await,
         None => None,
     };
-    // Done: let every held request go and collect the probes.
-    abandon(rest).await;
+    // Done: the held requests end by themselves (a disconnect would count, or leak, more
+    // cancellations than the clause's), then the probes run.
+    for (i, r) in join_all(rest).await.into_iter().enumerate() {
+        if let Ok(reply) = r {
+            c.reply(t, format!("held-{i}"), &reply);
+        }
+    }
     let mut admitted = 0;
     for (i, r) in join_all(probes).await.into_iter().enumerate() {
         let label = format!("probe-{i}");
