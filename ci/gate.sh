@@ -10,6 +10,11 @@
 #   TARGET        base URL of the service (required)
 #   TEMP_DIR      the service's temp folder, if this machine can see it (temp-file checks)
 #   SERVER_LOG    the service's log file, if this machine can read it (error-log checks)
+#                 A TEMP_DIR or SERVER_LOG that is set but cannot be read stops the gate (exit 2).
+#   STRICT        1 (default): `plimsoll check --strict`, every skipped check fails with its
+#                 reason (e.g. F3 without SERVER_LOG), so missing evidence never passes the
+#                 gate. 0: skips pass (each still named in the report). Checks that do not
+#                 apply to the service's values (T2 with no queue) pass either way.
 #   REPORT_DIR    where reports go (default ./plimsoll-reports)
 #   PLIMSOLL_BIN  the plimsoll binary (default: build it with cargo in release mode)
 #   LOAD_DURATION seconds of the overload profile (default 10)
@@ -23,6 +28,7 @@ set -uo pipefail
 REPORT_DIR="${REPORT_DIR:-./plimsoll-reports}"
 LOAD_DURATION="${LOAD_DURATION:-10}"
 GATE_STEPS="${GATE_STEPS:-check burst overload}"
+STRICT="${STRICT:-1}"
 read -r -a check_extra <<< "${CHECK_ARGS:-}"
 read -r -a load_extra <<< "${LOAD_ARGS:-}"
 
@@ -42,6 +48,11 @@ seen=()
 [[ -n "${TEMP_DIR:-}" ]] && seen+=(--temp-dir "$TEMP_DIR")
 check_seen=("${seen[@]}")
 [[ -n "${SERVER_LOG:-}" ]] && check_seen+=(--server-log "$SERVER_LOG")
+case "$STRICT" in
+  1) check_seen+=(--strict) ;;
+  0) ;;
+  *) echo "gate: STRICT must be 1 or 0, not '$STRICT'" >&2; exit 2 ;;
+esac
 
 worst=0
 summary=()

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use plimsoll_server::Config;
-use plimsoll_spec::Contract;
 
-pub use crate::checks::contract::{contract_differences, contract_result};
+use crate::checks::contract;
+pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, CheckId, Run};
 use crate::checks::selected;
@@ -18,7 +18,7 @@ use crate::session::{self, ContractSource, Mode, Subject};
 use crate::target::Target;
 use crate::verdict::{CheckResult, Manifest, RunReport};
 
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct CheckArgs {
     /// Base URL of the implementation (default: start the embedded reference server).
     #[arg(long)]
@@ -26,9 +26,14 @@ pub struct CheckArgs {
     /// Contract to judge against (default: the embedded spec/contract.toml).
     #[arg(long)]
     pub contract: Option<PathBuf>,
-    /// Accept differences between the contract and the target's /v1/contract (judge the target's values).
+    /// Adopt the target's /v1/contract values in fields the contract lets a deployment override
+    /// (each listed in the report); any other difference is refused and fails `contract`.
     #[arg(long)]
     pub allow_overrides: bool,
+    /// Fail every check that skips, with its reason (a gate must not pass on missing evidence).
+    /// Checks that do not apply to the target's values still pass, saying so.
+    #[arg(long)]
+    pub strict: bool,
     /// Embedded server only: keep the contract's real timeouts instead of scaling them down.
     #[arg(long)]
     pub full_timeouts: bool,
@@ -68,6 +73,7 @@ pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static st
     if !full_timeouts {
         v.push(("DIGITIZE_TIMEOUT_MS", "2000"));
         v.push(("EXPORT_TIMEOUT_MS", "1000"));
+        v.push(("UPLOAD_READ_TIMEOUT_MS", "1000"));
     }
     v
 }
@@ -116,7 +122,7 @@ pub async fn execute(args: &CheckArgs, embedded: Option<Config>) -> Result<RunRe
             args.target.as_deref().unwrap_or_default(),
             args.temp_dir.clone(),
             args.server_log.clone(),
-        ),
+        )?,
     };
     let result = run_suite(args, &source, &subject).await;
     subject.finish().await;
@@ -143,18 +149,10 @@ async fn run_suite(
         .unwrap_or_default()
         .as_millis();
     let client = reqwest::Client::new();
-    let effective = session::effective_contract(&client, &base, contract).await?;
-    let differences = contract_differences(contract, &effective);
-    let scaled = mode == Mode::Embedded || args.allow_overrides;
-    let expected = if scaled {
-        serde_json::from_value::<Contract>(effective.clone()).map_err(|e| {
-            Fatal::Contract(format!(
-                "the target's effective contract does not parse: {e}"
-            ))
-        })?
-    } else {
-        contract.clone()
-    };
+    // The embedded server runs with overrides the checker set itself: adopt them.
+    let allow_overrides = mode == Mode::Embedded || args.allow_overrides;
+    let reconciliation = session::reconcile(&client, &base, contract, allow_overrides).await?;
+    let expected = reconciliation.effective.clone();
     let trials = args.trials.unwrap_or(expected.tolerances.trials);
     let target = Arc::new(Target::new(
         base.clone(),
@@ -191,11 +189,19 @@ async fn run_suite(
     let mut results = Vec::new();
     for check in selected {
         let result = match check.run {
-            Run::Session => contract_result(&differences, scaled),
+            Run::Session => contract_result(&reconciliation, allow_overrides),
             Run::Target(run) => {
                 progress.start(check.id.as_str(), &check.title(&target.expected));
                 registry::run(check, run, &target).await
             }
+        };
+        let result = if args.strict {
+            CheckResult {
+                verdict: result.verdict.strict(),
+                ..result
+            }
+        } else {
+            result
         };
         print(&result);
         results.push(result);
@@ -210,9 +216,14 @@ async fn run_suite(
             mode: mode.as_str().into(),
             contract_hash: source.hash(),
             contract_version: contract.contract.version.clone(),
-            differences,
-            scaled,
-            effective,
+            differences: contract::differences(&reconciliation),
+            scaled: !reconciliation.adopted.is_empty(),
+            strict: args.strict,
+            effective: serde_json::to_value(&reconciliation.effective)
+                .expect("a contract serializes"),
+            adopted: reconciliation.adopted,
+            refused: reconciliation.refused,
+            claim_unreadable: reconciliation.unreadable,
             trials,
             seed: 0,
             started_unix_ms,

@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use plimsoll_server::{Config, Embedded};
-use plimsoll_spec::{Contract, EMBEDDED_TOML};
+use plimsoll_spec::{Contract, EMBEDDED_TOML, Reconciliation};
 
 /// Why a run could not proceed (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -104,14 +104,34 @@ impl Subject {
         })
     }
 
-    /// Someone else's service at `url`.
-    pub fn external(url: &str, temp_dir: Option<PathBuf>, server_log: Option<PathBuf>) -> Subject {
-        Subject {
+    /// Someone else's service at `url`. A temp folder or log file named on the command line
+    /// must be readable now: a path that is wrong would otherwise read as "no orphan files" or
+    /// "no log lines", so it stops the run (exit 2) instead.
+    pub fn external(
+        url: &str,
+        temp_dir: Option<PathBuf>,
+        server_log: Option<PathBuf>,
+    ) -> Result<Subject, Fatal> {
+        if let Some(dir) = &temp_dir {
+            std::fs::read_dir(dir)
+                .map_err(|e| Fatal::Usage(format!("--temp-dir {}: {e}", dir.display())))?;
+        }
+        if let Some(log) = &server_log {
+            let readable = std::fs::metadata(log).and_then(|m| {
+                if m.is_file() {
+                    std::fs::File::open(log).map(drop)
+                } else {
+                    Err(std::io::Error::other("not a file"))
+                }
+            });
+            readable.map_err(|e| Fatal::Usage(format!("--server-log {}: {e}", log.display())))?;
+        }
+        Ok(Subject {
             url: url.trim_end_matches('/').to_owned(),
             temp_dir,
             server_log,
             embedded: None,
-        }
+        })
     }
 
     pub fn mode(&self) -> Mode {
@@ -130,21 +150,40 @@ impl Subject {
     }
 }
 
-/// The target's claimed effective values (`GET /v1/contract`), as JSON.
-pub async fn effective_contract(
+/// The target's claimed effective values (`GET /v1/contract`), reconciled with the contract:
+/// what the checks judge by, and what was adopted or refused on the way. Only an unreachable
+/// target stops the run; a claim that is no contract (a non-2xx answer, not JSON, not of the
+/// schema) is recorded as unreadable, fails the `contract` check, and the run goes on with the
+/// contract's own values.
+pub async fn reconcile(
     client: &reqwest::Client,
     base: &str,
     contract: &Contract,
-) -> Result<serde_json::Value, Fatal> {
+    allow_overrides: bool,
+) -> Result<Reconciliation, Fatal> {
     let path = &contract.api.contract.path;
-    client
-        .get(format!("{base}{path}"))
+    let url = format!("{base}{path}");
+    let response = client
+        .get(&url)
         .send()
         .await
-        .map_err(|e| Fatal::Unreachable(format!("{base}: {e}")))?
-        .json()
-        .await
-        .map_err(|e| Fatal::Contract(format!("{base}{path} is not JSON: {e}")))
+        .map_err(|e| Fatal::Unreachable(format!("{base}: {e}")))?;
+    let status = response.status();
+    let claim = match response.bytes().await {
+        Err(e) => Err(format!("reading {url}: {e}")),
+        Ok(_) if !status.is_success() => Err(format!("{url} answered {status}")),
+        Ok(body) => serde_json::from_slice::<serde_json::Value>(&body)
+            .map_err(|e| format!("{url} is not JSON: {e}")),
+    };
+    Ok(match claim {
+        Ok(claimed) => contract.reconcile(&claimed, allow_overrides),
+        Err(why) => Reconciliation {
+            effective: contract.clone(),
+            adopted: Vec::new(),
+            refused: Vec::new(),
+            unreadable: Some(why),
+        },
+    })
 }
 
 /// The runtime both commands run on.

@@ -100,8 +100,8 @@ pub struct Target {
     pub image: Vec<u8>,
     /// A design (the JSON of one plain digitize), fetched once, for export requests.
     design: tokio::sync::OnceCell<Vec<u8>>,
-    /// (status, carried the request-id header) of every reply of the run, for F4.
-    pub seen: std::sync::Mutex<Vec<(u16, bool)>>,
+    /// Every reply of the run (status, request ids, an error body's code and stage), for F3/F4.
+    pub seen: std::sync::Mutex<Vec<crate::checks::failure::Seen>>,
     /// Every OpenAPI / problem-schema violation of the run, for the API check.
     pub violations: std::sync::Mutex<Vec<String>>,
 }
@@ -256,11 +256,11 @@ impl Target {
             let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
             all.extend(reply.violations.iter().map(|v| format!("{id}: {v}")));
         }
-        let has_id = reply.headers.contains_key(self.request_id_header());
+        let seen = crate::checks::failure::Seen::of(&reply, self.request_id_header());
         self.seen
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((status, has_id));
+            .push(seen);
         Ok(reply)
     }
 

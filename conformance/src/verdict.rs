@@ -18,6 +18,15 @@ impl Verdict {
         matches!(self, Verdict::Fail(_))
     }
 
+    /// The verdict under `--strict`: a skip is missing evidence, so it fails with its reason.
+    /// (A check that does not apply to the target's values passes, and stays a pass.)
+    pub fn strict(self) -> Verdict {
+        match self {
+            Verdict::Skip(reason) => Verdict::Fail(format!("skipped under --strict: {reason}")),
+            other => other,
+        }
+    }
+
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
@@ -75,9 +84,18 @@ pub struct CheckResult {
     pub timeline: Vec<Lane>,
 }
 
+/// How a check that does not apply to the target's values words its observation: a pass whose
+/// observed text starts with this (see [`crate::checks::ctx::Ctx::not_applicable`]).
+pub const NOT_APPLICABLE: &str = "not applicable: ";
+
 impl CheckResult {
     pub fn duration(&self) -> Duration {
         Duration::from_secs_f64(self.duration_ms / 1000.0)
+    }
+
+    /// A pass because the clause does not apply to the target's values (not a skip).
+    pub fn not_applicable(&self) -> bool {
+        self.verdict == Verdict::Pass && self.observed.starts_with(NOT_APPLICABLE)
     }
 }
 
@@ -98,6 +116,9 @@ impl RunReport {
     pub fn failed(&self) -> usize {
         self.results.iter().filter(|r| r.verdict.is_fail()).count()
     }
+    pub fn not_applicable(&self) -> usize {
+        self.results.iter().filter(|r| r.not_applicable()).count()
+    }
     pub fn skipped(&self) -> usize {
         self.results
             .iter()
@@ -117,10 +138,21 @@ pub struct Manifest {
     /// FNV-1a 64 of the expected contract's TOML text.
     pub contract_hash: String,
     pub contract_version: String,
-    /// Differences between the contract and the target's effective values.
+    /// Every difference between the contract and the target's claimed values (`/v1/contract`),
+    /// adopted and refused alike, as `path: ours → theirs`.
     pub differences: Vec<String>,
-    /// True when differences were allowed (`--allow-overrides` or the embedded scaled server).
+    /// The claimed values taken over: overridable fields, with `--allow-overrides` or on the
+    /// embedded server (which the checker itself started with them).
+    pub adopted: Vec<plimsoll_spec::Adopted>,
+    /// The claimed values not taken over, each with its reason; the contract's own apply.
+    pub refused: Vec<plimsoll_spec::Refused>,
+    /// Why the claim could not be read as a contract at all, when it could not.
+    pub claim_unreadable: Option<String>,
+    /// True when the checks judged values that differ from the contract (something adopted).
     pub scaled: bool,
+    /// `--strict`: every skip counted as a failure.
+    pub strict: bool,
+    /// The values every check judged by: the contract with the adopted values.
     pub effective: serde_json::Value,
     pub trials: u32,
     pub seed: u64,

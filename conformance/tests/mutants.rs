@@ -134,6 +134,7 @@ fn args() -> CheckArgs {
         target: None,
         contract: None,
         allow_overrides: false,
+        strict: false,
         full_timeouts: false,
         only: Vec::new(),
         skip: Vec::new(),

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use plimsoll_conformance::report::{self, html, json, junit, terminal};
 use plimsoll_conformance::verdict::{CheckResult, Lane, LaneOutcome, Manifest, RunReport, Verdict};
+use plimsoll_spec::{Adopted, ClauseId, Difference, Refused};
 use serde_json::Value;
 
 #[path = "reports/xml.rs"]
@@ -94,14 +95,44 @@ fn sample() -> RunReport {
             mode: "embedded".into(),
             contract_hash: "cbf29ce484222325".into(),
             contract_version: "1.0.0".into(),
-            differences: vec!["pools.digitize.workers: 4 -> 2".into()],
+            differences: vec![
+                adopted().difference.to_string(),
+                refused().difference.to_string(),
+            ],
+            adopted: vec![adopted()],
+            refused: vec![refused()],
+            claim_unreadable: None,
             scaled: true,
+            strict: false,
             effective: serde_json::json!({"pools": {"digitize": {"workers": 2}}}),
             trials: 5,
             seed: 42,
             started_unix_ms: 1_767_225_600_000,
         },
         results: vec![pass, fail, skip],
+    }
+}
+
+fn adopted() -> Adopted {
+    Adopted {
+        difference: Difference {
+            path: "clauses.T2.value.digitize_queue_capacity".into(),
+            ours: Some(0.into()),
+            theirs: Some(2.into()),
+        },
+        clause: ClauseId::T2,
+        env: "QUEUE_CAPACITY".into(),
+    }
+}
+
+fn refused() -> Refused {
+    Refused {
+        difference: Difference {
+            path: "clauses.B3.value.stop_within_ms".into(),
+            ours: Some(1000.into()),
+            theirs: Some(5000.into()),
+        },
+        reason: "not an overridable field: the contract's own value applies".into(),
     }
 }
 
@@ -234,6 +265,23 @@ fn json_round_trips_with_a_stable_field_order() {
     );
     assert_eq!(value["manifest"]["target"], run.manifest.target);
     assert_eq!(value["manifest"]["seed"], 42);
+    // Adopted and refused differences, separately and structured, besides the combined list.
+    assert_eq!(value["manifest"]["adopted"][0]["env"], "QUEUE_CAPACITY");
+    assert_eq!(value["manifest"]["adopted"][0]["difference"]["theirs"], 2);
+    assert_eq!(
+        value["manifest"]["refused"][0]["difference"]["path"],
+        "clauses.B3.value.stop_within_ms"
+    );
+    assert!(
+        value["manifest"]["refused"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not an overridable field")
+    );
+    assert_eq!(
+        value["manifest"]["differences"].as_array().unwrap().len(),
+        2
+    );
     assert_eq!(
         value["manifest"]["effective"]["pools"]["digitize"]["workers"],
         2
@@ -256,9 +304,19 @@ fn json_round_trips_with_a_stable_field_order() {
         "\"evidence\"",
         "\"timeline\"",
     ];
+    // Manifest keys are looked for before `"results"`, result keys after it (the manifest's
+    // adopted list has a `clause` of its own).
+    let results_at = text.find("\"results\"").expect("results");
+    let results_key = order.iter().position(|k| *k == "\"results\"").unwrap();
     let positions: Vec<usize> = order
         .iter()
-        .map(|k| text.find(k).unwrap_or_else(|| panic!("{k} missing")))
+        .enumerate()
+        .map(|(i, k)| {
+            let from = if i > results_key { results_at } else { 0 };
+            from + text[from..]
+                .find(k)
+                .unwrap_or_else(|| panic!("{k} missing"))
+        })
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
     assert!(text.contains("\n  \"manifest\": {"), "pretty-printed");
@@ -325,7 +383,8 @@ fn html_is_self_contained_escaped_and_draws_one_timeline_per_check_with_lanes() 
         "embedded",
         "1.0.0",
         "cbf29ce484222325",
-        "pools.digitize.workers: 4 -&gt; 2",
+        "clauses.T2.value.digitize_queue_capacity: 0 → 2 (QUEUE_CAPACITY)",
+        "clauses.B3.value.stop_within_ms: 1000 → 5000 — not an overridable field",
         "2026-01-01 00:00:00 UTC",
     ] {
         assert!(page.contains(fact), "{fact}");
@@ -433,6 +492,26 @@ fn summary_table_totals_reasons_and_fixed_width() {
 
     let coloured = terminal::summary_table(&run, true);
     assert!(coloured.contains("\x1b[31m1 passed, 1 failed, 1 skipped\x1b[0m"));
+}
+
+#[test]
+fn a_not_applicable_pass_is_counted_and_explained() {
+    let mut run = sample();
+    run.results[0].observed = "not applicable: queue capacity is 0".into();
+    assert!(run.results[0].not_applicable());
+    assert_eq!((run.passed(), run.not_applicable()), (1, 1));
+    let table = terminal::summary_table(&run, false);
+    assert!(
+        table.contains("1 passed (1 not applicable), 1 failed, 1 skipped"),
+        "{table}"
+    );
+    assert!(table.contains("Not applicable (passed):"), "{table}");
+    assert!(
+        table.contains(
+            "T1 [T1] At most 2 digitize jobs run at once: not applicable: queue capacity is 0"
+        ),
+        "{table}"
+    );
 }
 
 #[test]

@@ -7,15 +7,10 @@ use std::time::Duration;
 
 use plimsoll_spec::{Applied, Contract, OverrideError};
 
+use crate::components::Components;
+pub use crate::logging::LogSink;
+#[cfg(feature = "mutants")]
 use crate::mutant::Mutant;
-
-/// Where the structured log goes.
-#[derive(Debug, Clone)]
-pub enum LogSink {
-    Stdout,
-    /// Appended to; the conformance suite reads it with `--server-log`.
-    File(PathBuf),
-}
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -30,8 +25,8 @@ pub struct Config {
     pub log: LogSink,
     /// On shutdown, in-flight jobs get this long to finish before they are cancelled.
     pub drain_timeout: Duration,
-    /// A deliberately broken piece, for the conformance suite's self-test only.
-    pub(crate) mutant: Option<Mutant>,
+    /// The pieces the server is built from: the contract's, unless a test build swapped one.
+    pub(crate) components: Components,
 }
 
 /// Why the server refuses to start.
@@ -57,7 +52,7 @@ impl Config {
             temp_root: std::env::temp_dir().join("plimsoll"),
             log: LogSink::Stdout,
             drain_timeout: Duration::from_secs(10),
-            mutant: None,
+            components: Components::reference(),
         }
     }
 
@@ -99,11 +94,12 @@ impl Config {
         }
         #[cfg(feature = "mutants")]
         if let Some(name) = lookup("PLIMSOLL_MUTANT") {
-            config.mutant = Some(name.parse().map_err(|_| ConfigError::Setting {
+            let mutant: Mutant = name.parse().map_err(|_| ConfigError::Setting {
                 name: "PLIMSOLL_MUTANT",
                 value: name.clone(),
                 message: "unknown mutant",
-            })?);
+            })?;
+            config = config.with_mutant(mutant);
         }
         Ok(config)
     }
@@ -116,11 +112,11 @@ impl Config {
     /// Swaps in a broken piece (self-test builds only).
     #[cfg(feature = "mutants")]
     pub fn with_mutant(mut self, mutant: Mutant) -> Config {
-        self.mutant = Some(mutant);
+        self.components = mutant.components();
         self
     }
 
-    pub(crate) fn is(&self, mutant: Mutant) -> bool {
-        self.mutant == Some(mutant)
+    pub fn components(&self) -> &Components {
+        &self.components
     }
 }

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::state::AppState;
 use crate::{Config, ConfigError, LogSink, RunningServer};
 
 /// A running reference server and the folder that holds its files.
@@ -16,8 +17,16 @@ pub struct Embedded {
 
 impl Embedded {
     /// Starts `config` with its temp root and log file in a new workspace.
-    pub async fn start(mut config: Config) -> std::io::Result<Embedded> {
-        let workspace = tempfile::tempdir()?;
+    pub async fn start(config: Config) -> std::io::Result<Embedded> {
+        Embedded::start_in(tempfile::tempdir()?, config).await
+    }
+
+    /// Starts `config` in `workspace`, which the caller may have prepared (a `jobs/` folder
+    /// holding what a crashed run left, say).
+    pub async fn start_in(
+        workspace: tempfile::TempDir,
+        mut config: Config,
+    ) -> std::io::Result<Embedded> {
         config.temp_root = workspace.path().join("jobs");
         config.log = LogSink::File(workspace.path().join("server.log"));
         let server = RunningServer::start(config).await?;
@@ -30,6 +39,10 @@ impl Embedded {
 
     pub fn server(&self) -> &RunningServer {
         &self.server
+    }
+
+    pub fn state(&self) -> &AppState {
+        self.server.state()
     }
 
     /// Where the server keeps its per-request temp directories.
@@ -49,6 +62,13 @@ impl Embedded {
     /// Graceful shutdown (drain, then cancel); the workspace is removed afterwards.
     pub async fn shutdown(self) -> std::io::Result<()> {
         self.server.shutdown().await
+    }
+
+    /// Graceful shutdown, handing the workspace back (removed when dropped), for callers that
+    /// inspect what the server left behind.
+    pub async fn shutdown_keeping_workspace(self) -> std::io::Result<tempfile::TempDir> {
+        self.server.shutdown().await?;
+        Ok(self.workspace)
     }
 }
 

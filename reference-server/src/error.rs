@@ -1,50 +1,101 @@
-//! Every failure the API can answer, and the one place each becomes an HTTP response (with its
-//! F3 log line).
+//! Every failure the API answers, typed. [`crate::problem`] is the one place each becomes an
+//! HTTP response and an F3 log line.
 
-use plimsoll_spec::{ErrorCode, Stage};
+use plimsoll_spec::{ErrorCode, Outcome, Pool, Stage};
 
-use crate::job::{JobError, JobErrorKind};
+use crate::job::{Interrupt, JobError, JobErrorKind};
 
 /// A failed request, with the id it is answered under.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
 pub struct ApiError {
     pub request_id: String,
-    pub pool: &'static str,
+    /// The pool whose endpoint failed (the `pool` metric label and log field); `None` for a
+    /// request no pool endpoint took (404).
+    pub pool: Option<Pool>,
     pub kind: ErrorKind,
 }
 
-#[derive(Debug)]
+/// What went wrong; the `Display` text is the body's `detail` and the log's `error`.
+#[derive(Debug, thiserror::Error)]
 pub enum ErrorKind {
     /// Refused before admission (bad input, hooks disabled, slow upload): a 4xx with `code`.
+    #[error("{detail}")]
     Rejected { code: ErrorCode, detail: String },
     /// The pool is full (T3).
+    #[error("{detail}")]
     Overloaded { retry_after_s: u64, detail: String },
     /// The deadline passed (B1) while `failed_stage` ran (or queued).
+    #[error("{pool} exceeded its {timeout_ms} ms timeout during {failed_stage}")]
     Timeout {
+        pool: Pool,
         failed_stage: Stage,
         completed_stages: Vec<Stage>,
         timeout_ms: u64,
     },
-    /// The job ended in error (B2, F1, F2 found while decoding). Boxed: errors travel in
-    /// `Result`s, and the common path should stay small.
+    /// The server is stopping: its drain time ran out and the job was cancelled at a checkpoint.
+    /// (A job whose client went away is cancelled too, but nobody is left to answer.)
+    #[error("the server is shutting down; the job was cancelled")]
+    ShuttingDown {
+        failed_stage: Stage,
+        completed_stages: Vec<Stage>,
+    },
+    /// The job failed (B2, F1, or F2 found while running). Boxed: errors travel in `Result`s,
+    /// and the common path should stay small.
+    #[error("{}", job_detail(.0))]
     Job(Box<JobError>),
 }
 
+fn job_detail(e: &JobError) -> String {
+    match &e.kind {
+        JobErrorKind::Panicked { message, .. } => format!("{} panicked: {message}", e.failed_stage),
+        other => format!("{}: {other}", e.failed_stage),
+    }
+}
+
+impl ErrorKind {
+    pub fn rejected(code: ErrorCode, detail: impl Into<String>) -> ErrorKind {
+        ErrorKind::Rejected {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    /// How a job of `pool` that ended in `error` is answered: a deadline is a timeout, a
+    /// cancellation that reaches an answer is the server shutting down, the rest are failures.
+    pub fn from_job(error: JobError, pool: Pool, timeout_ms: u64) -> ErrorKind {
+        match error.kind {
+            JobErrorKind::Interrupted(Interrupt::DeadlineExceeded) => ErrorKind::Timeout {
+                pool,
+                failed_stage: error.failed_stage,
+                completed_stages: error.completed_stages,
+                timeout_ms,
+            },
+            JobErrorKind::Interrupted(Interrupt::Cancelled) => ErrorKind::ShuttingDown {
+                failed_stage: error.failed_stage,
+                completed_stages: error.completed_stages,
+            },
+            _ => ErrorKind::Job(Box::new(error)),
+        }
+    }
+}
+
 impl ApiError {
-    pub fn rejected(
-        request_id: &str,
-        pool: &'static str,
-        code: ErrorCode,
-        detail: impl Into<String>,
-    ) -> ApiError {
+    pub fn new(request_id: &str, pool: Option<Pool>, kind: ErrorKind) -> ApiError {
         ApiError {
             request_id: request_id.to_owned(),
             pool,
-            kind: ErrorKind::Rejected {
-                code,
-                detail: detail.into(),
-            },
+            kind,
         }
+    }
+
+    pub fn rejected(
+        request_id: &str,
+        pool: Option<Pool>,
+        code: ErrorCode,
+        detail: impl Into<String>,
+    ) -> ApiError {
+        ApiError::new(request_id, pool, ErrorKind::rejected(code, detail))
     }
 
     /// The contract's code for this error.
@@ -53,7 +104,11 @@ impl ApiError {
             ErrorKind::Rejected { code, .. } => *code,
             ErrorKind::Overloaded { .. } => ErrorCode::Overloaded,
             ErrorKind::Timeout { .. } => ErrorCode::Timeout,
-            ErrorKind::Job(e) => e.kind.code().unwrap_or(ErrorCode::Overloaded),
+            // The contract has no code of its own for a stopping server; to a client it is a
+            // full one (503, try again), without a Retry-After estimate.
+            ErrorKind::ShuttingDown { .. } => ErrorCode::Overloaded,
+            // `from_job` never leaves a cancellation here, so every kind has its code.
+            ErrorKind::Job(e) => e.kind.code().unwrap_or(ErrorCode::StageFailed),
         }
     }
 
@@ -64,35 +119,13 @@ impl ApiError {
                 failed_stage,
                 completed_stages,
                 ..
+            }
+            | ErrorKind::ShuttingDown {
+                failed_stage,
+                completed_stages,
             } => Some((*failed_stage, completed_stages)),
             ErrorKind::Job(e) => Some((e.failed_stage, &e.completed_stages)),
-            _ => None,
-        }
-    }
-
-    /// What went wrong, for `detail`, `error` and the log.
-    pub fn detail(&self) -> String {
-        match &self.kind {
-            ErrorKind::Rejected { detail, .. } | ErrorKind::Overloaded { detail, .. } => {
-                detail.clone()
-            }
-            ErrorKind::Timeout {
-                failed_stage,
-                timeout_ms,
-                ..
-            } => format!(
-                "{} exceeded its {timeout_ms} ms timeout during {failed_stage}",
-                self.pool
-            ),
-            ErrorKind::Job(e) => match &e.kind {
-                JobErrorKind::Cancelled => {
-                    "the server is shutting down; the job was cancelled".to_owned()
-                }
-                JobErrorKind::Panicked { message, .. } => {
-                    format!("{} panicked: {message}", e.failed_stage)
-                }
-                other => format!("{}: {other}", e.failed_stage),
-            },
+            ErrorKind::Rejected { .. } | ErrorKind::Overloaded { .. } => None,
         }
     }
 
@@ -105,13 +138,13 @@ impl ApiError {
     }
 
     /// The `outcome` label of `plimsoll_requests_total`.
-    pub fn outcome(&self) -> &'static str {
+    pub fn outcome(&self) -> Outcome {
         match self.code() {
-            ErrorCode::Overloaded => "overloaded",
-            ErrorCode::Timeout => "timeout",
-            ErrorCode::MemoryCapExceeded => "memory_cap_exceeded",
-            ErrorCode::StageFailed => "stage_failed",
-            _ => "invalid",
+            ErrorCode::Overloaded => Outcome::Overloaded,
+            ErrorCode::Timeout => Outcome::Timeout,
+            ErrorCode::MemoryCapExceeded => Outcome::MemoryCapExceeded,
+            ErrorCode::StageFailed => Outcome::StageFailed,
+            _ => Outcome::Invalid,
         }
     }
 }

@@ -1,43 +1,61 @@
 //! Structured logs (F3). Each server owns its own `tracing` dispatcher, applied to every request
 //! future, so several servers in one process (tests, the embedded checker) keep separate logs.
+//! The line format is a seam ([`LogFormat`]); the contract's is [`JsonLines`].
 
+use std::fmt::Debug;
 use std::fs::OpenOptions;
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use tracing::Dispatch;
+use tracing_subscriber::fmt::SubscriberBuilder;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
-use crate::config::LogSink;
+/// Where the structured log goes.
+#[derive(Debug, Clone)]
+pub enum LogSink {
+    Stdout,
+    /// Appended to; the conformance suite reads it with `--server-log`.
+    File(PathBuf),
+}
 
-/// Builds the dispatcher for a sink: JSON lines with event fields at the top level.
-pub fn dispatch(sink: &LogSink, plain_text: bool) -> std::io::Result<Dispatch> {
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .with_target(false);
-    let dispatch = match (sink, plain_text) {
-        (LogSink::Stdout, false) => Dispatch::new(
-            builder
+/// Builds the dispatcher that writes a server's log lines to its sink.
+pub trait LogFormat: Debug + Send + Sync {
+    fn dispatch(&self, sink: &LogSink) -> std::io::Result<Dispatch>;
+}
+
+/// One JSON object per line, event fields at the top level.
+#[derive(Debug)]
+pub struct JsonLines;
+
+impl LogFormat for JsonLines {
+    // clause: F3 — structured JSON lines
+    fn dispatch(&self, sink: &LogSink) -> std::io::Result<Dispatch> {
+        Ok(Dispatch::new(
+            subscriber()
                 .json()
                 .flatten_event(true)
-                .with_writer(std::io::stdout)
+                .with_writer(writer(sink)?)
                 .finish(),
-        ),
-        (LogSink::Stdout, true) => Dispatch::new(builder.with_writer(std::io::stdout).finish()),
-        (LogSink::File(path), plain) => {
+        ))
+    }
+}
+
+/// INFO and up, no colours, no target: what every format shares.
+pub fn subscriber() -> SubscriberBuilder {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_target(false)
+}
+
+/// The sink as a writer (a file is opened for appending).
+pub fn writer(sink: &LogSink) -> std::io::Result<BoxMakeWriter> {
+    Ok(match sink {
+        LogSink::Stdout => BoxMakeWriter::new(std::io::stdout),
+        LogSink::File(path) => {
             let file = OpenOptions::new().create(true).append(true).open(path)?;
-            let writer = Mutex::new(file);
-            if plain {
-                Dispatch::new(builder.with_writer(writer).finish())
-            } else {
-                Dispatch::new(
-                    builder
-                        .json()
-                        .flatten_event(true)
-                        .with_writer(writer)
-                        .finish(),
-                )
-            }
+            BoxMakeWriter::new(Mutex::new(file))
         }
-    };
-    Ok(dispatch)
+    })
 }

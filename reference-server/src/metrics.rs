@@ -1,39 +1,38 @@
-//! The Prometheus surface the contract lists (`[observability.metrics]`). A test proves the
-//! names and types here are exactly the contract's.
+//! The Prometheus surface the contract lists (`[observability.metrics]`). Names, pool labels and
+//! outcome labels are the spec's enums ([`MetricName`], [`Pool`], [`Outcome`]), never strings of
+//! our own; a test proves the names and types here are exactly the contract's.
 
+use plimsoll_spec::{Contract, MetricName, Outcome, Pool};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PoolLabel {
-    pub pool: String,
+    pub pool: &'static str,
+}
+
+impl PoolLabel {
+    pub fn of(pool: Pool) -> PoolLabel {
+        PoolLabel {
+            pool: pool.as_str(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
-    pub pool: String,
-    pub outcome: String,
+    pub pool: &'static str,
+    pub outcome: &'static str,
 }
 
 fn wait_histogram() -> Histogram {
     // 1 ms .. ~65 s.
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
-
-/// The `outcome` label values of `plimsoll_requests_total`.
-pub const OUTCOMES: &[&str] = &[
-    "ok",
-    "overloaded",
-    "timeout",
-    "memory_cap_exceeded",
-    "stage_failed",
-    "invalid",
-    "cancelled",
-];
 
 /// Every metric of the server.
 pub struct Metrics {
@@ -49,16 +48,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// Help texts come from the contract's `[[observability.metrics]]`.
-    pub fn new(contract: &plimsoll_spec::Contract) -> Metrics {
-        let help = |name: &str| {
-            contract
-                .observability
-                .metrics
-                .iter()
-                .find(|m| m.name.registered_name() == name)
-                .map(|m| m.help.trim_end_matches('.').to_owned())
-                .unwrap_or_default()
-        };
+    pub fn new(contract: &Contract) -> Metrics {
         let mut m = Metrics {
             registry: Registry::default(),
             workers_busy: Family::default(),
@@ -70,67 +60,50 @@ impl Metrics {
             temp_files: Gauge::default(),
         };
         let r = &mut m.registry;
-        // Counters are registered without `_total`: the exposition appends it.
-        r.register(
-            "plimsoll_workers_busy",
-            help("plimsoll_workers_busy"),
-            m.workers_busy.clone(),
-        );
-        r.register(
-            "plimsoll_workers_limit",
-            help("plimsoll_workers_limit"),
-            m.workers_limit.clone(),
-        );
-        r.register(
-            "plimsoll_queue_depth",
-            help("plimsoll_queue_depth"),
-            m.queue_depth.clone(),
-        );
-        r.register(
-            "plimsoll_queue_wait_seconds",
-            help("plimsoll_queue_wait_seconds"),
+        for (name, gauges) in [
+            (MetricName::WorkersBusy, &m.workers_busy),
+            (MetricName::WorkersLimit, &m.workers_limit),
+            (MetricName::QueueDepth, &m.queue_depth),
+        ] {
+            register(r, contract, name, gauges.clone());
+        }
+        register(
+            r,
+            contract,
+            MetricName::QueueWaitSeconds,
             m.queue_wait.clone(),
         );
-        r.register(
-            "plimsoll_requests",
-            help("plimsoll_requests"),
-            m.requests.clone(),
-        );
-        r.register(
-            "plimsoll_cancellations",
-            help("plimsoll_cancellations"),
+        register(r, contract, MetricName::RequestsTotal, m.requests.clone());
+        register(
+            r,
+            contract,
+            MetricName::CancellationsTotal,
             m.cancellations.clone(),
         );
-        r.register(
-            "plimsoll_temp_files",
-            help("plimsoll_temp_files"),
-            m.temp_files.clone(),
-        );
+        register(r, contract, MetricName::TempFiles, m.temp_files.clone());
         m
     }
 
     /// Creates every series of a pool at zero, so dashboards and the checker see them before
     /// the first event.
-    pub fn register_pool(&self, pool: &str) {
-        let _ = self.cancellations.get_or_create(&PoolLabel {
-            pool: pool.to_owned(),
-        });
-        for outcome in OUTCOMES {
-            let _ = self.requests.get_or_create(&OutcomeLabels {
-                pool: pool.to_owned(),
-                outcome: (*outcome).to_owned(),
-            });
+    pub fn register_pool(&self, pool: Pool) {
+        let _ = self.cancellations.get_or_create(&PoolLabel::of(pool));
+        for outcome in Outcome::ALL {
+            let _ = self.requests.get_or_create(&outcome_labels(pool, outcome));
         }
     }
 
     /// Counts one finished request.
-    pub fn outcome(&self, pool: &str, outcome: &str) {
+    pub fn outcome(&self, pool: Pool, outcome: Outcome) {
         self.requests
-            .get_or_create(&OutcomeLabels {
-                pool: pool.to_owned(),
-                outcome: outcome.to_owned(),
-            })
+            .get_or_create(&outcome_labels(pool, outcome))
             .inc();
+    }
+
+    /// Counts one request whose client went away before its answer.
+    pub fn cancelled(&self, pool: Pool) {
+        self.cancellations.get_or_create(&PoolLabel::of(pool)).inc();
+        self.outcome(pool, Outcome::Cancelled);
     }
 
     /// Prometheus text exposition.
@@ -140,4 +113,24 @@ impl Metrics {
             .expect("writing to a String");
         out
     }
+}
+
+fn outcome_labels(pool: Pool, outcome: Outcome) -> OutcomeLabels {
+    OutcomeLabels {
+        pool: pool.as_str(),
+        outcome: outcome.as_str(),
+    }
+}
+
+/// Registers `metric` under its client-library name (counters without `_total`: the exposition
+/// appends it) with the contract's help text.
+fn register(registry: &mut Registry, contract: &Contract, name: MetricName, metric: impl Metric) {
+    let help = contract
+        .observability
+        .metrics
+        .iter()
+        .find(|m| m.name == name)
+        .map(|m| m.help.trim_end_matches('.').to_owned())
+        .unwrap_or_default();
+    registry.register(name.registered_name(), help, metric);
 }

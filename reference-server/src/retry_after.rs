@@ -1,7 +1,40 @@
-//! The Retry-After estimator (T3): the p50 of the last N queue-wait samples, in whole seconds.
+//! The Retry-After estimate (T3): each pool records its queue-wait samples in a [`WaitEstimator`]
+//! and asks it for the delay a refused client is told. The reference estimator is the p50 of the
+//! last N samples, in whole seconds; [`RetryAfterPolicy`] is the seam that chooses it per pool.
 
 use std::collections::VecDeque;
+use std::fmt::Debug;
 use std::time::Duration;
+
+use plimsoll_spec::Pool;
+use plimsoll_spec::model::Backpressure;
+
+/// Turns queue waits into the advertised Retry-After of one pool.
+pub trait WaitEstimator: Debug + Send {
+    /// Adds one queue-wait sample.
+    fn record(&mut self, wait: Duration);
+    /// The delay to advertise, in whole seconds, at most `max_seconds` (the pool's timeout).
+    fn retry_after_seconds(&self, max_seconds: u64) -> u64;
+}
+
+/// Chooses each pool's estimator.
+pub trait RetryAfterPolicy: Debug + Send + Sync {
+    fn estimator(&self, pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator>;
+}
+
+/// The contract's estimator for every pool: the median of the last `window_samples` waits.
+#[derive(Debug)]
+pub struct MedianWait;
+
+impl RetryAfterPolicy for MedianWait {
+    fn estimator(&self, _pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator> {
+        Box::new(RetryAfterEstimator::new(
+            t3.window_samples as usize,
+            t3.min_seconds,
+            t3.empty_window_seconds,
+        ))
+    }
+}
 
 /// A sliding window of queue-wait samples.
 #[derive(Debug, Clone)]
@@ -22,8 +55,18 @@ impl RetryAfterEstimator {
         }
     }
 
+    pub fn len(&self) -> usize {
+        self.window.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.window.is_empty()
+    }
+}
+
+impl WaitEstimator for RetryAfterEstimator {
     /// Adds one queue wait; the oldest falls out once the window is full.
-    pub fn record(&mut self, wait: Duration) {
+    fn record(&mut self, wait: Duration) {
         if self.window.len() == self.capacity {
             self.window.pop_front();
         }
@@ -33,7 +76,8 @@ impl RetryAfterEstimator {
     /// The advertised delay: the nearest-rank median of the window, rounded up to whole
     /// seconds, at least `min_seconds`, at most `max_seconds` (the pool's timeout); an empty
     /// window answers `empty_seconds`.
-    pub fn retry_after_seconds(&self, max_seconds: u64) -> u64 {
+    // clause: T3 — N = p50 queue wait, ceil, at least 1, at most the pool's timeout
+    fn retry_after_seconds(&self, max_seconds: u64) -> u64 {
         if self.window.is_empty() {
             return self
                 .empty_seconds
@@ -45,14 +89,6 @@ impl RetryAfterEstimator {
         let p50 = sorted[rank - 1];
         let seconds = p50.as_secs() + u64::from(p50.subsec_nanos() > 0);
         seconds.clamp(self.min_seconds, max_seconds.max(self.min_seconds))
-    }
-
-    pub fn len(&self) -> usize {
-        self.window.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.window.is_empty()
     }
 }
 

@@ -8,7 +8,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::mutant::Mutant;
 use crate::state::AppState;
 
 /// A configured server, ready to serve.
@@ -22,7 +21,7 @@ impl Server {
     pub fn new(config: Config) -> std::io::Result<Server> {
         crate::job::install_panic_hook();
         std::fs::create_dir_all(&config.temp_root)?;
-        let dispatch = crate::logging::dispatch(&config.log, config.is(Mutant::PlainTextLogs))?;
+        let dispatch = config.components().log_format.dispatch(&config.log)?;
         let removed = crate::temp::remove_stale(&config.temp_root);
         tracing::dispatcher::with_default(&dispatch, || {
             if !removed.is_empty() {
@@ -57,7 +56,10 @@ impl Server {
             tracing::info!(%addr, hooks = state.config.hooks_enabled, "plimsoll-server listening");
         });
         let stopping = CancellationToken::new();
+        // Built once; the relay bridge performs its envelopes against the same router.
         let app = crate::http::router(state.clone());
+        state.api.set(app.clone());
+        let _detach = DetachApi(state.clone());
         let serve = axum::serve(listener, app).with_graceful_shutdown({
             let stopping = stopping.clone();
             async move {
@@ -112,6 +114,16 @@ impl Server {
             join,
             state,
         })
+    }
+}
+
+/// Clears the router handed to the relay when serving ends, however it ends (the router holds
+/// the state that holds it).
+struct DetachApi(AppState);
+
+impl Drop for DetachApi {
+    fn drop(&mut self) {
+        self.0.api.clear();
     }
 }
 

@@ -1,17 +1,21 @@
 //! What every request handler shares: the effective contract, the pools, metrics, the log.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use axum::Router;
+use axum::http::HeaderName;
+use plimsoll_spec::Pool;
 use plimsoll_spec::model::OverflowPolicy;
 use tokio_util::sync::CancellationToken;
 use tracing::Dispatch;
 
-use crate::admission::{Discipline, Pool, PoolSpec};
+use crate::admission::{PoolSpec, WorkerPool};
+use crate::components::Components;
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::mutant::Mutant;
+use crate::problem::Responder;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -19,13 +23,16 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     pub config: Config,
     pub metrics: Metrics,
-    pub digitize: Arc<Pool>,
-    pub export: Arc<Pool>,
+    pub digitize: Arc<WorkerPool>,
+    pub export: Arc<WorkerPool>,
     /// The relay bridge's workers (R1): overflow queues (FIFO) unless the contract says `reject`.
-    pub relay: Arc<Pool>,
+    pub relay: Arc<WorkerPool>,
     /// Parent of every job's cancellation token: cancelled when a shutdown's drain time is up.
     pub shutdown: CancellationToken,
     pub dispatch: Dispatch,
+    pub headers: ContractHeaders,
+    /// This server's router, for the relay bridge.
+    pub api: ApiHandle,
     next_id: AtomicU64,
     id_prefix: String,
 }
@@ -41,86 +48,160 @@ impl AppState {
     pub fn new(config: Config, dispatch: Dispatch) -> AppState {
         let metrics = Metrics::new(&config.contract);
         let c = &config.contract.clauses;
-        let pool = |name: &'static str, workers: u32, queue: u32, timeout_ms: u64| {
-            let workers = workers as usize;
-            let workers = if config.is(Mutant::NoAdmissionLimit) {
-                usize::MAX / 2
-            } else if config.is(Mutant::LimitPlusOne) {
-                workers + 1
-            } else {
-                workers
-            };
-            let discipline = if config.is(Mutant::Lifo) {
-                Discipline::Lifo
-            } else {
-                Discipline::Fifo
-            };
-            Pool::new(
-                PoolSpec {
-                    name,
-                    workers,
-                    queue_capacity: queue as usize,
-                    discipline,
-                    max_retry_after_s: Duration::from_millis(timeout_ms).as_secs().max(1),
-                    window_samples: c.t3.value.window_samples as usize,
-                    min_retry_after_s: c.t3.value.min_seconds,
-                    empty_retry_after_s: c.t3.value.empty_window_seconds,
-                },
+        let timeout_s = |ms: u64| Duration::from_millis(ms).as_secs().max(1);
+        let [digitize, export] = [
+            (
+                Pool::Digitize,
+                c.t1.value.digitize_workers,
+                c.t2.value.digitize_queue_capacity,
+                c.b1.value.digitize_timeout_ms,
+            ),
+            (
+                Pool::Export,
+                c.t1.value.export_workers,
+                c.t2.value.export_queue_capacity,
+                c.b1.value.export_timeout_ms,
+            ),
+        ]
+        .map(|(pool, workers, queue, timeout_ms)| {
+            build_pool(
+                &config,
                 &metrics,
+                pool,
+                workers,
+                queue as usize,
+                timeout_s(timeout_ms),
             )
-        };
-        let digitize = pool(
-            "digitize",
-            c.t1.value.digitize_workers,
-            c.t2.value.digitize_queue_capacity,
-            c.b1.value.digitize_timeout_ms,
-        );
-        let export = pool(
-            "export",
-            c.t1.value.export_workers,
-            c.t2.value.export_queue_capacity,
-            c.b1.value.export_timeout_ms,
-        );
+        });
         let r1 = &c.r1.value;
-        let relay = Pool::new(
-            PoolSpec {
-                name: "relay",
-                workers: if config.is(Mutant::RelayUnbounded) {
-                    usize::MAX / 2
-                } else {
-                    r1.relay_concurrency as usize
-                },
-                queue_capacity: match r1.overflow {
-                    OverflowPolicy::Queue => usize::MAX / 2,
-                    OverflowPolicy::Reject => 0,
-                },
-                discipline: Discipline::Fifo,
-                max_retry_after_s: 1,
-                window_samples: c.t3.value.window_samples as usize,
-                min_retry_after_s: c.t3.value.min_seconds,
-                empty_retry_after_s: c.t3.value.empty_window_seconds,
-            },
+        // clause: R1 — requests beyond the relay workers queue, never refused
+        let relay_queue = match r1.overflow {
+            OverflowPolicy::Queue => usize::MAX / 2,
+            OverflowPolicy::Reject => 0,
+        };
+        let relay = build_pool(
+            &config,
             &metrics,
+            Pool::Relay,
+            r1.relay_concurrency,
+            relay_queue,
+            1,
         );
         let started = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         AppState(Arc::new(Inner {
+            headers: ContractHeaders::new(&config),
             metrics,
             digitize,
             export,
             relay,
             shutdown: CancellationToken::new(),
             dispatch,
+            api: ApiHandle::default(),
             next_id: AtomicU64::new(0),
             id_prefix: format!("{:x}", started.as_millis()),
             config,
         }))
     }
 
+    pub fn components(&self) -> &Components {
+        self.config.components()
+    }
+
+    pub fn pool(&self, pool: Pool) -> &Arc<WorkerPool> {
+        match pool {
+            Pool::Digitize => &self.digitize,
+            Pool::Export => &self.export,
+            Pool::Relay => &self.relay,
+        }
+    }
+
+    /// Answers errors: the one way every endpoint turns an error into a response.
+    pub fn problems(&self) -> Responder<'_> {
+        Responder {
+            contract: &self.config.contract,
+            mapper: self.components().answers.as_ref(),
+            metrics: &self.metrics,
+            retry_after_header: &self.headers.retry_after,
+        }
+    }
+
     /// A fresh request id: unique per process run, sortable by arrival.
     pub fn new_request_id(&self) -> String {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         format!("req-{}-{n:06}", self.id_prefix)
+    }
+}
+
+/// One pool, sized by the server's [`crate::admission::PoolSizing`], its queue served by its
+/// [`crate::admission::QueueDiscipline`], its Retry-After from its
+/// [`crate::retry_after::RetryAfterPolicy`].
+fn build_pool(
+    config: &Config,
+    metrics: &Metrics,
+    pool: Pool,
+    workers: u32,
+    queue_capacity: usize,
+    max_retry_after_s: u64,
+) -> Arc<WorkerPool> {
+    let parts = config.components();
+    WorkerPool::new(
+        PoolSpec {
+            pool,
+            workers: parts.sizing.workers(pool, workers as usize),
+            queue_capacity,
+            discipline: parts.discipline.clone(),
+            max_retry_after_s,
+        },
+        parts
+            .retry_after
+            .estimator(pool, &config.contract.clauses.t3.value),
+        metrics,
+    )
+}
+
+/// The header names the contract spells, parsed once.
+pub struct ContractHeaders {
+    pub request_id: HeaderName,
+    pub retry_after: HeaderName,
+    pub server_timing: HeaderName,
+}
+
+impl ContractHeaders {
+    fn new(config: &Config) -> ContractHeaders {
+        let c = &config.contract;
+        ContractHeaders {
+            request_id: header_name(&c.observability.request_id_header),
+            retry_after: header_name(&c.clauses.t3.value.retry_after_header),
+            server_timing: header_name(&c.observability.server_timing_header),
+        }
+    }
+}
+
+/// A header name the contract spells (validated as a token when the contract is written).
+fn header_name(name: &str) -> HeaderName {
+    HeaderName::try_from(name)
+        .unwrap_or_else(|_| HeaderName::from_static("x-plimsoll-invalid-header-name"))
+}
+
+/// The server's router, built once by `server` and handed to the relay bridge, which performs
+/// envelopes against it in-process (same routes, middleware and hooks as HTTP). The router holds
+/// this state, so the handle is cleared when serving ends, breaking that cycle.
+#[derive(Default)]
+pub struct ApiHandle(RwLock<Option<Router>>);
+
+impl ApiHandle {
+    pub fn set(&self, router: Router) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(router);
+    }
+
+    pub fn clear(&self) {
+        self.0.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// The router, while the server serves.
+    pub fn router(&self) -> Option<Router> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-/// Prefix of every job's temp directory (see `job::JobContext::new`).
+/// Prefix of every job's temp directory (see `job::JobContext::new`): what start-up cleanup and
+/// `plimsoll_temp_files` look for.
 pub const JOB_DIR_PREFIX: &str = "plimsoll-job-";
 
 fn job_dirs(root: &Path) -> impl Iterator<Item = std::fs::DirEntry> {

@@ -10,6 +10,7 @@ pub const DESIGN_FORMAT: &str = "plimsoll-design/1";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Design {
     /// Always `plimsoll-design/1`.
+    #[schemars(extend("const" = DESIGN_FORMAT))]
     pub format: String,
     /// Physical width of the design in millimetres.
     pub width_mm: f64,

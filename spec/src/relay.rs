@@ -18,6 +18,7 @@ pub const RELAY_ERROR: &str = "relay-error";
 pub struct RelayRequest {
     /// Always `relay-http-request`.
     #[serde(rename = "type")]
+    #[schemars(extend("const" = RELAY_REQUEST))]
     pub kind: String,
     /// Chosen by the sender; every response frame repeats it.
     pub request_id: String,
@@ -37,6 +38,7 @@ pub struct RelayRequest {
 pub struct RelayResponse {
     /// `relay-http-response`, or `relay-error` for a malformed envelope.
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = [RELAY_RESPONSE, RELAY_ERROR]))]
     pub kind: String,
     /// The request's id (empty when the envelope had none).
     pub request_id: String,

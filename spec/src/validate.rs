@@ -99,112 +99,37 @@ impl Contract {
             }
         }
 
-        let c = &self.clauses;
-        let mut range = |field: &str, value: u64, min: u64, max: u64| {
-            if value < min || value > max {
+        let (c, b3) = (&self.clauses, &self.clauses.b3.value);
+        // (field, value, min, max): the ranges a value must fall in to make sense at all.
+        #[rustfmt::skip]
+        let ranges: [(&str, u64, u64, u64); 18] = [
+            ("clauses.T1.value.digitize_workers", c.t1.value.digitize_workers.into(), 1, 1024),
+            ("clauses.T1.value.export_workers", c.t1.value.export_workers.into(), 1, 1024),
+            ("clauses.T2.value.digitize_queue_capacity", c.t2.value.digitize_queue_capacity.into(), 0, 100_000),
+            ("clauses.T2.value.export_queue_capacity", c.t2.value.export_queue_capacity.into(), 0, 100_000),
+            ("clauses.T3.value.window_samples", c.t3.value.window_samples.into(), 1, 100_000),
+            ("clauses.T3.value.min_seconds", c.t3.value.min_seconds, 1, 86_400),
+            ("clauses.B1.value.digitize_timeout_ms", c.b1.value.digitize_timeout_ms, 1, 86_400_000),
+            ("clauses.B1.value.export_timeout_ms", c.b1.value.export_timeout_ms, 1, 86_400_000),
+            ("clauses.B1.value.upload_read_timeout_ms", c.b1.value.upload_read_timeout_ms, 1, 86_400_000),
+            ("clauses.B1.value.headroom_factor", c.b1.value.headroom_factor, 1, 1000),
+            ("clauses.B2.value.memory_cap_mb", c.b2.value.memory_cap_mb, 1, 1 << 20),
+            ("clauses.B3.value.stop_within_ms", b3.stop_within_ms, 1, 60_000),
+            ("clauses.B3.value.checkpoint_interval_ms", b3.checkpoint_interval_ms, 1, b3.stop_within_ms.saturating_sub(1).max(1)),
+            ("clauses.R1.value.relay_concurrency", c.r1.value.relay_concurrency.into(), 1, 1024),
+            ("clauses.R4.value.overflow_factor", c.r4.value.overflow_factor.into(), 2, 100),
+            ("clauses.R5.value.max_frame_body_bytes", c.r5.value.max_frame_body_bytes, 64, 1 << 24),
+            ("tolerances.trials", self.tolerances.trials.into(), 1, 100),
+            ("api.digitize.max_pixels", self.api.digitize.max_pixels, 1, 1 << 32),
+        ];
+        for (field, value, min, max) in ranges {
+            if !(min..=max).contains(&value) {
                 out.push(violation(
                     field,
                     format!("{value} is out of range {min}..={max}"),
                 ));
             }
-        };
-        range(
-            "clauses.T1.value.digitize_workers",
-            c.t1.value.digitize_workers.into(),
-            1,
-            1024,
-        );
-        range(
-            "clauses.T1.value.export_workers",
-            c.t1.value.export_workers.into(),
-            1,
-            1024,
-        );
-        range(
-            "clauses.T2.value.digitize_queue_capacity",
-            c.t2.value.digitize_queue_capacity.into(),
-            0,
-            100_000,
-        );
-        range(
-            "clauses.T2.value.export_queue_capacity",
-            c.t2.value.export_queue_capacity.into(),
-            0,
-            100_000,
-        );
-        range(
-            "clauses.T3.value.window_samples",
-            c.t3.value.window_samples.into(),
-            1,
-            100_000,
-        );
-        range(
-            "clauses.T3.value.min_seconds",
-            c.t3.value.min_seconds,
-            1,
-            86_400,
-        );
-        range(
-            "clauses.B1.value.digitize_timeout_ms",
-            c.b1.value.digitize_timeout_ms,
-            1,
-            86_400_000,
-        );
-        range(
-            "clauses.B1.value.export_timeout_ms",
-            c.b1.value.export_timeout_ms,
-            1,
-            86_400_000,
-        );
-        range(
-            "clauses.B1.value.headroom_factor",
-            c.b1.value.headroom_factor,
-            1,
-            1000,
-        );
-        range(
-            "clauses.B2.value.memory_cap_mb",
-            c.b2.value.memory_cap_mb,
-            1,
-            1 << 20,
-        );
-        range(
-            "clauses.B3.value.stop_within_ms",
-            c.b3.value.stop_within_ms,
-            1,
-            60_000,
-        );
-        range(
-            "clauses.B3.value.checkpoint_interval_ms",
-            c.b3.value.checkpoint_interval_ms,
-            1,
-            c.b3.value.stop_within_ms.saturating_sub(1).max(1),
-        );
-        range(
-            "clauses.R1.value.relay_concurrency",
-            c.r1.value.relay_concurrency.into(),
-            1,
-            1024,
-        );
-        range(
-            "clauses.R4.value.overflow_factor",
-            c.r4.value.overflow_factor.into(),
-            2,
-            100,
-        );
-        range(
-            "clauses.R5.value.max_frame_body_bytes",
-            c.r5.value.max_frame_body_bytes,
-            64,
-            1 << 24,
-        );
-        range("tolerances.trials", self.tolerances.trials.into(), 1, 100);
-        range(
-            "api.digitize.max_pixels",
-            self.api.digitize.max_pixels,
-            1,
-            1 << 32,
-        );
+        }
 
         for (name, p) in self.api.digitize.params.iter() {
             if !(p.min <= p.default && p.default <= p.max) {

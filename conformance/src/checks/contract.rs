@@ -1,9 +1,15 @@
-//! `contract`: the target's effective values (`GET /v1/contract`) against the contract. It is
-//! judged from the session before any other request and opens every run (`check` and `load`),
-//! since it decides which values the other checks judge by.
+//! `contract`: the target's claimed effective values (`GET /v1/contract`) against the contract.
+//! It is judged from the session before any other request and opens every run (`check` and
+//! `load`), since it decides which values the other checks judge by.
+//!
+//! The claim is only a claim: [`plimsoll_spec::Contract::reconcile`] adopts a claimed value only
+//! in a field the contract lets a deployment override, only when overrides are allowed, and only
+//! when the result still keeps the contract's rules. Every other difference is refused — the
+//! checks keep the contract's own value for it — and fails this check.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
+
+use plimsoll_spec::{Adopted, Reconciliation, Refused};
 
 use super::registry::{Check, CheckId, Run};
 use crate::verdict::{CheckResult, Verdict};
@@ -13,98 +19,231 @@ const TITLE: &str = "Effective values match the contract";
 pub const CHECK: Check = Check::whole_run(
     CheckId::Contract,
     TITLE,
-    "The target's contract endpoint returns its effective values; they must equal the contract \
-     leaf by leaf, or, with `--allow-overrides` or on the embedded scaled server, the differences \
-     are allowed and each is listed as evidence. The load generator's own `[load]` settings are \
-     never compared.",
+    "The target's contract endpoint returns its effective values, a claim compared with the \
+     contract leaf by leaf. A difference is adopted (the checks judge that value) only in a field \
+     the contract lists as overridable, with `--allow-overrides` or on the embedded server, and \
+     only if the values still keep the contract's rules; any other difference (a bound, a \
+     tolerance, a status, a code, a stage list, a header name) is refused and fails this check, \
+     and the checks keep the contract's own value. A claim that is not a readable contract fails \
+     too. Adopted and refused differences are listed separately. The load generator's own \
+     `[load]` settings are never compared.",
     Run::Session,
 );
 
-/// Differences between the contract and a target's effective values. `[load]` holds the load
-/// generator's own settings, not promises of the implementation, so it is never compared.
-pub fn contract_differences(
-    contract: &plimsoll_spec::Contract,
-    effective: &serde_json::Value,
-) -> Vec<String> {
-    let without_load = |v: &serde_json::Value| {
-        let mut v = v.clone();
-        if let Some(map) = v.as_object_mut() {
-            map.remove("load");
-        }
-        v
-    };
-    let ours = serde_json::to_value(contract).expect("a contract serializes");
-    diff(&without_load(&ours), &without_load(effective))
+/// `path: ours → theirs (ENV)`.
+pub fn adopted_line(a: &Adopted) -> String {
+    format!("{} ({})", a.difference, a.env)
 }
 
-/// The `contract` result that opens every run: pass when the values match or differences are
-/// allowed (and then listed as evidence).
-pub fn contract_result(differences: &[String], scaled: bool) -> CheckResult {
+/// `path: ours → theirs — reason`.
+pub fn refused_line(r: &Refused) -> String {
+    format!("{} — {}", r.difference, r.reason)
+}
+
+/// Every difference, adopted and refused, for the run manifest's combined list.
+pub fn differences(r: &Reconciliation) -> Vec<String> {
+    r.adopted
+        .iter()
+        .map(|a| a.difference.to_string())
+        .chain(r.refused.iter().map(|x| x.difference.to_string()))
+        .collect()
+}
+
+/// A claimed value as an environment variable would set it (`2`, `true`, `"x"`).
+fn plain(v: &Option<serde_json::Value>) -> String {
+    match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => "(absent)".into(),
+    }
+}
+
+/// The `contract` result that opens every run: pass when the claim is readable and nothing was
+/// refused; the evidence lists the adopted and the refused differences separately.
+pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult {
     let started = Instant::now();
-    let verdict = if differences.is_empty() || scaled {
-        Verdict::Pass
-    } else {
+    let mut evidence: Vec<String> = Vec::new();
+    if let Some(why) = &r.unreadable {
+        evidence.push(format!("unreadable: {why}"));
+    }
+    evidence.extend(
+        r.adopted
+            .iter()
+            .map(|a| format!("adopted: {}", adopted_line(a))),
+    );
+    evidence.extend(
+        r.refused
+            .iter()
+            .map(|x| format!("refused: {}", refused_line(x))),
+    );
+
+    let observed = match (&r.unreadable, r.adopted.is_empty() && r.refused.is_empty()) {
+        (Some(why), _) => format!("claim unreadable ({why}); judged by the contract's own values"),
+        (None, true) => "identical to the contract".into(),
+        (None, false) => {
+            let adopted: Vec<String> = r
+                .adopted
+                .iter()
+                .map(|a| format!("{}={}", a.env, plain(&a.difference.theirs)))
+                .collect();
+            let mut text = format!(
+                "adopted {} override(s){}{}; refused {}",
+                adopted.len(),
+                if adopted.is_empty() { "" } else { ": " },
+                adopted.join(", "),
+                r.refused.len()
+            );
+            if !r.refused.is_empty() {
+                let paths: Vec<&str> = r
+                    .refused
+                    .iter()
+                    .map(|x| x.difference.path.as_str())
+                    .collect();
+                text.push_str(&format!(": {}", paths.join(", ")));
+            }
+            text
+        }
+    };
+
+    let verdict = if let Some(why) = &r.unreadable {
         Verdict::Fail(format!(
-            "{} value(s) differ from the contract; pass --allow-overrides to judge the target's own values",
-            differences.len()
+            "the target's claimed contract is not readable ({why}); every check judges by the contract's own values"
         ))
+    } else if !r.refused.is_empty() {
+        let shown: Vec<String> = r.refused.iter().take(5).map(refused_line).collect();
+        Verdict::Fail(format!(
+            "{} claimed value(s) refused, the contract's own apply: {}{}",
+            r.refused.len(),
+            shown.join("; "),
+            if r.refused.len() > shown.len() {
+                "; …"
+            } else {
+                ""
+            }
+        ))
+    } else {
+        Verdict::Pass
     };
     CheckResult {
         id: CHECK.id.to_string(),
         clause: CHECK.id.to_string(),
         title: TITLE.into(),
-        expected: "the target's effective values equal the contract".into(),
-        observed: if differences.is_empty() {
-            "identical".into()
+        expected: if allow_overrides {
+            "the target's effective values equal the contract, except overridable fields (adopted)"
+                .into()
         } else {
-            format!(
-                "{} difference(s){}",
-                differences.len(),
-                if scaled { " (allowed: scaled run)" } else { "" }
-            )
+            "the target's effective values equal the contract (overrides not allowed)".into()
         },
+        observed,
         verdict,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        evidence: differences.to_vec(),
+        evidence,
         trials_ms: Vec::new(),
         timeline: Vec::new(),
     }
 }
 
-/// Leaf-by-leaf differences between two JSON documents, as `path: expected → actual`.
-pub fn diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Vec<String> {
-    fn leaves(v: &serde_json::Value, path: String, out: &mut BTreeMap<String, String>) {
-        match v {
-            serde_json::Value::Object(map) => {
-                for (k, v) in map {
-                    leaves(
-                        v,
-                        if path.is_empty() {
-                            k.clone()
-                        } else {
-                            format!("{path}.{k}")
-                        },
-                        out,
-                    );
-                }
-            }
-            other => {
-                out.insert(path, other.to_string());
-            }
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plimsoll_spec::Contract;
+
+    fn claim(edit: impl FnOnce(&mut serde_json::Value)) -> serde_json::Value {
+        let mut v = serde_json::to_value(Contract::embedded()).unwrap();
+        edit(&mut v);
+        v
     }
-    let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
-    leaves(expected, String::new(), &mut a);
-    leaves(actual, String::new(), &mut b);
-    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .map(|k| {
-            format!(
-                "{k}: {} → {}",
-                a.get(k).map_or("(absent)", String::as_str),
-                b.get(k).map_or("(absent)", String::as_str)
-            )
-        })
-        .collect()
+
+    #[test]
+    fn an_identical_claim_passes() {
+        let r = Contract::embedded().reconcile(&claim(|_| {}), false);
+        let result = contract_result(&r, false);
+        assert_eq!(result.verdict, Verdict::Pass);
+        assert_eq!(result.observed, "identical to the contract");
+        assert!(result.evidence.is_empty());
+    }
+
+    #[test]
+    fn adopted_overrides_pass_and_are_named() {
+        let r = Contract::embedded().reconcile(
+            &claim(|v| {
+                v["clauses"]["T2"]["value"]["digitize_queue_capacity"] = 2.into();
+                v["clauses"]["B1"]["value"]["digitize_timeout_ms"] = 2000.into();
+            }),
+            true,
+        );
+        let result = contract_result(&r, true);
+        assert_eq!(result.verdict, Verdict::Pass, "{result:?}");
+        assert_eq!(
+            result.observed,
+            "adopted 2 override(s): DIGITIZE_TIMEOUT_MS=2000, QUEUE_CAPACITY=2; refused 0"
+        );
+        assert!(
+            result.evidence.iter().all(|e| e.starts_with("adopted: ")),
+            "{:?}",
+            result.evidence
+        );
+    }
+
+    #[test]
+    fn a_looser_bound_or_tolerance_is_refused_and_fails() {
+        let r = Contract::embedded().reconcile(
+            &claim(|v| {
+                v["clauses"]["B3"]["value"]["stop_within_ms"] = 5000.into();
+                v["tolerances"]["timeout_late_ms"] = 5000.into();
+                v["clauses"]["T2"]["value"]["digitize_queue_capacity"] = 2.into();
+            }),
+            true,
+        );
+        let result = contract_result(&r, true);
+        let Verdict::Fail(reason) = &result.verdict else {
+            panic!("{result:?}")
+        };
+        assert!(reason.starts_with("2 claimed value(s) refused"), "{reason}");
+        assert!(reason.contains("clauses.B3.value.stop_within_ms: 1000 → 5000"));
+        assert!(
+            result.evidence.contains(
+                &"adopted: clauses.T2.value.digitize_queue_capacity: 0 → 2 (QUEUE_CAPACITY)"
+                    .to_owned()
+            ),
+            "{:?}",
+            result.evidence
+        );
+        assert_eq!(
+            result
+                .evidence
+                .iter()
+                .filter(|e| e.starts_with("refused: "))
+                .count(),
+            2
+        );
+        // The checks judge by the contract's own bound and tolerance.
+        assert_eq!(r.effective.clauses.b3.value.stop_within_ms, 1000);
+        assert_eq!(r.effective.tolerances.timeout_late_ms, 300);
+    }
+
+    #[test]
+    fn an_overridable_difference_without_allow_is_refused() {
+        let r = Contract::embedded().reconcile(
+            &claim(|v| v["clauses"]["T2"]["value"]["digitize_queue_capacity"] = 2.into()),
+            false,
+        );
+        let result = contract_result(&r, false);
+        assert!(result.verdict.is_fail());
+        assert!(
+            result.evidence[0].contains("--allow-overrides"),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_claim_fails() {
+        let r = Contract::embedded().reconcile(&serde_json::json!({"hello": 1}), true);
+        let result = contract_result(&r, true);
+        assert!(result.verdict.is_fail());
+        assert!(
+            result.observed.starts_with("claim unreadable"),
+            "{result:?}"
+        );
+    }
 }

@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::{ErrorCode, Stage};
 
 use crate::target::{Reply, Target, is_success};
-use crate::verdict::{Lane, LaneOutcome, Verdict};
+use crate::verdict::{Lane, LaneOutcome, NOT_APPLICABLE, Verdict};
 
 pub struct Ctx {
     pub(super) started: Instant,
     failures: Vec<String>,
     skip: Option<String>,
+    not_applicable: Option<String>,
     pub expected: String,
     pub observed: String,
     pub evidence: Vec<String>,
@@ -30,6 +31,7 @@ impl Ctx {
             started: Instant::now(),
             failures: Vec::new(),
             skip: None,
+            not_applicable: None,
             expected: String::new(),
             observed: String::new(),
             evidence: Vec::new(),
@@ -96,15 +98,30 @@ impl Ctx {
         );
     }
 
+    /// The check could not gather its evidence (a file it was not given, a target that refuses
+    /// what the check needs): a skip, which `--strict` turns into a failure.
     pub fn skip(&mut self, reason: impl Into<String>) {
         self.skip = Some(reason.into());
     }
 
-    /// The verdict so far: failures win over a skip.
+    /// The clause cannot apply to the target's effective values (T2 with no queue places, R2
+    /// with one relay worker): a pass whose observed text says `not applicable: <why>`, and a
+    /// pass under `--strict` too. Only for a clause made vacuous by the values, never for
+    /// missing evidence (that is [`Ctx::skip`]).
+    pub fn not_applicable(&mut self, reason: impl Into<String>) {
+        self.not_applicable = Some(reason.into());
+    }
+
+    /// The verdict so far: failures win over a skip, a skip over not applicable.
     pub(super) fn verdict(&mut self) -> Verdict {
         match (self.skip.take(), self.failures.is_empty()) {
             (Some(reason), true) => Verdict::Skip(reason),
-            (_, true) => Verdict::Pass,
+            (_, true) => {
+                if let Some(why) = self.not_applicable.take() {
+                    self.observed = format!("{NOT_APPLICABLE}{why}");
+                }
+                Verdict::Pass
+            }
             (_, false) => Verdict::Fail(self.failures.join("; ")),
         }
     }
@@ -163,4 +180,29 @@ pub fn worst_and_median(values: &[f64]) -> (f64, f64) {
 /// Milliseconds, as every report writes durations.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_applicable_is_a_pass_that_says_why_and_failures_still_win() {
+        let mut c = Ctx::new(0.0);
+        c.not_applicable("queue capacity is 0");
+        assert_eq!(c.verdict(), Verdict::Pass);
+        assert_eq!(c.observed, "not applicable: queue capacity is 0");
+
+        let mut c = Ctx::new(0.0);
+        c.not_applicable("x");
+        c.fail("broken");
+        assert_eq!(c.verdict(), Verdict::Fail("broken".into()));
+
+        let mut c = Ctx::new(0.0);
+        c.skip("no log");
+        assert_eq!(
+            c.verdict().strict(),
+            Verdict::Fail("skipped under --strict: no log".into())
+        );
+    }
 }

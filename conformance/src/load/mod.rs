@@ -32,7 +32,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use plimsoll_server::Config;
 use plimsoll_spec::{Contract, ErrorCode};
 
-use crate::check::{contract_differences, contract_result};
+use crate::check::contract_result;
+use crate::checks::contract;
 use crate::report;
 use crate::session::{self, ContractSource, Fatal, Mode, Subject};
 use crate::verdict::{CheckResult, Manifest, RunReport};
@@ -106,7 +107,7 @@ pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunRep
                 args.target.as_deref().unwrap_or_default(),
                 args.temp_dir.clone(),
                 None,
-            ),
+            )?,
             ProcessSource::external(args.pid),
         ),
     };
@@ -202,25 +203,10 @@ async fn run_profile(
         .timeout(Duration::from_secs(120))
         .build()
         .map_err(|e| Fatal::Unreachable(e.to_string()))?;
-    let effective = session::effective_contract(&client, &base, contract).await?;
-    // The load profiles are the checker's settings, not the service's: never diffed, always ours.
-    let differences = contract_differences(contract, &effective);
-    let mut theirs = effective.clone();
-    if let Some(map) = theirs.as_object_mut() {
-        map.remove("load");
-    }
-    let scaled = mode == Mode::Embedded || args.allow_overrides;
-    let mut expected = if scaled {
-        // A target's /v1/contract may leave `load` out; it is replaced by ours below anyway.
-        serde_json::from_value::<Contract>(theirs).map_err(|e| {
-            Fatal::Contract(format!(
-                "the target's effective contract does not parse: {e}"
-            ))
-        })?
-    } else {
-        contract.clone()
-    };
-    expected.load = contract.load.clone();
+    let allow_overrides = mode == Mode::Embedded || args.allow_overrides;
+    // `[load]` is the checker's own settings: never compared, always ours (reconcile keeps it).
+    let reconciliation = session::reconcile(&client, &base, contract, allow_overrides).await?;
+    let expected = reconciliation.effective.clone();
 
     let color = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let ctx = Ctx {
@@ -234,7 +220,7 @@ async fn run_profile(
         color,
     };
 
-    let mut results = vec![contract_result(&differences, scaled)];
+    let mut results = vec![contract_result(&reconciliation, allow_overrides)];
     ctx.print(&results[0]);
     // Also the hooks probe: a target without hooks stops the run here (exit 2).
     let calibration = calibrate::calibrate(&ctx).await?;
@@ -252,9 +238,14 @@ async fn run_profile(
             mode: mode.as_str().into(),
             contract_hash: source.hash(),
             contract_version: contract.contract.version.clone(),
-            differences,
-            scaled,
-            effective,
+            differences: contract::differences(&reconciliation),
+            scaled: !reconciliation.adopted.is_empty(),
+            strict: false,
+            effective: serde_json::to_value(&reconciliation.effective)
+                .expect("a contract serializes"),
+            adopted: reconciliation.adopted,
+            refused: reconciliation.refused,
+            claim_unreadable: reconciliation.unreadable,
             trials: 1,
             seed: args.seed,
             started_unix_ms,

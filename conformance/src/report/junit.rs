@@ -8,6 +8,7 @@ use std::path::Path;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::duration_from_ms;
+use crate::checks::contract::{adopted_line, refused_line};
 use crate::verdict::{CheckResult, RunReport, Verdict};
 
 /// The name of the single suite every testcase sits in.
@@ -74,6 +75,22 @@ pub fn build(report: &RunReport) -> Report {
         Property::new("contract_hash", m.contract_hash.as_str()),
         Property::new("scaled", m.scaled.to_string()),
         Property::new("differences", m.differences.join("; ")),
+        Property::new(
+            "adopted",
+            m.adopted
+                .iter()
+                .map(adopted_line)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Property::new(
+            "refused",
+            m.refused
+                .iter()
+                .map(refused_line)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
         Property::new("trials", m.trials.to_string()),
         Property::new("seed", m.seed.to_string()),
         Property::new("started_unix_ms", m.started_unix_ms.to_string()),

@@ -192,8 +192,12 @@ pub fn summary_table(report: &RunReport, color: bool) -> String {
         out.push('\n');
     }
 
+    let not_applicable = match report.not_applicable() {
+        0 => String::new(),
+        n => format!(" ({n} not applicable)"),
+    };
     let totals = format!(
-        "{} passed, {} failed, {} skipped",
+        "{} passed{not_applicable}, {} failed, {} skipped",
         report.passed(),
         report.failed(),
         report.skipped()
@@ -236,6 +240,24 @@ pub fn summary_table(report: &RunReport, color: bool) -> String {
     };
     reasons("Failures:", true, &mut out);
     reasons("Skipped:", false, &mut out);
+    let not_applicable: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.not_applicable())
+        .collect();
+    if !not_applicable.is_empty() {
+        out.push_str("\nNot applicable (passed):\n");
+        for r in not_applicable {
+            out.push_str(&format!(
+                "  {} {} [{}] {}: {}\n",
+                paint(symbol(&r.verdict), verdict_colour(&r.verdict), color),
+                one_line(&r.id),
+                one_line(&r.clause),
+                one_line(&r.title),
+                one_line(&r.observed)
+            ));
+        }
+    }
     out
 }
 

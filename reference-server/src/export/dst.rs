@@ -105,7 +105,7 @@ pub fn record(dx: i32, dy: i32, jump: bool) -> [u8; 3] {
 
 /// Encodes a design as DST.
 pub fn encode_dst(design: &Design) -> Vec<u8> {
-    encode_dst_checked(design, &mut |_| Ok(())).expect("an unchecked encode cannot be interrupted")
+    super::unchecked(|check| encode_dst_checked(design, check))
 }
 
 /// [`encode_dst`] that calls `check(capacity)` before reserving and every 64K commands, so the
@@ -215,15 +215,7 @@ impl OpSink for Writer<'_> {
 
     fn check(&mut self) -> Result<(), Interrupt> {
         // Room for the next 64K commands (a trim is 3 records) before they are written.
-        let needed = self.buf.len() + 3 * 3 * 65536;
-        if needed > self.buf.capacity() {
-            let capacity = needed.max(self.buf.capacity() * 2);
-            (self.check)(capacity)?;
-            self.buf.reserve_exact(capacity - self.buf.len());
-        } else {
-            (self.check)(self.buf.capacity())?;
-        }
-        Ok(())
+        super::reserve_checked(&mut self.buf, 3 * 3 * 65536, self.check)
     }
 }
 

@@ -23,7 +23,7 @@ pub const TRIM: [u8; 4] = [0x80, 0x80, 0x07, 0x00];
 
 /// Encodes a design as EXP.
 pub fn encode_exp(design: &Design) -> Vec<u8> {
-    encode_exp_checked(design, &mut |_| Ok(())).expect("an unchecked encode cannot be interrupted")
+    super::unchecked(|check| encode_exp_checked(design, check))
 }
 
 /// [`encode_exp`] that calls `check(capacity)` before reserving and every 64K commands.
@@ -64,14 +64,7 @@ impl OpSink for Writer<'_> {
     }
 
     fn check(&mut self) -> Result<(), Interrupt> {
-        let needed = self.buf.len() + 4 * 65536;
-        if needed > self.buf.capacity() {
-            let capacity = needed.max(self.buf.capacity() * 2);
-            (self.check)(capacity)?;
-            self.buf.reserve_exact(capacity - self.buf.len());
-        } else {
-            (self.check)(self.buf.capacity())?;
-        }
-        Ok(())
+        // Room for the next 64K commands (4 bytes at most each) before they are written.
+        super::reserve_checked(&mut self.buf, 4 * 65536, self.check)
     }
 }

@@ -72,6 +72,31 @@ pub fn export(
     })
 }
 
+/// Runs a checked encoder outside a job: no budget, no checkpoint.
+fn unchecked<T>(
+    encode: impl FnOnce(&mut dyn FnMut(usize) -> Result<(), Interrupt>) -> Result<T, Interrupt>,
+) -> T {
+    encode(&mut |_| Ok(())).expect("an unchecked encode cannot be interrupted")
+}
+
+/// Makes room for the next `room` bytes of `buf`, charging the grown capacity through `check`
+/// before reserving it; with room to spare it only reports the capacity (the checkpoint).
+fn reserve_checked(
+    buf: &mut Vec<u8>,
+    room: usize,
+    check: &mut dyn FnMut(usize) -> Result<(), Interrupt>,
+) -> Result<(), Interrupt> {
+    let needed = buf.len() + room;
+    if needed > buf.capacity() {
+        let capacity = needed.max(buf.capacity() * 2);
+        check(capacity)?;
+        buf.reserve_exact(capacity - buf.len());
+    } else {
+        check(buf.capacity())?;
+    }
+    Ok(())
+}
+
 fn design_heap_bytes(design: &Design) -> u64 {
     (design.stitches.capacity() * size_of::<plimsoll_spec::Stitch>()
         + design.threads.capacity() * (size_of::<plimsoll_spec::Thread>() + 8)) as u64

@@ -174,12 +174,7 @@ fn find_member(json: &[u8], key: &[u8]) -> Option<usize> {
     s.ws();
     s.eat(b'{')?;
     loop {
-        s.ws();
-        let k = s.plain_string()?;
-        s.ws();
-        s.eat(b':')?;
-        s.ws();
-        if k == key {
+        if s.member_key()? == key {
             return Some(s.i);
         }
         s.skip_value()?;
@@ -317,6 +312,17 @@ impl<'a> Scanner<'a> {
         i32::try_from(if negative { -v } else { v }).ok()
     }
 
+    /// An object member's key and its colon, with the white space around them; the position is
+    /// then at the value.
+    fn member_key(&mut self) -> Option<&'a [u8]> {
+        self.ws();
+        let key = self.plain_string()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Some(key)
+    }
+
     #[inline]
     fn command(&mut self) -> Option<StitchCommand> {
         Some(match self.plain_string()? {
@@ -336,12 +342,7 @@ impl<'a> Scanner<'a> {
         self.eat(b'{')?;
         let (mut x, mut y, mut cmd) = (None, None, None);
         loop {
-            self.ws();
-            let key = self.plain_string()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            match key {
+            match self.member_key()? {
                 b"x" if x.is_none() => x = Some(self.int()?),
                 b"y" if y.is_none() => y = Some(self.int()?),
                 b"cmd" if cmd.is_none() => cmd = Some(self.command()?),

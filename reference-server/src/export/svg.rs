@@ -14,7 +14,7 @@ const STROKE_MM: &str = "0.35";
 
 /// Renders the SVG preview of a design.
 pub fn render_svg(design: &Design) -> String {
-    render_svg_checked(design, &mut |_| Ok(())).expect("an unchecked render cannot be interrupted")
+    super::unchecked(|check| render_svg_checked(design, check))
 }
 
 /// [`render_svg`] that calls `check(capacity)` before reserving and every 64K commands.
@@ -51,14 +51,7 @@ pub(crate) fn render_svg_checked(
     let (mut x, mut y) = (0i32, 0i32);
     for (i, s) in design.stitches.iter().enumerate() {
         if i % 65536 == 0 {
-            let needed = out.len() + 14 * 65536 + 256;
-            if needed > out.capacity() {
-                let capacity = needed.max(out.capacity() * 2);
-                check(capacity)?;
-                out.reserve_exact(capacity - out.len());
-            } else {
-                check(out.capacity())?;
-            }
+            super::reserve_checked(&mut out, 14 * 65536 + 256, check)?;
         }
         match s.cmd {
             StitchCommand::Stitch => {

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 pub async fn contract(State(state): State<AppState>) -> Response {
-    axum::Json(&state.config.contract).into_response()
+    axum::Json(state.components().claims.contract(&state.config.contract)).into_response()
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
@@ -25,7 +25,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.encode(),
+        state.components().claims.metrics(state.metrics.encode()),
     )
         .into_response()
 }
@@ -40,8 +40,7 @@ pub async fn not_found(
     request: Request,
 ) -> Response {
     let detail = format!("no route for {} {}", request.method(), request.uri().path());
-    super::error_response(
-        &state,
-        ApiError::rejected(&id.0, "none", ErrorCode::NotFound, detail),
-    )
+    state
+        .problems()
+        .respond(ApiError::rejected(&id.0, None, ErrorCode::NotFound, detail))
 }

@@ -1,23 +1,25 @@
-//! The HTTP surface: routes, the request-id and access-log middleware, and error responses.
+//! The HTTP surface: routes, and the request-id and access-log middleware. Errors are answered
+//! through [`crate::problem`], like the relay's.
 
+mod disconnect;
+mod endpoints;
 mod info;
-mod pipeline;
-mod problem;
+mod intake;
+mod run;
+mod timing;
 
 use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderName, HeaderValue};
+use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
 use tracing::instrument::WithSubscriber;
 
-use crate::mutant::Mutant;
 use crate::state::AppState;
-
-pub use problem::error_response;
+use endpoints::{Digitize, Export};
 
 /// The request's id (F4), set by the middleware before any handler runs.
 #[derive(Debug, Clone)]
@@ -27,9 +29,9 @@ pub struct RequestId(pub String);
 pub fn router(state: AppState) -> Router {
     let api = &state.config.contract.api;
     Router::new()
-        .route(&api.digitize.path, post(pipeline::digitize))
-        .route(&api.export.path, post(pipeline::export))
-        .route(&api.relay.path, get(crate::relay::upgrade))
+        .route(&api.digitize.path, post(endpoints::handle::<Digitize>))
+        .route(&api.export.path, post(endpoints::handle::<Export>))
+        .route(&api.relay.path, get(crate::bridge::upgrade))
         .route(&api.contract.path, get(info::contract))
         .route(&api.metrics.path, get(info::metrics))
         .route(&api.healthz.path, get(info::healthz))
@@ -42,9 +44,10 @@ pub fn router(state: AppState) -> Router {
 
 /// F4 and F3: assigns the request id (keeping a well-formed client one), runs the request under
 /// this server's log, writes one access line, and stamps `X-Request-Id` on the response.
+// clause: F4 — every response carries X-Request-Id; a well-formed client id is kept
 async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let header = header_name(&state.config.contract.observability.request_id_header);
+    let header = state.headers.request_id.clone();
     let f4 = &state.config.contract.clauses.f4.value;
     let id = request
         .headers()
@@ -72,14 +75,8 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     }
     .with_subscriber(dispatch)
     .await;
-    if let Some(value) = header_value.filter(|_| !state.config.is(Mutant::NoRequestId)) {
+    if let Some(value) = header_value.and_then(|v| state.components().claims.request_id(v)) {
         response.headers_mut().insert(header, value);
     }
     response
-}
-
-/// A header name the contract spells (validated as a token when the contract is written).
-pub(crate) fn header_name(name: &str) -> HeaderName {
-    HeaderName::try_from(name)
-        .unwrap_or_else(|_| HeaderName::from_static("x-plimsoll-invalid-header-name"))
 }

@@ -186,6 +186,7 @@ pub fn decode(
     }
     let pixels = u64::from(width) * u64::from(height);
     let estimate = pixels.saturating_mul(ESTIMATED_BYTES_PER_PIXEL);
+    // clause: B2 — enforced before decoding, from the image header
     if estimate > ctx.memory_cap_bytes() {
         return Err(Interrupt::MemoryCapExceeded {
             requested_bytes: estimate,

@@ -20,6 +20,7 @@
 
 pub mod decode;
 pub mod fill;
+mod nearest;
 pub mod quantize;
 pub mod segment;
 pub mod sequence;
@@ -115,6 +116,12 @@ pub(crate) trait HeapSize {
 
 pub(crate) fn vec_bytes<T>(v: &Vec<T>) -> u64 {
     (v.capacity() * size_of::<T>()) as u64
+}
+
+/// The runs of row `y` in a raster stored as runs: row `y` is `runs[row_start[y]..row_start[y + 1]]`.
+pub(crate) fn row_runs<'r, T>(runs: &'r [T], row_start: &[u32], y: u32) -> &'r [T] {
+    let y = y as usize;
+    &runs[row_start[y] as usize..row_start[y + 1] as usize]
 }
 
 /// Makes room for `additional` more elements in `v`, charging the new capacity *before* it is

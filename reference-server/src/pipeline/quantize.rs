@@ -39,8 +39,7 @@ pub struct Quantized {
 
 impl Quantized {
     pub fn row(&self, y: u32) -> &[ColorRun] {
-        let y = y as usize;
-        &self.runs[self.row_start[y] as usize..self.row_start[y + 1] as usize]
+        super::row_runs(&self.runs, &self.row_start, y)
     }
 }
 

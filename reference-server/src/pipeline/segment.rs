@@ -40,8 +40,7 @@ pub struct Segmentation {
 
 impl Segmentation {
     pub fn row(&self, y: u32) -> &[RegionRun] {
-        let y = y as usize;
-        &self.runs[self.row_start[y] as usize..self.row_start[y + 1] as usize]
+        super::row_runs(&self.runs, &self.row_start, y)
     }
 }
 

@@ -6,16 +6,34 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, Uri, header};
+use base64::Engine;
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
-use plimsoll_spec::{ErrorCode, HookDirective, Stage};
+use plimsoll_spec::{Contract, HookDirective, Stage};
 use serde_json::Value;
 
-use super::base64;
-use crate::error::ApiError;
-use crate::state::AppState;
+use crate::error::ErrorKind;
 
 /// The header a request envelope (and a response frame) uses to say its body is base64.
 pub const TRANSFER_ENCODING: &str = "content-transfer-encoding";
+
+/// Binary bodies travel as standard base64 (RFC 4648), padded when the server writes them.
+/// Reading is lenient, as a relay client may be: padding optional, stray trailing bits tolerated
+/// (and ASCII whitespace skipped, see [`decode_body`]).
+pub const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
+
+/// Decodes a base64 body; line breaks and other ASCII whitespace (MIME-style wrapping) are
+/// ignored.
+pub fn decode_body(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    BASE64.decode(compact)
+}
 
 /// A parsed request envelope.
 pub struct Envelope {
@@ -107,7 +125,7 @@ pub fn parse(text: &str, hook_header: &str) -> Result<Envelope, Malformed> {
         request = request.header(name, value);
     }
     let body = if base64_body {
-        base64::decode(&envelope.body).map_err(|e| bad(format!("`body` is not base64: {e}")))?
+        decode_body(&envelope.body).map_err(|e| bad(format!("`body` is not base64: {e}")))?
     } else {
         envelope.body.into_bytes()
     };
@@ -126,31 +144,12 @@ pub fn parse(text: &str, hook_header: &str) -> Result<Envelope, Malformed> {
 
 /// How long the relay worker itself holds the envelope (`hold=relay:MS`), or why the hook header
 /// is refused — the same answers the HTTP API gives (`hooks_disabled`, `invalid_parameter`).
-pub fn relay_hold(state: &AppState, hook: Option<&str>) -> Result<Duration, Box<ApiError>> {
-    let Some(value) = hook else {
-        return Ok(Duration::ZERO);
-    };
-    let h = &state.config.contract.hooks;
-    let id = || state.new_request_id();
-    if !state.config.hooks_enabled {
-        return Err(Box::new(ApiError::rejected(
-            &id(),
-            "relay",
-            h.disabled_code,
-            format!(
-                "{} is only honoured when the server runs with {}=1",
-                h.header, h.env
-            ),
-        )));
-    }
-    let directives = plimsoll_spec::parse_hooks(value).map_err(|e| {
-        Box::new(ApiError::rejected(
-            &id(),
-            "relay",
-            ErrorCode::InvalidParameter,
-            e.to_string(),
-        ))
-    })?;
+pub fn relay_hold(
+    contract: &Contract,
+    hooks_enabled: bool,
+    hook: Option<&str>,
+) -> Result<Duration, ErrorKind> {
+    let directives = crate::hooks::authorise(contract, hooks_enabled, hook)?;
     let ms = directives
         .iter()
         .map(|d| match d {
@@ -195,6 +194,16 @@ mod tests {
         let e = parse(text, "x-plimsoll-hook").unwrap();
         assert!(!e.request.headers().contains_key(TRANSFER_ENCODING));
         assert_eq!(e.request.headers()[header::CONTENT_LENGTH], "2");
+    }
+
+    #[test]
+    fn base64_bodies_may_be_unpadded_or_wrapped() {
+        assert_eq!(decode_body("Zm9vYg==").unwrap(), b"foob");
+        assert_eq!(decode_body("Zm9vYg").unwrap(), b"foob");
+        assert_eq!(decode_body("Zm9v\r\nYmFy").unwrap(), b"foobar");
+        assert!(decode_body("Zm9v!").is_err());
+        assert!(decode_body("Zg==Zg").is_err());
+        assert!(decode_body("Z").is_err());
     }
 
     #[test]

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use axum::http::HeaderMap;
 use plimsoll_spec::relay::{RELAY_ERROR, RELAY_RESPONSE, RelayResponse};
 
-use super::base64;
-use super::envelope::TRANSFER_ENCODING;
+use base64::Engine;
+
+use super::envelope::{BASE64, TRANSFER_ENCODING};
 
 /// The frames of one response, in order: `seq` 0, 1, 2, …, headers on the first, `final` on the
 /// last. A body that is not UTF-8 is sent as base64 and says so in `content-transfer-encoding`.
@@ -34,7 +35,7 @@ pub fn response(
         Err(_) => {
             first_headers.insert(TRANSFER_ENCODING.to_owned(), "base64".to_owned());
             // Whole quads per chunk: every chunk decodes on its own, and so does their join.
-            split_text(&base64::encode(body), (max_chunk_bytes / 4 * 4).max(4))
+            split_text(&BASE64.encode(body), (max_chunk_bytes / 4 * 4).max(4))
         }
     };
     let last = chunks.len() - 1;
@@ -139,7 +140,7 @@ mod tests {
         assert_eq!(frames[0].headers[TRANSFER_ENCODING], "base64");
         assert!(frames.iter().all(|f| f.body_chunk.len() <= 28));
         let joined: String = frames.iter().map(|f| f.body_chunk.as_str()).collect();
-        assert_eq!(base64::decode(&joined).unwrap(), body);
-        assert_eq!(base64::decode(&frames[0].body_chunk).unwrap(), body[..21]);
+        assert_eq!(BASE64.decode(&joined).unwrap(), body);
+        assert_eq!(BASE64.decode(&frames[0].body_chunk).unwrap(), body[..21]);
     }
 }

@@ -1,9 +1,12 @@
 //! The one writer of a relay socket. Every frame is one WebSocket text message, written and
 //! flushed under a lock held for exactly that frame, so frames of concurrent responses interleave
-//! but are never split or mixed (R5).
+//! but are never split or mixed (R5). How a frame goes out is the [`FrameSender`] seam.
+
+use std::fmt::Debug;
 
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::SinkExt;
+use futures_util::future::BoxFuture;
 use futures_util::stream::SplitSink;
 use plimsoll_spec::relay::RelayResponse;
 use tokio::sync::Mutex;
@@ -23,34 +26,18 @@ impl FrameWriter {
         }
     }
 
-    /// Writes one frame as one message, holding the lock for that frame only.
+    /// Writes one frame as one message.
     pub async fn send(&self, frame: &RelayResponse) -> Result<(), Gone> {
         let text = serde_json::to_string(frame).map_err(|_| Gone)?;
+        self.send_text(text).await
+    }
+
+    /// Writes one text message, holding the lock for that message only.
+    pub async fn send_text(&self, text: String) -> Result<(), Gone> {
         let mut sink = self.sink.lock().await;
         sink.send(Message::Text(text.into()))
             .await
             .map_err(|_| Gone)
-    }
-
-    /// The `relay-split-frames` broken variant: the frame's JSON goes out as two messages, the
-    /// lock taken for each half separately, so another response's half can land in between.
-    pub async fn send_split(&self, frame: &RelayResponse) -> Result<(), Gone> {
-        let text = serde_json::to_string(frame).map_err(|_| Gone)?;
-        let mut mid = text.len() / 2;
-        while !text.is_char_boundary(mid) {
-            mid -= 1;
-        }
-        let (head, tail) = text.split_at(mid);
-        for half in [head, tail] {
-            {
-                let mut sink = self.sink.lock().await;
-                sink.send(Message::Text(half.to_owned().into()))
-                    .await
-                    .map_err(|_| Gone)?;
-            }
-            tokio::task::yield_now().await;
-        }
-        Ok(())
     }
 
     /// Says goodbye (server shutdown); errors mean the peer is already gone.
@@ -58,5 +45,32 @@ impl FrameWriter {
         let mut sink = self.sink.lock().await;
         let _ = sink.send(Message::Close(None)).await;
         let _ = sink.close().await;
+    }
+}
+
+/// Puts one frame of a response on the socket.
+pub trait FrameSender: Debug + Send + Sync {
+    /// `frame` is one of the `of` frames of its response.
+    fn send<'a>(
+        &'a self,
+        writer: &'a FrameWriter,
+        frame: &'a RelayResponse,
+        of: usize,
+    ) -> BoxFuture<'a, Result<(), Gone>>;
+}
+
+/// A frame is one message, written under one hold of the lock.
+#[derive(Debug)]
+pub struct WholeFrames;
+
+impl FrameSender for WholeFrames {
+    // clause: R5 — concurrent responses interleave whole frames only
+    fn send<'a>(
+        &'a self,
+        writer: &'a FrameWriter,
+        frame: &'a RelayResponse,
+        _of: usize,
+    ) -> BoxFuture<'a, Result<(), Gone>> {
+        Box::pin(writer.send(frame))
     }
 }

@@ -2,21 +2,21 @@
 #![allow(dead_code)]
 
 use std::io::Cursor;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use plimsoll_server::{Config, LogSink, RunningServer};
+use plimsoll_server::state::AppState;
+use plimsoll_server::{Config, Embedded};
+use plimsoll_spec::{MetricName, Pool};
 
+/// The embedded reference server (its own workspace: temp root and log file) and a client.
 pub struct TestServer {
-    pub server: RunningServer,
-    pub temp: tempfile::TempDir,
-    pub log: PathBuf,
+    pub server: Embedded,
     pub client: reqwest::Client,
 }
 
 impl TestServer {
-    /// A server on 127.0.0.1:0 with hooks on, its own temp root and log file, and `overrides`
-    /// applied as if they were environment variables.
+    /// A server on 127.0.0.1:0 with hooks on and `overrides` applied as if they were environment
+    /// variables.
     pub async fn start(overrides: &[(&str, &str)]) -> TestServer {
         Self::start_with(overrides, true, |c| c).await
     }
@@ -26,28 +26,29 @@ impl TestServer {
         hooks: bool,
         edit: impl FnOnce(Config) -> Config,
     ) -> TestServer {
-        let temp = tempfile::tempdir().unwrap();
-        let log = temp.path().join("server.log");
-        let owned: Vec<(String, String)> = overrides
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut config =
-            Config::from_lookup(|k| owned.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
-                .unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), overrides, hooks, edit).await
+    }
+
+    /// [`TestServer::start_with`] in a workspace the test prepared.
+    pub async fn start_in(
+        workspace: tempfile::TempDir,
+        overrides: &[(&str, &str)],
+        hooks: bool,
+        edit: impl FnOnce(Config) -> Config,
+    ) -> TestServer {
+        let mut config = Config::from_overrides(overrides).unwrap();
         config.hooks_enabled = hooks;
-        config.temp_root = temp.path().join("jobs");
-        config.log = LogSink::File(log.clone());
-        let server = RunningServer::start(edit(config)).await.unwrap();
         TestServer {
-            server,
-            temp,
-            log,
+            server: Embedded::start_in(workspace, edit(config)).await.unwrap(),
             client: reqwest::Client::builder()
                 .pool_max_idle_per_host(0)
                 .build()
                 .unwrap(),
         }
+    }
+
+    pub fn state(&self) -> &AppState {
+        self.server.state()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -66,8 +67,8 @@ impl TestServer {
         r
     }
 
-    /// A sample of a metric, e.g. `metric("plimsoll_workers_busy", "digitize")`.
-    pub async fn metric(&self, name: &str, pool: &str) -> f64 {
+    /// A metric's value for `pool` (summed over its other labels), or of an unlabelled metric.
+    pub async fn metric(&self, name: MetricName, pool: Option<Pool>) -> f64 {
         let text = self
             .client
             .get(self.url("/metrics"))
@@ -83,8 +84,8 @@ impl TestServer {
     /// Polls a metric until `pred` holds; returns how long it took, or None after `limit`.
     pub async fn wait_metric(
         &self,
-        name: &str,
-        pool: &str,
+        name: MetricName,
+        pool: Option<Pool>,
         limit: Duration,
         pred: impl Fn(f64) -> bool,
     ) -> Option<Duration> {
@@ -99,7 +100,7 @@ impl TestServer {
     }
 
     pub fn temp_entries(&self) -> Vec<String> {
-        std::fs::read_dir(self.temp.path().join("jobs"))
+        std::fs::read_dir(self.server.temp_dir())
             .map(|d| {
                 d.flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -109,7 +110,7 @@ impl TestServer {
     }
 
     pub fn log_lines(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
+        std::fs::read_to_string(self.server.log_path())
             .unwrap_or_default()
             .lines()
             .map(str::to_owned)
@@ -117,10 +118,14 @@ impl TestServer {
     }
 }
 
-pub fn metric_value(text: &str, name: &str, pool: &str) -> Option<f64> {
-    let prefix = format!("{name}{{");
+pub fn metric_value(text: &str, name: MetricName, pool: Option<Pool>) -> Option<f64> {
+    let labelled = format!("{name}{{");
+    let unlabelled = format!("{name} ");
     text.lines()
-        .filter(|l| l.starts_with(&prefix) && l.contains(&format!("pool=\"{pool}\"")))
+        .filter(|l| match pool {
+            Some(pool) => l.starts_with(&labelled) && l.contains(&format!("pool=\"{pool}\"")),
+            None => l.starts_with(&unlabelled),
+        })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .reduce(|a, b| a + b)
 }
@@ -157,22 +162,7 @@ pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
     let mut bytes = png(8, 8);
     bytes[16..20].copy_from_slice(&width.to_be_bytes());
     bytes[20..24].copy_from_slice(&height.to_be_bytes());
-    let crc = crc32(&bytes[12..29]);
+    let crc = crc32fast::hash(&bytes[12..29]);
     bytes[29..33].copy_from_slice(&crc.to_be_bytes());
     bytes
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }

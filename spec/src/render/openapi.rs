@@ -18,9 +18,18 @@ pub fn openapi(contract: &Contract) -> Value {
     let problem = generator.subschema_for::<Problem>();
     let design = generator.subschema_for::<Design>();
     let contract_schema = generator.subschema_for::<Contract>();
-    let relay_request = generator.subschema_for::<RelayRequest>();
-    let relay_response = generator.subschema_for::<RelayResponse>();
     let schemas = generator.take_definitions(true);
+    // The relay's frames travel inside the WebSocket, not as an HTTP body, so they are inlined
+    // in the operation's `x-plimsoll` rather than listed as (unreferenced) components.
+    let frame_schema = |schema: schemars::Schema| {
+        let mut v = serde_json::to_value(schema).expect("a schema serializes");
+        if let Some(map) = v.as_object_mut() {
+            map.remove("$schema");
+        }
+        v
+    };
+    let relay_request = frame_schema(schemars::schema_for!(RelayRequest));
+    let relay_response = frame_schema(schemars::schema_for!(RelayResponse));
 
     let api = &contract.api;
     let obs = &contract.observability;
@@ -269,10 +278,13 @@ pub fn openapi(contract: &Contract) -> Value {
             "title": contract.contract.title,
             "version": contract.contract.version,
             "summary": contract.contract.summary,
+            "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
             "description": "Generated from spec/contract.toml by `plimsoll docs`; do not edit. Every operation carries its clause values in `x-plimsoll`."
         },
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "servers": [{ "url": format!("http://127.0.0.1:{}", api.default_port) }],
+        // The contract's service has no authentication: every operation is public.
+        "security": [],
         "paths": paths,
         "components": { "schemas": schemas },
         "x-plimsoll": {

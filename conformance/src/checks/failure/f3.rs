@@ -1,39 +1,165 @@
-//! F3: one JSON log line per error with request_id, stage, error and stack.
+//! F3: exactly one JSON log line per error with request_id, stage, error and stack, the stage
+//! agreeing with the response. F3 provokes errors of each kind under client-chosen ids, then
+//! judges every error reply of the run so far against the server log.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use image::ImageFormat;
-use plimsoll_spec::{ClauseId, HookDirective};
+use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
 use reqwest::header::CONTENT_TYPE;
 
+use super::Seen;
 use crate::checks::ctx::Ctx;
-use crate::checks::pool::hook;
+use crate::checks::pool::{hold_first, hook};
 use crate::checks::registry::Check;
 use crate::target::{Op, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::F3,
-    "Errors provoked under client-chosen request ids (a failing stage, a panic, an empty body), \
-     then the server log is read (it needs `--server-log`, and is skipped without it): every \
-     line parses as a JSON object, and each error has a line joined to its response by request \
-     id that carries every field the clause lists.",
+    "Errors provoked under client-chosen request ids (a failing stage, a panic, an empty body, a \
+     charge past the memory cap, a refusal of a full pool), then the server log is read (it \
+     needs `--server-log`, and is skipped without it): every line parses as a JSON object, and \
+     every error reply of the run so far (the provoked ones and those of the checks before) has \
+     exactly one line with its request id carrying every field the clause lists. `request_id`, \
+     `stage` and `error` are non-empty; `stage` is the response's `failed_stage` when the body \
+     names one, `admission` for an overloaded refusal, `request` for any other 4xx (refused \
+     before admission); `stack` is present, a non-empty backtrace when the contract's `stack` \
+     is on.",
     |t, c| Box::pin(f3(t, c)),
 );
 
+/// The log's `stage` of an error refused before admission (bad input, a stalled upload).
+const STAGE_REQUEST: &str = "request";
+/// The log's `stage` of a refusal by a full pool.
+const STAGE_ADMISSION: &str = "admission";
+/// How long the log may take to show the lines of errors already answered.
+const LOG_WAIT: Duration = Duration::from_secs(2);
+/// Problems listed as evidence, at most.
+const SHOWN: usize = 8;
+/// How long each request of the overload burst holds its slot.
+const BURST_HOLD_MS: u64 = 300;
+
+/// The `stage` an error's log line must name, by the rule of F3's rationale; `None` when the
+/// response does not pin it (a 5xx other than a refusal without `failed_stage`: F1/B1 judge
+/// that body, F3 only requires a non-empty stage).
+pub fn expected_stage(seen: &Seen) -> Option<&str> {
+    if let Some(stage) = seen.failed_stage.as_deref() {
+        return Some(stage);
+    }
+    if seen.code.as_deref() == Some(ErrorCode::Overloaded.as_str()) {
+        return Some(STAGE_ADMISSION);
+    }
+    (400..500).contains(&seen.status).then_some(STAGE_REQUEST)
+}
+
 async fn f3(t: &Arc<Target>, c: &mut Ctx) {
-    let fields = t.expected.clauses.f3.value.fields.clone();
+    let f3 = t.expected.clauses.f3.value.clone();
     c.expected = format!(
-        "every log line is JSON; each error has a line with {}",
-        fields.join(", ")
+        "every log line is JSON; exactly one line per error with {} (stage as the response says; stack {})",
+        f3.fields.join(", "),
+        if f3.stack { "a backtrace" } else { "present" }
     );
     let Some(log) = t.server_log.clone() else {
         c.skip("needs --server-log FILE to read the implementation's log");
         return;
     };
+    provoke(t, c).await;
+
+    let errors: Vec<Seen> = t
+        .seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|s| s.is_error())
+        .cloned()
+        .collect();
+    // Wait (bounded) until every error has a line: a log may be written a little after the reply.
+    let started = Instant::now();
+    let (lines, bad) = loop {
+        let text = match std::fs::read_to_string(&log) {
+            Ok(text) => text,
+            Err(e) => {
+                c.fail(format!("cannot read the server log {}: {e}", log.display()));
+                return;
+            }
+        };
+        let (lines, bad) = parse(&text);
+        let index = index(&lines, &f3.fields);
+        let complete = errors
+            .iter()
+            .all(|s| !joined(&index, s).is_empty() || ids(s).is_empty());
+        if complete || started.elapsed() >= LOG_WAIT {
+            break (lines, bad);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    c.require(bad.is_empty(), || {
+        format!(
+            "{} of {} log lines are not JSON objects (first: line {})",
+            bad.len(),
+            bad.len() + lines.len(),
+            bad[0]
+        )
+    });
+
+    let index = index(&lines, &f3.fields);
+    let mut problems = Vec::new();
+    let mut good = 0;
+    for seen in &errors {
+        let what = format!(
+            "{} ({} {})",
+            seen.label(),
+            seen.status,
+            seen.code.as_deref().unwrap_or("no code")
+        );
+        if ids(seen).is_empty() {
+            problems.push(format!(
+                "{what}: no request id in header or body to join a log line by"
+            ));
+            continue;
+        }
+        match joined(&index, seen).as_slice() {
+            [] => problems.push(format!("{what}: no error line with its request_id")),
+            [line] => match judge_line(line, seen, &f3) {
+                Ok(()) => good += 1,
+                Err(why) => problems.push(format!("{what}: {why}; line {line}")),
+            },
+            more => problems.push(format!(
+                "{what}: {} error lines with its request_id (one per error)",
+                more.len()
+            )),
+        }
+    }
+    if !problems.is_empty() {
+        c.fail(format!(
+            "{} of {} error replies lack exactly one valid log line; first: {}",
+            problems.len(),
+            errors.len(),
+            problems[0]
+        ));
+    }
+    c.evidence.extend(
+        problems
+            .iter()
+            .take(SHOWN)
+            .map(|p| p.chars().take(400).collect()),
+    );
+    c.observed = format!(
+        "{} JSON lines, {} not JSON; {good} of {} error replies of the run have exactly one valid line",
+        lines.len(),
+        bad.len(),
+        errors.len()
+    );
+}
+
+/// Errors of each kind under client-chosen ids; F3 then judges them with the rest of the run's.
+async fn provoke(t: &Arc<Target>, c: &mut Ctx) {
     let stages = &t.expected.stages.digitize;
     let header = t.request_id_header().to_owned();
     let run = std::process::id();
+    let cap = t.expected.clauses.b2.value.memory_cap_mb;
     let provoked = [
         (
             format!("f3-{run}-fail"),
@@ -45,36 +171,49 @@ async fn f3(t: &Arc<Target>, c: &mut Ctx) {
             format!("f3-{run}-panic"),
             Some(hook(HookDirective::Panic { stage: stages[0] })),
         ),
+        (
+            format!("f3-{run}-memory"),
+            Some(hook(HookDirective::Alloc { mb: cap + 1 })),
+        ),
         (format!("f3-{run}-empty"), None),
     ];
-    let mut ids = Vec::new();
     for (id, hook) in &provoked {
-        let mut request = match hook {
+        let request = match hook {
             Some(h) => t.digitize_request(Some(h)),
             None => t
                 .client
                 .post(t.url(&t.expected.api.digitize.path))
                 .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type()),
         };
-        request = request.header(header.as_str(), id.as_str());
-        match t.send(request, Op::Digitize).await {
-            Ok(reply) => {
-                c.reply(t, id.as_str(), &reply);
-                // Join by the id the server answered under (it may replace ours).
-                ids.push(reply.request_id(&header).unwrap_or_else(|| id.clone()));
-            }
+        match t
+            .send(request.header(header.as_str(), id.as_str()), Op::Digitize)
+            .await
+        {
+            Ok(reply) => c.reply(t, id.as_str(), &reply),
             Err(e) => c.fail(format!("{id}: {e}")),
         }
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let text = match std::fs::read_to_string(&log) {
-        Ok(text) => text,
-        Err(e) => {
-            c.fail(format!("cannot read {}: {e}", log.display()));
-            return;
+    // A burst one larger than workers plus queue places: at least one is refused (`admission`).
+    let burst = t.digitize_workers() + t.digitize_queue() + 1;
+    let hold = hold_first(t, BURST_HOLD_MS);
+    let sends = (0..burst).map(|i| {
+        let id = format!("f3-{run}-burst-{i}");
+        let request = t
+            .digitize_request(Some(&hold))
+            .header(header.as_str(), id.as_str());
+        async move { (id, t.send(request, Op::Digitize).await) }
+    });
+    for (id, reply) in futures_util::future::join_all(sends).await {
+        match reply {
+            Ok(reply) => c.reply(t, id, &reply),
+            Err(e) => c.fail(format!("{id}: {e}")),
         }
-    };
-    let mut parsed = Vec::new();
+    }
+}
+
+/// The log's JSON-object lines, and the (1-based) numbers of the lines that are not.
+fn parse(text: &str) -> (Vec<serde_json::Value>, Vec<usize>) {
+    let mut lines = Vec::new();
     let mut bad = Vec::new();
     for (n, line) in text
         .lines()
@@ -82,45 +221,181 @@ async fn f3(t: &Arc<Target>, c: &mut Ctx) {
         .filter(|(_, l)| !l.trim().is_empty())
     {
         match serde_json::from_str::<serde_json::Value>(line) {
-            Ok(v) if v.is_object() => parsed.push(v),
+            Ok(v) if v.is_object() => lines.push(v),
             _ => bad.push(n + 1),
         }
     }
-    c.require(bad.is_empty(), || {
-        format!(
-            "{} of {} log lines are not JSON objects (first: line {})",
-            bad.len(),
-            bad.len() + parsed.len(),
-            bad[0]
-        )
-    });
-    let mut joined = 0;
-    for id in &ids {
-        let line = parsed.iter().find(|v| {
-            v.get("request_id").and_then(|x| x.as_str()) == Some(id.as_str())
-                && v.get("error").is_some()
-        });
-        match line {
-            None => c.fail(format!("no error line with request_id {id}")),
-            Some(v) => {
-                let missing: Vec<&String> = fields
-                    .iter()
-                    .filter(|f| v.get(f.as_str()).is_none())
-                    .collect();
-                if c.require(missing.is_empty(), || {
-                    format!("error line of {id} lacks {missing:?}")
-                }) {
-                    joined += 1;
-                }
-                c.evidence
-                    .push(format!("{id}: {v}").chars().take(300).collect());
-            }
+    (lines, bad)
+}
+
+/// Error lines by request id: lines with a `request_id` that carry any other field of the
+/// clause (an access line carries the id alone, and is not an error line).
+fn index<'a>(
+    lines: &'a [serde_json::Value],
+    fields: &[String],
+) -> HashMap<&'a str, Vec<&'a serde_json::Value>> {
+    let mut out: HashMap<&str, Vec<&serde_json::Value>> = HashMap::new();
+    for line in lines {
+        let Some(id) = line.get("request_id").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        if fields
+            .iter()
+            .any(|f| f != "request_id" && line.get(f.as_str()).is_some())
+        {
+            out.entry(id).or_default().push(line);
         }
     }
-    c.observed = format!(
-        "{} JSON lines, {} not JSON; {joined} of {} errors joined by request_id with all fields",
-        parsed.len(),
-        bad.len(),
-        ids.len()
-    );
+    out
+}
+
+/// The ids an error reply is known by: its header's and its body's.
+fn ids(seen: &Seen) -> Vec<&str> {
+    let mut ids: Vec<&str> = [seen.header_id.as_deref(), seen.body_id.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|id| !id.is_empty())
+        .collect();
+    ids.dedup();
+    ids
+}
+
+/// The error lines of one reply (by either of its ids).
+fn joined<'a>(
+    index: &HashMap<&str, Vec<&'a serde_json::Value>>,
+    seen: &Seen,
+) -> Vec<&'a serde_json::Value> {
+    ids(seen)
+        .into_iter()
+        .flat_map(|id| index.get(id).into_iter().flatten().copied())
+        .collect()
+}
+
+/// Whether one error line carries what the clause lists, with the stage the response implies.
+fn judge_line(
+    line: &serde_json::Value,
+    seen: &Seen,
+    f3: &plimsoll_spec::model::ErrorLogs,
+) -> Result<(), String> {
+    let mut why = Vec::new();
+    for field in &f3.fields {
+        let value = line.get(field.as_str());
+        match (field.as_str(), value) {
+            (_, None) => why.push(format!("no `{field}`")),
+            ("stack", Some(v)) => {
+                let backtrace = v.as_str().is_some_and(|s| !s.trim().is_empty());
+                if f3.stack && !backtrace {
+                    why.push(format!(
+                        "`stack` is {v}, not a backtrace (the contract's stack is on)"
+                    ));
+                } else if !(f3.stack || v.is_string() || v.is_null()) {
+                    why.push(format!("`stack` is {v}, neither a string nor null"));
+                }
+            }
+            (_, Some(serde_json::Value::String(s))) if !s.trim().is_empty() => {}
+            (_, Some(v)) => why.push(format!("`{field}` is {v}, not a non-empty string")),
+        }
+    }
+    if let (Some(want), Some(stage)) = (expected_stage(seen), line.get("stage"))
+        && stage.as_str() != Some(want)
+    {
+        why.push(format!("`stage` is {stage}, the response implies `{want}`"));
+    }
+    if why.is_empty() {
+        Ok(())
+    } else {
+        Err(why.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn seen(status: u16, code: &str, failed_stage: Option<&str>) -> Seen {
+        Seen {
+            status,
+            header_id: Some("id-1".into()),
+            body_id: Some("id-1".into()),
+            code: Some(code.into()),
+            failed_stage: failed_stage.map(str::to_owned),
+        }
+    }
+
+    fn f3(stack: bool) -> plimsoll_spec::model::ErrorLogs {
+        let mut v = plimsoll_spec::Contract::embedded().clauses.f3.value.clone();
+        v.stack = stack;
+        v
+    }
+
+    #[test]
+    fn the_stage_rule() {
+        assert_eq!(
+            expected_stage(&seen(503, "stage_failed", Some("fill"))),
+            Some("fill")
+        );
+        assert_eq!(
+            expected_stage(&seen(504, "timeout", Some("queue"))),
+            Some("queue")
+        );
+        assert_eq!(
+            expected_stage(&seen(503, "memory_cap_exceeded", Some("decode"))),
+            Some("decode")
+        );
+        assert_eq!(
+            expected_stage(&seen(503, "overloaded", None)),
+            Some("admission")
+        );
+        assert_eq!(
+            expected_stage(&seen(400, "empty_body", None)),
+            Some("request")
+        );
+        assert_eq!(expected_stage(&seen(500, "", None)), None);
+    }
+
+    #[test]
+    fn a_line_needs_every_field_non_empty_and_the_right_stage() {
+        let s = seen(503, "stage_failed", Some("fill"));
+        let good = json!({"request_id": "id-1", "stage": "fill", "error": "boom", "stack": ""});
+        assert_eq!(judge_line(&good, &s, &f3(false)), Ok(()));
+        let null_stage = json!({"request_id": "id-1", "stage": null, "error": "boom", "stack": ""});
+        assert!(judge_line(&null_stage, &s, &f3(false)).is_err());
+        let wrong_stage =
+            json!({"request_id": "id-1", "stage": "segment", "error": "boom", "stack": ""});
+        assert!(
+            judge_line(&wrong_stage, &s, &f3(false))
+                .unwrap_err()
+                .contains("implies `fill`")
+        );
+        let empty_error = json!({"request_id": "id-1", "stage": "fill", "error": "", "stack": ""});
+        assert!(judge_line(&empty_error, &s, &f3(false)).is_err());
+        let no_stack = json!({"request_id": "id-1", "stage": "fill", "error": "boom"});
+        assert!(judge_line(&no_stack, &s, &f3(false)).is_err());
+        // Stack on: an empty stack is no backtrace.
+        assert!(judge_line(&good, &s, &f3(true)).is_err());
+        let traced =
+            json!({"request_id": "id-1", "stage": "fill", "error": "boom", "stack": "at x"});
+        assert_eq!(judge_line(&traced, &s, &f3(true)), Ok(()));
+    }
+
+    #[test]
+    fn access_lines_do_not_count_and_duplicates_do() {
+        let f = f3(false);
+        let lines = vec![
+            json!({"request_id": "id-1", "status": 503, "message": "request"}),
+            json!({"request_id": "id-1", "stage": "fill", "error": "boom", "stack": ""}),
+            json!({"request_id": "id-2", "stage": "request", "error": "x", "stack": ""}),
+            json!({"request_id": "id-2", "stage": "request", "error": "x", "stack": ""}),
+        ];
+        let index = index(&lines, &f.fields);
+        assert_eq!(
+            joined(&index, &seen(503, "stage_failed", Some("fill"))).len(),
+            1
+        );
+        let mut two = seen(400, "empty_body", None);
+        two.header_id = Some("id-2".into());
+        two.body_id = Some("id-2".into());
+        assert_eq!(joined(&index, &two).len(), 2);
+    }
 }

@@ -1,5 +1,6 @@
-//! F4: every response carries the request id; error bodies repeat it; client ids are kept when
-//! well-formed. Runs last so it can judge every reply of the run.
+//! F4: every response carries the request id; every error body repeats it; client ids are kept
+//! when well-formed (up to the contract's length) and replaced otherwise. Runs last so it can
+//! judge every reply of the run.
 
 use std::sync::Arc;
 
@@ -7,6 +8,7 @@ use image::ImageFormat;
 use plimsoll_spec::ClauseId;
 use reqwest::header::CONTENT_TYPE;
 
+use super::Seen;
 use crate::checks::ctx::Ctx;
 use crate::checks::registry::Check;
 use crate::target::{Op, Target};
@@ -14,70 +16,174 @@ use crate::target::{Op, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::F4,
     "Every reply of the whole run is noted as it arrives, so F4 runs after the clause checks: \
-     each must carry `{header}`. An error body repeats the header's id, a well-formed client id \
-     comes back unchanged, and a malformed one is replaced by a well-formed id.",
+     each must carry `{header}`, and every error reply's body must repeat the header's id. A \
+     well-formed client id comes back unchanged, also one of exactly {client_id_max_len} \
+     allowed characters; one of {client_id_max_len} + 1 characters, and a malformed one, are \
+     replaced by a well-formed id.",
     |t, c| Box::pin(f4(t, c)),
 );
 
+/// Error replies whose body id disagrees with the header are listed up to this many.
+const SHOWN: usize = 5;
+
+/// An id of `len` characters, every one allowed (letters, digits and the extra characters).
+fn id_of_len(len: usize, extra: &str) -> String {
+    let alphabet: Vec<char> = ('a'..='z')
+        .chain('0'..='9')
+        .chain(extra.chars())
+        .chain('A'..='Z')
+        .collect();
+    (0..len).map(|i| alphabet[i % alphabet.len()]).collect()
+}
+
 async fn f4(t: &Arc<Target>, c: &mut Ctx) {
     let header = t.request_id_header().to_owned();
+    let f4 = t.expected.clauses.f4.value.clone();
     c.expected = format!(
-        "{header} on every response; error bodies repeat it; a well-formed client id is kept, a malformed one replaced"
+        "{header} on every response; every error body repeats it; a well-formed client id (up to {} characters) is kept, a longer or malformed one replaced",
+        f4.client_id_max_len
     );
-    let f4 = &t.expected.clauses.f4.value;
-    let good = "plimsoll-f4.check:1";
-    let bad = "not a valid id!";
-    for (id, keep) in [(good, true), (bad, false)] {
+    let longest = id_of_len(f4.client_id_max_len, &f4.client_id_extra_chars);
+    let too_long = id_of_len(f4.client_id_max_len + 1, &f4.client_id_extra_chars);
+    let cases = [
+        (
+            "a short well-formed id",
+            "plimsoll-f4.check:1".to_owned(),
+            true,
+        ),
+        ("an id of the longest kept length", longest, true),
+        ("an id one character too long", too_long, false),
+        ("a malformed id", "not a valid id!".to_owned(), false),
+    ];
+    for (what, id, keep) in cases {
         let request = t
             .client
             .get(t.url(&t.expected.api.healthz.path))
-            .header(header.as_str(), id);
+            .header(header.as_str(), id.as_str());
         match t.send(request, Op::Other).await {
             Ok(reply) => {
                 let answered = reply.header(&header).unwrap_or_default().to_owned();
                 if keep {
                     c.require(answered == id, || {
-                        format!("client id `{id}` came back as `{answered}`")
+                        format!(
+                            "{what} (`{id}`, {} characters) came back as `{answered}`",
+                            id.len()
+                        )
                     });
                 } else {
                     c.require(
                         !answered.is_empty() && answered != id && f4.accepts(&answered),
-                        || format!("malformed client id answered with `{answered}`"),
+                        || {
+                            format!(
+                                "{what} ({} characters) answered with `{answered}`, not a new well-formed id",
+                                id.len()
+                            )
+                        },
                     );
                 }
             }
-            Err(e) => c.fail(format!("{id}: {e}")),
+            Err(e) => c.fail(format!("{what}: {e}")),
         }
     }
-    // An error body repeats the header.
+    // At least one error of F4's own, so an `--only F4` run judges an error body too.
     let request = t
         .client
         .post(t.url(&t.expected.api.digitize.path))
         .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type());
-    match t.send(request, Op::Digitize).await {
-        Ok(reply) => {
-            let body_id = reply.json()["request_id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let header_id = reply.header(&header).unwrap_or_default().to_owned();
-            c.require(!body_id.is_empty() && body_id == header_id, || {
-                format!("error body request_id `{body_id}` differs from the header `{header_id}`")
-            });
-        }
-        Err(e) => c.fail(format!("error probe: {e}")),
+    if let Err(e) = t.send(request, Op::Digitize).await {
+        c.fail(format!("error probe: {e}"));
     }
+
     let seen = t.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let missing = seen.iter().filter(|(_, has)| !has).count();
+    let missing = seen.iter().filter(|s| s.header_id.is_none()).count();
     c.require(missing == 0, || {
         format!(
             "{missing} of {} responses of this run had no {header}",
             seen.len()
         )
     });
+    let errors = seen.iter().filter(|s| s.is_error()).count();
+    let mismatched = mismatched(&seen);
+    if !mismatched.is_empty() {
+        c.fail(format!(
+            "{} of {} error replies do not repeat the header's id in the body; first: {}",
+            mismatched.len(),
+            errors,
+            mismatched[0]
+        ));
+        c.evidence.extend(mismatched.iter().take(SHOWN).cloned());
+    }
     c.observed = format!(
-        "{} of {} responses carried {header}",
+        "{} of {} responses carried {header}; {} of {} error bodies repeated it",
         seen.len() - missing,
-        seen.len()
+        seen.len(),
+        errors - mismatched.len(),
+        errors
     );
+}
+
+/// The error replies whose body does not repeat the header's id (or has none), in words.
+fn mismatched(seen: &[Seen]) -> Vec<String> {
+    seen.iter()
+        .filter(|s| s.is_error())
+        .filter(|s| s.body_id.as_deref().is_none_or(str::is_empty) || s.body_id != s.header_id)
+        .map(|s| {
+            let show = |v: &Option<String>| {
+                v.as_deref()
+                    .map_or("(none)".to_owned(), |v| format!("`{v}`"))
+            };
+            format!(
+                "{} {}: body request_id {}, header {}",
+                s.status,
+                s.code.as_deref().unwrap_or("(no code)"),
+                show(&s.body_id),
+                show(&s.header_id),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(status: u16, header: Option<&str>, body: Option<&str>) -> Seen {
+        Seen {
+            status,
+            header_id: header.map(str::to_owned),
+            body_id: body.map(str::to_owned),
+            code: Some("overloaded".into()),
+            failed_stage: None,
+        }
+    }
+
+    #[test]
+    fn every_error_body_must_repeat_the_header_id() {
+        let run = [
+            seen(200, Some("a"), None),
+            seen(503, Some("b"), Some("b")),
+            seen(503, Some("c"), Some("other")),
+            seen(504, Some("d"), None),
+            seen(400, None, Some("e")),
+            seen(400, Some(""), Some("")),
+        ];
+        let bad = mismatched(&run);
+        assert_eq!(bad.len(), 4, "{bad:?}");
+        assert_eq!(
+            bad[0],
+            "503 overloaded: body request_id `other`, header `c`"
+        );
+        assert_eq!(bad[1], "504 overloaded: body request_id (none), header `d`");
+    }
+
+    #[test]
+    fn ids_of_a_length_use_only_allowed_characters() {
+        let f4 = &plimsoll_spec::Contract::embedded().clauses.f4.value;
+        let longest = id_of_len(f4.client_id_max_len, &f4.client_id_extra_chars);
+        assert_eq!(longest.len(), f4.client_id_max_len);
+        assert!(f4.accepts(&longest));
+        let too_long = id_of_len(f4.client_id_max_len + 1, &f4.client_id_extra_chars);
+        assert!(!f4.accepts(&too_long));
+        assert!(too_long.chars().all(|ch| f4.accepts(&ch.to_string())));
+    }
 }

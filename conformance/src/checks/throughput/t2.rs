@@ -14,8 +14,8 @@ use crate::target::{Reply, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::T2,
     "For each pool with a queue (the contract's holds {digitize_queue_capacity} digitize and \
-     {export_queue_capacity} export places; a pool without one has nothing to order and is \
-     noted as not applicable), in each trial: all but one worker are held, the last one cycles, \
+     {export_queue_capacity} export places; a pool without one has nothing to order, and with no \
+     queue anywhere the check does not apply and T3 covers the refusal), in each trial: all but one worker are held, the last one cycles, \
      and two more requests than the queue holds pass through it, each sent as soon as a place \
      frees. Every queued request holds its slot for the same time, so the order in which the \
      client receives their answers is the order they started: it must be their arrival order, \
@@ -268,6 +268,15 @@ async fn t2(t: &Arc<Target>, c: &mut Ctx) {
             "{pool}: {fifo} of {trials} trials FIFO ({} requests through {queue} queue places each)",
             queue + 2
         ));
+    }
+    if [Pool::Digitize, Pool::Export]
+        .iter()
+        .all(|&p| t.queue_capacity(p) == 0)
+    {
+        // Nothing can wait: a pass that says why (T3 covers the refusal), not a skip.
+        c.not_applicable(
+            "queue capacity is 0 in every pool: nothing waits, so there is no order to check (T3 covers the refusal)",
+        );
     }
     c.observed = observed.join("; ");
 }

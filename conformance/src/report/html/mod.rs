@@ -15,6 +15,7 @@ use std::path::Path;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::format_ms;
+use crate::checks::contract::{adopted_line, refused_line};
 use crate::verdict::{CheckResult, RunReport, Verdict};
 
 const STYLE: &str = include_str!("style.css");
@@ -105,7 +106,10 @@ fn header(report: &RunReport) -> Markup {
         header.card {
             h1 { "Plimsoll conformance report" }
             p.totals {
-                span.pass { (report.passed()) " passed" } ", "
+                span.pass {
+                    (report.passed()) " passed"
+                    @if report.not_applicable() > 0 { " (" (report.not_applicable()) " not applicable)" }
+                } ", "
                 span.fail { (report.failed()) " failed" } ", "
                 span.skip { (report.skipped()) " skipped" }
             }
@@ -114,14 +118,24 @@ fn header(report: &RunReport) -> Markup {
                 dt { "Mode" } dd { (m.mode) }
                 dt { "Contract" } dd { "version " (m.contract_version) " · hash " code { (m.contract_hash) } }
                 dt { "Scaled" } dd {
-                    @if m.scaled { "yes: differences from the contract were allowed" } @else { "no" }
+                    @if m.scaled { "yes: the checks judged adopted values, listed below" } @else { "no" }
                 }
-                dt { "Differences" } dd {
-                    @if m.differences.is_empty() {
+                dt { "Adopted" } dd {
+                    @if m.adopted.is_empty() {
                         "none"
                     } @else {
-                        ul { @for d in &m.differences { li { code { (d) } } } }
+                        ul { @for a in &m.adopted { li { code { (adopted_line(a)) } } } }
                     }
+                }
+                dt { "Refused" } dd {
+                    @if m.refused.is_empty() {
+                        "none"
+                    } @else {
+                        ul { @for r in &m.refused { li { code { (refused_line(r)) } } } }
+                    }
+                }
+                @if let Some(why) = &m.claim_unreadable {
+                    dt { "Claim" } dd { "unreadable: " (why) }
                 }
                 dt { "Trials" } dd { (m.trials) }
                 dt { "Seed" } dd { code { (m.seed) } }

@@ -1,6 +1,25 @@
 //! Deliberately broken variants of single pieces of the server. They exist so the conformance
-//! suite can prove each of its checks fails against a server that breaks that clause. A mutant is
-//! only selectable in builds with the `mutants` feature (tests); production builds never set one.
+//! suite can prove each of its checks fails against a server that breaks that clause. This whole
+//! module is compiled only with the `mutants` feature (test builds): a release build holds the
+//! seams and the contract's components, and none of these.
+//!
+//! Each variant is a one-piece swap: [`Mutant::components`] is the reference set with exactly one
+//! component replaced by a broken one from the submodules.
+
+mod admission;
+mod answers;
+mod bounds;
+mod observe;
+mod relay;
+
+use std::sync::Arc;
+
+use plimsoll_spec::Pool;
+
+use crate::components::Components;
+
+/// The HTTP job pools (the relay's has broken variants of its own).
+const JOB_POOLS: &[Pool] = &[Pool::Digitize, Pool::Export];
 
 /// One broken piece each. The name is what `PLIMSOLL_MUTANT` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -102,6 +121,42 @@ impl Mutant {
             Mutant::RelaySplitFrames => "relay-split-frames",
             Mutant::RelayLeakSlot => "relay-leak-slot",
         }
+    }
+}
+
+impl Mutant {
+    /// The contract's components with this variant's one piece broken.
+    pub fn components(self) -> Components {
+        let mut c = Components::reference();
+        match self {
+            Mutant::NoAdmissionLimit => c.sizing = Arc::new(admission::Unbounded(JOB_POOLS)),
+            Mutant::LimitPlusOne => c.sizing = Arc::new(admission::PlusOne(JOB_POOLS)),
+            Mutant::Lifo => c.discipline = Arc::new(admission::Lifo(JOB_POOLS)),
+            Mutant::NoRetryAfter => c.answers = answers::NO_RETRY_AFTER.arc(),
+            Mutant::RetryAfterZero => c.answers = answers::RETRY_AFTER_ZERO.arc(),
+            Mutant::RetryAfterHttpDate => c.answers = answers::RETRY_AFTER_HTTP_DATE.arc(),
+            Mutant::RefusalWaits => c.admission = Arc::new(admission::RefusalWaits),
+            Mutant::IgnoreTimeout => c.deadline = Arc::new(bounds::NoDeadline),
+            Mutant::TimeoutAs500 => c.answers = answers::TIMEOUT_AS_500.arc(),
+            Mutant::IgnoreMemoryCap => c.memory_cap = Arc::new(bounds::NoMemoryCap),
+            Mutant::IgnoreDisconnect => c.disconnect = Arc::new(bounds::IgnoreDisconnect),
+            Mutant::LeakTempFiles => c.temp_cleaner = Arc::new(bounds::KeepWhenFailed),
+            Mutant::WrongFailedStage => c.answers = answers::NEXT_FAILED_STAGE.arc(),
+            Mutant::WrongCompletedStages => c.answers = answers::NO_COMPLETED_STAGES.arc(),
+            Mutant::MalformedAs500 => c.answers = answers::MALFORMED_AS_500.arc(),
+            Mutant::NoRequestId => c.claims = Arc::new(observe::NoRequestId),
+            Mutant::PlainTextLogs => c.log_format = Arc::new(observe::PlainText),
+            Mutant::LeakSlotOnCancel => {
+                c.slot_release = Arc::new(bounds::LeakWhenClientGone(JOB_POOLS));
+            }
+            Mutant::RelaySerial => c.relay_dispatch = Arc::new(relay::Serial),
+            Mutant::RelayUnbounded => c.sizing = Arc::new(admission::Unbounded(&[Pool::Relay])),
+            Mutant::RelaySplitFrames => c.frame_sender = Arc::new(relay::SplitFrames),
+            Mutant::RelayLeakSlot => {
+                c.slot_release = Arc::new(bounds::LeakWhenClientGone(&[Pool::Relay]));
+            }
+        }
+        c
     }
 }
 

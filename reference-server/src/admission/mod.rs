@@ -2,39 +2,40 @@
 //! it. A request either gets a slot now, waits in the queue for one, or is refused at once with
 //! the Retry-After the estimator computes. Slots are [`Permit`]s, released on drop, so a job gives
 //! its slot back exactly when its worker stops, whatever the exit path.
+//!
+//! The pieces a broken variant may swap are seams here: how many slots a pool gets
+//! ([`PoolSizing`]), which waiter a freed slot goes to ([`QueueDiscipline`]) and how an HTTP
+//! request comes to hold a slot ([`Admission`]).
+
+mod entry;
+mod policy;
+mod slot;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use plimsoll_spec::Pool;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::oneshot;
 
 use crate::metrics::{Metrics, PoolLabel};
-use crate::retry_after::RetryAfterEstimator;
+use crate::retry_after::WaitEstimator;
 
-/// Which waiter gets a freed slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Discipline {
-    /// First come, first served (the contract's T2).
-    Fifo,
-    /// Newest first (a broken variant for the self-test).
-    Lifo,
-}
+pub use entry::{Admission, Admitted, Denied, Entry, UploadFirst};
+pub use policy::{ContractSizing, Fifo, PoolSizing, QueueDiscipline};
+pub use slot::Slot;
 
 /// Sizing and behaviour of one pool.
 #[derive(Debug, Clone)]
 pub struct PoolSpec {
-    pub name: &'static str,
+    pub pool: Pool,
     pub workers: usize,
     pub queue_capacity: usize,
-    pub discipline: Discipline,
+    pub discipline: Arc<dyn QueueDiscipline>,
     /// Retry-After never exceeds this (the pool's timeout, in seconds).
     pub max_retry_after_s: u64,
-    pub window_samples: usize,
-    pub min_retry_after_s: u64,
-    pub empty_retry_after_s: u64,
 }
 
 /// The pool is full: answer 503 now.
@@ -54,12 +55,12 @@ struct State {
     queue: VecDeque<Waiter>,
     /// Refusals whose queue-wait sample is still open: it closes when the next slot frees.
     refused_since: Vec<Instant>,
-    estimator: RetryAfterEstimator,
+    estimator: Box<dyn WaitEstimator>,
     next_id: u64,
 }
 
 /// A pool of worker slots.
-pub struct Pool {
+pub struct WorkerPool {
     spec: PoolSpec,
     state: Mutex<State>,
     busy: Gauge,
@@ -67,26 +68,24 @@ pub struct Pool {
     wait: Histogram,
 }
 
-impl Pool {
-    pub fn new(spec: PoolSpec, metrics: &Metrics) -> Arc<Pool> {
-        let label = PoolLabel {
-            pool: spec.name.to_owned(),
-        };
+impl WorkerPool {
+    pub fn new(
+        spec: PoolSpec,
+        estimator: Box<dyn WaitEstimator>,
+        metrics: &Metrics,
+    ) -> Arc<WorkerPool> {
+        let label = PoolLabel::of(spec.pool);
         metrics
             .workers_limit
             .get_or_create(&label)
             .set(i64::try_from(spec.workers).unwrap_or(i64::MAX));
-        metrics.register_pool(spec.name);
-        Arc::new(Pool {
+        metrics.register_pool(spec.pool);
+        Arc::new(WorkerPool {
             state: Mutex::new(State {
                 busy: 0,
                 queue: VecDeque::new(),
                 refused_since: Vec::new(),
-                estimator: RetryAfterEstimator::new(
-                    spec.window_samples,
-                    spec.min_retry_after_s,
-                    spec.empty_retry_after_s,
-                ),
+                estimator,
                 next_id: 0,
             }),
             busy: metrics.workers_busy.get_or_create(&label).clone(),
@@ -96,8 +95,8 @@ impl Pool {
         })
     }
 
-    pub fn name(&self) -> &'static str {
-        self.spec.name
+    pub fn pool(&self) -> Pool {
+        self.spec.pool
     }
 
     pub fn spec(&self) -> &PoolSpec {
@@ -122,6 +121,7 @@ impl Pool {
         let arrived = Instant::now();
         let (id, rx) = {
             let mut st = self.lock();
+            // clause: T1 — at most `workers` jobs hold a slot; nobody overtakes a waiter
             if st.busy < self.spec.workers && st.queue.is_empty() {
                 st.busy += 1;
                 st.estimator.record(Duration::ZERO);
@@ -129,6 +129,7 @@ impl Pool {
                 self.publish(&st);
                 return Ok(Permit::new(self.clone()));
             }
+            // clause: T3 — refused at once, never after waiting for a slot
             if st.queue.len() >= self.spec.queue_capacity {
                 st.refused_since.push(arrived);
                 return Err(Refused {
@@ -149,18 +150,11 @@ impl Pool {
             Ok(permit) => Ok(permit),
             // Only possible if the waiter was removed without a permit, which release never does.
             Err(_) => Err(Refused {
-                retry_after_s: self.spec.min_retry_after_s,
+                retry_after_s: self
+                    .lock()
+                    .estimator
+                    .retry_after_seconds(self.spec.max_retry_after_s),
             }),
-        }
-    }
-
-    /// Waits until a slot is free (used only by the `refusal-waits` broken variant).
-    pub async fn wait_for_free_slot(&self) {
-        loop {
-            if self.load().0 < self.spec.workers {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -172,9 +166,12 @@ impl Pool {
             st.estimator.record(now - refused);
         }
         loop {
-            let next = match self.spec.discipline {
-                Discipline::Fifo => st.queue.pop_front(),
-                Discipline::Lifo => st.queue.pop_back(),
+            let next = match st.queue.len() {
+                0 => None,
+                queued => {
+                    let i = self.spec.discipline.next(self.spec.pool, queued);
+                    st.queue.remove(i.min(queued - 1))
+                }
             };
             let Some(waiter) = next else {
                 st.busy -= 1;
@@ -203,7 +200,7 @@ impl Pool {
 
 /// Removes a waiter whose request went away before it got a slot.
 struct LeaveQueue<'a> {
-    pool: &'a Arc<Pool>,
+    pool: &'a Arc<WorkerPool>,
     id: u64,
 }
 
@@ -215,11 +212,11 @@ impl Drop for LeaveQueue<'_> {
     }
 }
 
-impl std::fmt::Debug for Pool {
+impl std::fmt::Debug for WorkerPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (busy, queued) = self.load();
         f.debug_struct("Pool")
-            .field("name", &self.spec.name)
+            .field("pool", &self.spec.pool)
             .field("busy", &busy)
             .field("queued", &queued)
             .finish()
@@ -229,13 +226,13 @@ impl std::fmt::Debug for Pool {
 /// One worker slot; the slot is released when the permit drops.
 #[derive(Debug)]
 pub struct Permit {
-    pool: Arc<Pool>,
+    pool: Arc<WorkerPool>,
     armed: bool,
     granted: Instant,
 }
 
 impl Permit {
-    fn new(pool: Arc<Pool>) -> Permit {
+    fn new(pool: Arc<WorkerPool>) -> Permit {
         Permit {
             pool,
             armed: true,
@@ -246,11 +243,6 @@ impl Permit {
     /// When the slot was granted (the job's start, for Server-Timing).
     pub fn granted(&self) -> Instant {
         self.granted
-    }
-
-    /// Never gives the slot back (the `leak-slot-on-cancel` broken variant).
-    pub fn leak(mut self) {
-        self.armed = false;
     }
 }
 
@@ -266,26 +258,36 @@ impl Drop for Permit {
 mod tests {
     use super::*;
 
-    fn pool(workers: usize, queue: usize, discipline: Discipline) -> Arc<Pool> {
+    use crate::retry_after::RetryAfterEstimator;
+
+    /// The newest waiter first: shows that the discipline, not the queue, picks.
+    #[derive(Debug)]
+    struct NewestFirst;
+
+    impl QueueDiscipline for NewestFirst {
+        fn next(&self, _pool: Pool, queued: usize) -> usize {
+            queued - 1
+        }
+    }
+
+    fn pool(workers: usize, queue: usize, discipline: Arc<dyn QueueDiscipline>) -> Arc<WorkerPool> {
         let contract = plimsoll_spec::Contract::embedded();
-        Pool::new(
+        WorkerPool::new(
             PoolSpec {
-                name: "test",
+                pool: Pool::Digitize,
                 workers,
                 queue_capacity: queue,
                 discipline,
                 max_retry_after_s: 60,
-                window_samples: 64,
-                min_retry_after_s: 1,
-                empty_retry_after_s: 1,
             },
+            Box::new(RetryAfterEstimator::new(64, 1, 1)),
             &Metrics::new(contract),
         )
     }
 
     #[tokio::test]
     async fn refuses_beyond_workers_plus_queue_and_reuses_released_slots() {
-        let p = pool(2, 0, Discipline::Fifo);
+        let p = pool(2, 0, Arc::new(Fifo));
         let a = p.acquire().await.unwrap();
         let _b = p.acquire().await.unwrap();
         assert!(p.acquire().await.is_err());
@@ -296,11 +298,12 @@ mod tests {
 
     #[tokio::test]
     async fn queue_is_served_in_the_discipline_order() {
-        for (discipline, expected) in [
-            (Discipline::Fifo, vec![0, 1, 2]),
-            (Discipline::Lifo, vec![2, 1, 0]),
-        ] {
-            let p = pool(1, 3, discipline);
+        let disciplines: [(Arc<dyn QueueDiscipline>, Vec<usize>); 2] = [
+            (Arc::new(Fifo), vec![0, 1, 2]),
+            (Arc::new(NewestFirst), vec![2, 1, 0]),
+        ];
+        for (discipline, expected) in disciplines {
+            let p = pool(1, 3, discipline.clone());
             let first = p.acquire().await.unwrap();
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             let mut tasks = Vec::new();
@@ -328,7 +331,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_waiter_leaves_the_queue_and_loses_nothing() {
-        let p = pool(1, 1, Discipline::Fifo);
+        let p = pool(1, 1, Arc::new(Fifo));
         let held = p.acquire().await.unwrap();
         let waiting = tokio::spawn({
             let p = p.clone();
@@ -346,7 +349,7 @@ mod tests {
 
     #[tokio::test]
     async fn refusal_samples_close_when_a_slot_frees() {
-        let p = pool(1, 0, Discipline::Fifo);
+        let p = pool(1, 0, Arc::new(Fifo));
         let held = p.acquire().await.unwrap();
         // Window so far: [0] (the immediate admission) → 1 s.
         for _ in 0..3 {

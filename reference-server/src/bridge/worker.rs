@@ -9,26 +9,34 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Duration;
 
-use plimsoll_spec::ErrorCode;
+use plimsoll_spec::{ErrorCode, Outcome, Pool};
 use tower::ServiceExt;
 use tracing::instrument::WithSubscriber;
 
-use super::envelope::{self, Envelope};
-use super::{Connection, POOL, frames};
-use crate::admission::{Permit, Refused};
-use crate::http::error_response;
-use crate::mutant::Mutant;
+use super::Connection;
+use crate::admission::{Permit, Refused, Slot};
+use crate::error::ApiError;
+use crate::relay::envelope::{self, Envelope};
+use crate::relay::frames;
+use crate::worker::WorkerEnd;
 
-/// Enqueues `envelope` on the relay pool and runs it on its own task once it has a slot. The
-/// envelope is in the pool's queue when this returns (so the queue is in arrival order); only the
-/// `relay-serial` broken variant waits here for the whole request.
+/// Enqueues `envelope` on the relay pool and hands its job (slot wait, request, frames) to the
+/// server's [`RelayDispatch`](crate::relay::dispatch::RelayDispatch). The envelope is in the
+/// pool's queue before the job is handed over, so the queue is in arrival order; the contract's
+/// dispatch returns at once, so the receive loop never waits for a request.
 pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
     let state = &conn.state;
-    let hold = match envelope::relay_hold(state, envelope.hook.as_deref()) {
+    let hold = envelope::relay_hold(
+        &state.config.contract,
+        state.config.hooks_enabled,
+        envelope.hook.as_deref(),
+    );
+    let hold = match hold {
         Ok(hold) => hold,
         Err(refused) => {
             // Refused like the HTTP API refuses the hook header: before admission, no slot.
-            let response = error_response(state, *refused);
+            let error = ApiError::new(&state.new_request_id(), Some(Pool::Relay), refused);
+            let response = state.problems().respond(error);
             let conn = conn.clone();
             let answer = async move {
                 respond(&conn, &envelope.request_id, response).await;
@@ -41,6 +49,7 @@ pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
     let mut admit: Pin<Box<dyn Future<Output = Result<Permit, Refused>> + Send>> =
         Box::pin(async move { pool.acquire().await });
     // Polled once here: a free slot is taken, or the envelope takes its place in the FIFO queue.
+    // clause: R4 — every envelope queues in arrival order; busy workers never exceed N
     let first = std::future::poll_fn(|cx| Poll::Ready(admit.as_mut().poll(cx))).await;
     let job = {
         let conn = conn.clone();
@@ -52,7 +61,7 @@ pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
                     // The socket is gone while queued: leave the queue (dropping `admit`).
                     () = conn.gone.cancelled() => {
                         conn.dropped.fetch_add(1, Ordering::Relaxed);
-                        conn.state.metrics.outcome(POOL, "cancelled");
+                        conn.state.metrics.outcome(Pool::Relay, Outcome::Cancelled);
                         return;
                     }
                 },
@@ -69,22 +78,21 @@ pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
                         code.as_str(),
                         format!("all relay workers are busy; retry after {retry_after_s} s"),
                     );
-                    conn.state.metrics.outcome(POOL, "overloaded");
+                    conn.state.metrics.outcome(Pool::Relay, Outcome::Overloaded);
                     conn.send_frames(std::slice::from_ref(&frame)).await;
                 }
             }
         }
     };
-    if state.config.is(Mutant::RelaySerial) {
-        job.await;
-    } else {
-        tokio::spawn(job.with_subscriber(state.dispatch.clone()));
-    }
+    let job = Box::pin(job.with_subscriber(state.dispatch.clone()));
+    state.components().relay_dispatch.run(job).await;
 }
 
 /// The worker: holds `permit` through the hook hold, the request and the frames.
 async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit: Permit) {
     let state = &conn.state;
+    // Dropped on every early return, which gives the slot back.
+    let slot = Slot::new(permit);
     if !hold.is_zero() {
         tokio::select! {
             () = tokio::time::sleep(hold) => {}
@@ -96,15 +104,21 @@ async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit:
         Ok(response) => response,
         Err(never) => match never {},
     };
+    // clause: R3 — the response frames carry the envelope's request_id
     let delivered = respond(conn, &envelope.request_id, response).await;
-    state
-        .metrics
-        .outcome(POOL, if delivered { "ok" } else { "cancelled" });
-    if !delivered && state.config.is(Mutant::RelayLeakSlot) {
-        permit.leak();
+    let outcome = if delivered {
+        Outcome::Ok
     } else {
-        drop(permit);
-    }
+        Outcome::Cancelled
+    };
+    state.metrics.outcome(Pool::Relay, outcome);
+    let end = WorkerEnd {
+        pool: Pool::Relay,
+        client_gone: !delivered,
+        deadline_passed: false,
+        failure: None,
+    };
+    state.components().slot_release.worker_stopped(&slot, &end);
 }
 
 /// Reads the whole response and sends it as frames; false when the socket is gone.

@@ -1,0 +1,73 @@
+//! How an HTTP request comes to hold a worker slot: its upload is read first (a slow upload never
+//! holds a slot), then it joins its pool's queue under its deadline or is refused at once.
+//! [`Admission`] is the seam; [`UploadFirst`] is the contract's way.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use futures_util::future::BoxFuture;
+
+use super::{Permit, Refused, WorkerPool};
+use crate::error::ErrorKind;
+use crate::upload::Upload;
+
+/// What a request brings to admission.
+pub struct Entry<'a> {
+    pub pool: &'a Arc<WorkerPool>,
+    pub upload: Upload,
+    /// The pool's timeout: a request still queued this long after it arrived is timed out.
+    pub timeout: Duration,
+    /// Called when the request arrives at the pool (its upload read, about to queue): from then
+    /// on a client that goes away counts as a cancellation (B3).
+    pub on_arrival: &'a (dyn Fn() + Send + Sync),
+}
+
+/// A request that holds a slot.
+pub struct Admitted {
+    pub body: Bytes,
+    pub permit: Permit,
+    /// When it joined the pool's queue: its deadline and its queue wait count from here.
+    pub arrived: Instant,
+}
+
+/// Why a request got no slot.
+pub enum Denied {
+    /// The upload was refused (F2), before the request went near the pool.
+    Upload(ErrorKind),
+    /// The pool and its queue are full (T3).
+    Full(Refused),
+    /// The deadline passed while it waited in the queue (B1).
+    QueueTimeout,
+}
+
+/// Reads the upload and takes a slot.
+pub trait Admission: Debug + Send + Sync {
+    fn admit<'a>(&'a self, entry: Entry<'a>) -> BoxFuture<'a, Result<Admitted, Denied>>;
+}
+
+/// The whole upload first, then the queue: a slot is only ever held by a request that is ready
+/// to run.
+#[derive(Debug)]
+pub struct UploadFirst;
+
+impl Admission for UploadFirst {
+    fn admit<'a>(&'a self, entry: Entry<'a>) -> BoxFuture<'a, Result<Admitted, Denied>> {
+        Box::pin(async move {
+            let body = entry.upload.read().await.map_err(Denied::Upload)?;
+            let arrived = Instant::now();
+            (entry.on_arrival)();
+            let deadline = arrived + entry.timeout;
+            match tokio::time::timeout_at(deadline.into(), entry.pool.acquire()).await {
+                Err(_) => Err(Denied::QueueTimeout),
+                Ok(Err(refused)) => Err(Denied::Full(refused)),
+                Ok(Ok(permit)) => Ok(Admitted {
+                    body,
+                    permit,
+                    arrived,
+                }),
+            }
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! The per-request bounds (B1–B3) as seams: when a job's deadline falls, how much memory it may
+//! hold, and what a client that goes away does to its job. The contract's answers are
+//! [`FromArrival`], [`ContractCap`] and [`CancelJob`].
+
+use std::fmt::Debug;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+/// When a job is past its time.
+pub trait DeadlinePolicy: Debug + Send + Sync {
+    /// `arrived`: the request joined its pool's queue (upload already read); `started`: it got
+    /// its worker slot; `timeout`: the pool's timeout.
+    fn deadline(&self, arrived: Instant, started: Instant, timeout: Duration) -> Instant;
+}
+
+/// The deadline counts from arrival at the pool: time spent queued is part of the budget.
+#[derive(Debug)]
+pub struct FromArrival;
+
+impl DeadlinePolicy for FromArrival {
+    // clause: B1 — digitize 60 s, export 30 s, counted from arrival at the pool
+    fn deadline(&self, arrived: Instant, _started: Instant, timeout: Duration) -> Instant {
+        arrived + timeout
+    }
+}
+
+/// How much memory one job may hold.
+pub trait MemoryCap: Debug + Send + Sync {
+    /// `contract_mb` is the contract's cap (after overrides).
+    fn cap_bytes(&self, contract_mb: u64) -> u64;
+}
+
+/// The contract's cap.
+#[derive(Debug)]
+pub struct ContractCap;
+
+impl MemoryCap for ContractCap {
+    // clause: B2 — 1024 MB per request (`REQUEST_MEMORY_CAP_MB`)
+    fn cap_bytes(&self, contract_mb: u64) -> u64 {
+        contract_mb.saturating_mul(1 << 20)
+    }
+}
+
+/// What a client disconnect does to its job.
+pub trait OnDisconnect: Debug + Send + Sync {
+    fn client_gone(&self, job: &CancellationToken);
+}
+
+/// Cancels the job; it stops at its next checkpoint.
+#[derive(Debug)]
+pub struct CancelJob;
+
+impl OnDisconnect for CancelJob {
+    // clause: B3 — a client disconnect stops the worker within 1 s
+    fn client_gone(&self, job: &CancellationToken) {
+        job.cancel();
+    }
+}

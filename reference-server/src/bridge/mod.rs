@@ -1,0 +1,165 @@
+//! `GET /v1/relay`: the relay bridge (seed 003, clauses R1–R6), the server side of the protocol
+//! whose pieces live in [`crate::relay`].
+//!
+//! A client sends `relay-http-request` envelopes as JSON text messages on one WebSocket; the
+//! server performs each against its own HTTP API (in-process, through the same router, so
+//! middleware and test hooks apply) and answers with `relay-http-response` frames matched by
+//! `request_id`.
+//!
+//! - The receive loop (`connection`) only parses envelopes and enqueues them on the relay pool
+//!   (`AppState::relay`, R1: `relay_concurrency` workers, overflow queues in FIFO order). The
+//!   envelope joins the pool's queue before the next message is read, so start order is arrival
+//!   order (R4); its job then runs as the [`RelayDispatch`](crate::relay::dispatch::RelayDispatch)
+//!   says (R2).
+//! - A worker (`worker`) holds its slot while it performs the request (and any
+//!   `hold=relay:MS` hook) against the server's router — built once, by `server`, and handed
+//!   over through `AppState::api` — and sends the response frames.
+//! - All frames go through one [`FrameWriter`], a lock held per frame (R5).
+//! - When the socket goes away, queued envelopes leave the queue, running workers finish and
+//!   their responses are dropped without error; every slot comes back (R6).
+//! - A message that is not an envelope gets a `relay-error` frame with a `code` (the contract's
+//!   `invalid_parameter`) and the connection carries on.
+
+mod worker;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures_util::StreamExt;
+use plimsoll_spec::ErrorCode;
+use plimsoll_spec::relay::RelayResponse;
+use tokio_util::sync::CancellationToken;
+use tracing::instrument::WithSubscriber;
+
+use crate::relay::writer::FrameWriter;
+use crate::relay::{envelope, frames};
+use crate::state::AppState;
+
+/// Upgrades to a WebSocket and serves the relay protocol on it.
+pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+    ws.on_upgrade(move |socket| {
+        let dispatch = state.dispatch.clone();
+        async move {
+            // Only missing once serving has ended: nothing is left to relay to.
+            if let Some(router) = state.api.router() {
+                connection(state, router, socket).await;
+            }
+        }
+        .with_subscriber(dispatch)
+    })
+}
+
+/// What the receive loop and the workers of one socket share.
+struct Connection {
+    state: AppState,
+    /// The server's own router; workers call it in-process.
+    router: Router,
+    writer: FrameWriter,
+    /// Cancelled when the socket is gone (read side ended, a write failed) or the server stops.
+    gone: CancellationToken,
+    id: String,
+    delivered: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl Connection {
+    /// Sends `frames` in order, one lock per frame; false when the socket is gone (the rest are
+    /// dropped silently).
+    async fn send_frames(&self, frames: &[RelayResponse]) -> bool {
+        let sender = &self.state.components().frame_sender;
+        for frame in frames {
+            // clause: R6 — an orphaned response is dropped, frame by frame, without error
+            if self.gone.is_cancelled() {
+                return false;
+            }
+            if sender
+                .send(&self.writer, frame, frames.len())
+                .await
+                .is_err()
+            {
+                self.gone.cancel();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Answers a message that is not an envelope, off the receive loop.
+    fn reject(self: &Arc<Self>, malformed: envelope::Malformed) {
+        let code = ErrorCode::InvalidParameter;
+        let status = self.state.config.contract.error(code).status;
+        tracing::warn!(
+            connection = %self.id,
+            request_id = %malformed.request_id,
+            error = %malformed.detail,
+            code = %code,
+            "malformed relay envelope"
+        );
+        let frame = frames::error(
+            &malformed.request_id,
+            status,
+            code.as_str(),
+            malformed.detail,
+        );
+        let conn = self.clone();
+        let send = async move {
+            conn.send_frames(std::slice::from_ref(&frame)).await;
+        };
+        tokio::spawn(send.with_subscriber(self.state.dispatch.clone()));
+    }
+}
+
+/// The receive loop of one socket.
+async fn connection(state: AppState, router: Router, socket: WebSocket) {
+    let (sink, mut stream) = socket.split();
+    let conn = Arc::new(Connection {
+        router,
+        writer: FrameWriter::new(sink),
+        gone: state.shutdown.child_token(),
+        id: state.new_request_id(),
+        delivered: AtomicU64::new(0),
+        dropped: AtomicU64::new(0),
+        state,
+    });
+    let hook_header = conn.state.config.contract.hooks.header.clone();
+    tracing::info!(connection = %conn.id, "relay connection opened");
+    let mut envelopes = 0u64;
+    loop {
+        let message = tokio::select! {
+            () = conn.gone.cancelled() => break,
+            message = stream.next() => message,
+        };
+        match message {
+            Some(Ok(Message::Text(text))) => match envelope::parse(text.as_str(), &hook_header) {
+                Ok(envelope) => {
+                    envelopes += 1;
+                    worker::dispatch(&conn, envelope).await;
+                }
+                Err(malformed) => conn.reject(malformed),
+            },
+            Some(Ok(Message::Binary(_))) => conn.reject(envelope::Malformed {
+                request_id: String::new(),
+                detail: "binary messages are not envelopes: send JSON text".to_owned(),
+            }),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+        }
+    }
+    let stopping = conn.state.shutdown.is_cancelled();
+    conn.gone.cancel();
+    if stopping {
+        conn.writer.close().await;
+    }
+    tracing::info!(
+        connection = %conn.id,
+        envelopes,
+        delivered = conn.delivered.load(Ordering::Relaxed),
+        dropped = conn.dropped.load(Ordering::Relaxed),
+        server_stopping = stopping,
+        "relay connection closed"
+    );
+}

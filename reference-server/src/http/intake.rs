@@ -1,0 +1,96 @@
+//! What a pipeline request must pass before its upload is read: the hook header, a well-formed
+//! query string, its endpoint's parameters and an accepted `Content-Type`. Each failure is a 400
+//! with its own code (F2).
+
+use std::collections::HashMap;
+
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
+use axum::http::{HeaderMap, header};
+use plimsoll_spec::{ErrorCode, HookDirective, Pool};
+
+use crate::error::{ApiError, ErrorKind};
+use crate::state::AppState;
+
+/// The query string as axum extracts it (a malformed one is answered by us, not by axum).
+pub type Params = Result<Query<HashMap<String, String>>, QueryRejection>;
+
+/// The parts of a request that passed intake.
+pub struct Prepared<P> {
+    pub hooks: Vec<HookDirective>,
+    pub params: P,
+}
+
+/// Checks a request of `pool` in the contract's order; `params` reads the endpoint's own
+/// parameters from the query.
+// clause: F2 — invalid input is a 400 with one code per failure mode, before any work
+pub fn prepare<P>(
+    state: &AppState,
+    id: &str,
+    pool: Pool,
+    query: Params,
+    headers: &HeaderMap,
+    content_types: &[String],
+    params: impl FnOnce(&HashMap<String, String>) -> Result<P, ErrorKind>,
+) -> Result<Prepared<P>, ApiError> {
+    let checked = || {
+        let hook = headers
+            .get(state.config.contract.hooks.header.as_str())
+            .map(|v| v.to_str().unwrap_or_default());
+        let hooks =
+            crate::hooks::authorise(&state.config.contract, state.config.hooks_enabled, hook)?;
+        let Query(query) = query.map_err(|e| {
+            ErrorKind::rejected(
+                ErrorCode::InvalidParameter,
+                format!("bad query string: {e}"),
+            )
+        })?;
+        let params = params(&query)?;
+        content_type(headers, content_types)?;
+        Ok(Prepared { hooks, params })
+    };
+    checked().map_err(|kind| ApiError::new(id, Some(pool), kind))
+}
+
+/// Refuses the first query parameter that is not one of `known`.
+pub fn no_unknown<'k>(
+    query: &HashMap<String, String>,
+    known: impl IntoIterator<Item = &'k str> + Clone,
+) -> Result<(), ErrorKind> {
+    match query
+        .keys()
+        .find(|k| !known.clone().into_iter().any(|name| name == k.as_str()))
+    {
+        Some(unknown) => Err(ErrorKind::rejected(
+            ErrorCode::InvalidParameter,
+            format!("unknown parameter `{unknown}`"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A present `Content-Type` must be one the endpoint takes (parameters such as `charset` aside).
+fn content_type(headers: &HeaderMap, accepted: &[String]) -> Result<(), ErrorKind> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if accepted.contains(&media) {
+        Ok(())
+    } else {
+        Err(ErrorKind::rejected(
+            ErrorCode::UnsupportedFormat,
+            format!(
+                "Content-Type `{media}` is not accepted; expected {}",
+                accepted.join(" or ")
+            ),
+        ))
+    }
+}

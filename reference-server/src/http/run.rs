@@ -1,0 +1,193 @@
+//! One pipeline job, from admission to its answer, composed of small pieces with their own
+//! seams: admission ([`crate::admission::Admission`]), the disconnect guard
+//! ([`super::disconnect`]), the deadline and memory cap ([`crate::bounds`]), the job's temp dir
+//! and the blocking worker with its teardown ([`crate::worker`]).
+//!
+//! The slot is held by the worker and given back when the worker actually stops, so a timed-out
+//! or cancelled job keeps its slot until its next checkpoint (at most the B3 bound).
+
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use plimsoll_spec::{HookDirective, Pool, Stage};
+use tokio::task::JoinError;
+use tokio_util::sync::CancellationToken;
+
+use super::disconnect::DisconnectGuard;
+use super::timing::Timing;
+use crate::admission::{Admitted, Denied, Entry, Slot};
+use crate::error::{ApiError, ErrorKind};
+use crate::job::{JobConfig, JobContext, JobError, JobErrorKind, Progress};
+use crate::state::AppState;
+use crate::upload::Upload;
+use crate::worker::{self, Teardown};
+
+/// Which job: its pool, its timeout (B1) and the stage it starts with (named when it fails
+/// before any stage ran).
+pub struct Job {
+    pub pool: Pool,
+    pub timeout: Duration,
+    pub first_stage: Stage,
+}
+
+impl Job {
+    fn timeout_ms(&self) -> u64 {
+        u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn timed_out(&self, failed_stage: Stage, completed_stages: Vec<Stage>) -> ErrorKind {
+        ErrorKind::Timeout {
+            pool: self.pool,
+            failed_stage,
+            completed_stages,
+            timeout_ms: self.timeout_ms(),
+        }
+    }
+}
+
+/// Admits the request, runs `work` on its body on a worker under the deadline, and returns the
+/// result with its queue and run durations.
+pub async fn run_job<T, F>(
+    state: &AppState,
+    id: &str,
+    job: Job,
+    hooks: Vec<HookDirective>,
+    upload: Upload,
+    work: F,
+) -> Result<(T, Timing), ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut JobContext, Bytes) -> Result<T, JobError> + Send + 'static,
+{
+    let parts = state.components();
+    let cancel = state.shutdown.child_token();
+    let guard = DisconnectGuard::new(state, job.pool, cancel.clone());
+    let answer = |result: Result<_, ErrorKind>| {
+        guard.disarm();
+        result.map_err(|kind| ApiError::new(id, Some(job.pool), kind))
+    };
+
+    let Admitted {
+        body,
+        permit,
+        arrived,
+    } = match admit(state, &job, upload, &guard).await {
+        Ok(admitted) => admitted,
+        Err(kind) => return answer(Err(kind)),
+    };
+    let started = permit.granted();
+    let deadline = parts.deadline.deadline(arrived, started, job.timeout);
+    let ctx = match job_context(state, &job, cancel.clone(), deadline, hooks) {
+        Ok(ctx) => ctx,
+        Err(kind) => return answer(Err(kind)),
+    };
+    let progress = ctx.progress();
+    let slot = Slot::new(permit);
+    let teardown = Teardown {
+        pool: job.pool,
+        slot: slot.clone(),
+        client_gone: guard.client_gone(),
+        cleaner: parts.temp_cleaner.clone(),
+        slots: parts.slot_release.clone(),
+    };
+    let handle = worker::spawn(ctx, teardown, move |ctx| work(ctx, body));
+
+    // clause: B1 — answered 504 at the deadline with the stage then running
+    let joined = tokio::time::timeout_at(deadline.into(), handle).await;
+    parts.slot_release.answered(&slot);
+    let ended = match joined {
+        Err(_) => {
+            // The worker stops at its next checkpoint and keeps its slot until then.
+            cancel.cancel();
+            let (current, completed) = snapshot(&progress, &job);
+            Err(job.timed_out(current, completed))
+        }
+        Ok(Err(join_error)) => Err(panicked(join_error, &progress, &job)),
+        Ok(Ok(result)) => result.map_err(|e| ErrorKind::from_job(e, job.pool, job.timeout_ms())),
+    };
+    let timing = Timing {
+        queue: started - arrived,
+        run: started.elapsed(),
+    };
+    answer(ended.map(|value| (value, timing)))
+}
+
+/// Reads the upload and takes a slot through the server's [`crate::admission::Admission`]; the
+/// disconnect guard is armed once the request arrives at the pool.
+async fn admit(
+    state: &AppState,
+    job: &Job,
+    upload: Upload,
+    guard: &DisconnectGuard,
+) -> Result<Admitted, ErrorKind> {
+    let entry = Entry {
+        pool: state.pool(job.pool),
+        upload,
+        timeout: job.timeout,
+        on_arrival: &|| guard.arm(),
+    };
+    match state.components().admission.admit(entry).await {
+        Ok(admitted) => Ok(admitted),
+        Err(Denied::Upload(kind)) => Err(kind),
+        Err(Denied::QueueTimeout) => Err(job.timed_out(Stage::Queue, Vec::new())),
+        // clause: T3 — 503 overloaded with Retry-After, answered at once
+        Err(Denied::Full(refused)) => {
+            let (busy, queued) = state.pool(job.pool).load();
+            Err(ErrorKind::Overloaded {
+                retry_after_s: refused.retry_after_s,
+                detail: format!(
+                    "all {busy} {} workers are busy and {queued} requests are queued; retry after {} s",
+                    job.pool, refused.retry_after_s
+                ),
+            })
+        }
+    }
+}
+
+/// The job's context: its deadline, its memory cap (the server's [`crate::bounds::MemoryCap`]),
+/// its test hooks and its own temp dir.
+fn job_context(
+    state: &AppState,
+    job: &Job,
+    cancel: CancellationToken,
+    deadline: Instant,
+    hooks: Vec<HookDirective>,
+) -> Result<JobContext, ErrorKind> {
+    let contract_mb = state.config.contract.clauses.b2.value.memory_cap_mb;
+    JobContext::new(JobConfig {
+        cancel,
+        deadline,
+        memory_cap_bytes: state.components().memory_cap.cap_bytes(contract_mb),
+        temp_root: state.config.temp_root.clone(),
+        hooks,
+    })
+    .map_err(|e| {
+        ErrorKind::Job(Box::new(JobError {
+            kind: JobErrorKind::Failed {
+                message: format!("cannot create the job's temp dir: {e}"),
+                backtrace: String::new(),
+            },
+            failed_stage: job.first_stage,
+            completed_stages: Vec::new(),
+        }))
+    })
+}
+
+/// Where the job is: the running stage (or the first, before any ran) and the completed ones.
+fn snapshot(progress: &Progress, job: &Job) -> (Stage, Vec<Stage>) {
+    let (current, completed) = progress.snapshot();
+    (current.unwrap_or(job.first_stage), completed)
+}
+
+/// A panic that escaped the job's own capture (the worker thread itself died).
+fn panicked(join_error: JoinError, progress: &Progress, job: &Job) -> ErrorKind {
+    let (failed_stage, completed_stages) = snapshot(progress, job);
+    ErrorKind::Job(Box::new(JobError {
+        kind: JobErrorKind::Panicked {
+            message: join_error.to_string(),
+            backtrace: String::new(),
+        },
+        failed_stage,
+        completed_stages,
+    }))
+}

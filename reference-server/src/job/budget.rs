@@ -1,0 +1,88 @@
+//! The per-job memory budget (B2): stages charge what they hold before they allocate.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::Interrupt;
+
+/// The memory budget shared by the job and its outstanding charges.
+#[derive(Debug)]
+pub(super) struct Budget {
+    pub(super) cap: u64,
+    pub(super) used: AtomicU64,
+    pub(super) peak: AtomicU64,
+}
+
+impl Budget {
+    pub(super) fn new(cap: u64) -> Budget {
+        Budget {
+            cap,
+            used: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+        }
+    }
+
+    // clause: B2 — per-request accounting, charged before allocating
+    pub(super) fn try_add(&self, bytes: u64) -> Result<(), Interrupt> {
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            let total = used.saturating_add(bytes);
+            if total > self.cap {
+                return Err(Interrupt::MemoryCapExceeded {
+                    requested_bytes: total,
+                    cap_bytes: self.cap,
+                });
+            }
+            match self
+                .used
+                .compare_exchange_weak(used, total, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    self.peak.fetch_max(total, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(actual) => used = actual,
+            }
+        }
+    }
+
+    fn release(&self, bytes: u64) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
+/// Memory held against the job's budget; given back when dropped.
+#[derive(Debug)]
+#[must_use = "the charge is released as soon as it is dropped"]
+pub struct Charge<'a> {
+    pub(super) budget: &'a Budget,
+    pub(super) bytes: u64,
+}
+
+impl Charge<'_> {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Changes the amount held to `bytes` (growing is refused past the cap; the old amount stays
+    /// held then). Lets a stage track a buffer that grows, charging *before* it reserves.
+    pub fn resize(&mut self, bytes: u64) -> Result<(), Interrupt> {
+        if bytes > self.bytes {
+            self.budget.try_add(bytes - self.bytes)?;
+        } else {
+            self.budget.release(self.bytes - bytes);
+        }
+        self.bytes = bytes;
+        Ok(())
+    }
+
+    /// Grows the amount held by `bytes`.
+    pub fn grow(&mut self, bytes: u64) -> Result<(), Interrupt> {
+        self.resize(self.bytes.saturating_add(bytes))
+    }
+}
+
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        self.budget.release(self.bytes);
+    }
+}

@@ -1,0 +1,103 @@
+//! Broken answers: each is the contract's answer ([`ContractAnswers`]) with one thing changed.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, StatusCode};
+use plimsoll_spec::{Contract, ErrorCode};
+
+use crate::error::ApiError;
+use crate::problem::{Answer, ContractAnswers, ErrorMapper};
+
+/// The contract's answer, then `tweak`.
+#[derive(Clone, Copy)]
+pub struct Tweaked {
+    what: &'static str,
+    tweak: fn(&ApiError, &Contract, &mut Answer),
+}
+
+impl std::fmt::Debug for Tweaked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ContractAnswers but {}", self.what)
+    }
+}
+
+impl Tweaked {
+    pub fn arc(self) -> Arc<dyn ErrorMapper> {
+        Arc::new(self)
+    }
+}
+
+impl ErrorMapper for Tweaked {
+    fn answer(&self, error: &ApiError, contract: &Contract) -> Answer {
+        let mut answer = ContractAnswers.answer(error, contract);
+        (self.tweak)(error, contract, &mut answer);
+        answer
+    }
+}
+
+/// T3: 503 without Retry-After.
+pub const NO_RETRY_AFTER: Tweaked = Tweaked {
+    what: "no Retry-After",
+    tweak: |_, _, a| a.retry_after = None,
+};
+
+/// T3: `Retry-After: 0`.
+pub const RETRY_AFTER_ZERO: Tweaked = Tweaked {
+    what: "Retry-After: 0",
+    tweak: |_, _, a| replace_retry_after(a, "0"),
+};
+
+/// T3: Retry-After as an HTTP-date.
+pub const RETRY_AFTER_HTTP_DATE: Tweaked = Tweaked {
+    what: "Retry-After as an HTTP-date",
+    tweak: |_, _, a| replace_retry_after(a, "Wed, 21 Oct 2026 07:28:00 GMT"),
+};
+
+/// B1: a timeout is answered 500.
+pub const TIMEOUT_AS_500: Tweaked = Tweaked {
+    what: "timeout as 500",
+    tweak: |e, _, a| internal_error_for(ErrorCode::Timeout, e, a),
+};
+
+/// F2: a malformed image is answered 500.
+pub const MALFORMED_AS_500: Tweaked = Tweaked {
+    what: "malformed image as 500",
+    tweak: |e, _, a| internal_error_for(ErrorCode::MalformedImage, e, a),
+};
+
+/// F1: `failed_stage` (and the log's `stage`) names the next digitize stage.
+pub const NEXT_FAILED_STAGE: Tweaked = Tweaked {
+    what: "failed_stage names the next stage",
+    tweak: |_, contract, a| {
+        let stages = &contract.stages.digitize;
+        if let Some(stage) = a.body.failed_stage.as_mut()
+            && let Some(i) = stages.iter().position(|s| s == stage)
+        {
+            *stage = stages[(i + 1) % stages.len()];
+            a.log_stage = stage.as_str();
+        }
+    },
+};
+
+/// F1: `completed_stages` is empty.
+pub const NO_COMPLETED_STAGES: Tweaked = Tweaked {
+    what: "completed_stages is empty",
+    tweak: |_, _, a| {
+        if let Some(done) = a.body.completed_stages.as_mut() {
+            done.clear();
+        }
+    },
+};
+
+fn replace_retry_after(answer: &mut Answer, value: &'static str) {
+    if answer.retry_after.is_some() {
+        answer.retry_after = Some(HeaderValue::from_static(value));
+    }
+}
+
+fn internal_error_for(code: ErrorCode, error: &ApiError, answer: &mut Answer) {
+    if error.code() == code {
+        answer.status = StatusCode::INTERNAL_SERVER_ERROR;
+        answer.body.status = answer.status.as_u16();
+    }
+}

@@ -1,0 +1,97 @@
+//! A job's worker: the work on a blocking thread, then — in this order — its temp dir removed and
+//! its slot given back, so partial state is gone before the slot can be reused (F1, B1, B3). Both
+//! steps are seams ([`TempCleaner`], [`SlotRelease`]); the relay's workers give their slots back
+//! through the same [`SlotRelease`].
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use plimsoll_spec::Pool;
+use tokio::task::JoinHandle;
+
+use crate::admission::Slot;
+use crate::job::{JobContext, JobError, JobErrorKind};
+
+/// How a worker ended, for the teardown steps.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerEnd<'a> {
+    pub pool: Pool,
+    /// The client went away before its answer (a dropped request, a closed relay socket).
+    pub client_gone: bool,
+    /// The job's deadline had passed when it stopped (it was timed out, whatever it saw first).
+    pub deadline_passed: bool,
+    /// Why the job failed, if it did.
+    pub failure: Option<&'a JobErrorKind>,
+}
+
+/// Removes a finished job's temp dir.
+pub trait TempCleaner: Debug + Send + Sync {
+    fn clean(&self, dir: tempfile::TempDir, end: &WorkerEnd<'_>);
+}
+
+/// Removes it, whatever the outcome.
+#[derive(Debug)]
+pub struct RemoveTempDir;
+
+impl TempCleaner for RemoveTempDir {
+    // clause: F1 — partial state (temp files, half-built objects) is gone
+    fn clean(&self, dir: tempfile::TempDir, _end: &WorkerEnd<'_>) {
+        // A dir that cannot be removed now is removed at the next start (`temp::remove_stale`).
+        let _ = dir.close();
+    }
+}
+
+/// When a slot is given back.
+pub trait SlotRelease: Debug + Send + Sync {
+    /// The handler is answering; the worker may still be running.
+    fn answered(&self, slot: &Slot);
+    /// The worker stopped (its temp dir already cleaned).
+    fn worker_stopped(&self, slot: &Slot, end: &WorkerEnd<'_>);
+}
+
+/// Only a stopped worker frees its slot: a timed-out or cancelled job keeps it until its next
+/// checkpoint, so the busy count never undercounts what runs.
+#[derive(Debug)]
+pub struct ReleaseWhenStopped;
+
+impl SlotRelease for ReleaseWhenStopped {
+    fn answered(&self, _slot: &Slot) {}
+
+    // clause: T1 — a slot frees only when its worker has stopped
+    fn worker_stopped(&self, slot: &Slot, _end: &WorkerEnd<'_>) {
+        slot.release();
+    }
+}
+
+/// What a worker needs to end properly.
+pub struct Teardown {
+    pub pool: Pool,
+    pub slot: Slot,
+    /// Set by the request's disconnect guard.
+    pub client_gone: Arc<AtomicBool>,
+    pub cleaner: Arc<dyn TempCleaner>,
+    pub slots: Arc<dyn SlotRelease>,
+}
+
+/// Runs `work` on a blocking thread, then tears the job down.
+pub fn spawn<T, F>(ctx: JobContext, teardown: Teardown, work: F) -> JoinHandle<Result<T, JobError>>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut JobContext) -> Result<T, JobError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        let mut ctx = ctx;
+        let result = work(&mut ctx);
+        let end = WorkerEnd {
+            pool: teardown.pool,
+            client_gone: teardown.client_gone.load(Ordering::SeqCst),
+            deadline_passed: Instant::now() >= ctx.deadline(),
+            failure: result.as_ref().err().map(|e| &e.kind),
+        };
+        teardown.cleaner.clean(ctx.into_temp_dir(), &end);
+        teardown.slots.worker_stopped(&teardown.slot, &end);
+        result
+    })
+}

@@ -1,0 +1,115 @@
+//! What is not a good envelope, or fails as HTTP, is answered on the socket, which stays open.
+
+use super::*;
+
+#[tokio::test]
+async fn malformed_messages_get_an_error_frame_and_the_socket_stays_open() {
+    let s = TestServer::start(&[]).await;
+    let mut ws = Ws::connect(&s).await;
+    let cases = [
+        ("", "{not json".to_owned()),
+        (
+            "t1",
+            r#"{"type":"relay-http-response","request_id":"t1"}"#.to_owned(),
+        ),
+        (
+            "m1",
+            r#"{"type":"relay-http-request","request_id":"m1","path":"/healthz"}"#.to_owned(),
+        ),
+        ("p1", envelope("p1", "GET", "healthz", &[], "")),
+        (
+            "h1",
+            envelope("h1", "GET", "/healthz", &[("bad header", "x")], ""),
+        ),
+        ("", envelope("", "GET", "/healthz", &[], "")),
+    ];
+    for (id, text) in &cases {
+        ws.send(text).await;
+        let f = ws.frame(Duration::from_secs(2)).await;
+        assert_eq!(f.kind, RELAY_ERROR, "{text}");
+        assert_eq!(&f.request_id, id);
+        assert_eq!(f.code.as_deref(), Some("invalid_parameter"));
+        assert_eq!((f.status, f.seq, f.r#final), (400, 0, true));
+        assert!(!f.body_chunk.is_empty());
+    }
+    ws.send_raw(0x2, b"\x00\x01").await;
+    let f = ws.frame(Duration::from_secs(2)).await;
+    assert_eq!(f.kind, RELAY_ERROR);
+    ws.send(&held("still-open", 0)).await;
+    let f = ws.frame(Duration::from_secs(2)).await;
+    assert_eq!((f.request_id.as_str(), f.status), ("still-open", 200));
+}
+
+#[tokio::test]
+async fn a_relayed_digitize_takes_a_base64_image_and_an_http_error_is_a_response_frame() {
+    let s = TestServer::start(&[]).await;
+    let mut ws = Ws::connect(&s).await;
+    let png = STANDARD.encode(common::png(64, 48));
+    ws.send(&envelope(
+        "dig",
+        "POST",
+        "/v1/digitize?width_mm=40",
+        &[
+            ("content-type", "image/png"),
+            ("content-transfer-encoding", "base64"),
+            (HOOK, "hold=relay:20;hold=decode:20"),
+        ],
+        &png,
+    ))
+    .await;
+    ws.send(&envelope("nf", "GET", "/nowhere", &[], "")).await;
+    let r = receive(
+        &mut ws,
+        &["dig".into(), "nf".into()],
+        Duration::from_secs(10),
+    )
+    .await;
+    let design: plimsoll_spec::Design = serde_json::from_slice(&r.body("dig")).unwrap();
+    assert!(design.stitch_count > 0);
+    let nf = r.of("nf")[0];
+    assert_eq!((nf.kind.as_str(), nf.status), (RELAY_RESPONSE, 404));
+    let problem: serde_json::Value = serde_json::from_slice(&r.body("nf")).unwrap();
+    assert_eq!(problem["code"], "not_found");
+}
+
+#[tokio::test]
+async fn hook_headers_are_refused_like_the_http_api_when_hooks_are_off() {
+    let s = TestServer::start_with(&[], false, |c| c).await;
+    let mut ws = Ws::connect(&s).await;
+    ws.send(&held("h", 100)).await;
+    ws.send(&envelope(
+        "bad",
+        "GET",
+        "/healthz",
+        &[(HOOK, "hold=relay")],
+        "",
+    ))
+    .await;
+    let r = receive(&mut ws, &["h".into(), "bad".into()], Duration::from_secs(2)).await;
+    for id in ["h", "bad"] {
+        assert_eq!(r.of(id)[0].status, 400);
+        let problem: serde_json::Value = serde_json::from_slice(&r.body(id)).unwrap();
+        assert_eq!(problem["code"], "hooks_disabled");
+    }
+    assert_eq!(s.state().relay.load(), (0, 0), "refused before admission");
+}
+
+#[tokio::test]
+async fn an_invalid_hook_is_a_400_response_frame() {
+    let s = TestServer::start(&[]).await;
+    let mut ws = Ws::connect(&s).await;
+    ws.send(&envelope(
+        "bad",
+        "GET",
+        "/healthz",
+        &[(HOOK, "hold=relay")],
+        "",
+    ))
+    .await;
+    let r = receive(&mut ws, &["bad".into()], Duration::from_secs(2)).await;
+    let problem: serde_json::Value = serde_json::from_slice(&r.body("bad")).unwrap();
+    assert_eq!(
+        (r.of("bad")[0].status, problem["code"].as_str()),
+        (400, Some("invalid_parameter"))
+    );
+}

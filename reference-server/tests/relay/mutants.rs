@@ -1,0 +1,70 @@
+//! The relay's broken variants do break what the other relay tests rely on (test builds with
+//! the `mutants` feature).
+
+use plimsoll_server::Mutant;
+
+use super::*;
+
+async fn start(mutant: Mutant) -> TestServer {
+    TestServer::start_with(&[("RELAY_CONCURRENCY", "3")], true, |c| {
+        c.with_mutant(mutant)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn serial_dispatch_blocks_the_fast_request() {
+    let s = start(Mutant::RelaySerial).await;
+    let mut ws = Ws::connect(&s).await;
+    ws.send(&held("slow", 300)).await;
+    ws.send(&held("fast", 0)).await;
+    let r = receive(
+        &mut ws,
+        &["slow".into(), "fast".into()],
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(r.order, ["slow", "fast"]);
+}
+
+#[tokio::test]
+async fn unbounded_pool_runs_everything_at_once() {
+    let s = start(Mutant::RelayUnbounded).await;
+    let mut ws = Ws::connect(&s).await;
+    let ids = ids("u", 9);
+    let (stop, sampler) = sample_pool(s.state().clone());
+    for id in &ids {
+        ws.send(&held(id, 200)).await;
+    }
+    receive(&mut ws, &ids, Duration::from_secs(5)).await;
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(sampler.await.unwrap().0, 9);
+}
+
+#[tokio::test]
+async fn split_frames_are_not_parseable() {
+    let s = start(Mutant::RelaySplitFrames).await;
+    let mut ws = Ws::connect(&s).await;
+    ws.send(&envelope("c", "GET", "/v1/contract", &[], ""))
+        .await;
+    let Some(Msg::Text(t)) = ws.recv_within(Duration::from_secs(2)).await else {
+        panic!("no message");
+    };
+    assert!(serde_json::from_str::<RelayResponse>(&t).is_err(), "{t}");
+}
+
+#[tokio::test]
+async fn leaked_slots_stay_busy_after_a_drop() {
+    let s = start(Mutant::RelayLeakSlot).await;
+    let state = s.state().clone();
+    let mut ws = Ws::connect(&s).await;
+    for id in ids("leak", 3) {
+        ws.send(&held(&id, 100)).await;
+    }
+    while state.relay.load().0 != 3 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    drop(ws);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(state.relay.load().0, 3);
+}
