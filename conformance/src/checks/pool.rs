@@ -132,9 +132,9 @@ pub async fn settle(t: &Target, pool: Pool, busy: usize, queued: usize, limit: D
 /// How a burst of held requests to one pool was answered, by the client's own clock.
 pub struct Burst {
     pub hold: Duration,
-    /// 200 within 1.5 holds of sending: admitted at once, ran alongside the others.
+    /// 200 within half a hold of the first answer: admitted at once, ran alongside the others.
     pub ran: Vec<Reply>,
-    /// 200 later: waited in the queue for a slot.
+    /// 200 later (a hold or more after the first): waited in the queue for a slot.
     pub queued: Vec<Reply>,
     /// The contract's overloaded answer.
     pub refused: Vec<Reply>,
@@ -207,8 +207,9 @@ impl Burst {
 }
 
 /// Sends `n` requests to `pool` at once, each holding the pool's first stage for `hold`, and
-/// sorts the answers by the client's clock: answered within 1.5 holds = ran at once, later =
-/// queued, the overloaded error = refused. Every reply goes on the timeline.
+/// sorts the answers by the client's clock: answered within half a hold of the first answer =
+/// ran at once, later = queued (it started when a slot freed), the overloaded error = refused.
+/// Every reply goes on the timeline.
 pub async fn burst(
     t: &Arc<Target>,
     c: &mut Ctx,
@@ -227,6 +228,7 @@ pub async fn burst(
         refused: Vec::new(),
         other: Vec::new(),
     };
+    let mut admitted = Vec::new();
     for (i, r) in join_all(tasks).await.into_iter().enumerate() {
         let name = format!("{label}-{i}");
         match r {
@@ -238,10 +240,8 @@ pub async fn burst(
                         ms(reply.elapsed),
                         hold.as_millis()
                     ));
-                } else if reply.ok() && reply.elapsed < hold * 3 / 2 {
-                    out.ran.push(reply);
                 } else if reply.ok() {
-                    out.queued.push(reply);
+                    admitted.push(reply);
                 } else if t.is_error(&reply, ErrorCode::Overloaded) {
                     out.refused.push(reply);
                 } else {
@@ -252,21 +252,34 @@ pub async fn burst(
             Err(e) => out.other.push(format!("{name}: {e}")),
         }
     }
+    // Ran at once or waited, by the client's clock and relative to the first answer (so a
+    // machine that is slow for everyone does not turn runners into waiters): a request that
+    // waited started only when a slot freed, so it answers at least about a hold after the
+    // first one did.
+    if let Some(first) = admitted.iter().map(Reply::answered).min() {
+        for reply in admitted {
+            if reply.answered() < first + hold / 2 {
+                out.ran.push(reply);
+            } else {
+                out.queued.push(reply);
+            }
+        }
+    }
     out
 }
 
 /// The hold of a capacity proof: long beside scheduling jitter, short beside the deadline
 /// (a queued request runs two holds after it arrived).
 fn proof_hold(t: &Target, pool: Pool) -> Duration {
-    Duration::from_millis(300).min(t.deadline(pool) / 4)
+    Duration::from_millis(400).min(t.deadline(pool) / 5)
 }
 
 /// After a fault: every slot admits work again, and the queue is whole — proved by the
 /// client, not the gauge. A burst of workers + queue + 1 held requests: all the workers run at
 /// once (a leaked slot would make one wait) and all the queue places admit a waiting request (a
-/// place held by a request that is gone cannot hide there); the one more is refused by a pool of
-/// the contract's size (a larger pool is T1's failure, not the fault's). The busy gauge is cross-checked: a gauge still busy while the client
-/// proves every slot free is a lying gauge.
+/// place held by a request that is gone cannot hide there); the one more is refused by a pool
+/// of the contract's size (a larger pool is T1's failure, not the fault's). The busy gauge is
+/// cross-checked: a gauge still busy while the client proves every slot free is a lying gauge.
 pub async fn capacity_recovered(t: &Arc<Target>, c: &mut Ctx) {
     let pool = Pool::Digitize;
     let baseline = c.baseline_busy.max(0.0) as usize;
