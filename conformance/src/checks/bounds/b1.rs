@@ -210,7 +210,7 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
     let holders: Vec<_> = (0..workers)
         .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, hold_for))))
         .collect();
-    settle(t, pool, workers, 0, Duration::from_millis(150)).await;
+    settle(t, pool, workers, 0, Duration::from_secs(1)).await;
     // Without queue places nothing waits, and there is no queue time to count.
     let long = deadline + Duration::from_secs(10);
     let queued = (t.queue_capacity(pool) > 0)
