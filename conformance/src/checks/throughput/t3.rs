@@ -75,6 +75,7 @@ async fn idle(t: &Target, c: &mut Ctx, pool: Pool) {
 /// Every worker and queue place of a pool, held.
 struct Saturation {
     sent: Instant,
+    hold: Duration,
     holders: Vec<Pending>,
     queued: Vec<Pending>,
 }
@@ -94,21 +95,33 @@ async fn saturate(t: &Arc<Target>, pool: Pool, hold: Duration) -> Saturation {
     settle(t, pool, workers, queue, SETTLE).await;
     Saturation {
         sent,
+        hold,
         holders,
         queued,
     }
 }
 
-/// Puts a saturation's replies on the timeline; returns when the first slot freed (by the
-/// client's clock: the first holder's answer) and the queued replies.
+/// When the first slot of a saturation freed, as the client can bracket it: no earlier than the
+/// holders' hold after the first was sent, no later than the first holder's answer. (On a
+/// quiet machine the two are milliseconds apart; on a crowded one an answer can reach the
+/// client late, and the truth is somewhere between.)
+#[derive(Clone, Copy)]
+struct Freed {
+    earliest: Instant,
+    latest: Instant,
+}
+
+/// Puts a saturation's replies on the timeline; returns when the first slot freed and the
+/// queued replies.
 async fn finish(
     t: &Target,
     c: &mut Ctx,
     label: &str,
     s: Saturation,
-) -> (Option<Instant>, Vec<Reply>) {
+) -> (Option<Freed>, Vec<Reply>) {
     let mut freed = None::<Instant>;
-    for (i, r) in join_all(s.holders).await.into_iter().enumerate() {
+    let holders = join_all(s.holders).await;
+    for (i, r) in holders.into_iter().enumerate() {
         match r {
             Ok(reply) => {
                 c.reply(t, format!("{label}-held-{i}"), &reply);
@@ -130,6 +143,11 @@ async fn finish(
             Err(e) => c.fail(format!("{label}-queued-{i}: {e}")),
         }
     }
+    let earliest = s.sent + s.hold;
+    let freed = freed.map(|latest| Freed {
+        earliest: earliest.min(latest),
+        latest,
+    });
     (freed, queued)
 }
 
@@ -238,6 +256,9 @@ async fn judge_retry(t: &Target, c: &mut Ctx, label: &str, retry: Option<Retry>)
 /// What the estimator should say after a window of scripted refusals, by the checker's model.
 struct Expectation {
     refusals: usize,
+    /// The window's p50 if the slot freed as early as it could have.
+    p50_early: Duration,
+    /// The window's p50 if it freed when the client learnt of it.
     p50: Duration,
     accepted: RangeInclusive<u64>,
     advertised: Option<u64>,
@@ -295,34 +316,39 @@ async fn fire(
 /// The window the server should hold at its next refusal, from what the client saw: the
 /// scripted refusals (each waited from its sending until the first slot freed), then the queued
 /// requests' waits (recorded when they started, at that release too), then `zeros` requests
-/// admitted at once. The advertised delay is its p50 rounded up, within the jitter tolerance.
+/// admitted at once. The advertised delay is its p50 rounded up, within the jitter tolerance
+/// around the bracket the client has for the moment the slot freed.
 fn expectation(
     t: &Target,
     refused: &[Instant],
     queued: &[Reply],
-    freed: Instant,
+    freed: Freed,
     zeros: usize,
 ) -> Expectation {
     let t3 = &t.expected.clauses.t3.value;
     let window = t3.window_samples as usize;
-    let mut model: Vec<Duration> = refused
-        .iter()
-        .map(|&at| freed.saturating_duration_since(at))
-        .collect();
-    model.extend(
-        queued
+    let p50_at = |freed: Instant| {
+        let mut model: Vec<Duration> = refused
             .iter()
-            .map(|r| freed.saturating_duration_since(r.sent)),
-    );
-    model.extend(std::iter::repeat_n(Duration::ZERO, zeros));
-    let keep = model.len().saturating_sub(window);
-    let p50 = p50(&model[keep..]);
+            .map(|&at| freed.saturating_duration_since(at))
+            .collect();
+        model.extend(
+            queued
+                .iter()
+                .map(|r| freed.saturating_duration_since(r.sent)),
+        );
+        model.extend(std::iter::repeat_n(Duration::ZERO, zeros));
+        let keep = model.len().saturating_sub(window);
+        p50(&model[keep..])
+    };
+    let (p50_early, p50) = (p50_at(freed.earliest), p50_at(freed.latest));
     let jitter = Duration::from_millis(t.expected.tolerances.retry_after_jitter_ms);
     let (lo, hi) = (t3.min_seconds, t.max_retry_after_s(Pool::Digitize));
     Expectation {
         refusals: refused.len(),
+        p50_early,
         p50,
-        accepted: ceil_s(p50.saturating_sub(jitter)).clamp(lo, hi)
+        accepted: ceil_s(p50_early.saturating_sub(jitter)).clamp(lo, hi)
             ..=ceil_s(p50 + jitter).clamp(lo, hi),
         advertised: None,
     }
@@ -331,9 +357,21 @@ fn expectation(
 /// How long the holders of a reading saturation hold: until just before the lowest delay the
 /// level accepts, so an honest delay finds a free slot and a shorter one does not.
 fn read_hold(e: &Expectation) -> Duration {
-    e.p50
+    e.p50_early
         .min(Duration::from_secs(*e.accepted.start()))
         .saturating_sub(Duration::from_millis(50))
+}
+
+impl Expectation {
+    /// `0.55 s`, or `0.50–0.62 s` when the client could only bracket the moment.
+    fn p50_text(&self) -> String {
+        let (a, b) = (self.p50_early.as_secs_f64(), self.p50.as_secs_f64());
+        if b - a < 0.005 {
+            format!("{b:.2} s")
+        } else {
+            format!("{a:.2}–{b:.2} s")
+        }
+    }
 }
 
 /// Judges the advertised delay of a level against the checker's expectation.
@@ -352,9 +390,9 @@ fn judge_level(
     e.advertised = Some(n);
     c.require(e.accepted.contains(&n), || {
         format!(
-            "{label}: {header} {n} s, but the {} of the queue waits the checker observed was {:.2} s (±{} ms → {}..={} s)",
+            "{label}: {header} {n} s, but the {} of the queue waits the checker observed was {} (±{} ms → {}..={} s)",
             t3.estimator,
-            e.p50.as_secs_f64(),
+            e.p50_text(),
             t.expected.tolerances.retry_after_jitter_ms,
             e.accepted.start(),
             e.accepted.end()
@@ -504,9 +542,9 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         judge_level(t, c, "high-probe", &mut hi, probe_hi);
         let retried = judge_retry(t, c, "high-retry", retry_hi).await;
         c.evidence.push(format!(
-            "high level: {} refusals, observed p50 {:.2} s → accepts {}..={} s; advertised {}; {retried}",
+            "high level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
             hi.refusals,
-            hi.p50.as_secs_f64(),
+            hi.p50_text(),
             hi.accepted.start(),
             hi.accepted.end(),
             hi.advertised.map_or("nothing valid".into(), |n| format!("{n} s"))
@@ -528,12 +566,13 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         finish(t, c, "low-read", s).await;
         let retried = judge_retry(t, c, "low-retry", retry_lo).await;
         c.evidence.push(format!(
-            "low level: {} refusals, observed p50 {:.2} s → accepts {}..={} s; advertised {}; {retried}",
+            "low level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
             lo.refusals,
-            lo.p50.as_secs_f64(),
+            lo.p50_text(),
             lo.accepted.start(),
             lo.accepted.end(),
-            lo.advertised.map_or("nothing valid".into(), |n| format!("{n} s"))
+            lo.advertised
+                .map_or("nothing valid".into(), |n| format!("{n} s"))
         ));
         levels = vec![lo, hi];
     } else {
@@ -579,16 +618,16 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     if let [lo, hi] = levels.as_slice() {
         if lo.accepted.end() >= hi.accepted.start() {
             c.skip(format!(
-                "cannot judge the estimator: the two levels' waits ({:.2} s, {:.2} s) round alike under this load",
-                lo.p50.as_secs_f64(),
-                hi.p50.as_secs_f64()
+                "cannot judge the estimator: the two levels' waits ({}, {}) round alike under this load",
+                lo.p50_text(),
+                hi.p50_text()
             ));
         } else if let (Some(x), Some(y)) = (lo.advertised, hi.advertised) {
             c.require(x != y, || {
                 format!(
-                    "{header} stayed {x} s while the queue wait moved from {:.2} s to {:.2} s",
-                    lo.p50.as_secs_f64(),
-                    hi.p50.as_secs_f64()
+                    "{header} stayed {x} s while the queue wait moved from {} to {}",
+                    lo.p50_text(),
+                    hi.p50_text()
                 )
             });
         }
@@ -597,9 +636,9 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         .iter()
         .map(|l| {
             format!(
-                "{} s at p50 {:.2} s",
+                "{} s at p50 {}",
                 l.advertised.map_or("–".to_owned(), |n| n.to_string()),
-                l.p50.as_secs_f64()
+                l.p50_text()
             )
         })
         .collect();
