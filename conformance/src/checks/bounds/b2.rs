@@ -39,7 +39,7 @@ async fn b2(t: &Arc<Target>, c: &mut Ctx) {
     {
         Ok(reply) => {
             c.reply(t, &label, &reply);
-            seen.push(format!("{label}: {} {}", reply.status, reply.code()));
+            seen.push(format!("{label}: {}", reply.status));
             c.require(reply.ok(), || {
                 format!(
                     "{label}: answered {} {}, but it is within the cap",

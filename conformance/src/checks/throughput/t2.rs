@@ -265,7 +265,7 @@ async fn t2(t: &Arc<Target>, c: &mut Ctx) {
             &missing,
         );
         observed.push(format!(
-            "{pool}: {fifo} of {trials} trials FIFO ({} requests through {queue} queue places each)",
+            "{pool}: {fifo} of {trials} trials FIFO ({} requests through {queue} queue place(s) each)",
             queue + 2
         ));
     }
