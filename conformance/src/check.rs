@@ -3,67 +3,58 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use plimsoll_server::Config;
 
-use crate::checks::contract;
 pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, CheckId, Run};
 use crate::checks::selected;
-use crate::report;
+use crate::report::{ReportFiles, terminal};
 pub use crate::session::Fatal;
-use crate::session::{self, ContractSource, Mode, Subject};
+use crate::session::{self, ContractSource, Opening, Subject, SubjectArgs};
 use crate::target::Target;
-use crate::verdict::{CheckResult, Manifest, RunReport};
+use crate::verdict::{CheckResult, RunReport};
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CheckArgs {
-    /// Base URL of the implementation (default: start the embedded reference server).
-    #[arg(long)]
-    pub target: Option<String>,
-    /// Contract to judge against (default: the embedded spec/contract.toml).
-    #[arg(long)]
-    pub contract: Option<PathBuf>,
-    /// Adopt the target's /v1/contract values in fields the contract lets a deployment override
-    /// (each listed in the report); any other difference is refused and fails `contract`.
-    #[arg(long)]
-    pub allow_overrides: bool,
+    /// What is checked: `--target`, `--contract`, `--allow-overrides`, `--temp-dir`.
+    #[command(flatten)]
+    pub subject: SubjectArgs,
+    /// The implementation's log file, if the checker can read it (F3 needs it; must be
+    /// readable at the start).
+    #[arg(long, value_name = "FILE", help_heading = "Target")]
+    pub server_log: Option<PathBuf>,
     /// Fail every check that skips, with its reason (a gate must not pass on missing evidence).
     /// Checks that do not apply to the target's values still pass, saying so.
-    #[arg(long)]
+    #[arg(long, help_heading = "Run")]
     pub strict: bool,
     /// Embedded server only: keep the contract's real timeouts instead of scaling them down.
-    #[arg(long)]
+    #[arg(long, help_heading = "Run")]
     pub full_timeouts: bool,
     /// Run only these check ids (comma-separated: T1, ..., R6, API); an unknown id is an error.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_name = "IDS", help_heading = "Run")]
     pub only: Vec<CheckId>,
     /// Skip these check ids (comma-separated). The `contract` check always runs.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_name = "IDS", help_heading = "Run")]
     pub skip: Vec<CheckId>,
     /// Trials per timing check (default: the contract's tolerances.trials).
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = "Run")]
     pub trials: Option<u32>,
-    /// The implementation's temp folder, if the checker can see it.
-    #[arg(long)]
-    pub temp_dir: Option<PathBuf>,
-    /// The implementation's log file, if the checker can read it.
-    #[arg(long)]
-    pub server_log: Option<PathBuf>,
-    /// Write the JSON report here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write a JUnit XML report here.
-    #[arg(long)]
-    pub junit: Option<PathBuf>,
-    /// Write a self-contained HTML report here.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
-    /// No progress display and colours (also when stdout is not a terminal).
-    #[arg(long)]
-    pub quiet: bool,
+    /// The reports: `--json`, `--junit`, `--html`, `--quiet`.
+    #[command(flatten)]
+    pub reports: ReportFiles,
+}
+
+impl CheckArgs {
+    /// The embedded reference server with every default and no progress display: what a test
+    /// starts from (`CheckArgs { trials: Some(2), ..CheckArgs::embedded() }`).
+    pub fn embedded() -> CheckArgs {
+        CheckArgs {
+            reports: ReportFiles::quiet(),
+            ..CheckArgs::default()
+        }
+    }
 }
 
 /// The overrides the embedded server runs with: timeouts scaled down so the suite is quick,
@@ -88,52 +79,24 @@ pub fn embedded_config(full_timeouts: bool) -> Result<Config, Fatal> {
 
 /// `plimsoll check` from the command line; returns the exit code.
 pub fn run(args: CheckArgs) -> u8 {
-    let runtime = match session::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("plimsoll check: cannot start the runtime: {e}");
-            return 2;
-        }
-    };
-    let result = runtime.block_on(async {
-        match &args.target {
-            Some(_) => execute(&args, None).await,
-            None => {
-                let config = embedded_config(args.full_timeouts)?;
-                execute(&args, Some(config)).await
-            }
-        }
-    });
-    match result {
-        Ok(report) => u8::from(report.failed() > 0),
-        Err(e) => {
-            eprintln!("plimsoll check: cannot proceed: {e}");
-            2
-        }
-    }
+    session::run_command(
+        "check",
+        &args.subject,
+        || embedded_config(args.full_timeouts),
+        |embedded| execute(&args, embedded),
+    )
 }
 
-/// Runs the suite against `args.target`, or against a server started from `embedded`.
+/// Runs the suite against `args.subject.target`, or against a server started from `embedded`.
 pub async fn execute(args: &CheckArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
-    let source = ContractSource::read(args.contract.as_deref())?;
-    let subject = match embedded {
-        Some(config) => Subject::embedded(config).await?,
-        None => Subject::external(
-            args.target.as_deref().unwrap_or_default(),
-            args.temp_dir.clone(),
-            args.server_log.clone(),
-        )?,
-    };
-    let result = run_suite(args, &source, &subject).await;
-    subject.finish().await;
-    let report = result?;
-    report::write_all(
-        &report,
-        args.json.as_deref(),
-        args.junit.as_deref(),
-        args.html.as_deref(),
-    )?;
-    Ok(report)
+    session::judge(
+        &args.subject,
+        embedded,
+        args.server_log.clone(),
+        &args.reports,
+        async |source, subject| run_suite(args, source, subject).await,
+    )
+    .await
 }
 
 async fn run_suite(
@@ -141,25 +104,24 @@ async fn run_suite(
     source: &ContractSource,
     subject: &Subject,
 ) -> Result<RunReport, Fatal> {
-    let contract = &source.contract;
-    let base = subject.url.clone();
-    let mode = subject.mode();
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis();
     let client = reqwest::Client::new();
-    // The embedded server runs with overrides the checker set itself: adopt them.
-    let allow_overrides = mode == Mode::Embedded || args.allow_overrides;
-    let reconciliation = session::reconcile(&client, &base, contract, allow_overrides).await?;
+    let Opening {
+        reconciliation,
+        allow_overrides,
+        mut manifest,
+    } = session::open(&client, "plimsoll".into(), &args.subject, source, subject).await?;
     let expected = reconciliation.effective.clone();
-    let trials = args.trials.unwrap_or(expected.tolerances.trials);
+    manifest.trials = args.trials.unwrap_or(expected.tolerances.trials);
+    manifest.strict = args.strict;
+    let style = args.reports.style();
+    // What is checked, before the first request that could fail.
+    println!("{}", terminal::header(&manifest, style));
     let target = Arc::new(Target::new(
-        base.clone(),
+        subject.url.clone(),
         expected,
         subject.temp_dir.clone(),
         subject.server_log.clone(),
-        trials,
+        manifest.trials,
     ));
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them.
@@ -175,17 +137,7 @@ async fn run_suite(
     }
 
     let selected: Vec<_> = selected(&args.only, &args.skip).collect();
-    let color = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let progress = report::terminal::Progress::new(selected.len(), color);
-    // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
-    let print = |r: &CheckResult| {
-        let line = report::terminal::progress_line(r, color);
-        if color {
-            progress.finish_one(&line)
-        } else {
-            println!("{line}")
-        }
-    };
+    let progress = terminal::Progress::new(selected.len(), style.color);
     let mut results = Vec::new();
     for check in selected {
         let result = match check.run {
@@ -203,33 +155,16 @@ async fn run_suite(
         } else {
             result
         };
-        print(&result);
+        // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
+        progress.line(&terminal::progress_line(&result, style));
         results.push(result);
     }
     progress.finish();
 
-    let report = RunReport {
-        manifest: Manifest {
-            tool: "plimsoll".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            target: base,
-            mode: mode.as_str().into(),
-            contract_hash: source.hash(),
-            contract_version: contract.contract.version.clone(),
-            differences: contract::differences(&reconciliation),
-            scaled: !reconciliation.adopted.is_empty(),
-            strict: args.strict,
-            effective: serde_json::to_value(&reconciliation.effective)
-                .expect("a contract serializes"),
-            adopted: reconciliation.adopted,
-            refused: reconciliation.refused,
-            claim_unreadable: reconciliation.unreadable,
-            trials,
-            seed: 0,
-            started_unix_ms,
-        },
-        results,
-    };
-    println!("{}", report::terminal::summary_table(&report, color));
+    let report = RunReport { manifest, results };
+    print!(
+        "{}",
+        terminal::summary(&report, args.reports.html.as_deref(), style)
+    );
     Ok(report)
 }

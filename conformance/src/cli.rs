@@ -1,15 +1,25 @@
 //! Command-line parsing; each subcommand hands off to its module.
+//!
+//! Every subcommand's help has one layout: a one-line purpose, the usage, its options grouped
+//! under named headings (`Target`, `Run`, `Reports` for the commands that judge a target), then
+//! the same closing blocks: what else it reads (`Environment:`, where it has one), `Exit
+//! codes:` and `Example:`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::builder::StyledStr;
+use clap::builder::styling::Styles;
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::load::ProfileName;
+use crate::report::terminal::wrap;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "plimsoll",
     version,
-    about = "A machine-readable concurrency contract, its reference server and its conformance suite"
+    about = "A machine-readable concurrency contract, its reference server and its conformance suite",
+    after_help = top_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -18,30 +28,233 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Regenerate docs/concurrency.md, spec/openapi.json and spec/schemas/*.json from spec/contract.toml.
-    Docs {
-        /// Change nothing; exit 1 naming each stale file.
-        #[arg(long)]
-        check: bool,
-        /// Repository root (default: the nearest ancestor holding spec/contract.toml).
-        #[arg(long)]
-        root: Option<PathBuf>,
-    },
-    /// Check an implementation against the contract (default: the embedded reference server).
+    /// Check an implementation against the contract, clause by clause (default: the embedded reference server).
+    #[command(after_help = check_help())]
     Check(crate::check::CheckArgs),
     /// Run a goose load profile against an implementation, judged by the contract and a queueing prediction.
+    #[command(after_help = load_help())]
     Load(crate::load::LoadArgs),
-    /// Run the reference server (settings from the environment: WORKER_POOL_SIZE, ..., PLIMSOLL_TEST_HOOKS).
+    /// Regenerate docs/concurrency.md, spec/openapi.json and spec/schemas/*.json from spec/contract.toml.
+    #[command(after_help = docs_help())]
+    Docs(crate::docs::DocsArgs),
+    /// Run the reference server; its settings come from the environment.
+    #[command(after_help = serve_help())]
     Serve(crate::serve::ServeArgs),
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Docs { check, root } => crate::docs::run(root, check),
+        Command::Docs(args) => crate::docs::run(args),
         Command::Serve(args) => crate::serve::run(args),
         Command::Check(args) => crate::check::run(args),
         Command::Load(args) => crate::load::run(args),
     };
     ExitCode::from(code)
+}
+
+/// The width clap lays its own help out in (without the `wrap_help` feature).
+const HELP_WIDTH: usize = 100;
+
+/// A closing block of a help page, headed like clap's own headings (`Options:`): each entry a
+/// term (`0`, a command line) and what it means, beside a short term and on the next line
+/// after a long one, wrapped with a hanging indent.
+fn block(out: &mut String, heading: &str, entries: &[(&str, &str)]) {
+    let style = Styles::default().get_header().to_owned();
+    out.push_str(&format!("\n{style}{heading}:{style:#}\n"));
+    let short = |term: &str| term.chars().count() <= 8;
+    let term_width = entries
+        .iter()
+        .map(|(term, _)| term.chars().count())
+        .filter(|w| *w <= 8)
+        .max()
+        .unwrap_or(0);
+    for (term, meaning) in entries {
+        if short(term) {
+            let lead = format!("  {term:<term_width$}  ");
+            let indent = lead.chars().count();
+            let lines = wrap(meaning, indent, indent, HELP_WIDTH);
+            out.push_str(&format!("{lead}{}\n", lines.join("\n")));
+        } else {
+            out.push_str(&format!("  {}\n", wrap(term, 2, 4, HELP_WIDTH).join("\n")));
+            out.push_str(&format!(
+                "      {}\n",
+                wrap(meaning, 6, 6, HELP_WIDTH).join("\n")
+            ));
+        }
+    }
+}
+
+/// The closing blocks: what else the command reads (if anything), exit codes, examples.
+fn closing(
+    extra: &[(&str, &[(&str, &str)])],
+    exit_codes: &[(&str, &str)],
+    examples: &[(&str, &str)],
+) -> StyledStr {
+    let mut out = String::new();
+    for (heading, entries) in extra {
+        block(&mut out, heading, entries);
+    }
+    block(&mut out, "Exit codes", exit_codes);
+    block(&mut out, "Example", examples);
+    StyledStr::from(out.trim_start_matches('\n').to_owned())
+}
+
+/// The exit codes of the commands that judge a target (`check`, `load`), one per
+/// [`crate::session::EXIT_PASS`] and its siblings.
+fn judged_exit_codes(
+    passed: &'static str,
+    failed: &'static str,
+) -> [(&'static str, &'static str); 3] {
+    [
+        ("0", passed),
+        ("1", failed),
+        (
+            "2",
+            "the run could not proceed (target unreachable, contract invalid, hooks off, a bad \
+             option or path), said in one line on stderr",
+        ),
+    ]
+}
+
+fn top_help() -> StyledStr {
+    let mut out = String::new();
+    block(
+        &mut out,
+        "Example",
+        &[
+            (
+                "plimsoll check",
+                "check the embedded reference server: the first run to try",
+            ),
+            (
+                "plimsoll check --help",
+                "every option of a command, its exit codes and examples",
+            ),
+        ],
+    );
+    StyledStr::from(out.trim_start_matches('\n').to_owned())
+}
+
+fn check_help() -> StyledStr {
+    closing(
+        &[],
+        &judged_exit_codes(
+            "every check passed (skips allowed, unless --strict)",
+            "a check failed; the summary after the checks says which and why",
+        ),
+        &[
+            (
+                "plimsoll check --html report.html",
+                "the embedded reference server (scaled timeouts), with a timeline per check",
+            ),
+            (
+                "plimsoll check --target http://127.0.0.1:8080 --strict --junit junit.xml",
+                "your own service, started with PLIMSOLL_TEST_HOOKS=1, as a CI gate",
+            ),
+        ],
+    )
+}
+
+fn load_help() -> StyledStr {
+    let profiles: Vec<(&str, &str)> = ProfileName::value_variants()
+        .iter()
+        .map(|p| (p.as_str(), p.about()))
+        .collect();
+    closing(
+        &[
+            ("Profiles", &profiles),
+            (
+                "Environment",
+                &[(
+                    "PLIMSOLL_LOG",
+                    "log filter of the checker and goose (default: warn,goose=error)",
+                )],
+            ),
+        ],
+        &judged_exit_codes(
+            "every verdict of the profile passed",
+            "a verdict failed; the summary after the verdicts says which and why",
+        ),
+        &[
+            (
+                "plimsoll load --profile burst",
+                "waves of simultaneous requests against the embedded reference server",
+            ),
+            (
+                "plimsoll load --profile soak --target http://127.0.0.1:8080 --pid 4242",
+                "your own service below capacity for long, its memory and open files read from /proc",
+            ),
+        ],
+    )
+}
+
+fn docs_help() -> StyledStr {
+    closing(
+        &[],
+        &[
+            (
+                "0",
+                "every generated file written (or, with --check, fresh)",
+            ),
+            ("1", "--check: a generated file is stale; each is named"),
+            (
+                "2",
+                "no spec/contract.toml found, the contract is invalid, or a file could not be written",
+            ),
+        ],
+        &[
+            (
+                "plimsoll docs",
+                "regenerate after editing spec/contract.toml, then commit",
+            ),
+            (
+                "plimsoll docs --check",
+                "in CI: fail while a generated file is stale",
+            ),
+        ],
+    )
+}
+
+fn serve_help() -> StyledStr {
+    let overrides = plimsoll_spec::Contract::embedded()
+        .override_envs()
+        .join(", ");
+    closing(
+        &[(
+            "Environment",
+            &[
+                (
+                    overrides.as_str(),
+                    "the contract's overrides; unset, the contract's own values apply",
+                ),
+                (
+                    "PLIMSOLL_TEST_HOOKS=1",
+                    "honour the test hooks the conformance checks drive the server with",
+                ),
+                (
+                    "PLIMSOLL_TEMP_DIR, PLIMSOLL_LOG_FILE",
+                    "as --temp-dir, --log-file",
+                ),
+                (
+                    "PLIMSOLL_DRAIN_TIMEOUT_MS",
+                    "how long SIGTERM waits for requests in flight",
+                ),
+            ],
+        )],
+        &[
+            (
+                "0",
+                "stopped by SIGTERM or Ctrl-C, requests in flight drained",
+            ),
+            (
+                "2",
+                "could not start (a bad setting, the address in use); one line on stderr",
+            ),
+        ],
+        &[(
+            "PLIMSOLL_TEST_HOOKS=1 QUEUE_CAPACITY=2 plimsoll serve --port 8080",
+            "a server to point `plimsoll check --target http://127.0.0.1:8080` at",
+        )],
+    )
 }

@@ -9,19 +9,24 @@ use plimsoll_server::{Config, LogSink, Server};
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
+    #[arg(
+        long,
+        default_value = "127.0.0.1",
+        value_name = "ADDR",
+        help_heading = "Listen"
+    )]
     pub bind: IpAddr,
     /// Port (default: the contract's `api.default_port`).
-    #[arg(long)]
+    #[arg(long, value_name = "PORT", help_heading = "Listen")]
     pub port: Option<u16>,
     /// Relay workers (R1); same as RELAY_CONCURRENCY.
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = "Settings")]
     pub relay_concurrency: Option<u32>,
     /// Parent of per-request temp directories (default: $TMPDIR/plimsoll; env PLIMSOLL_TEMP_DIR).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR", help_heading = "Settings")]
     pub temp_dir: Option<PathBuf>,
     /// Append JSON logs to this file instead of stdout (env PLIMSOLL_LOG_FILE).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE", help_heading = "Settings")]
     pub log_file: Option<PathBuf>,
 }
 
@@ -47,10 +52,7 @@ pub fn run(args: ServeArgs) -> u8 {
         config.log = LogSink::File(path);
     }
     let port = args.port.unwrap_or(config.contract.api.default_port);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::session::runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("plimsoll serve: cannot start the runtime: {e}");

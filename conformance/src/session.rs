@@ -1,13 +1,110 @@
 //! What every run (`check`, `load`) sets up before its first request and tears down after its
-//! last: the contract it judges by, the subject under test (an embedded reference server or an
-//! external target), and the target's claimed effective values. One lifecycle, so the two
-//! commands cannot drift apart.
+//! last: the options naming what is checked, the contract it judges by, the subject under test
+//! (an embedded reference server or an external target), the target's claimed effective values,
+//! and the exit code. One lifecycle, so the two commands cannot drift apart.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use plimsoll_server::{Config, Embedded};
 use plimsoll_spec::{Contract, EMBEDDED_TOML, Reconciliation};
+
+use crate::checks::contract;
+use crate::report::ReportFiles;
+use crate::verdict::{Manifest, RunReport};
+
+/// Exit code: every verdict passed (skips allowed, unless `--strict`).
+pub const EXIT_PASS: u8 = 0;
+/// Exit code: a verdict failed.
+pub const EXIT_FAIL: u8 = 1;
+/// Exit code: the run could not proceed; the reason is one line on stderr.
+pub const EXIT_CANNOT_PROCEED: u8 = 2;
+
+/// What a run checks, as the command line names it: one set of options for `check` and `load`.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Target")]
+pub struct SubjectArgs {
+    /// Base URL of the implementation (default: start the embedded reference server on a free
+    /// loopback port).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Contract to judge against (default: the embedded spec/contract.toml).
+    #[arg(long, value_name = "FILE")]
+    pub contract: Option<PathBuf>,
+    /// Adopt the target's GET /v1/contract values in fields the contract lets a deployment
+    /// override (each listed in the report); any other difference is refused and fails
+    /// `contract`.
+    #[arg(long)]
+    pub allow_overrides: bool,
+    /// The implementation's temp folder, if the checker can see it (must be readable at the
+    /// start).
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
+}
+
+/// Runs a command that judges a target (`check`, `load`) from the command line: starts the
+/// runtime, starts the embedded server from `embedded` when no `--target` is given, runs
+/// `execute`, and maps the outcome to the exit code ([`EXIT_PASS`], [`EXIT_FAIL`],
+/// [`EXIT_CANNOT_PROCEED`] with a one-line reason on stderr).
+pub fn run_command<Fut>(
+    command: &str,
+    subject: &SubjectArgs,
+    embedded: impl FnOnce() -> Result<Config, Fatal>,
+    execute: impl FnOnce(Option<Config>) -> Fut,
+) -> u8
+where
+    Fut: Future<Output = Result<RunReport, Fatal>>,
+{
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("plimsoll {command}: cannot start the runtime: {e}");
+            return EXIT_CANNOT_PROCEED;
+        }
+    };
+    let result = runtime.block_on(async {
+        let embedded = match subject.target {
+            Some(_) => None,
+            None => Some(embedded()?),
+        };
+        execute(embedded).await
+    });
+    match result {
+        Ok(report) if report.failed() > 0 => EXIT_FAIL,
+        Ok(_) => EXIT_PASS,
+        Err(e) => {
+            eprintln!("plimsoll {command}: cannot proceed: {e}");
+            EXIT_CANNOT_PROCEED
+        }
+    }
+}
+
+/// One judged run: reads the contract, starts the subject (the embedded server from `embedded`,
+/// or `args.target`), runs `run` on them, stops the subject whatever happened, and writes the
+/// report files asked for.
+pub async fn judge(
+    args: &SubjectArgs,
+    embedded: Option<Config>,
+    server_log: Option<PathBuf>,
+    reports: &ReportFiles,
+    run: impl AsyncFnOnce(&ContractSource, &Subject) -> Result<RunReport, Fatal>,
+) -> Result<RunReport, Fatal> {
+    let source = ContractSource::read(args.contract.as_deref())?;
+    let subject = match embedded {
+        Some(config) => Subject::embedded(config).await?,
+        None => Subject::external(
+            args.target.as_deref().unwrap_or_default(),
+            args.temp_dir.clone(),
+            server_log,
+        )?,
+    };
+    let result = run(&source, &subject).await;
+    subject.finish().await;
+    let report = result?;
+    reports.write(&report)?;
+    Ok(report)
+}
 
 /// Why a run could not proceed (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -186,7 +283,58 @@ pub async fn reconcile(
     })
 }
 
-/// The runtime both commands run on.
+/// What a run knows before its first check: the target's claim reconciled with the contract,
+/// and the manifest every report of the run starts with (the terminal header is drawn from it).
+pub struct Opening {
+    pub reconciliation: Reconciliation,
+    /// Whether claimed values may be adopted: `--allow-overrides`, or always on the embedded
+    /// server, which runs with overrides the checker set itself.
+    pub allow_overrides: bool,
+    /// `trials` 1, `seed` 0 and `strict` off until the command sets its own.
+    pub manifest: Manifest,
+}
+
+/// Reads the target's claim and fills in the run's manifest under `tool`.
+pub async fn open(
+    client: &reqwest::Client,
+    tool: String,
+    args: &SubjectArgs,
+    source: &ContractSource,
+    subject: &Subject,
+) -> Result<Opening, Fatal> {
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
+    let mode = subject.mode();
+    let allow_overrides = mode == Mode::Embedded || args.allow_overrides;
+    let reconciliation = reconcile(client, &subject.url, &source.contract, allow_overrides).await?;
+    let manifest = Manifest {
+        tool,
+        version: env!("CARGO_PKG_VERSION").into(),
+        target: subject.url.clone(),
+        mode: mode.as_str().into(),
+        contract_hash: source.hash(),
+        contract_version: source.contract.contract.version.clone(),
+        differences: contract::differences(&reconciliation),
+        scaled: !reconciliation.adopted.is_empty(),
+        strict: false,
+        effective: serde_json::to_value(&reconciliation.effective).expect("a contract serializes"),
+        adopted: reconciliation.adopted.clone(),
+        refused: reconciliation.refused.clone(),
+        claim_unreadable: reconciliation.unreadable.clone(),
+        trials: 1,
+        seed: 0,
+        started_unix_ms,
+    };
+    Ok(Opening {
+        reconciliation,
+        allow_overrides,
+        manifest,
+    })
+}
+
+/// The runtime every command runs on.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

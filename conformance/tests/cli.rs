@@ -60,6 +60,11 @@ async fn plimsoll(args: Vec<String>, limit: Duration) -> Output {
     .unwrap()
 }
 
+/// Text with every run of white space one space: what a wrapped paragraph says.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -271,7 +276,8 @@ async fn an_unreadable_claim_fails_the_contract_check_and_the_run_goes_on() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("✗ contract"), "{stdout}");
-    assert!(stdout.contains("is not JSON"), "{stdout}");
+    // The reason is wrapped in the summary, never cut.
+    assert!(flat(&stdout).contains("is not JSON"), "{stdout}");
     assert!(stdout.contains("✓ F2"), "{stdout}");
     drop(proxy);
     server.shutdown().await.unwrap();
@@ -304,9 +310,115 @@ async fn f3_reads_a_real_log_with_stacks_on() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("adopted 1 override(s): LOG_STACK=true"),
+        stdout.contains("\n  adopted from its claim: stack on\n"),
         "{stdout}"
     );
     assert!(stdout.contains("✓ F3"), "{stdout}");
     server.shutdown().await.unwrap();
+}
+
+/// The terminal report of a real embedded run, end to end: a header saying what is checked
+/// (the embedded server's address and every value it was scaled to), one line per check that
+/// fits 100 columns and ends in its duration, the counts, and one line of next steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_check_prints_what_it_checks_one_line_per_check_and_the_next_steps() {
+    let out = plimsoll(
+        strings(&["check", "--only", "T1"]),
+        Duration::from_secs(120),
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stderr.is_empty(), "no spinner off a terminal: {stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 10, "{stdout}");
+
+    let address = lines[0]
+        .strip_prefix("Checking the embedded reference server on 127.0.0.1:")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    address.parse::<u16>().expect("a port");
+    let scaled = lines[1].strip_prefix("  scaled: ").expect("scaled values");
+    assert_eq!(
+        scaled.split(", ").count(),
+        plimsoll_conformance::check::embedded_overrides(false).len(),
+        "one item per override: {scaled}"
+    );
+    assert!(scaled.contains("digitize timeout "), "{scaled}");
+    assert!(
+        lines[2].starts_with("  contract ") && lines[2].ends_with("per timing check, strict off"),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(lines[3], "");
+
+    for (line, id) in lines[4..6].iter().zip(["contract", "T1"]) {
+        assert!(line.starts_with(&format!("✓ {id} ")), "{line}");
+        assert!(line.chars().count() <= 100, "{line}");
+        let seconds = line
+            .strip_suffix(" s")
+            .and_then(|rest| rest.rsplit(' ').next())
+            .unwrap_or_else(|| panic!("no duration: {line}"));
+        let decimals = seconds.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(
+            seconds.parse::<f64>().is_ok() && (1..=2).contains(&decimals),
+            "{line}"
+        );
+    }
+    assert_eq!(lines[6], "");
+    assert!(
+        lines[7].starts_with("2 passed, 0 failed, 0 skipped in "),
+        "{}",
+        lines[7]
+    );
+    assert_eq!(lines[8], "");
+    assert!(
+        lines[9].starts_with("Next: --html report.html") && lines[9].contains("--target URL"),
+        "{}",
+        lines[9]
+    );
+}
+
+/// `--help` of every subcommand in one layout: the purpose, the usage, `Options:` and the
+/// option groups, then `Exit codes:` and `Example:` last; `-h` and `--help` alike.
+#[test]
+fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+            .args(args)
+            .output()
+            .expect("the plimsoll binary runs");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for command in ["check", "load", "docs", "serve"] {
+        let text = help(&[command, "--help"]);
+        assert_eq!(text, help(&[command, "-h"]), "{command}: one help, not two");
+        let headings: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+            .collect();
+        assert_eq!(headings[0], "Options:", "{command}: {headings:?}");
+        assert_eq!(
+            headings[headings.len() - 2..],
+            ["Exit codes:", "Example:"],
+            "{command}: {headings:?}"
+        );
+        let purpose = text.lines().next().unwrap();
+        assert!(!purpose.is_empty() && !purpose.ends_with(':'), "{purpose}");
+        assert!(
+            text.contains(&format!("\nUsage: plimsoll {command} ")),
+            "{text}"
+        );
+        assert!(text.contains("\n  0  "), "{command}: exit code 0 explained");
+        assert!(text.contains("\n  2  "), "{command}: exit code 2 explained");
+        assert!(
+            text.contains(&format!("\n  plimsoll {command}"))
+                || text.contains(&format!(" plimsoll {command} ")),
+            "{command}: an example"
+        );
+        for line in text.lines() {
+            assert!(line.chars().count() <= 100, "{command}: {line}");
+        }
+    }
 }

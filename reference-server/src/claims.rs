@@ -15,8 +15,9 @@ pub trait Claims: Debug + Send + Sync {
     fn server_timing(&self, value: HeaderValue) -> Option<HeaderValue>;
     /// The body of `GET /v1/contract`.
     fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract>;
-    /// The body of `GET /metrics`.
-    fn metrics(&self, exposition: String) -> String;
+    /// The body of `GET /metrics`: `exposition` is what the server measured, for a server that
+    /// serves `effective`.
+    fn metrics(&self, exposition: String, effective: &Contract) -> String;
 }
 
 /// Every claim as measured or configured.
@@ -36,7 +37,7 @@ impl Claims for Truthful {
         Cow::Borrowed(effective)
     }
 
-    fn metrics(&self, exposition: String) -> String {
+    fn metrics(&self, exposition: String, _effective: &Contract) -> String {
         exposition
     }
 }

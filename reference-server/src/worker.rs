@@ -47,6 +47,9 @@ impl TempCleaner for RemoveTempDir {
 pub trait SlotRelease: Debug + Send + Sync {
     /// The handler is answering; the worker may still be running.
     fn answered(&self, slot: &Slot);
+    /// The client of `pool` went away while its job held `slot`; the worker may still be
+    /// running (it stops at its next checkpoint once cancelled).
+    fn client_gone(&self, slot: &Slot, pool: Pool);
     /// The worker stopped (its temp dir already cleaned).
     fn worker_stopped(&self, slot: &Slot, end: &WorkerEnd<'_>);
 }
@@ -58,6 +61,8 @@ pub struct ReleaseWhenStopped;
 
 impl SlotRelease for ReleaseWhenStopped {
     fn answered(&self, _slot: &Slot) {}
+
+    fn client_gone(&self, _slot: &Slot, _pool: Pool) {}
 
     // clause: T1 — a slot frees only when its worker has stopped
     fn worker_stopped(&self, slot: &Slot, _end: &WorkerEnd<'_>) {

@@ -176,8 +176,20 @@ impl Contract {
 
 impl Contract {
     /// Fills a clause text's placeholders so prose never repeats a value: `{field}` is a field of
-    /// the clause's value, `{status:CODE}` the HTTP status of an error code.
+    /// the clause's value, `{status:CODE}` the HTTP status of an error code, and `{a.b.c}` (a
+    /// dotted path) any scalar of the contract, e.g. `{api.digitize.max_pixels}`.
     pub fn expand(&self, clause: &ClauseRef<'_>, template: &str) -> Result<String, String> {
+        self.expand_in(Some(clause), template)
+    }
+
+    /// [`Contract::expand`] for a text that may belong to no clause (then `{field}` names
+    /// nothing; `{status:CODE}` and dotted paths still work).
+    pub fn expand_in(
+        &self,
+        clause: Option<&ClauseRef<'_>>,
+        template: &str,
+    ) -> Result<String, String> {
+        let mut doc: Option<serde_json::Value> = None;
         let mut out = String::with_capacity(template.len());
         let mut rest = template;
         while let Some(open) = rest.find('{') {
@@ -193,14 +205,31 @@ impl Contract {
                     .find(|e| e.code == code)
                     .map(|e| e.status.to_string())
                     .ok_or_else(|| format!("`{code}` has no status in [[errors]]"))?
+            } else if name.contains('.') {
+                let doc = doc.get_or_insert_with(|| {
+                    serde_json::to_value(self).expect("a contract serializes")
+                });
+                name.split('.')
+                    .try_fold(&*doc, |v, part| match v {
+                        serde_json::Value::Object(m) => m.get(part),
+                        serde_json::Value::Array(a) => a.get(part.parse::<usize>().ok()?),
+                        _ => None,
+                    })
+                    .and_then(scalar)
+                    .ok_or_else(|| {
+                        format!("placeholder `{{{name}}}` is not a scalar of the contract")
+                    })?
             } else {
-                match clause.value.get(name) {
-                    Some(serde_json::Value::String(s)) => s.clone(),
-                    Some(v) if !v.is_object() && !v.is_array() => v.to_string(),
-                    _ => {
-                        return Err(format!(
+                match clause {
+                    Some(c) => c.value.get(name).and_then(scalar).ok_or_else(|| {
+                        format!(
                             "placeholder `{{{name}}}` is not a scalar field of {}'s value",
-                            clause.id
+                            c.id
+                        )
+                    })?,
+                    None => {
+                        return Err(format!(
+                            "placeholder `{{{name}}}` needs a clause; use a dotted path"
                         ));
                     }
                 }
@@ -216,5 +245,20 @@ impl Contract {
     pub fn text(&self, clause: &ClauseRef<'_>, template: &str) -> String {
         self.expand(clause, template)
             .unwrap_or_else(|_| template.to_owned())
+    }
+
+    /// An implementation rule's text with its placeholders filled (its clause's value first).
+    pub fn rule_text(&self, rule: &crate::model::ImplementationRule) -> Result<String, String> {
+        let clause = rule.clause.map(|id| self.clause(id));
+        self.expand_in(clause.as_ref(), &rule.rule)
+    }
+}
+
+/// A JSON scalar as prose shows it (strings without quotes); None for objects and arrays.
+fn scalar(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Object(_) | serde_json::Value::Array(_) => None,
+        other => Some(other.to_string()),
     }
 }

@@ -31,10 +31,11 @@ pub enum ErrorCode {
     MalformedDesign,
     HooksDisabled,
     NotFound,
+    UpgradeRequired,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::Overloaded,
         ErrorCode::Timeout,
         ErrorCode::UploadTimeout,
@@ -48,6 +49,7 @@ impl ErrorCode {
         ErrorCode::MalformedDesign,
         ErrorCode::HooksDisabled,
         ErrorCode::NotFound,
+        ErrorCode::UpgradeRequired,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -65,6 +67,7 @@ impl ErrorCode {
             ErrorCode::MalformedDesign => "malformed_design",
             ErrorCode::HooksDisabled => "hooks_disabled",
             ErrorCode::NotFound => "not_found",
+            ErrorCode::UpgradeRequired => "upgrade_required",
         }
     }
 

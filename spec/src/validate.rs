@@ -99,6 +99,34 @@ impl Contract {
             }
         }
 
+        let mut ids = std::collections::BTreeSet::new();
+        for (i, rule) in self.implementation.iter().enumerate() {
+            let at = |f: &str| format!("implementation.{i}.{f}");
+            let well_formed = !rule.id.is_empty()
+                && rule
+                    .id
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !well_formed {
+                out.push(violation(
+                    &at("id"),
+                    format!("`{}` is not lowercase letters, digits and `-`", rule.id),
+                ));
+            }
+            if !ids.insert(rule.id.as_str()) {
+                out.push(violation(
+                    &at("id"),
+                    format!("`{}` names two rules", rule.id),
+                ));
+            }
+            if rule.rule.trim().is_empty() {
+                out.push(violation(&at("rule"), "must not be empty".into()));
+            }
+            if let Err(e) = self.rule_text(rule) {
+                out.push(violation(&at("rule"), e));
+            }
+        }
+
         let (c, b3) = (&self.clauses, &self.clauses.b3.value);
         // (field, value, min, max): the ranges a value must fall in to make sense at all.
         #[rustfmt::skip]

@@ -188,3 +188,44 @@ fn prose_placeholders_follow_the_values() {
     );
     assert!(refused(&text).contains("clauses.T1.statement"));
 }
+
+#[test]
+fn implementation_rules_fill_dotted_paths_and_follow_overrides() {
+    let c = Contract::embedded();
+    let rule = |id: &str| {
+        let r = c.implementation.iter().find(|r| r.id == id).unwrap();
+        c.rule_text(r).unwrap()
+    };
+    let max_pixels = c.api.digitize.max_pixels.to_string();
+    assert!(rule("memory-before-pixels").contains(&max_pixels));
+    assert!(rule("alloc-hook").contains("`decode` for digitize, `parse` for export"));
+    let (scaled, _) = c
+        .with_overrides(|k| (k == "REQUEST_MEMORY_CAP_MB").then(|| "2048".to_owned()))
+        .unwrap();
+    let r = scaled
+        .implementation
+        .iter()
+        .find(|r| r.id == "memory-estimate")
+        .unwrap();
+    assert!(scaled.rule_text(r).unwrap().contains("over 2048 MB"));
+}
+
+#[test]
+fn a_broken_implementation_rule_is_refused_with_its_line() {
+    let text = EMBEDDED_TOML.replacen("{api.contract.path}", "{api.contract.pathz}", 1);
+    let msg = refused(&text);
+    assert!(msg.contains("implementation.0.rule"), "{msg}");
+    assert!(msg.contains("api.contract.pathz"), "{msg}");
+    assert!(
+        msg.contains(&format!("line {}", line_of(&text, "{api.contract.pathz}"))),
+        "{msg}"
+    );
+    // `{field}` needs a clause: the contract endpoint's rule has none.
+    let text = EMBEDDED_TOML.replacen("{api.contract.path}", "{path}", 1);
+    assert!(refused(&text).contains("needs a clause"));
+    // Ids are unique and well formed.
+    let text = EMBEDDED_TOML.replacen("id = \"routes\"", "id = \"contract-endpoint\"", 1);
+    assert!(refused(&text).contains("names two rules"));
+    let text = EMBEDDED_TOML.replacen("id = \"routes\"", "id = \"Routes\"", 1);
+    assert!(refused(&text).contains("implementation.1.id"));
+}

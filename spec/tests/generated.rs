@@ -137,3 +137,49 @@ fn summary_table_snapshot() {
     let end = md.find("## Throughput").unwrap();
     insta::assert_snapshot!(&md[start..end]);
 }
+
+/// `docs/conformance.md`'s "Implementing the contract" cites the implementation rules as
+/// ``[`id`](concurrency.md#topic-anchor)``: every citation names a rule of the contract and the
+/// heading its topic renders under, and every rule is cited, so the checklist never drifts from
+/// the contract.
+#[test]
+fn the_implementers_checklist_cites_every_rule_at_its_heading() {
+    let c = Contract::embedded();
+    let md = std::fs::read_to_string(root().join("docs/concurrency.md")).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/conformance.md")).unwrap();
+    let mut cited = std::collections::BTreeSet::new();
+    for link in doc.split("[`").skip(1) {
+        let Some((id, rest)) = link.split_once("`](concurrency.md#") else {
+            continue;
+        };
+        let anchor = rest.split(')').next().unwrap();
+        let Some(rule) = c.implementation.iter().find(|r| r.id == id) else {
+            continue;
+        };
+        let heading = format!("### {}\n", rule.topic.title());
+        assert!(md.contains(&heading), "no heading {heading:?}");
+        let slug: String = rule
+            .topic
+            .title()
+            .to_lowercase()
+            .chars()
+            .filter_map(|ch| match ch {
+                'a'..='z' | '0'..='9' | '-' => Some(ch),
+                ' ' => Some('-'),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(anchor, slug, "`{id}` links to #{anchor}, its topic is #{slug}");
+        cited.insert(id.to_owned());
+    }
+    let missing: Vec<&str> = c
+        .implementation
+        .iter()
+        .map(|r| r.id.as_str())
+        .filter(|id| !cited.contains(*id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "rules docs/conformance.md never cites: {missing:?}"
+    );
+}

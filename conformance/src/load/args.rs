@@ -3,18 +3,16 @@
 use std::path::PathBuf;
 
 use crate::report::ReportFiles;
-use crate::session::Fatal;
+use crate::session::{Fatal, SubjectArgs};
 
-/// The profiles of the contract's `[load]` section.
+/// The profiles of the contract's `[load]` section, each described by [`ProfileName::about`].
+// No doc comments on the variants: clap would turn them into a long `--help` of another layout
+// than every other command's; `load --help` lists the profiles in a block of its own instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProfileName {
-    /// Waves of simultaneous requests: admission must be exact.
     Burst,
-    /// Below capacity: refusals as predicted, no added latency.
     Steady,
-    /// Far past capacity: no collapse, fast refusals, documented statuses only.
     Overload,
-    /// Below capacity for long, some clients giving up: resources flat, slots come back.
     Soak,
 }
 
@@ -27,68 +25,66 @@ impl ProfileName {
             ProfileName::Soak => "soak",
         }
     }
+
+    /// What the profile does and what it proves.
+    pub fn about(self) -> &'static str {
+        match self {
+            ProfileName::Burst => "waves of simultaneous requests: admission must be exact",
+            ProfileName::Steady => "below capacity: refusals as predicted, no added latency",
+            ProfileName::Overload => {
+                "far past capacity: no collapse, fast refusals, documented statuses only"
+            }
+            ProfileName::Soak => {
+                "below capacity for long, some clients giving up: resources flat, slots come back"
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadArgs {
-    /// The profile to run.
-    #[arg(long, value_enum)]
+    /// What is loaded: `--target`, `--contract`, `--allow-overrides`, `--temp-dir`.
+    #[command(flatten)]
+    pub subject: SubjectArgs,
+    /// The implementation's process id, to read its memory and open files from /proc (soak).
+    #[arg(long, value_name = "PID", help_heading = "Target")]
+    pub pid: Option<u32>,
+    /// The profile to run (see Profiles below).
+    #[arg(long, value_enum, help_heading = "Run")]
     pub profile: ProfileName,
-    /// Base URL of the implementation (default: start the embedded reference server).
-    #[arg(long)]
-    pub target: Option<String>,
-    /// Contract to judge against (default: the embedded spec/contract.toml).
-    #[arg(long)]
-    pub contract: Option<PathBuf>,
-    /// Judge the target's own effective values (GET /v1/contract) where they differ from the contract.
-    #[arg(long)]
-    pub allow_overrides: bool,
     /// Seconds of load (default: the profile's duration_s; burst runs its waves instead).
-    #[arg(long)]
+    #[arg(long, value_name = "SECONDS", help_heading = "Run")]
     pub duration: Option<f64>,
     /// Burst waves (default: the profile's waves).
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = "Run")]
     pub waves: Option<u32>,
     /// Closed-loop users (default: the contract's load.users, more for large pools).
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = "Run")]
     pub users: Option<u32>,
     /// Seed of every random draw (think times, holds, abandonment).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Run")]
     pub seed: u64,
-    /// The implementation's process id, to read its memory and open files from /proc (soak).
-    #[arg(long)]
-    pub pid: Option<u32>,
-    /// The implementation's temp folder, if the checker can see it.
-    #[arg(long)]
-    pub temp_dir: Option<PathBuf>,
-    /// Write goose's own report here (.html, .json or .md).
-    #[arg(long)]
-    pub report: Option<PathBuf>,
-    /// The verdict reports: `--json`, `--junit`, `--html`.
+    /// The verdict reports: `--json`, `--junit`, `--html`, `--quiet`.
     #[command(flatten)]
     pub reports: ReportFiles,
-    /// No progress display and colours (also when stdout is not a terminal).
-    #[arg(long)]
-    pub quiet: bool,
+    /// Write goose's own report here (.html, .json or .md).
+    #[arg(long, value_name = "FILE", help_heading = "Reports")]
+    pub report: Option<PathBuf>,
 }
 
 impl LoadArgs {
     /// Arguments for running `profile` against the embedded server with every default.
     pub fn new(profile: ProfileName) -> LoadArgs {
         LoadArgs {
+            subject: SubjectArgs::default(),
+            pid: None,
             profile,
-            target: None,
-            contract: None,
-            allow_overrides: false,
             duration: None,
             waves: None,
             users: None,
             seed: 1,
-            pid: None,
-            temp_dir: None,
+            reports: ReportFiles::quiet(),
             report: None,
-            reports: ReportFiles::default(),
-            quiet: true,
         }
     }
 

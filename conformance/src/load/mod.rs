@@ -27,16 +27,15 @@ pub use args::{LoadArgs, ProfileName};
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use plimsoll_server::Config;
 use plimsoll_spec::{Contract, ErrorCode};
 
 use crate::check::contract_result;
-use crate::checks::contract;
 use crate::report;
-use crate::session::{self, ContractSource, Fatal, Mode, Subject};
-use crate::verdict::{CheckResult, Manifest, RunReport};
+use crate::session::{self, ContractSource, Fatal, Mode, Opening, Subject};
+use crate::verdict::{CheckResult, RunReport};
 use runner::RequestTemplate;
 use scrape::ProcessSource;
 use verdicts::Expectations;
@@ -70,52 +69,30 @@ fn init_tracing() {
 /// `plimsoll load` from the command line; returns the exit code.
 pub fn run(args: LoadArgs) -> u8 {
     init_tracing();
-    let runtime = match session::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("plimsoll load: cannot start the runtime: {e}");
-            return 2;
-        }
-    };
-    let result = runtime.block_on(async {
-        match &args.target {
-            Some(_) => execute(&args, None).await,
-            None => execute(&args, Some(embedded_config()?)).await,
-        }
-    });
-    match result {
-        Ok(report) => u8::from(report.failed() > 0),
-        Err(e) => {
-            eprintln!("plimsoll load: cannot proceed: {e}");
-            2
-        }
-    }
+    session::run_command("load", &args.subject, embedded_config, |embedded| {
+        execute(&args, embedded)
+    })
 }
 
-/// Runs `args.profile` against `args.target`, or against a server started from `embedded`.
+/// Runs `args.profile` against `args.subject.target`, or against a server started from
+/// `embedded`.
 pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
     init_tracing();
     args.validate()?;
-    let source = ContractSource::read(args.contract.as_deref())?;
-    let (subject, process) = match embedded {
-        Some(config) => (
-            Subject::embedded(config).await?,
-            ProcessSource::this_process(),
-        ),
-        None => (
-            Subject::external(
-                args.target.as_deref().unwrap_or_default(),
-                args.temp_dir.clone(),
-                None,
-            )?,
-            ProcessSource::external(args.pid),
-        ),
-    };
-    let result = run_profile(args, &source, &subject, process).await;
-    subject.finish().await;
-    let report = result?;
-    args.reports.write(&report)?;
-    Ok(report)
+    session::judge(
+        &args.subject,
+        embedded,
+        None,
+        &args.reports,
+        async |source, subject| {
+            let process = match subject.mode() {
+                Mode::Embedded => ProcessSource::this_process(),
+                Mode::External => ProcessSource::external(args.pid),
+            };
+            run_profile(args, source, subject, process).await
+        },
+    )
+    .await
 }
 
 /// Everything a profile needs about the target, resolved once.
@@ -129,7 +106,7 @@ struct Ctx {
     template: RequestTemplate,
     metrics_url: String,
     temp_dir: Option<PathBuf>,
-    color: bool,
+    style: report::Style,
 }
 
 impl Ctx {
@@ -139,7 +116,7 @@ impl Ctx {
     }
 
     fn print(&self, r: &CheckResult) {
-        println!("{}", report::terminal::progress_line(r, self.color));
+        println!("{}", report::terminal::progress_line(r, self.style));
     }
 }
 
@@ -192,32 +169,31 @@ async fn run_profile(
     subject: &Subject,
     process: ProcessSource,
 ) -> Result<RunReport, Fatal> {
-    let contract = &source.contract;
-    let base = subject.url.clone();
-    let mode = subject.mode();
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
         .map_err(|e| Fatal::Unreachable(e.to_string()))?;
-    let allow_overrides = mode == Mode::Embedded || args.allow_overrides;
     // `[load]` is the checker's own settings: never compared, always ours (reconcile keeps it).
-    let reconciliation = session::reconcile(&client, &base, contract, allow_overrides).await?;
+    let tool = format!("plimsoll load --profile {}", args.profile.as_str());
+    let Opening {
+        reconciliation,
+        allow_overrides,
+        mut manifest,
+    } = session::open(&client, tool, &args.subject, source, subject).await?;
+    manifest.seed = args.seed;
     let expected = reconciliation.effective.clone();
 
-    let color = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let style = args.reports.style();
+    println!("{}", report::terminal::header(&manifest, style));
     let ctx = Ctx {
-        metrics_url: format!("{base}{}", expected.api.metrics.path),
-        base: base.clone(),
+        metrics_url: format!("{}{}", subject.url, expected.api.metrics.path),
+        base: subject.url.clone(),
         client,
         expect: expectations(args.profile, &expected),
         template: lightest_request(&expected),
         contract: expected,
         temp_dir: subject.temp_dir.clone(),
-        color,
+        style,
     };
 
     let mut results = vec![contract_result(&reconciliation, allow_overrides)];
@@ -230,28 +206,10 @@ async fn run_profile(
     };
     results.extend(profile_results);
 
-    let report = RunReport {
-        manifest: Manifest {
-            tool: format!("plimsoll load --profile {}", args.profile.as_str()),
-            version: env!("CARGO_PKG_VERSION").into(),
-            target: base,
-            mode: mode.as_str().into(),
-            contract_hash: source.hash(),
-            contract_version: contract.contract.version.clone(),
-            differences: contract::differences(&reconciliation),
-            scaled: !reconciliation.adopted.is_empty(),
-            strict: false,
-            effective: serde_json::to_value(&reconciliation.effective)
-                .expect("a contract serializes"),
-            adopted: reconciliation.adopted,
-            refused: reconciliation.refused,
-            claim_unreadable: reconciliation.unreadable,
-            trials: 1,
-            seed: args.seed,
-            started_unix_ms,
-        },
-        results,
-    };
-    println!("{}", report::terminal::summary_table(&report, color));
+    let report = RunReport { manifest, results };
+    print!(
+        "{}",
+        report::terminal::summary(&report, args.reports.html.as_deref(), style)
+    );
     Ok(report)
 }

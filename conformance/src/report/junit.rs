@@ -96,12 +96,7 @@ pub fn build(report: &RunReport) -> Report {
         Property::new("started_unix_ms", m.started_unix_ms.to_string()),
     ]);
     suite.add_test_cases(report.results.iter().map(test_case));
-    let total_ms: f64 = report
-        .results
-        .iter()
-        .map(|r| r.duration_ms)
-        .filter(|ms| ms.is_finite() && *ms > 0.0)
-        .sum();
+    let total_ms = super::total_ms(report);
     suite.set_time(duration_from_ms(total_ms));
 
     let mut junit = Report::new("plimsoll");

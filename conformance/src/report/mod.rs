@@ -13,24 +13,43 @@ use crate::verdict::RunReport;
 pub use html::write as write_html;
 pub use json::write as write_json;
 pub use junit::write as write_junit;
-pub use terminal::{Progress, progress_line, summary_table};
+pub use terminal::{Progress, Style, header, progress_line, summary};
 
-/// The report files a run leaves behind, as the command line names them (`--json`, `--junit`,
-/// `--html`): one set of options for every command that judges a target.
+/// The reports of a run, as the command line names them: the files it leaves behind (`--json`,
+/// `--junit`, `--html`) and how the terminal one looks (`--quiet`). One set of options for
+/// every command that judges a target.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Reports")]
 pub struct ReportFiles {
-    /// Write the JSON report here.
-    #[arg(long)]
+    /// Write the JSON report here (the run's manifest and every result with its evidence).
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write a JUnit XML report here.
-    #[arg(long)]
+    /// Write a JUnit XML report here (one testcase per check).
+    #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write a self-contained HTML report here.
-    #[arg(long)]
+    /// Write a self-contained HTML report here (with a timeline of the requests per check).
+    #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// No spinner and no colours on the terminal (also when stdout is not a terminal).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 impl ReportFiles {
+    /// No files, no progress display: what tests start from.
+    pub fn quiet() -> ReportFiles {
+        ReportFiles {
+            quiet: true,
+            ..ReportFiles::default()
+        }
+    }
+
+    /// How the terminal report is drawn: colours and the terminal's width on an interactive
+    /// stdout unless `--quiet`, plain lines of at most [`terminal::WIDTH`] columns otherwise.
+    pub fn style(&self) -> Style {
+        Style::detect(self.quiet)
+    }
+
     /// Writes each file asked for ([`write_all`]).
     pub fn write(&self, report: &RunReport) -> std::io::Result<()> {
         write_all(
@@ -73,6 +92,16 @@ pub fn write_all(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// The time of all checks of a run together (a check's time that is not a time counts 0).
+pub(crate) fn total_ms(report: &RunReport) -> f64 {
+    report
+        .results
+        .iter()
+        .map(|r| r.duration_ms)
+        .filter(|ms| ms.is_finite() && *ms > 0.0)
+        .sum()
 }
 
 /// Milliseconds as people read them: `12 ms`, `1.35 s`; `?` for a value that is not a time.

@@ -19,9 +19,9 @@ pub struct Entry<'a> {
     pub upload: Upload,
     /// The pool's timeout: a request still queued this long after it arrived is timed out.
     pub timeout: Duration,
-    /// Called when the request arrives at the pool (its upload read, about to queue): from then
-    /// on a client that goes away counts as a cancellation (B3).
-    pub on_arrival: &'a (dyn Fn() + Send + Sync),
+    /// Called with the arrival time when the request arrives at the pool (its upload read, about
+    /// to queue): from then on a client that goes away counts as a cancellation (B3).
+    pub on_arrival: &'a (dyn Fn(Instant) + Send + Sync),
 }
 
 /// A request that holds a slot.
@@ -57,7 +57,7 @@ impl Admission for UploadFirst {
         Box::pin(async move {
             let body = entry.upload.read().await.map_err(Denied::Upload)?;
             let arrived = Instant::now();
-            (entry.on_arrival)();
+            (entry.on_arrival)(arrived);
             let deadline = arrived + entry.timeout;
             match tokio::time::timeout_at(deadline.into(), entry.pool.acquire()).await {
                 Err(_) => Err(Denied::QueueTimeout),

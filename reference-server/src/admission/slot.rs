@@ -30,4 +30,14 @@ impl Slot {
     pub fn take(&self) -> Option<Permit> {
         self.lock().take()
     }
+
+    /// The slot has not gone back yet.
+    pub fn is_held(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// `other` is a handle on this same slot.
+    pub fn same(&self, other: &Slot) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }

@@ -51,7 +51,7 @@ impl From<Interrupt> for Invalid {
 }
 
 /// Checks that a design is one our encoders can write faithfully: the right format, within the
-/// size and coordinate limits, thread colours that are `#rrggbb` (they go into the SVG verbatim),
+/// size and coordinate limits (extents included), thread colours that are `#rrggbb` (they go into the SVG verbatim),
 /// a thread for every stitched colour block, a true `stitch_count`, extents that contain every
 /// needle position, and `end` (if present) only last.
 pub fn validate_design(
@@ -89,6 +89,16 @@ pub fn validate_design(
         }
     }
     let e = design.extents;
+    for (name, v) in [
+        ("min_x", e.min_x),
+        ("min_y", e.min_y),
+        ("max_x", e.max_x),
+        ("max_y", e.max_y),
+    ] {
+        if v.unsigned_abs() > MAX_COORDINATE as u32 {
+            return bad(format!("extents.{name} is {v}, beyond ±{MAX_COORDINATE}"));
+        }
+    }
     let mut stitches = 0u64;
     let mut blocks_with_stitches = 0usize;
     let mut block_has_stitch = false;

@@ -1,13 +1,20 @@
 //! How a client disconnect reaches its job (B3): hyper drops the handler's future when the
 //! connection goes, and this guard's `Drop` hands the job's cancellation token to the server's
-//! [`crate::bounds::OnDisconnect`].
+//! [`crate::bounds::OnDisconnect`] (and the slot the job holds, if any, to its
+//! [`crate::worker::SlotRelease`]).
+//!
+//! Only a client that went away counts as a cancellation (`plimsoll_cancellations_total`): a
+//! request dropped after its deadline passed is a timeout (B1), and one dropped because the
+//! server itself is stopping is neither.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
-use plimsoll_spec::Pool;
+use plimsoll_spec::{Outcome, Pool};
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::Slot;
 use crate::state::AppState;
 
 /// Armed from the request's arrival at its pool until its answer is ready.
@@ -15,9 +22,18 @@ pub struct DisconnectGuard {
     job: CancellationToken,
     /// Set when the client went away (as opposed to a deadline or shutdown cancel).
     client_gone: Arc<AtomicBool>,
-    armed: AtomicBool,
+    armed: Mutex<Armed>,
     state: AppState,
     pool: Pool,
+}
+
+/// What the guard knows about its request while it is armed.
+#[derive(Default)]
+struct Armed {
+    /// `None`: disarmed (not yet arrived, or answered).
+    deadline: Option<Instant>,
+    /// The worker slot the job holds, once it has one.
+    slot: Option<Slot>,
 }
 
 impl DisconnectGuard {
@@ -26,19 +42,34 @@ impl DisconnectGuard {
         DisconnectGuard {
             job,
             client_gone: Arc::new(AtomicBool::new(false)),
-            armed: AtomicBool::new(false),
+            armed: Mutex::new(Armed::default()),
             state: state.clone(),
             pool,
         }
     }
 
-    pub fn arm(&self) {
-        self.armed.store(true, Ordering::SeqCst);
+    fn lock(&self) -> MutexGuard<'_, Armed> {
+        // Nothing panics while the lock is held; recover the data regardless.
+        self.armed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The request arrived at its pool; its deadline falls at `deadline`.
+    pub fn arm(&self, deadline: Instant) {
+        self.lock().deadline = Some(deadline);
+    }
+
+    /// The job got `slot` and runs until `deadline`.
+    pub fn running(&self, slot: &Slot, deadline: Instant) {
+        let mut armed = self.lock();
+        if armed.deadline.is_some() {
+            armed.deadline = Some(deadline);
+            armed.slot = Some(slot.clone());
+        }
     }
 
     /// The answer is ready: a drop from now on is not a disconnect.
     pub fn disarm(&self) {
-        self.armed.store(false, Ordering::SeqCst);
+        *self.lock() = Armed::default();
     }
 
     /// Set once the client is gone; the worker reads it when it stops.
@@ -50,11 +81,24 @@ impl DisconnectGuard {
 impl Drop for DisconnectGuard {
     // clause: B3 — a client disconnect cancels its job
     fn drop(&mut self) {
-        if !self.armed.load(Ordering::SeqCst) {
+        let Armed { deadline, slot } = std::mem::take(&mut *self.lock());
+        let Some(deadline) = deadline else {
             return;
-        }
+        };
         self.client_gone.store(true, Ordering::SeqCst);
-        self.state.components().disconnect.client_gone(&self.job);
-        self.state.metrics.cancelled(self.pool);
+        let parts = self.state.components();
+        parts.disconnect.client_gone(&self.job);
+        if let Some(slot) = &slot {
+            parts.slot_release.client_gone(slot, self.pool);
+        }
+        // clause: B3 — only a client that went away is a cancellation; never a timeout (B1)
+        // nor a server that drops its connections while stopping
+        if self.state.shutdown.is_cancelled() {
+            self.state.metrics.outcome(self.pool, Outcome::Overloaded);
+        } else if Instant::now() >= deadline {
+            self.state.metrics.outcome(self.pool, Outcome::Timeout);
+        } else {
+            self.state.metrics.cancelled(self.pool);
+        }
     }
 }

@@ -1,10 +1,13 @@
-//! The small endpoints: the effective contract, metrics, liveness, and the 404 fallback.
+//! The small endpoints: the effective contract, metrics, liveness, the relay's door (a WebSocket
+//! upgrade or 426), and the 404 fallback.
 
 use axum::Extension;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use plimsoll_spec::ErrorCode;
+use plimsoll_spec::{ErrorCode, Pool};
 
 use super::RequestId;
 use crate::error::ApiError;
@@ -25,9 +28,39 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.components().claims.metrics(state.metrics.encode()),
+        state
+            .components()
+            .claims
+            .metrics(state.metrics.encode(), &state.config.contract),
     )
         .into_response()
+}
+
+/// `GET /v1/relay`: the relay bridge when the request is a WebSocket upgrade; otherwise 426
+/// `upgrade_required` with `Upgrade: websocket`.
+pub async fn relay(
+    State(state): State<AppState>,
+    Extension(id): Extension<RequestId>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    match ws {
+        Ok(ws) => crate::bridge::upgrade(State(state), ws).await,
+        // clause: F2 — a plain GET of the relay endpoint is 426 `upgrade_required`
+        Err(rejection) => {
+            let detail = format!(
+                "{} is a WebSocket endpoint: send a WebSocket upgrade request ({})",
+                state.config.contract.api.relay.path,
+                rejection.body_text()
+            );
+            let error =
+                ApiError::rejected(&id.0, Some(Pool::Relay), ErrorCode::UpgradeRequired, detail);
+            let mut response = state.problems().respond(error);
+            response
+                .headers_mut()
+                .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+            response
+        }
+    }
 }
 
 pub async fn healthz() -> &'static str {

@@ -34,9 +34,19 @@ pub fn prepare<P>(
     params: impl FnOnce(&HashMap<String, String>) -> Result<P, ErrorKind>,
 ) -> Result<Prepared<P>, ApiError> {
     let checked = || {
-        let hook = headers
-            .get(state.config.contract.hooks.header.as_str())
-            .map(|v| v.to_str().unwrap_or_default());
+        let name = state.config.contract.hooks.header.as_str();
+        let hook = match headers.get(name).map(|v| v.to_str()) {
+            // Bytes outside visible ASCII are no directive list: refused like any malformed hook
+            // (once hooks are on), never read as an empty header.
+            Some(Err(_)) if state.config.hooks_enabled => {
+                return Err(ErrorKind::rejected(
+                    ErrorCode::InvalidParameter,
+                    format!("{name} is not ASCII text"),
+                ));
+            }
+            Some(value) => Some(value.unwrap_or_default()),
+            None => None,
+        };
         let hooks =
             crate::hooks::authorise(&state.config.contract, state.config.hooks_enabled, hook)?;
         let Query(query) = query.map_err(|e| {

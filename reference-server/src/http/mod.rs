@@ -31,7 +31,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route(&api.digitize.path, post(endpoints::handle::<Digitize>))
         .route(&api.export.path, post(endpoints::handle::<Export>))
-        .route(&api.relay.path, get(crate::bridge::upgrade))
+        .route(&api.relay.path, get(info::relay))
         .route(&api.contract.path, get(info::contract))
         .route(&api.metrics.path, get(info::metrics))
         .route(&api.healthz.path, get(info::healthz))

@@ -83,6 +83,7 @@ where
     };
     let progress = ctx.progress();
     let slot = Slot::new(permit);
+    guard.running(&slot, deadline);
     let teardown = Teardown {
         pool: job.pool,
         slot: slot.clone(),
@@ -124,7 +125,7 @@ async fn admit(
         pool: state.pool(job.pool),
         upload,
         timeout: job.timeout,
-        on_arrival: &|| guard.arm(),
+        on_arrival: &|arrived| guard.arm(arrived + job.timeout),
     };
     match state.components().admission.admit(entry).await {
         Ok(admitted) => Ok(admitted),

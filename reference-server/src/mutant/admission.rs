@@ -1,13 +1,16 @@
-//! Broken admission: pools too big, the queue served newest first, a refusal that waits.
+//! Broken admission: pools too big, the queue served newest first, a refusal that waits, a
+//! Retry-After that ignores the load, a slot taken before the upload.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use plimsoll_spec::Pool;
+use plimsoll_spec::model::Backpressure;
 
 use crate::admission::{
     Admission, Admitted, Denied, Entry, PoolSizing, QueueDiscipline, UploadFirst,
 };
+use crate::retry_after::{RetryAfterPolicy, WaitEstimator};
 
 /// T1/R1: the listed pools let everything run.
 #[derive(Debug)]
@@ -62,6 +65,55 @@ impl Admission for RefusalWaits {
                 }
             }
             admitted
+        })
+    }
+}
+
+/// T3: Retry-After is always the same, whatever the queue waits (no estimator).
+#[derive(Debug)]
+pub struct ConstantRetryAfter(pub u64);
+
+impl RetryAfterPolicy for ConstantRetryAfter {
+    fn estimator(&self, _pool: Pool, _t3: &Backpressure) -> Box<dyn WaitEstimator> {
+        Box::new(Constant(self.0))
+    }
+}
+
+#[derive(Debug)]
+struct Constant(u64);
+
+impl WaitEstimator for Constant {
+    fn record(&mut self, _wait: Duration) {}
+
+    fn retry_after_seconds(&self, _max_seconds: u64) -> u64 {
+        self.0
+    }
+}
+
+/// B1: the slot is taken before the body is read, so a slow upload holds a worker (and the
+/// upload's time counts against the job's deadline).
+#[derive(Debug)]
+pub struct SlotFirst;
+
+impl Admission for SlotFirst {
+    fn admit<'a>(&'a self, entry: Entry<'a>) -> BoxFuture<'a, Result<Admitted, Denied>> {
+        Box::pin(async move {
+            let arrived = Instant::now();
+            (entry.on_arrival)(arrived);
+            let deadline = arrived + entry.timeout;
+            let permit = match tokio::time::timeout_at(deadline.into(), entry.pool.acquire()).await
+            {
+                Err(_) => return Err(Denied::QueueTimeout),
+                Ok(Err(refused)) => return Err(Denied::Full(refused)),
+                Ok(Ok(permit)) => permit,
+            };
+            // Dropping the permit on a failed upload gives the slot back.
+            let body = entry.upload.read().await.map_err(Denied::Upload)?;
+            Ok(Admitted {
+                body,
+                permit,
+                arrived,
+            })
         })
     }
 }

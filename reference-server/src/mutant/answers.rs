@@ -89,6 +89,36 @@ pub const NO_COMPLETED_STAGES: Tweaked = Tweaked {
     },
 };
 
+/// F4: a 503 or 504 body names another `request_id` than the response's `X-Request-Id`.
+pub const BODY_ID_MISMATCH: Tweaked = Tweaked {
+    what: "503 and 504 bodies carry another request_id",
+    tweak: |_, _, a| {
+        if matches!(a.status.as_u16(), 503 | 504) {
+            a.body.request_id.push_str("-other");
+        }
+    },
+};
+
+/// F3: the log line's `stage` names the stage after the one that failed (the body is right).
+pub const WRONG_LOG_STAGE: Tweaked = Tweaked {
+    what: "the log's stage is not the failed stage",
+    tweak: |_, contract, a| {
+        if let Some(failed) = a.body.failed_stage {
+            let digitize = &contract.stages.digitize;
+            let stages = if contract.stages.export.contains(&failed) {
+                &contract.stages.export
+            } else {
+                digitize
+            };
+            let other = match stages.iter().position(|s| *s == failed) {
+                Some(i) => stages[(i + 1) % stages.len()],
+                None => digitize[0],
+            };
+            a.log_stage = other.as_str();
+        }
+    },
+};
+
 fn replace_retry_after(answer: &mut Answer, value: &'static str) {
     if answer.retry_after.is_some() {
         answer.retry_after = Some(HeaderValue::from_static(value));

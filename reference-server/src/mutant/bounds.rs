@@ -1,5 +1,5 @@
-//! Broken bounds and teardown: no deadline, no memory cap, disconnects ignored, temp dirs and
-//! slots leaked.
+//! Broken bounds and teardown: no deadline or one that forgets the queue, no memory cap or one
+//! too low, disconnects ignored, temp dirs and slots leaked.
 
 use std::time::{Duration, Instant};
 
@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admission::Slot;
 use crate::bounds::{DeadlinePolicy, MemoryCap, OnDisconnect};
+use crate::job::JobErrorKind;
 use crate::worker::{SlotRelease, TempCleaner, WorkerEnd};
 
 /// B1: the deadline is a day away (a late 200 instead of a 504).
@@ -20,6 +21,16 @@ impl DeadlinePolicy for NoDeadline {
     }
 }
 
+/// B1: the deadline counts from the worker's start, so time spent queued is not counted.
+#[derive(Debug)]
+pub struct FromStart;
+
+impl DeadlinePolicy for FromStart {
+    fn deadline(&self, _arrived: Instant, started: Instant, timeout: Duration) -> Instant {
+        started + timeout
+    }
+}
+
 /// B2: the cap is never reached.
 #[derive(Debug)]
 pub struct NoMemoryCap;
@@ -27,6 +38,16 @@ pub struct NoMemoryCap;
 impl MemoryCap for NoMemoryCap {
     fn cap_bytes(&self, _contract_mb: u64) -> u64 {
         u64::MAX / 4
+    }
+}
+
+/// B2: half the contract's cap.
+#[derive(Debug)]
+pub struct HalfCap;
+
+impl MemoryCap for HalfCap {
+    fn cap_bytes(&self, contract_mb: u64) -> u64 {
+        contract_mb.saturating_mul(1 << 20) / 2
     }
 }
 
@@ -50,12 +71,39 @@ impl TempCleaner for KeepWhenFailed {
     }
 }
 
+/// B1: a timed-out job's temp dir stays (every other outcome is cleaned).
+#[derive(Debug)]
+pub struct KeepWhenTimedOut;
+
+impl TempCleaner for KeepWhenTimedOut {
+    fn clean(&self, dir: tempfile::TempDir, end: &WorkerEnd<'_>) {
+        if end.deadline_passed {
+            let _ = dir.keep();
+        }
+    }
+}
+
+/// F1: the temp dir of a job whose stage panicked stays (an error, a timeout or a cancel is
+/// cleaned).
+#[derive(Debug)]
+pub struct KeepWhenPanicked;
+
+impl TempCleaner for KeepWhenPanicked {
+    fn clean(&self, dir: tempfile::TempDir, end: &WorkerEnd<'_>) {
+        if matches!(end.failure, Some(JobErrorKind::Panicked { .. })) {
+            let _ = dir.keep();
+        }
+    }
+}
+
 /// B3/R6: in the listed pools, a worker whose client went away never gives its slot back.
 #[derive(Debug)]
 pub struct LeakWhenClientGone(pub &'static [Pool]);
 
 impl SlotRelease for LeakWhenClientGone {
     fn answered(&self, _slot: &Slot) {}
+
+    fn client_gone(&self, _slot: &Slot, _pool: Pool) {}
 
     fn worker_stopped(&self, slot: &Slot, end: &WorkerEnd<'_>) {
         if end.client_gone && self.0.contains(&end.pool) {

@@ -4,15 +4,18 @@
 //! seams and the contract's components, and none of these.
 //!
 //! Each variant is a one-piece swap: [`Mutant::components`] is the reference set with exactly one
-//! component replaced by a broken one from the submodules.
+//! component replaced by a broken one from the submodules — or, for a variant whose claims lie
+//! (`lies`), one object filling the seams of the behaviour and of the claim that hides it.
 
 mod admission;
 mod answers;
 mod bounds;
+mod lies;
 mod observe;
 mod relay;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use plimsoll_spec::Pool;
 
@@ -68,10 +71,42 @@ pub enum Mutant {
     RelaySplitFrames,
     /// R6: a relay slot is leaked when the socket drops with work in flight.
     RelayLeakSlot,
+    /// T3: Retry-After is always 1 s, whatever the load (no estimator).
+    ConstantRetryAfter,
+    /// B1: the deadline counts from the worker's start, not from arrival (queue time is free).
+    DeadlineFromStart,
+    /// B3: on a disconnect the busy gauge drops at once, but the job runs on to its natural end
+    /// (at most its deadline), holding its slot.
+    GaugeDropsOnDisconnect,
+    /// B3: a cancelled job's slot is never given back, and `/metrics` hides it.
+    SlotLeakHonestGauge,
+    /// T1/T3: the export pool admits everything (no limit, no queue bound).
+    ExportUnbounded,
+    /// F4: 503 and 504 bodies carry another `request_id` than the `X-Request-Id` header.
+    BodyIdMismatch,
+    /// R3: concurrent relay responses go out under each other's `request_id`.
+    RelayWrongId,
+    /// B1: a timed-out job's temp dir is kept.
+    LeakTempOnTimeout,
+    /// F1: the temp dir of a job whose stage panicked is kept.
+    LeakTempOnPanic,
+    /// B2: the memory cap is half the contract's.
+    MemoryCapTooLow,
+    /// T1: no `Server-Timing` on any response.
+    NoServerTiming,
+    /// F3: the error log's `stage` names another stage than the failed one.
+    WrongLogStage,
+    /// B1: the slot is taken before the body is read, so a slow upload holds a worker.
+    UploadHoldsSlot,
+    /// B3 and the contract: `/v1/contract` claims a 5 s stop bound and tolerances 50 times
+    /// wider, and a disconnected job runs on for 2.5 s.
+    ContractClaimsLooser,
+    /// T1: no admission limit, and `/metrics` clamps the busy gauge to the contract's limit.
+    ClampedBusyGauge,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 22] = [
+    pub const ALL: [Mutant; 37] = [
         Mutant::NoAdmissionLimit,
         Mutant::LimitPlusOne,
         Mutant::Lifo,
@@ -94,6 +129,21 @@ impl Mutant {
         Mutant::RelayUnbounded,
         Mutant::RelaySplitFrames,
         Mutant::RelayLeakSlot,
+        Mutant::ConstantRetryAfter,
+        Mutant::DeadlineFromStart,
+        Mutant::GaugeDropsOnDisconnect,
+        Mutant::SlotLeakHonestGauge,
+        Mutant::ExportUnbounded,
+        Mutant::BodyIdMismatch,
+        Mutant::RelayWrongId,
+        Mutant::LeakTempOnTimeout,
+        Mutant::LeakTempOnPanic,
+        Mutant::MemoryCapTooLow,
+        Mutant::NoServerTiming,
+        Mutant::WrongLogStage,
+        Mutant::UploadHoldsSlot,
+        Mutant::ContractClaimsLooser,
+        Mutant::ClampedBusyGauge,
     ];
 
     pub fn name(self) -> &'static str {
@@ -120,6 +170,21 @@ impl Mutant {
             Mutant::RelayUnbounded => "relay-unbounded",
             Mutant::RelaySplitFrames => "relay-split-frames",
             Mutant::RelayLeakSlot => "relay-leak-slot",
+            Mutant::ConstantRetryAfter => "constant-retry-after",
+            Mutant::DeadlineFromStart => "deadline-from-start",
+            Mutant::GaugeDropsOnDisconnect => "gauge-drops-on-disconnect",
+            Mutant::SlotLeakHonestGauge => "slot-leak-honest-gauge",
+            Mutant::ExportUnbounded => "export-unbounded",
+            Mutant::BodyIdMismatch => "body-id-mismatch",
+            Mutant::RelayWrongId => "relay-wrong-id",
+            Mutant::LeakTempOnTimeout => "leak-temp-on-timeout",
+            Mutant::LeakTempOnPanic => "leak-temp-on-panic",
+            Mutant::MemoryCapTooLow => "memory-cap-too-low",
+            Mutant::NoServerTiming => "no-server-timing",
+            Mutant::WrongLogStage => "wrong-log-stage",
+            Mutant::UploadHoldsSlot => "upload-holds-slot",
+            Mutant::ContractClaimsLooser => "contract-claims-looser",
+            Mutant::ClampedBusyGauge => "clamped-busy-gauge",
         }
     }
 }
@@ -154,6 +219,47 @@ impl Mutant {
             Mutant::RelaySplitFrames => c.frame_sender = Arc::new(relay::SplitFrames),
             Mutant::RelayLeakSlot => {
                 c.slot_release = Arc::new(bounds::LeakWhenClientGone(&[Pool::Relay]));
+            }
+            Mutant::ConstantRetryAfter => {
+                c.retry_after = Arc::new(admission::ConstantRetryAfter(1));
+            }
+            Mutant::DeadlineFromStart => c.deadline = Arc::new(bounds::FromStart),
+            Mutant::GaugeDropsOnDisconnect => {
+                let lie = Arc::new(lies::GaugeDropsOnDisconnect::default());
+                c.disconnect = lie.clone();
+                c.slot_release = lie.clone();
+                c.claims = Arc::new(lies::LyingMetrics(lie));
+            }
+            Mutant::SlotLeakHonestGauge => {
+                let lie = Arc::new(lies::SlotLeakHonestGauge::default());
+                c.slot_release = lie.clone();
+                c.claims = Arc::new(lies::LyingMetrics(lie));
+            }
+            Mutant::ExportUnbounded => {
+                c.sizing = Arc::new(admission::Unbounded(&[Pool::Export]));
+            }
+            Mutant::BodyIdMismatch => c.answers = answers::BODY_ID_MISMATCH.arc(),
+            Mutant::RelayWrongId => {
+                c.frame_sender = Arc::new(relay::SwapIds::new(Duration::from_millis(100)));
+            }
+            Mutant::LeakTempOnTimeout => c.temp_cleaner = Arc::new(bounds::KeepWhenTimedOut),
+            Mutant::LeakTempOnPanic => c.temp_cleaner = Arc::new(bounds::KeepWhenPanicked),
+            Mutant::MemoryCapTooLow => c.memory_cap = Arc::new(bounds::HalfCap),
+            Mutant::NoServerTiming => c.claims = Arc::new(observe::NoServerTiming),
+            Mutant::WrongLogStage => c.answers = answers::WRONG_LOG_STAGE.arc(),
+            Mutant::UploadHoldsSlot => c.admission = Arc::new(admission::SlotFirst),
+            Mutant::ContractClaimsLooser => {
+                let lie = Arc::new(lies::LooserContract {
+                    claimed_stop_within_ms: 5000,
+                    tolerance_factor: 50,
+                    stops_after: Duration::from_millis(2500),
+                });
+                c.disconnect = lie.clone();
+                c.claims = lie;
+            }
+            Mutant::ClampedBusyGauge => {
+                c.sizing = Arc::new(admission::Unbounded(JOB_POOLS));
+                c.claims = Arc::new(lies::LyingMetrics(Arc::new(lies::ClampToLimit)));
             }
         }
         c

@@ -1,4 +1,4 @@
-//! Broken observability: no request id, plain-text logs.
+//! Broken observability: no request id, no Server-Timing, plain-text logs.
 
 use std::borrow::Cow;
 
@@ -26,8 +26,30 @@ impl Claims for NoRequestId {
         Truthful.contract(effective)
     }
 
-    fn metrics(&self, exposition: String) -> String {
-        Truthful.metrics(exposition)
+    fn metrics(&self, exposition: String, effective: &Contract) -> String {
+        Truthful.metrics(exposition, effective)
+    }
+}
+
+/// T1/T2: no `Server-Timing` on any response (every other claim truthful).
+#[derive(Debug)]
+pub struct NoServerTiming;
+
+impl Claims for NoServerTiming {
+    fn request_id(&self, id: HeaderValue) -> Option<HeaderValue> {
+        Truthful.request_id(id)
+    }
+
+    fn server_timing(&self, _value: HeaderValue) -> Option<HeaderValue> {
+        None
+    }
+
+    fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
+        Truthful.contract(effective)
+    }
+
+    fn metrics(&self, exposition: String, effective: &Contract) -> String {
+        Truthful.metrics(exposition, effective)
     }
 }
 

@@ -1,7 +1,14 @@
-//! A broken relay: one envelope at a time, frames split across messages.
+//! A broken relay: one envelope at a time, frames split across messages, responses under each
+//! other's ids.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use plimsoll_spec::relay::RelayResponse;
+use plimsoll_spec::relay::{RELAY_RESPONSE, RelayResponse};
+use tokio::sync::oneshot;
 
 use crate::relay::dispatch::RelayDispatch;
 use crate::relay::writer::{FrameSender, FrameWriter, Gone};
@@ -44,6 +51,98 @@ impl FrameSender for SplitFrames {
                 tokio::task::yield_now().await;
             }
             Ok(())
+        })
+    }
+}
+
+/// R3: two single-frame responses that become ready on the same socket within `window` of each
+/// other go out under each other's `request_id` (each body and its headers, `X-Request-Id`
+/// included, labelled with the other request's id). Every id is still answered exactly once; a
+/// response with no partner within the window goes out as it is, `window` late.
+#[derive(Debug)]
+pub struct SwapIds {
+    pub window: Duration,
+    /// Per socket (keyed by its writer), the response waiting for a partner.
+    waiting: Mutex<HashMap<usize, Waiting>>,
+    tickets: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    ticket: u64,
+    request_id: String,
+    /// Told the partner's id when one comes.
+    partner: oneshot::Sender<String>,
+}
+
+impl SwapIds {
+    pub fn new(window: Duration) -> SwapIds {
+        SwapIds {
+            window,
+            waiting: Mutex::new(HashMap::new()),
+            tickets: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<usize, Waiting>> {
+        // Nothing panics while the lock is held; recover the data regardless.
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The id `frame` goes out under.
+    async fn label(&self, writer: &FrameWriter, frame: &RelayResponse) -> String {
+        let socket = std::ptr::from_ref(writer) as usize;
+        let (ticket, mut rx) = {
+            let mut waiting = self.lock();
+            if let Some(other) = waiting.remove(&socket) {
+                let _ = other.partner.send(frame.request_id.clone());
+                return other.request_id;
+            }
+            let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+            let (tx, rx) = oneshot::channel();
+            waiting.insert(
+                socket,
+                Waiting {
+                    ticket,
+                    request_id: frame.request_id.clone(),
+                    partner: tx,
+                },
+            );
+            (ticket, rx)
+        };
+        if let Ok(Ok(partner)) = tokio::time::timeout(self.window, &mut rx).await {
+            return partner;
+        }
+        {
+            let mut waiting = self.lock();
+            if waiting.get(&socket).is_some_and(|w| w.ticket == ticket) {
+                waiting.remove(&socket);
+                return frame.request_id.clone();
+            }
+        }
+        // A partner took this response between the timeout and the lock: its id was sent then.
+        rx.await.unwrap_or_else(|_| frame.request_id.clone())
+    }
+}
+
+impl FrameSender for SwapIds {
+    fn send<'a>(
+        &'a self,
+        writer: &'a FrameWriter,
+        frame: &'a RelayResponse,
+        of: usize,
+    ) -> BoxFuture<'a, Result<(), Gone>> {
+        Box::pin(async move {
+            if of > 1 || frame.kind != RELAY_RESPONSE {
+                return writer.send(frame).await;
+            }
+            let label = self.label(writer, frame).await;
+            if label == frame.request_id {
+                return writer.send(frame).await;
+            }
+            let mut relabelled = frame.clone();
+            relabelled.request_id = label;
+            writer.send(&relabelled).await
         })
     }
 }

@@ -67,11 +67,8 @@ pub struct DigitizeOutput {
 /// (`width_mm`), not with pixels, so `fill`, `sequence` and `serialize` charge them separately.
 pub const ESTIMATED_BYTES_PER_PIXEL: u64 = 10;
 
-/// Largest design accepted by the pipeline and by export (stitch commands).
-pub const MAX_STITCHES: u64 = 10_000_000;
-
-/// Largest coordinate magnitude of a design, in 0.1 mm (100 m).
-pub const MAX_COORDINATE: i32 = 1_000_000;
+/// The design limits belong to the design format (the OpenAPI document states them too).
+pub use plimsoll_spec::design::{MAX_COORDINATE, MAX_STITCHES};
 
 /// Needle units per millimetre.
 pub const UNITS_PER_MM: f64 = 10.0;

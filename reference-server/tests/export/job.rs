@@ -87,6 +87,7 @@ fn invalid_designs_are_refused_naming_the_problem() {
             "not the last",
         ),
         (with(&|d| d.extents.max_x = 0), "outside the extents"),
+        (with(&|d| d.extents.min_x = i32::MIN), "extents.min_x"),
         (with(&|d| d.width_mm = -1.0), "width_mm"),
         (
             json(&good).iter().chain(b"x").copied().collect(),

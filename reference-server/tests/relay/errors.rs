@@ -113,3 +113,33 @@ async fn an_invalid_hook_is_a_400_response_frame() {
         (400, Some("invalid_parameter"))
     );
 }
+
+#[tokio::test]
+async fn a_plain_get_of_the_relay_endpoint_is_426_with_upgrade_websocket() {
+    let s = TestServer::start(&[]).await;
+    let response = s.client.get(s.url("/v1/relay")).send().await.unwrap();
+    let (status, headers, body) = common::problem(response).await;
+    assert_eq!(status, 426);
+    assert_eq!(headers["upgrade"], "websocket");
+    assert_eq!(headers["content-type"], "application/problem+json");
+    assert_eq!(body["code"], "upgrade_required");
+    assert_eq!(body["status"], 426);
+    assert_eq!(
+        body["request_id"],
+        headers["x-request-id"].to_str().unwrap()
+    );
+    let contract = plimsoll_spec::Contract::embedded();
+    let spec = contract.error(plimsoll_spec::ErrorCode::UpgradeRequired);
+    assert_eq!(
+        (spec.status, body["title"].as_str()),
+        (426, Some(spec.title.as_str()))
+    );
+
+    // Relayed, the same request is the same answer (there is no upgrade inside a socket).
+    let mut ws = Ws::connect(&s).await;
+    ws.send(&envelope("plain", "GET", "/v1/relay", &[], ""))
+        .await;
+    let f = ws.frame(Duration::from_secs(2)).await;
+    assert_eq!((f.kind.as_str(), f.status), (RELAY_RESPONSE, 426));
+    assert_eq!(f.headers["upgrade"], "websocket");
+}

@@ -68,3 +68,45 @@ async fn leaked_slots_stay_busy_after_a_drop() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(state.relay.load().0, 3);
 }
+
+#[tokio::test]
+async fn wrong_id_swaps_two_responses_ready_together() {
+    let s = start(Mutant::RelayWrongId).await;
+    let mut ws = Ws::connect(&s).await;
+    let traced = |id: &str, ms: u64| {
+        let hook = format!("hold=relay:{ms}");
+        let trace = format!("trace-{id}");
+        envelope(
+            id,
+            "GET",
+            "/healthz",
+            &[(HOOK, hook.as_str()), ("x-request-id", trace.as_str())],
+            "",
+        )
+    };
+    ws.send(&traced("a", 1)).await;
+    ws.send(&traced("b", 40)).await;
+    let r = receive(
+        &mut ws,
+        &["a".to_owned(), "b".to_owned()],
+        Duration::from_secs(2),
+    )
+    .await;
+    let trace_of = |id: &str| r.of(id)[0].headers["x-request-id"].clone();
+    assert_eq!(trace_of("a"), "trace-b", "a's frame carries b's response");
+    assert_eq!(trace_of("b"), "trace-a");
+
+    // A response with no partner within the window goes out under its own id, late.
+    let sent = Instant::now();
+    ws.send(&traced("c", 0)).await;
+    let f = ws.frame(Duration::from_secs(2)).await;
+    assert_eq!(
+        (f.request_id.as_str(), f.headers["x-request-id"].as_str()),
+        ("c", "trace-c")
+    );
+    assert!(
+        sent.elapsed() >= Duration::from_millis(90),
+        "{:?}",
+        sent.elapsed()
+    );
+}

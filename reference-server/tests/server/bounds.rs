@@ -145,3 +145,52 @@ async fn b3_disconnect_while_queued_leaves_the_queue() {
     );
     assert_eq!(running.await.unwrap().unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn b1_b3_a_timeout_is_not_a_cancellation_and_a_disconnect_is_one() {
+    let s = TestServer::start(&[("DIGITIZE_TIMEOUT_MS", "600")]).await;
+    let cancellations = || s.metric(MetricName::CancellationsTotal, Some(Pool::Digitize));
+    let idle = || {
+        s.wait_metric(
+            MetricName::WorkersBusy,
+            Some(Pool::Digitize),
+            Duration::from_secs(2),
+            |v| v == 0.0,
+        )
+    };
+    let image = png(80, 60);
+    let timed_out = s
+        .digitize(&image, Some("hold=fill:5000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(timed_out.status(), 504);
+    idle().await.expect("the timed-out worker stopped");
+    assert_eq!(cancellations().await, 0.0, "a 504 is not a cancellation");
+
+    let dropped = tokio::spawn(s.digitize(&image, Some("hold=decode:5000")).send());
+    s.wait_metric(
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
+        Duration::from_secs(5),
+        |v| v == 1.0,
+    )
+    .await
+    .unwrap();
+    dropped.abort();
+    idle().await.expect("the cancelled worker stopped");
+    assert_eq!(
+        cancellations().await,
+        1.0,
+        "a disconnect is one cancellation"
+    );
+
+    let timed_out = s
+        .digitize(&image, Some("hold=decode:5000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(timed_out.status(), 504);
+    idle().await.unwrap();
+    assert_eq!(cancellations().await, 1.0);
+}

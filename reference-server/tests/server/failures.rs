@@ -160,6 +160,14 @@ async fn f2_each_bad_input_gets_400_with_its_code() {
             "invalid_parameter",
         ),
         (
+            "hook not text",
+            post(url(""), "image/png", good.clone()).header(
+                "x-plimsoll-hook",
+                reqwest::header::HeaderValue::from_bytes(b"fail=decode\xc2\x84").unwrap(),
+            ),
+            "invalid_parameter",
+        ),
+        (
             "design not json",
             post(
                 s.url("/v1/export"),

@@ -10,6 +10,12 @@ use plimsoll_spec::Contract;
 
 mod bounds;
 mod failures;
+#[cfg(feature = "mutants")]
+mod mutants_bounds;
+#[cfg(feature = "mutants")]
+mod mutants_claims;
+#[cfg(feature = "mutants")]
+mod mutants_throughput;
 mod surface;
 mod throughput;
 
@@ -20,4 +26,33 @@ fn stages() -> Vec<String> {
         .iter()
         .map(|s| s.to_string())
         .collect()
+}
+
+/// The reference server (`None`) or one broken variant of it, hooks on: the `mutants_*` modules
+/// run a variant, and the reference beside it where the misbehaviour is a matter of degree.
+#[cfg(feature = "mutants")]
+async fn start(mutant: Option<plimsoll_server::Mutant>, overrides: &[(&str, &str)]) -> TestServer {
+    TestServer::start_with(overrides, true, |c| match mutant {
+        Some(m) => c.with_mutant(m),
+        None => c,
+    })
+    .await
+}
+
+/// How long until `pool`'s busy gauge reads `want` (`None` if not within `within`): how the
+/// scenarios wait for a job to take, or give back, its slot.
+#[cfg(feature = "mutants")]
+async fn busy(
+    s: &TestServer,
+    pool: plimsoll_spec::Pool,
+    want: f64,
+    within: Duration,
+) -> Option<Duration> {
+    s.wait_metric(
+        plimsoll_spec::MetricName::WorkersBusy,
+        Some(pool),
+        within,
+        |v| v == want,
+    )
+    .await
 }

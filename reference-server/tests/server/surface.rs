@@ -122,6 +122,7 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
         c
     })
     .await;
+    let state = s.state().clone();
     let long = tokio::spawn(s.digitize(&image, Some("hold=decode:30000")).send());
     s.wait_metric(
         MetricName::WorkersBusy,
@@ -140,6 +141,15 @@ async fn shutdown_drains_in_flight_work_then_cancels_the_rest() {
     );
     let response = long.await.unwrap().unwrap();
     assert_eq!(response.status(), 503, "cancelled at the end of the drain");
+    assert_eq!(
+        common::metric_value(
+            &state.metrics.encode(),
+            MetricName::CancellationsTotal,
+            Some(Pool::Digitize)
+        ),
+        Some(0.0),
+        "a job the server stopped is not a cancellation"
+    );
     assert!(
         std::fs::read_dir(workspace.path().join("jobs"))
             .unwrap()

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::example_problem;
 use crate::ClauseRef;
-use crate::model::{Category, Contract};
+use crate::model::{Category, Contract, Topic};
 
 /// Renders the whole document.
 pub fn concurrency_md(contract: &Contract) -> String {
@@ -201,6 +201,8 @@ pub fn concurrency_md(contract: &Contract) -> String {
         h.env, h.header, h.disabled_code, h.grammar
     );
 
+    rules_section(&mut md, contract);
+
     let t = &contract.tolerances;
     let _ = writeln!(md, "## Tolerances of the conformance suite\n");
     let _ = writeln!(md, "| what | allowed |");
@@ -236,14 +238,20 @@ pub fn concurrency_md(contract: &Contract) -> String {
 
     let _ = writeln!(md, "## Sources\n");
     for (key, s) in &contract.sources {
-        let _ = writeln!(md, "- `{key}`: {} (`{}`)", s.title, s.file);
+        let _ = writeln!(md, "- `{key}`: {}", s.title);
     }
     md
 }
 
 fn anchor(c: &ClauseRef<'_>) -> String {
-    let text = format!("{} {}", c.id, c.title).to_lowercase();
-    text.chars()
+    slug(&format!("{} {}", c.id, c.title))
+}
+
+/// A heading's anchor as GitHub makes it: lowercase, spaces to `-`, punctuation dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
         .filter_map(|ch| match ch {
             'a'..='z' | '0'..='9' | '-' | '_' => Some(ch),
             ' ' => Some('-'),
@@ -278,6 +286,19 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
         md.push('\n');
     }
     let _ = writeln!(md, "**Rationale.** {}\n", contract.text(c, c.rationale));
+    let rules: Vec<String> = contract
+        .implementation
+        .iter()
+        .filter(|r| r.clause == Some(c.id))
+        .map(|r| format!("[`{}`](#{})", r.id, topic_anchor(r.topic)))
+        .collect();
+    if !rules.is_empty() {
+        let _ = writeln!(
+            md,
+            "**Implementation rules.** {} (in [Implementation rules](#implementation-rules)).\n",
+            rules.join(", ")
+        );
+    }
     let source = contract
         .sources
         .get(&c.source.doc)
@@ -399,4 +420,46 @@ fn load_section(md: &mut String, contract: &Contract) {
         "\nAfter every profile the load stops, the busy gauge, queue depth and temp files must return to \
          zero, and workers + queue held requests must all be admitted again (no slot lost).\n"
     );
+}
+
+/// `## Implementation rules`: every `[[implementation]]` rule, grouped by topic, with the clause
+/// that judges it.
+fn rules_section(md: &mut String, contract: &Contract) {
+    let _ = writeln!(md, "## Implementation rules\n");
+    let _ = writeln!(
+        md,
+        "What an implementation does that the clauses' one-line statements leave open: the answers \
+         an implementer would otherwise have to guess. Each rule is as normative as the clauses; \
+         `plimsoll check` judges it under the clause named (the `contract` check where none is). \
+         [`conformance.md`](conformance.md#implementing-the-contract) turns these rules into a \
+         checklist.\n"
+    );
+    let clauses = contract.clause_list();
+    for topic in Topic::ALL {
+        let rules: Vec<_> = contract
+            .implementation
+            .iter()
+            .filter(|r| r.topic == topic)
+            .collect();
+        if rules.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "### {}\n", topic.title());
+        for r in rules {
+            let owner = match clauses.iter().find(|c| Some(c.id) == r.clause) {
+                Some(c) => format!("[{}](#{})", c.id, anchor(c)),
+                None => "`contract` check".to_owned(),
+            };
+            let text = contract
+                .rule_text(r)
+                .unwrap_or_else(|_| r.rule.clone());
+            let _ = writeln!(md, "- **`{}`** ({owner}). {text}", r.id);
+        }
+        md.push('\n');
+    }
+}
+
+/// The anchor of a topic's heading.
+fn topic_anchor(topic: Topic) -> String {
+    slug(topic.title())
 }

@@ -1,6 +1,7 @@
 //! Everything derived from the contract, deterministic byte for byte so the checked-in copies
 //! can be compared with a fresh rendering.
 
+mod images;
 mod markdown;
 mod openapi;
 
@@ -13,7 +14,7 @@ use crate::model::Contract;
 use crate::{ErrorCode, Problem, Stage};
 
 pub use markdown::concurrency_md;
-pub use openapi::openapi;
+pub use openapi::{hook_pattern, openapi};
 
 /// A generated file: its path relative to the repository root and its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +180,14 @@ pub fn example_problem(contract: &Contract, code: ErrorCode) -> Problem {
             None,
         ),
         ErrorCode::NotFound => ("no route for GET /v2/digitize".into(), None, None),
+        ErrorCode::UpgradeRequired => (
+            format!(
+                "{} is a WebSocket endpoint: send a WebSocket upgrade request",
+                api.relay.path
+            ),
+            None,
+            None,
+        ),
     };
     Problem {
         type_uri: code.type_uri(),

@@ -6,8 +6,26 @@ use super::example_problem;
 use crate::Problem;
 use crate::design::Design;
 use crate::model::{Contract, ErrorSpec, ParamKind};
-use crate::problem::PROBLEM_CONTENT_TYPE;
+use crate::problem::{ErrorCode, PROBLEM_CONTENT_TYPE};
 use crate::relay::{RelayRequest, RelayResponse};
+use crate::stage::Stage;
+
+use super::images;
+
+/// `X-Plimsoll-Hook` as a regular expression: exactly the ASCII values `parse_hooks` accepts, so
+/// a schema-valid hook is honoured and a schema-invalid one refused. Beyond the grammar it allows
+/// what the parser ignores (blanks around tokens, empty directives, an empty value) and numbers
+/// as Rust reads a `u64` (a `+`, leading zeros), keeping to 19 significant digits so every
+/// schema-valid number fits.
+pub fn hook_pattern() -> String {
+    let ws = "[ \\t]*";
+    let stage = format!("(?:{})", Stage::ALL.map(Stage::as_str).join("|"));
+    let number = "\\+?0*[0-9]{1,19}";
+    let directive = format!(
+        "(?:hold{ws}={ws}{stage}{ws}:{ws}{number}|(?:fail|panic){ws}={ws}{stage}|alloc{ws}={ws}{number})"
+    );
+    format!("^{ws}(?:{directive})?{ws}(?:;{ws}(?:{directive})?{ws})*$")
+}
 
 /// The OpenAPI 3.1 document of the contract's API.
 pub fn openapi(contract: &Contract) -> Value {
@@ -45,6 +63,10 @@ pub fn openapi(contract: &Contract) -> Value {
     let retry_after = json!({
         "description": "T3: RFC 9110 delay-seconds: the p50 queue wait, rounded up, at least 1, at most the pool's timeout.",
         "schema": { "type": "integer", "minimum": contract.clauses.t3.value.min_seconds }
+    });
+    let upgrade = json!({
+        "description": "RFC 9110: the protocol the endpoint needs (a WebSocket upgrade).",
+        "schema": { "type": "string", "const": "websocket" }
     });
     let common_headers = |extra: &[(&str, &Value)]| {
         let mut headers = Map::new();
@@ -84,6 +106,9 @@ pub fn openapi(contract: &Contract) -> Value {
                     &retry_after,
                 ));
             }
+            if errors.iter().any(|e| e.code == ErrorCode::UpgradeRequired) {
+                headers.push(("Upgrade", &upgrade));
+            }
             out.insert(
                 status.to_string(),
                 json!({
@@ -98,8 +123,8 @@ pub fn openapi(contract: &Contract) -> Value {
 
     let hook_param = json!({
         "name": contract.hooks.header, "in": "header", "required": false,
-        "description": format!("Test hooks, honoured only when the server runs with {}=1 (else 400 `{}`). Grammar: {}", contract.hooks.env, contract.hooks.disabled_code, contract.hooks.grammar),
-        "schema": { "type": "string" }, "example": "hold=fill:500"
+        "description": format!("Test hooks, honoured only when the server runs with {}=1 (else 400 `{}`). Grammar: {}; blanks around tokens and empty directives are ignored, STAGE is a stage name, MS and MB are non-negative integers.", contract.hooks.env, contract.hooks.disabled_code, contract.hooks.grammar),
+        "schema": { "type": "string", "pattern": hook_pattern() }, "example": "hold=fill:500"
     });
     let request_id_param = json!({
         "name": obs.request_id_header, "in": "header", "required": false,
@@ -177,14 +202,25 @@ pub fn openapi(contract: &Contract) -> Value {
         }),
     );
 
-    let body_content = |types: &[String], schema: Option<&schemars::Schema>| {
+    let body_content = |types: &[String], schema: &schemars::Schema| {
         let mut m = Map::new();
         for t in types {
-            let s = match schema {
-                Some(s) => json!(s),
-                None => json!({ "type": "string", "contentMediaType": t }),
-            };
-            m.insert(t.clone(), json!({ "schema": s }));
+            m.insert(t.clone(), json!({ "schema": schema }));
+        }
+        Value::Object(m)
+    };
+    // The raw image: octets (`format: binary`), never empty, with a real image as the example.
+    let image_content = |types: &[String]| {
+        let mut m = Map::new();
+        for t in types {
+            let mut media = json!({
+                "schema": { "type": "string", "format": "binary", "contentMediaType": t, "minLength": 1 }
+            });
+            if let Some(uri) = images::data_uri(t) {
+                media["examples"] =
+                    json!({ "disc": { "summary": images::SUMMARY, "externalValue": uri } });
+            }
+            m.insert(t.clone(), media);
         }
         Value::Object(m)
     };
@@ -207,7 +243,7 @@ pub fn openapi(contract: &Contract) -> Value {
                 api.digitize.content_types.join(" or "), api.digitize.max_upload_bytes, api.digitize.max_pixels,
                 contract.stages.digitize.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")),
             "parameters": digitize_params,
-            "requestBody": { "required": true, "content": body_content(&api.digitize.content_types, None) },
+            "requestBody": { "required": true, "content": image_content(&api.digitize.content_types) },
             "responses": digitize_responses,
             "x-plimsoll": pool_ext("digitize", c.t1.value.digitize_workers, c.t2.value.digitize_queue_capacity, c.b1.value.digitize_timeout_ms, &contract.stages.digitize)
         }}),
@@ -224,11 +260,66 @@ pub fn openapi(contract: &Contract) -> Value {
                   "schema": { "type": "string", "enum": api.export.formats, "default": api.export.default_format } },
                 hook_param, request_id_param
             ],
-            "requestBody": { "required": true, "content": body_content(&api.export.content_types, Some(&design)) },
+            "requestBody": { "required": true, "content": body_content(&api.export.content_types, &design) },
             "responses": export_responses,
             "x-plimsoll": pool_ext("export", c.t1.value.export_workers, c.t2.value.export_queue_capacity, c.b1.value.export_timeout_ms, &contract.stages.export)
         }}),
     );
+    let mut relay_responses = error_responses("relay");
+    let switching = [
+        (
+            "Upgrade",
+            json!({ "required": true, "schema": { "type": "string", "const": "websocket" } }),
+        ),
+        (
+            "Connection",
+            json!({ "required": true, "schema": { "type": "string", "const": "upgrade" } }),
+        ),
+        (
+            "Sec-WebSocket-Accept",
+            json!({
+                "required": true,
+                "description": "RFC 6455: base64 of the SHA-1 of the client's key and the protocol's GUID.",
+                "schema": { "type": "string", "pattern": "^[A-Za-z0-9+/]{27}=$" }
+            }),
+        ),
+    ];
+    relay_responses.insert(
+        "101".to_owned(),
+        json!({
+            "description": "Switching to the WebSocket protocol.",
+            "headers": common_headers(&switching.iter().map(|(n, h)| (*n, h)).collect::<Vec<_>>())
+        }),
+    );
+    // What the server checks of a WebSocket upgrade; any of them missing or different is 426.
+    let upgrade_header = |name: &str, description: &str, schema: Value, example: &str| json!({ "name": name, "in": "header", "required": true, "description": description, "schema": schema, "example": example });
+    let relay_params = json!([
+        upgrade_header(
+            "Connection",
+            "RFC 9110: names the `upgrade` connection option (any letter case).",
+            json!({ "type": "string", "pattern": "[Uu][Pp][Gg][Rr][Aa][Dd][Ee]" }),
+            "Upgrade"
+        ),
+        upgrade_header(
+            "Upgrade",
+            "RFC 6455: the WebSocket protocol (any letter case).",
+            json!({ "type": "string", "pattern": "^[Ww][Ee][Bb][Ss][Oo][Cc][Kk][Ee][Tt]$" }),
+            "websocket"
+        ),
+        upgrade_header(
+            "Sec-WebSocket-Version",
+            "RFC 6455: the protocol version; only 13 exists.",
+            json!({ "type": "string", "const": "13" }),
+            "13"
+        ),
+        upgrade_header(
+            "Sec-WebSocket-Key",
+            "RFC 6455: the client's nonce (base64 of 16 random bytes), hashed into `Sec-WebSocket-Accept`.",
+            json!({ "type": "string" }),
+            "dGhlIHNhbXBsZSBub25jZQ=="
+        ),
+        request_id_param
+    ]);
     paths.insert(
         api.relay.path.clone(),
         json!({ "get": {
@@ -237,9 +328,8 @@ pub fn openapi(contract: &Contract) -> Value {
             "description": format!(
                 "A WebSocket upgrade. The client sends `RelayRequest` text frames; the server performs each against its own API on a pool of {} workers (overflow: {:?}) and answers with `RelayResponse` frames, bodies over {} bytes split into several frames, matched by `request_id`.",
                 c.r1.value.relay_concurrency, c.r1.value.overflow, c.r5.value.max_frame_body_bytes),
-            "responses": {
-                "101": { "description": "Switching to the WebSocket protocol.", "headers": common_headers(&[]) }
-            },
+            "parameters": relay_params,
+            "responses": relay_responses,
             "x-plimsoll": {
                 "R1": c.r1.value, "R2": c.r2.value, "R3": c.r3.value, "R4": c.r4.value, "R5": c.r5.value, "R6": c.r6.value,
                 "frames": { "request": relay_request, "response": relay_response }

@@ -41,7 +41,12 @@ pub(super) async fn drive(
         process,
     );
     let live = Arc::new(LiveCounts::default());
-    let ticker = Ticker::start(ctx.color, goal, live.clone(), scraper.max_busy.clone());
+    let ticker = Ticker::start(
+        ctx.style.color,
+        goal,
+        live.clone(),
+        scraper.max_busy.clone(),
+    );
     let outcome = runner::run(spec, t0, live).await;
     Ticker::finish(ticker).await;
     let (samples, scrape_errors) = scraper.finish().await;

@@ -1,0 +1,143 @@
+//! The end of the run: the counts, every failure, skip and not-applicable pass in full, and
+//! what to do next. Check lines are cut to fit; this is where nothing is cut.
+
+use std::path::Path;
+
+use super::check_line::mark_and_id;
+use super::style::{BOLD, DIM, GREEN, RED, Style, paint};
+use super::text::{one_line, wrap};
+use super::{format_duration, is_load};
+use crate::report::total_ms;
+use crate::verdict::{CheckResult, NOT_APPLICABLE, RunReport, Verdict};
+
+/// Where the text of a summary entry's `expected`/`observed`/`why` starts.
+const LABEL_INDENT: usize = 4;
+const LABEL_WIDTH: usize = 10;
+
+/// The end of the run: the counts and the time of all checks, every failure (expected, observed, why),
+/// skip (why) and not-applicable pass (why) in full, wrapped to `style.width` and never cut,
+/// then one line of next steps. It repeats no line a passing check already printed.
+///
+/// `html` is the `--html` file of the run, if any (the next steps point at it).
+pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String {
+    let color = style.color;
+    let not_applicable = match report.not_applicable() {
+        0 => String::new(),
+        n => format!(" ({n} not applicable)"),
+    };
+    // Checks run one after the other, so their times add up; a load profile's verdicts all
+    // judge the same load, so theirs do not.
+    let took = if is_load(&report.manifest) {
+        String::new()
+    } else {
+        format!(" in {}", format_duration(total_ms(report)))
+    };
+    let totals = format!(
+        "{} passed{not_applicable}, {} failed, {} skipped{took}",
+        report.passed(),
+        report.failed(),
+        report.skipped(),
+    );
+    // One colour for the whole line keeps it a single greppable string.
+    let totals_colour = if report.failed() > 0 { RED } else { GREEN };
+    let mut out = String::from("\n");
+    out.push_str(&paint(&totals, totals_colour, color));
+    out.push('\n');
+
+    let failed: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.verdict.is_fail())
+        .collect();
+    let skipped: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Skip(_)))
+        .collect();
+    let not_applicable: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.not_applicable())
+        .collect();
+    for (title, picked) in [
+        ("Failed", failed),
+        ("Skipped", skipped),
+        ("Not applicable (passed)", not_applicable),
+    ] {
+        if picked.is_empty() {
+            continue;
+        }
+        out.push('\n');
+        out.push_str(&paint(&format!("{title}:"), BOLD, color));
+        out.push('\n');
+        for r in picked {
+            entry(&mut out, r, style);
+        }
+    }
+
+    out.push('\n');
+    let next = format!("Next: {}", next_steps(report, html).join("; "));
+    for line in wrap(&next, 0, 6, style.width) {
+        out.push_str(&paint(&line, DIM, color));
+        out.push('\n');
+    }
+    out
+}
+
+/// One failure, skip or not-applicable pass in the summary: the id and title, then each fact
+/// on its own wrapped lines.
+fn entry(out: &mut String, r: &CheckResult, style: Style) {
+    let (head, _) = mark_and_id(r, style.color);
+    out.push_str(&format!("{head}{}\n", one_line(&r.title)));
+    let mut facts: Vec<(&str, String)> = Vec::new();
+    match &r.verdict {
+        Verdict::Fail(why) => {
+            facts.push(("expected", one_line(&r.expected)));
+            facts.push(("observed", one_line(&r.observed)));
+            facts.push(("why", one_line(why)));
+        }
+        Verdict::Skip(why) => facts.push(("why", one_line(why))),
+        Verdict::Pass => facts.push((
+            "why",
+            one_line(
+                r.observed
+                    .strip_prefix(NOT_APPLICABLE)
+                    .unwrap_or(&r.observed),
+            ),
+        )),
+    }
+    let indent = LABEL_INDENT + LABEL_WIDTH;
+    for (label, text) in facts {
+        if text.is_empty() {
+            continue;
+        }
+        let lead = format!("{}{label:<LABEL_WIDTH$}", " ".repeat(LABEL_INDENT));
+        let lines = wrap(&text, indent, indent, style.width);
+        out.push_str(&format!("{}{}\n", paint(&lead, DIM, style.color), lines[0]));
+        for line in &lines[1..] {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+/// What to do after this run, most useful first: the timelines, then checking one's own
+/// service (after an embedded run) or `--strict` (after skips that passed), then the docs.
+fn next_steps(report: &RunReport, html: Option<&Path>) -> Vec<String> {
+    let mut steps = Vec::new();
+    steps.push(match html {
+        Some(path) => format!("{} (request timelines)", path.display()),
+        None => "--html report.html (request timelines)".to_string(),
+    });
+    if report.manifest.mode == "embedded" {
+        steps.push("--target URL (your own service)".to_string());
+    } else if report.skipped() > 0 && !report.manifest.strict {
+        steps.push("--strict (a skip fails)".to_string());
+    }
+    steps.push(if is_load(&report.manifest) {
+        "docs/load.md".to_string()
+    } else {
+        "docs/conformance.md".to_string()
+    });
+    steps
+}

@@ -1,0 +1,89 @@
+//! The JSON report: every fact of the run, in a field order that stays the same so two runs'
+//! reports diff readably.
+
+use plimsoll_conformance::report::json;
+use serde_json::Value;
+
+use super::*;
+
+#[test]
+fn json_round_trips_with_a_stable_field_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let run = sample();
+    json::write(&path, &run).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    preview("plimsoll-report.json", &text);
+    let value: Value = serde_json::from_str(&text).expect("valid JSON");
+
+    assert_eq!(value["results"][1]["verdict"], "fail");
+    assert_eq!(value["results"][1]["reason"], FAIL_REASON);
+    assert_eq!(value["results"][1]["observed"], run.results[1].observed);
+    assert_eq!(value["results"][0]["verdict"], "pass");
+    assert!(value["results"][0].get("reason").is_none());
+    assert_eq!(value["results"][2]["verdict"], "skip");
+    assert_eq!(value["results"][2]["reason"], SKIP_REASON);
+    assert_eq!(value["results"][1]["timeline"][1]["outcome"], "timed_out");
+    assert_eq!(
+        value["results"][0]["timeline"][4]["run_start_ms"],
+        Value::Null
+    );
+    assert_eq!(value["manifest"]["target"], run.manifest.target);
+    assert_eq!(value["manifest"]["seed"], 42);
+    // Adopted and refused differences, separately and structured, besides the combined list.
+    assert_eq!(value["manifest"]["adopted"][0]["env"], "QUEUE_CAPACITY");
+    assert_eq!(value["manifest"]["adopted"][0]["difference"]["theirs"], 2);
+    assert_eq!(
+        value["manifest"]["refused"][0]["difference"]["path"],
+        "clauses.B3.value.stop_within_ms"
+    );
+    assert!(
+        value["manifest"]["refused"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not an overridable field")
+    );
+    assert_eq!(
+        value["manifest"]["differences"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(
+        value["manifest"]["effective"]["pools"]["digitize"]["workers"],
+        2
+    );
+
+    // Declaration order, every time: diffs between two runs stay readable.
+    let order = [
+        "\"manifest\"",
+        "\"tool\"",
+        "\"target\"",
+        "\"started_unix_ms\"",
+        "\"results\"",
+        "\"id\"",
+        "\"clause\"",
+        "\"title\"",
+        "\"expected\"",
+        "\"observed\"",
+        "\"verdict\"",
+        "\"duration_ms\"",
+        "\"evidence\"",
+        "\"timeline\"",
+    ];
+    // Manifest keys are looked for before `"results"`, result keys after it (the manifest's
+    // adopted list has a `clause` of its own).
+    let results_at = text.find("\"results\"").expect("results");
+    let results_key = order.iter().position(|k| *k == "\"results\"").unwrap();
+    let positions: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let from = if i > results_key { results_at } else { 0 };
+            from + text[from..]
+                .find(k)
+                .unwrap_or_else(|| panic!("{k} missing"))
+        })
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    assert!(text.contains("\n  \"manifest\": {"), "pretty-printed");
+    assert_eq!(json::render(&run).unwrap(), text);
+}
