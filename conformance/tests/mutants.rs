@@ -206,9 +206,11 @@ const MATRIX: &[(Mutant, &[CheckId], &str)] = &[
         &[CheckId::Contract, Clause(B3)],
         "`/v1/contract` claims a 5 s stop bound and 50x tolerances; a dropped job runs 2.5 s",
     ),
+    // Like no-admission-limit: nothing is ever refused, so B3 cannot see a place free and
+    // says so (skip) rather than fail for T1's defect; T1 catches the clamp by client timings.
     (
         Mutant::ClampedBusyGauge,
-        &[Clause(T1), Clause(T2), Clause(T3), Clause(B3)],
+        &[Clause(T1), Clause(T2), Clause(T3)],
         "no admission limit; `/metrics` clamps the busy gauge to the limit",
     ),
 ];
