@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::{Contract, ErrorCode, MetricName, PROBLEM_CONTENT_TYPE, Pool};
+use plimsoll_spec::{Contract, ErrorCode, MetricName, PROBLEM_CONTENT_TYPE, Pool, Stage};
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
@@ -19,7 +19,8 @@ pub struct Reply {
     pub sent: Instant,
     /// Send to complete response.
     pub elapsed: Duration,
-    /// Server-Timing `queue` and `run`, in ms.
+    /// Server-Timing `queue` and `run` (the contract's `server_timing_metrics`), in ms; None
+    /// when the header is missing or lacks either.
     pub timing: Option<(f64, f64)>,
     /// Where it breaks the OpenAPI document or the problem schema.
     pub violations: Vec<String>,
@@ -46,6 +47,29 @@ impl Reply {
     /// `200 OK`: the one answer a request that should work may get.
     pub fn ok(&self) -> bool {
         self.status == StatusCode::OK.as_u16()
+    }
+
+    /// When the reply was complete.
+    pub fn answered(&self) -> Instant {
+        self.sent + self.elapsed
+    }
+
+    /// Server-Timing `queue` and `run` in ms, or why a pipeline response that needs them
+    /// cannot give them (a missing claim is a failure, never a zero).
+    pub fn server_timing(&self, header: &str) -> Result<(f64, f64), String> {
+        self.timing.ok_or_else(|| match self.header(header) {
+            None => format!("a {} reply without {header}", self.status),
+            Some(v) => format!(
+                "a {} reply whose {header} `{v}` lacks queue or run",
+                self.status
+            ),
+        })
+    }
+
+    /// The worker start the server claims: sent + Server-Timing `queue`.
+    pub fn claimed_start(&self) -> Option<Instant> {
+        self.timing
+            .map(|(queue, _)| self.sent + Duration::from_secs_f64(queue.max(0.0) / 1000.0))
     }
 }
 
@@ -74,6 +98,8 @@ pub struct Target {
     problem_schema: jsonschema::Validator,
     /// A small real PNG for requests that should succeed.
     pub image: Vec<u8>,
+    /// A design (the JSON of one plain digitize), fetched once, for export requests.
+    design: tokio::sync::OnceCell<Vec<u8>>,
     /// Every reply of the run (status, request ids, an error body's code and stage), for F3/F4.
     pub seen: std::sync::Mutex<Vec<crate::checks::failure::Seen>>,
     /// Every OpenAPI / problem-schema violation of the run, for the API check.
@@ -104,6 +130,7 @@ impl Target {
             server_log,
             trials,
             image: sample_png(),
+            design: tokio::sync::OnceCell::new(),
             seen: std::sync::Mutex::new(Vec::new()),
             violations: std::sync::Mutex::new(Vec::new()),
         }
@@ -145,6 +172,53 @@ impl Target {
         self.send(self.digitize_request(hook), Op::Digitize).await
     }
 
+    /// A design to export: the body of one plain digitize, fetched on first use and kept.
+    pub async fn design(&self) -> Result<Vec<u8>, String> {
+        self.design
+            .get_or_try_init(|| async {
+                let reply = self.digitize(None).await?;
+                if reply.ok() {
+                    Ok(reply.body)
+                } else {
+                    Err(format!(
+                        "a plain digitize (for a design to export) answered {} {}",
+                        reply.status,
+                        reply.code()
+                    ))
+                }
+            })
+            .await
+            .cloned()
+    }
+
+    /// A request to `pool`'s endpoint (the sample image, or the design for export), with an
+    /// optional hook; not sent.
+    pub async fn pool_request(
+        &self,
+        pool: Pool,
+        hook: Option<&str>,
+    ) -> Result<(reqwest::RequestBuilder, Op), String> {
+        match pool {
+            Pool::Digitize => Ok((self.digitize_request(hook), Op::Digitize)),
+            Pool::Export => Ok((self.export_request(hook, self.design().await?), Op::Export)),
+            Pool::Relay => {
+                Err("the relay pool takes WebSocket envelopes, not HTTP requests".into())
+            }
+        }
+    }
+
+    /// Sends one request to `pool`'s endpoint, giving up after `limit` (a server that never
+    /// answers is not waited on for ever).
+    pub async fn send_pool(
+        &self,
+        pool: Pool,
+        hook: Option<&str>,
+        limit: Duration,
+    ) -> Result<Reply, String> {
+        let (request, op) = self.pool_request(pool, hook).await?;
+        self.send(request.timeout(limit), op).await
+    }
+
     /// Sends, reads the whole reply, and validates it.
     pub async fn send(&self, request: reqwest::RequestBuilder, op: Op) -> Result<Reply, String> {
         let sent = Instant::now();
@@ -160,10 +234,11 @@ impl Target {
             .map_err(|e| format!("reading the body failed: {e}"))?
             .to_vec();
         let elapsed = sent.elapsed();
+        let obs = &self.expected.observability;
         let timing = headers
-            .get(self.expected.observability.server_timing_header.as_str())
+            .get(obs.server_timing_header.as_str())
             .and_then(|v| v.to_str().ok())
-            .and_then(parse_server_timing);
+            .and_then(|v| server_timing_of(v, &obs.server_timing_metrics));
         let mut reply = Reply {
             status,
             headers,
@@ -244,27 +319,38 @@ impl Target {
         out
     }
 
-    /// A metric's value for one pool, as `/metrics` says now (0 when the series is absent).
+    /// A metric's value for one pool, as `/metrics` says now. A series the contract documents
+    /// but the exposition lacks is an error (`/metrics has no …`), never 0: absence is not
+    /// success.
     pub async fn metric(&self, name: MetricName, pool: Pool) -> Result<f64, String> {
         self.scrape(name, Some(pool)).await
     }
 
-    /// The sum of every series of a metric (for one without a `pool` label).
+    /// The sum of every series of a metric (for one without a `pool` label); an error when
+    /// there is none.
     pub async fn metric_total(&self, name: MetricName) -> Result<f64, String> {
         self.scrape(name, None).await
     }
 
     async fn scrape(&self, name: MetricName, pool: Option<Pool>) -> Result<f64, String> {
-        let text = self
+        let path = &self.expected.api.metrics.path;
+        let response = self
             .client
-            .get(self.url(&self.expected.api.metrics.path))
+            .get(self.url(path))
             .send()
             .await
-            .map_err(|e| format!("GET metrics: {e}"))?
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("GET {path} answered {}", response.status()));
+        }
+        let text = response
             .text()
             .await
-            .map_err(|e| format!("GET metrics: {e}"))?;
-        Ok(metric_value(&text, name.as_str(), pool.map_or("", Pool::as_str)).unwrap_or(0.0))
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        metric_value(&text, name.as_str(), pool.map_or("", Pool::as_str)).ok_or_else(|| {
+            let series = pool.map_or_else(|| name.to_string(), |p| series(name, p));
+            format!("{path} has no {series}")
+        })
     }
 
     /// Polls a pool's metric until `pred` holds; returns the time it took.
@@ -325,11 +411,62 @@ impl Target {
     }
 
     pub fn digitize_workers(&self) -> usize {
-        self.expected.clauses.t1.value.digitize_workers as usize
+        self.workers(Pool::Digitize)
     }
 
     pub fn digitize_queue(&self) -> usize {
-        self.expected.clauses.t2.value.digitize_queue_capacity as usize
+        self.queue_capacity(Pool::Digitize)
+    }
+
+    /// A pool's worker slots (T1); the relay's are R1's.
+    pub fn workers(&self, pool: Pool) -> usize {
+        let c = &self.expected.clauses;
+        (match pool {
+            Pool::Digitize => c.t1.value.digitize_workers,
+            Pool::Export => c.t1.value.export_workers,
+            Pool::Relay => c.r1.value.relay_concurrency,
+        }) as usize
+    }
+
+    /// A pool's queue places (T2); the relay queues without a bound, so 0 here.
+    pub fn queue_capacity(&self, pool: Pool) -> usize {
+        let t2 = &self.expected.clauses.t2.value;
+        (match pool {
+            Pool::Digitize => t2.digitize_queue_capacity,
+            Pool::Export => t2.export_queue_capacity,
+            Pool::Relay => 0,
+        }) as usize
+    }
+
+    /// A pool's deadline (B1), counted from admission; the relay has none (zero).
+    pub fn deadline(&self, pool: Pool) -> Duration {
+        let b1 = &self.expected.clauses.b1.value;
+        Duration::from_millis(match pool {
+            Pool::Digitize => b1.digitize_timeout_ms,
+            Pool::Export => b1.export_timeout_ms,
+            Pool::Relay => 0,
+        })
+    }
+
+    /// A pool's stages, in order.
+    pub fn stages(&self, pool: Pool) -> &[Stage] {
+        match pool {
+            Pool::Digitize => &self.expected.stages.digitize,
+            Pool::Export => &self.expected.stages.export,
+            Pool::Relay => &[],
+        }
+    }
+
+    /// The longest `Retry-After` a pool may advertise: its timeout in whole seconds (T3), at
+    /// least the minimum.
+    pub fn max_retry_after_s(&self, pool: Pool) -> u64 {
+        self.deadline(pool)
+            .as_secs()
+            .max(self.expected.clauses.t3.value.min_seconds)
+    }
+
+    pub fn server_timing_header(&self) -> &str {
+        &self.expected.observability.server_timing_header
     }
 
     pub fn stop_within(&self) -> Duration {
@@ -337,8 +474,21 @@ impl Target {
     }
 }
 
-/// `queue;dur=1.5, run;dur=20` → (1.5, 20.0).
+/// `queue;dur=1.5, run;dur=20` → (1.5, 20.0), with the embedded contract's metric names.
 pub fn parse_server_timing(value: &str) -> Option<(f64, f64)> {
+    server_timing_of(
+        value,
+        &Contract::embedded().observability.server_timing_metrics,
+    )
+}
+
+/// The durations of the first two of `names` (the contract's `server_timing_metrics`: queue,
+/// then run) in a Server-Timing value; None when either is missing or not a finite,
+/// non-negative number.
+pub fn server_timing_of(value: &str, names: &[String]) -> Option<(f64, f64)> {
+    let [queue_name, run_name, ..] = names else {
+        return None;
+    };
     let mut queue = None;
     let mut run = None;
     for part in value.split(',') {
@@ -346,11 +496,12 @@ pub fn parse_server_timing(value: &str) -> Option<(f64, f64)> {
         let name = fields.next()?.trim();
         let dur = fields
             .find_map(|f| f.trim().strip_prefix("dur="))
-            .and_then(|d| d.parse::<f64>().ok());
-        match name {
-            "queue" => queue = dur,
-            "run" => run = dur,
-            _ => {}
+            .and_then(|d| d.trim().parse::<f64>().ok())
+            .filter(|d| d.is_finite() && *d >= 0.0);
+        if name == queue_name {
+            queue = dur;
+        } else if name == run_name {
+            run = dur;
         }
     }
     Some((queue?, run?))
@@ -421,6 +572,33 @@ mod tests {
                 .into_dimensions()
                 .unwrap();
         assert_eq!(dims, (100_000, 70_000));
+    }
+
+    #[test]
+    fn server_timing_is_read_by_the_contracts_names_and_only_when_whole() {
+        let names = Contract::embedded()
+            .observability
+            .server_timing_metrics
+            .clone();
+        assert_eq!(
+            server_timing_of("queue;dur=1.5, run;dur=20", &names),
+            Some((1.5, 20.0))
+        );
+        assert_eq!(
+            server_timing_of("run;desc=\"x\";dur=7, queue;dur=0", &names),
+            Some((0.0, 7.0))
+        );
+        // Absence is not a zero: either one missing, negative or not a number gives nothing.
+        assert_eq!(server_timing_of("run;dur=20", &names), None);
+        assert_eq!(server_timing_of("queue;dur=-1, run;dur=20", &names), None);
+        assert_eq!(server_timing_of("queue;dur=NaN, run;dur=20", &names), None);
+        assert_eq!(server_timing_of("", &names), None);
+        let other = vec!["wait".to_owned(), "work".to_owned()];
+        assert_eq!(
+            server_timing_of("wait;dur=3, work;dur=4", &other),
+            Some((3.0, 4.0))
+        );
+        assert_eq!(server_timing_of("queue;dur=3, run;dur=4", &other), None);
     }
 
     #[test]

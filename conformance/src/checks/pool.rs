@@ -1,15 +1,21 @@
-//! Driving the digitize pool from outside: held requests on their own tasks, filling every
-//! slot until one queues, waiting for the pool to drain, and proving capacity came back after a
-//! fault. Holds are test hooks built with the contract's hook grammar, never spelled by hand.
+//! Driving a worker pool from outside: held requests on their own tasks, bursts judged by the
+//! client's own clock, and the proof that capacity came back after a fault. Holds are test hooks
+//! built with the contract's hook grammar, never spelled by hand.
+//!
+//! The client's timings are the evidence; `/metrics` only paces the checker (or is cross-checked
+//! against what the client saw). A request held for `hold` that is admitted at once answers after
+//! about `hold`; one that waited for a slot answers after about twice that; a refusal answers at
+//! once with the contract's overloaded error.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use plimsoll_spec::hooks::format_hooks;
-use plimsoll_spec::{HookDirective, MetricName, Pool, Stage};
+use plimsoll_spec::{ErrorCode, HookDirective, MetricName, Pool, Stage};
 
-use super::ctx::Ctx;
-use crate::target::{Reply, Target};
+use super::ctx::{Ctx, ms};
+use crate::target::{Reply, Target, series};
 
 pub type Pending = tokio::task::JoinHandle<Result<Reply, String>>;
 
@@ -28,10 +34,28 @@ pub fn hold_first(t: &Target, ms: u64) -> String {
     hold(t.expected.stages.digitize[0], ms)
 }
 
+/// A hook holding the first stage of `pool` for `hold`.
+pub fn hold_in(t: &Target, pool: Pool, hold_for: Duration) -> String {
+    hold(t.stages(pool)[0], hold_for.as_millis() as u64)
+}
+
+/// How long the checker waits for a reply before it gives up on a request to `pool`: the
+/// pool's deadline, its tolerance, and a few seconds (a server that ignores its deadline is
+/// not waited on for ever).
+pub fn give_up(t: &Target, pool: Pool) -> Duration {
+    t.deadline(pool) + Duration::from_millis(t.expected.tolerances.timeout_late_ms + 3000)
+}
+
 /// Sends a digitize request on its own task (so it can be held open or abandoned).
 pub fn spawn_digitize(t: &Arc<Target>, hook: Option<String>) -> Pending {
+    spawn_in(t, Pool::Digitize, hook)
+}
+
+/// Sends a request to `pool`'s endpoint on its own task.
+pub fn spawn_in(t: &Arc<Target>, pool: Pool, hook: Option<String>) -> Pending {
     let t = t.clone();
-    tokio::spawn(async move { t.digitize(hook.as_deref()).await })
+    let limit = give_up(&t, pool);
+    tokio::spawn(async move { t.send_pool(pool, hook.as_deref(), limit).await })
 }
 
 /// Waits for every task and collects the replies (a failed request becomes an error string).
@@ -46,6 +70,21 @@ pub async fn join_all(tasks: Vec<Pending>) -> Vec<Result<Reply, String>> {
     out
 }
 
+/// Disconnects every request still in flight (drops its connection) and waits for the tasks.
+pub async fn abandon(tasks: Vec<Pending>) {
+    for task in &tasks {
+        task.abort();
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+/// Sleeps until `at` (at once if it has passed).
+pub async fn sleep_until(at: Instant) {
+    tokio::time::sleep_until(at.into()).await;
+}
+
 /// Requires a plain digitize request (no hook) to succeed, e.g. after a fault or a delay.
 pub async fn plain_request_succeeds(t: &Target, c: &mut Ctx, label: &str, what: &str) {
     match t.digitize(None).await {
@@ -58,7 +97,7 @@ pub async fn plain_request_succeeds(t: &Target, c: &mut Ctx, label: &str, what: 
 }
 
 /// Waits until no more digitize workers are busy than when the check started, allowing a
-/// worker twice the cancellation bound to stop.
+/// worker twice the cancellation bound to stop. Pacing only: it reads the busy gauge.
 pub async fn drained(t: &Target, c: &Ctx) -> Result<Duration, String> {
     let baseline = c.baseline_busy;
     t.wait_metric(
@@ -70,73 +109,261 @@ pub async fn drained(t: &Target, c: &Ctx) -> Result<Duration, String> {
     .await
 }
 
-/// After a fault: the busy gauge drains and every slot admits work again.
-pub async fn capacity_recovered(t: &Arc<Target>, c: &mut Ctx) {
-    let baseline = c.baseline_busy;
-    if let Err(e) = drained(t, c).await {
-        c.fail(format!(
-            "slots not released after the fault (busy before the check: {baseline}): {e}"
-        ));
-        return;
-    }
-    let workers = t.digitize_workers().saturating_sub(baseline as usize);
-    let tasks: Vec<_> = (0..workers)
-        .map(|_| spawn_digitize(t, Some(hold_first(t, 150))))
-        .collect();
-    let mut ok = 0;
-    for task in tasks {
-        if let Ok(Ok(r)) = task.await {
-            ok += usize::from(r.ok());
+/// Waits (pacing only) until `pool`'s busy gauge reaches `busy` and its queue gauge `queued`,
+/// for at most `limit`; the checker goes on either way, its verdicts rest on its own timings.
+pub async fn settle(t: &Target, pool: Pool, busy: usize, queued: usize, limit: Duration) {
+    let until = Instant::now() + limit;
+    let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);
+    while Instant::now() < until {
+        let b = t.metric(MetricName::WorkersBusy, pool).await;
+        let q = t.metric(MetricName::QueueDepth, pool).await;
+        match (b, q) {
+            (Ok(b), Ok(q)) if b >= busy as f64 && q >= queued as f64 => return,
+            (Err(_), _) | (_, Err(_)) => {
+                // No gauge to pace by: give the requests a moment instead.
+                tokio::time::sleep(limit.min(Duration::from_millis(100))).await;
+                return;
+            }
+            _ => tokio::time::sleep(poll).await,
         }
     }
-    c.require(ok == workers, || {
-        format!("capacity not recovered: {ok} of {workers} concurrent requests admitted")
-    });
-    c.evidence
-        .push(format!("capacity recovered: {ok}/{workers} slots usable"));
 }
 
-/// Sends held requests one at a time until one waits in the queue, so the number of requests
-/// that really run is measured rather than assumed. Returns the running holders and the one
-/// that queued (None, with a failure recorded, if nothing ever queued).
-pub async fn occupy(
+/// How a burst of held requests to one pool was answered, by the client's own clock.
+pub struct Burst {
+    pub hold: Duration,
+    /// 200 within half a hold of the first answer: admitted at once, ran alongside the others.
+    pub ran: Vec<Reply>,
+    /// 200 later (a hold or more after the first): waited in the queue for a slot.
+    pub queued: Vec<Reply>,
+    /// The contract's overloaded answer.
+    pub refused: Vec<Reply>,
+    /// Anything else, in words.
+    pub other: Vec<String>,
+}
+
+impl Burst {
+    /// Every 200 of the burst.
+    pub fn admitted(&self) -> impl Iterator<Item = &Reply> {
+        self.ran.iter().chain(&self.queued)
+    }
+
+    /// `4 ran at once, 2 queued, 2 refused`.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} ran at once, {} queued, {} refused",
+            self.ran.len(),
+            self.queued.len(),
+            self.refused.len()
+        );
+        if !self.other.is_empty() {
+            s.push_str(&format!(", {} otherwise answered", self.other.len()));
+        }
+        s
+    }
+
+    /// Requires exactly `workers` requests to have run at once, `queue` to have waited for a
+    /// slot, and every other one to have been refused: the pool's capacity, seen by the client.
+    pub fn require_capacity(&self, c: &mut Ctx, label: &str, workers: usize, queue: usize) -> bool {
+        let n = self.ran.len() + self.queued.len() + self.refused.len() + self.other.len();
+        let refused = n.saturating_sub(workers + queue);
+        let ok = self.ran.len() == workers
+            && self.queued.len() == queue
+            && self.refused.len() == refused
+            && self.other.is_empty();
+        c.require(ok, || {
+            let mut m = format!(
+                "{label}: of {n} requests held {} ms, {}; expected {workers} at once, {queue} queued, {refused} refused",
+                self.hold.as_millis(),
+                self.summary()
+            );
+            if !self.other.is_empty() {
+                m.push_str(&format!(" ({})", self.other.join("; ")));
+            }
+            m
+        })
+    }
+
+    /// Requires no place to have been lost: at least `workers` requests ran at once and at
+    /// least `workers + queue` were admitted. (More is T1's business, judged there: a fault
+    /// check fails only for the capacity it could have lost.)
+    pub fn require_no_loss(&self, c: &mut Ctx, label: &str, workers: usize, queue: usize) -> bool {
+        let admitted = self.ran.len() + self.queued.len();
+        let ok = self.ran.len() >= workers && admitted >= workers + queue && self.other.is_empty();
+        c.require(ok, || {
+            let mut m = format!(
+                "{label}: of {} requests held {} ms, {}; expected at least {workers} at once and {} admitted",
+                admitted + self.refused.len() + self.other.len(),
+                self.hold.as_millis(),
+                self.summary(),
+                workers + queue
+            );
+            if !self.other.is_empty() {
+                m.push_str(&format!(" ({})", self.other.join("; ")));
+            }
+            m
+        })
+    }
+}
+
+/// Sends `n` requests to `pool` at once, each holding the pool's first stage for `hold`, and
+/// sorts the answers by the client's clock: answered within half a hold of the first answer =
+/// ran at once, later = queued (it started when a slot freed), the overloaded error = refused.
+/// Every reply goes on the timeline.
+pub async fn burst(
     t: &Arc<Target>,
     c: &mut Ctx,
-    hold_ms: impl Fn(usize) -> u64,
-) -> (Vec<Pending>, Option<Pending>) {
-    let mut running = Vec::new();
-    let attempts = t.digitize_workers() + 8;
-    for k in 0..attempts {
-        let task = spawn_digitize(t, Some(hold_first(t, hold_ms(k))));
-        let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            let busy = t
-                .metric(MetricName::WorkersBusy, Pool::Digitize)
-                .await
-                .unwrap_or(0.0);
-            let queued = t
-                .metric(MetricName::QueueDepth, Pool::Digitize)
-                .await
-                .unwrap_or(0.0);
-            if queued >= 1.0 {
-                return (running, Some(task));
+    pool: Pool,
+    label: &str,
+    n: usize,
+    hold: Duration,
+) -> Burst {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, hold))))
+        .collect();
+    let mut out = Burst {
+        hold,
+        ran: Vec::new(),
+        queued: Vec::new(),
+        refused: Vec::new(),
+        other: Vec::new(),
+    };
+    let mut admitted = Vec::new();
+    for (i, r) in join_all(tasks).await.into_iter().enumerate() {
+        let name = format!("{label}-{i}");
+        match r {
+            Ok(reply) => {
+                c.reply(t, &name, &reply);
+                if reply.ok() && reply.elapsed < hold {
+                    out.other.push(format!(
+                        "{name} answered 200 after {:.0} ms, before its {} ms hold ended",
+                        ms(reply.elapsed),
+                        hold.as_millis()
+                    ));
+                } else if reply.ok() {
+                    admitted.push(reply);
+                } else if t.is_error(&reply, ErrorCode::Overloaded) {
+                    out.refused.push(reply);
+                } else {
+                    out.other
+                        .push(format!("{name} answered {} {}", reply.status, reply.code()));
+                }
             }
-            if busy >= (k + 1) as f64 || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(
-                t.expected.tolerances.metrics_poll_interval_ms,
-            ))
-            .await;
+            Err(e) => out.other.push(format!("{name}: {e}")),
         }
-        running.push(task);
     }
-    c.fail(format!("nothing queued after {attempts} held requests"));
-    (running, None)
+    // Ran at once or waited, by the client's clock and relative to the first answer (so a
+    // machine that is slow for everyone does not turn runners into waiters): a request that
+    // waited started only when a slot freed, so it answers at least about a hold after the
+    // first one did.
+    if let Some(first) = admitted.iter().map(Reply::answered).min() {
+        for reply in admitted {
+            if reply.answered() < first + hold / 2 {
+                out.ran.push(reply);
+            } else {
+                out.queued.push(reply);
+            }
+        }
+    }
+    out
+}
+
+/// The hold of a capacity proof: long beside scheduling jitter, short beside the deadline
+/// (a queued request runs two holds after it arrived).
+fn proof_hold(t: &Target, pool: Pool) -> Duration {
+    Duration::from_millis(400).min(t.deadline(pool) / 5)
+}
+
+/// After a fault: every slot admits work again, and the queue is whole — proved by the
+/// client, not the gauge. A burst of workers + queue + 1 held requests: all the workers run at
+/// once (a leaked slot would make one wait) and all the queue places admit a waiting request (a
+/// place held by a request that is gone cannot hide there); the one more is refused by a pool
+/// of the contract's size (a larger pool is T1's failure, not the fault's). The busy gauge is
+/// cross-checked: a gauge still busy while the client proves every slot free is a lying gauge.
+pub async fn capacity_recovered(t: &Arc<Target>, c: &mut Ctx) {
+    let pool = Pool::Digitize;
+    let baseline = c.baseline_busy.max(0.0) as usize;
+    let drain = drained(t, c).await;
+    let workers = t.workers(pool).saturating_sub(baseline);
+    let queue = t.queue_capacity(pool);
+    let b = burst(
+        t,
+        c,
+        pool,
+        "capacity",
+        workers + queue + 1,
+        proof_hold(t, pool),
+    )
+    .await;
+    let ok = b.require_no_loss(c, "capacity after the fault", workers, queue);
+    match drain {
+        Err(e) if ok => c.fail(format!(
+            "every slot admitted work, but the busy gauge did not drain before: {e}"
+        )),
+        Err(e) => c.evidence.push(format!("busy gauge before the proof: {e}")),
+        Ok(_) => {}
+    }
+    let mut note = format!("capacity after the fault: {}", b.summary());
+    if baseline > 0 {
+        note.push_str(&format!(" ({baseline} busy before the check)"));
+    }
+    c.evidence.push(note);
+}
+
+/// Polls a pool's gauge on its own task until finished, keeping the largest value it saw.
+pub struct GaugeWatch {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<(f64, usize, Option<String>)>,
+}
+
+impl GaugeWatch {
+    pub fn start(t: &Arc<Target>, name: MetricName, pool: Pool) -> GaugeWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);
+        let task = tokio::spawn({
+            let (t, stop) = (t.clone(), stop.clone());
+            async move {
+                let (mut max, mut samples) = (f64::NEG_INFINITY, 0);
+                while !stop.load(Ordering::SeqCst) {
+                    match t.metric(name, pool).await {
+                        Ok(v) => {
+                            max = max.max(v);
+                            samples += 1;
+                        }
+                        Err(e) => return (max, samples, Some(e)),
+                    }
+                    tokio::time::sleep(poll).await;
+                }
+                (max, samples, None)
+            }
+        });
+        GaugeWatch { stop, task }
+    }
+
+    /// The largest value seen and the number of samples; an error if the series was missing.
+    pub async fn finish(self) -> Result<(f64, usize), String> {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.task.await {
+            Ok((_, _, Some(e))) => Err(e),
+            Ok((max, samples, None)) => Ok((max, samples)),
+            Err(e) => Err(format!("gauge watch failed: {e}")),
+        }
+    }
+}
+
+/// Reads a pool's counter, recording a failure of the clause that needed it when missing.
+pub async fn counter(t: &Target, c: &mut Ctx, name: MetricName, pool: Pool) -> Option<f64> {
+    match t.metric(name, pool).await {
+        Ok(v) => Some(v),
+        Err(e) => {
+            c.fail(e);
+            None
+        }
+    }
 }
 
 /// Requires the implementation's temp folder to be empty, or, when the checker cannot see it,
-/// the temp-files gauge to be 0.
+/// the temp-files gauge to be 0 (a missing gauge fails).
 pub async fn no_temp_files(t: &Target, c: &mut Ctx, label: &str) {
     match t.temp_entries() {
         Some(entries) => {
@@ -144,14 +371,30 @@ pub async fn no_temp_files(t: &Target, c: &mut Ctx, label: &str) {
                 format!("{label}: temp files left: {entries:?}")
             });
         }
-        None => {
-            let n = t
-                .metric_total(MetricName::TempFiles)
-                .await
-                .unwrap_or(f64::NAN);
-            c.require(n == 0.0, || {
-                format!("{label}: {} is {n}", MetricName::TempFiles)
-            });
-        }
+        None => match t.metric_total(MetricName::TempFiles).await {
+            Ok(n) => {
+                c.require(n == 0.0, || {
+                    format!("{label}: {} is {n}", MetricName::TempFiles)
+                });
+            }
+            Err(e) => c.fail(format!("{label}: {e}")),
+        },
     }
+}
+
+/// Records one failure for many alike findings: the first two, and how many more.
+pub fn fail_many(c: &mut Ctx, what: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let mut m = format!("{what}: {}", items[..items.len().min(2)].join("; "));
+    if items.len() > 2 {
+        m.push_str(&format!(" (and {} more)", items.len() - 2));
+    }
+    c.fail(m);
+}
+
+/// `plimsoll_x{pool="digitize"} rose by 2`, for messages.
+pub fn rose(name: MetricName, pool: Pool, by: f64) -> String {
+    format!("{} rose by {by}", series(name, pool))
 }

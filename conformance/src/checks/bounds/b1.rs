@@ -1,85 +1,106 @@
-//! B1: the contract's timeout status at the deadline, naming the stage, with the slot back and
-//! the temp files gone.
+//! B1: the contract's timeout status at the deadline (counted from admission, queue time
+//! included), naming the stage, with the slot back and the temp files gone; and a stalled
+//! upload answered by its own read timeout without ever holding a worker slot.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use futures_util::StreamExt as _;
 use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool, Stage};
+use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE};
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
-use crate::checks::pool::{capacity_recovered, hold, join_all};
+use crate::checks::pool::{
+    capacity_recovered, counter, hold, hold_in, join_all, rose, settle, spawn_in,
+};
 use crate::checks::registry::Check;
 use crate::target::{Op, Reply, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::B1,
-    "Requests held at a middle stage past the digitize deadline, and an export held past its own: \
-     each gets {status:timeout} `timeout` no earlier than the deadline and no later than the \
-     tolerance after it, naming the held stage as `failed_stage` and exactly the stages before \
-     it as `completed_stages`; the busy gauge drops within the cancellation bound, no temp file \
-     remains, and every slot admits work again.",
+    "Requests held at a middle stage past the digitize deadline, and an export held past its \
+     own ({digitize_timeout_ms} and {export_timeout_ms} ms): each gets {status:timeout} \
+     `timeout` no earlier than the deadline and no later than the tolerance after it, naming \
+     the held stage as `failed_stage` and exactly the stages before it as `completed_stages`. \
+     Queue time counts: with every worker held for half the deadline, a request that waits and \
+     then holds a middle stage is answered {status:timeout} the deadline after it was sent, not \
+     after it started. An upload that stalls halfway gets {status:upload_timeout} \
+     `upload_timeout` within {upload_read_timeout_ms} ms plus the tolerance, and while it \
+     stalls every worker admits a held request at once (it holds no slot). Timeouts are not \
+     counted as cancellations; afterwards no temp file remains, every worker runs a held \
+     request at once and every queue place admits one that waits (no place lost).",
     |t, c| Box::pin(b1(t, c)),
 );
 
+/// Requires `reply` to be the timeout answer `deadline` after it was sent (within the
+/// tolerance), naming `stages[held]`.
 fn judge(
     t: &Target,
     c: &mut Ctx,
     label: &str,
     reply: &Reply,
-    timeout_ms: u64,
+    deadline: Duration,
     stages: &[Stage],
     held: usize,
 ) {
     c.reply(t, label, reply);
     let late = t.expected.tolerances.timeout_late_ms;
     let elapsed = ms(reply.elapsed);
+    let deadline_ms = ms(deadline);
     c.require(t.is_error(reply, ErrorCode::Timeout), || {
         format!(
-            "{label}: expected {} {} after {timeout_ms} ms, got {} {} after {elapsed:.0} ms",
+            "{label}: expected {} {} after {deadline_ms:.0} ms, got {} {} after {elapsed:.0} ms",
             t.status(ErrorCode::Timeout),
             ErrorCode::Timeout,
             reply.status,
             reply.json()["code"]
         )
     });
-    c.require(elapsed >= timeout_ms as f64, || {
-        format!("{label}: answered {elapsed:.0} ms, before the {timeout_ms} ms deadline")
+    c.require(elapsed >= deadline_ms, || {
+        format!("{label}: answered {elapsed:.0} ms after it was sent, before the {deadline_ms:.0} ms deadline")
     });
-    c.require(elapsed <= (timeout_ms + late) as f64, || {
-        format!("{label}: answered {elapsed:.0} ms, more than {late} ms after the {timeout_ms} ms deadline")
+    c.require(elapsed <= deadline_ms + late as f64, || {
+        format!("{label}: answered {elapsed:.0} ms after it was sent, more than {late} ms after the {deadline_ms:.0} ms deadline")
     });
     c.require_stages(label, &reply.json(), stages, held);
 }
 
-async fn b1(t: &Arc<Target>, c: &mut Ctx) {
-    let b1 = &t.expected.clauses.b1.value;
-    let late = t.expected.tolerances.timeout_late_ms;
+/// Requests held past the deadline of both pools, the digitize ones in batches of at most
+/// the workers; each must time out on time, and the busy gauge must drop within the bound.
+async fn past_the_deadline(t: &Arc<Target>, c: &mut Ctx, count: usize, elapsed: &mut Vec<f64>) {
     let stop = t.stop_within();
-    c.expected = format!(
-        "{} {} between {} and {} ms (export {} ms), failed_stage = the held stage, slot back within {} ms, no temp files",
-        t.status(ErrorCode::Timeout),
-        ErrorCode::Timeout,
-        b1.digitize_timeout_ms,
-        b1.digitize_timeout_ms + late,
-        b1.export_timeout_ms,
-        stop.as_millis()
-    );
-    let stages = &t.expected.stages.digitize;
+    let export = match t.design().await {
+        Ok(_) => {
+            let stage = 1.min(t.stages(Pool::Export).len() - 1);
+            let long = t.deadline(Pool::Export) + Duration::from_secs(10);
+            Some((
+                stage,
+                spawn_in(
+                    t,
+                    Pool::Export,
+                    Some(hold(t.stages(Pool::Export)[stage], long.as_millis() as u64)),
+                ),
+            ))
+        }
+        Err(e) => {
+            c.fail(format!("export deadline: {e}"));
+            None
+        }
+    };
+    let pool = Pool::Digitize;
+    let stages = t.stages(pool).to_vec();
     let held = stages.len() / 2; // a stage in the middle: some completed, some not
-    let hook = hold(stages[held], b1.digitize_timeout_ms + 10_000);
-    // A server that ignores its deadline is not waited on for ever.
-    let give_up = Duration::from_millis(b1.digitize_timeout_ms + late + 3000);
-    let mut elapsed = Vec::new();
-    let mut remaining = t.trials.max(1) as usize;
+    let deadline = t.deadline(pool);
+    let hook = hold(
+        stages[held],
+        (deadline + Duration::from_secs(10)).as_millis() as u64,
+    );
+    let mut remaining = count;
     let mut trial = 0;
     while remaining > 0 {
-        let batch = remaining.min(t.digitize_workers());
+        let batch = remaining.min(t.workers(pool));
         let tasks: Vec<_> = (0..batch)
-            .map(|_| {
-                let t = t.clone();
-                let request = t.digitize_request(Some(&hook)).timeout(give_up);
-                tokio::spawn(async move { t.send(request, Op::Digitize).await })
-            })
+            .map(|_| spawn_in(t, pool, Some(hook.clone())))
             .collect();
         for r in join_all(tasks).await {
             match r {
@@ -90,26 +111,27 @@ async fn b1(t: &Arc<Target>, c: &mut Ctx) {
                         c,
                         &format!("trial-{trial}"),
                         &reply,
-                        b1.digitize_timeout_ms,
-                        stages,
+                        deadline,
+                        &stages,
                         held,
                     );
                 }
-                Err(e) => c.fail(format!(
-                    "trial-{trial}: no answer within {} ms: {e}",
-                    give_up.as_millis()
-                )),
+                Err(e) => c.fail(format!("trial-{trial}: no answer: {e}")),
             }
             trial += 1;
         }
         remaining -= batch;
+        // Cross-check: the gauge agrees the slots came back.
         match t
-            .wait_metric(MetricName::WorkersBusy, Pool::Digitize, stop, |v| v == 0.0)
+            .wait_metric(MetricName::WorkersBusy, pool, stop, |v| {
+                v <= c.baseline_busy
+            })
             .await
         {
-            Ok(took) => c
-                .evidence
-                .push(format!("slots back {:.0} ms after the timeouts", ms(took))),
+            Ok(took) => c.evidence.push(format!(
+                "busy gauge back {:.0} ms after the timeouts",
+                ms(took)
+            )),
             Err(e) => c.fail(format!(
                 "slot not released within {} ms of the deadline: {e}",
                 stop.as_millis()
@@ -121,46 +143,218 @@ async fn b1(t: &Arc<Target>, c: &mut Ctx) {
             });
         }
     }
-
-    // Export has its own deadline.
-    let export_stages = &t.expected.stages.export;
-    let design = match t.digitize(None).await {
-        Ok(r) if r.ok() => Some(r.body),
-        Ok(r) => {
-            c.fail(format!("could not get a design to export: {}", r.status));
-            None
-        }
-        Err(e) => {
-            c.fail(format!("could not get a design to export: {e}"));
-            None
-        }
-    };
-    if let Some(design) = design {
-        let held = 1;
-        let hook = hold(export_stages[held], b1.export_timeout_ms + 10_000);
-        let request = t
-            .export_request(Some(&hook), design)
-            .timeout(Duration::from_millis(b1.export_timeout_ms + late + 3000));
-        match t.send(request, Op::Export).await {
+    if let Some((held, task)) = export {
+        match task.await.unwrap_or_else(|e| Err(e.to_string())) {
             Ok(reply) => {
                 elapsed.push(ms(reply.elapsed));
+                let stages = t.stages(Pool::Export).to_vec();
                 judge(
                     t,
                     c,
                     "export",
                     &reply,
-                    b1.export_timeout_ms,
-                    export_stages,
+                    t.deadline(Pool::Export),
+                    &stages,
                     held,
                 );
             }
-            Err(e) => c.fail(format!("export: {e}")),
+            Err(e) => c.fail(format!("export: no answer: {e}")),
         }
     }
+}
+
+/// A digitize request whose body stops halfway and stays stalled until `stall_for` passed.
+fn stalled_upload(t: &Target, stall_for: Duration) -> reqwest::RequestBuilder {
+    let api = &t.expected.api.digitize;
+    let half = t.image[..t.image.len() / 2].to_vec();
+    let body = futures_util::stream::iter([Ok::<_, std::io::Error>(half)]).chain(
+        futures_util::stream::once(async move {
+            tokio::time::sleep(stall_for).await;
+            Err(std::io::Error::other(
+                "the checker's stalled upload gave up",
+            ))
+        }),
+    );
+    t.client
+        .post(t.url(&api.path))
+        .header(CONTENT_TYPE, api.content_types[0].as_str())
+        .header(CONTENT_LENGTH, t.image.len())
+        .body(reqwest::Body::wrap_stream(body))
+        .timeout(stall_for)
+}
+
+/// Queue time counts, and a stalled upload holds no slot: an upload stalls; meanwhile every
+/// worker is held for `hold` (they must all run at once), and a request sent behind them waits,
+/// then holds a middle stage: it must time out the deadline after it was sent.
+async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f64>) -> String {
+    let pool = Pool::Digitize;
+    let b1 = &t.expected.clauses.b1.value;
+    let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    let upload = Duration::from_millis(b1.upload_read_timeout_ms);
+    let deadline = t.deadline(pool);
+    let workers = t.workers(pool);
+    let stages = t.stages(pool).to_vec();
+    let held = stages.len() / 2;
+    // Long enough that a server counting from the worker's start is late by far more than the
+    // tolerance, and no longer than half the deadline.
+    let hold_for = (deadline / 2).min(upload.max(late * 2 + Duration::from_millis(100)));
+
+    let stall = {
+        let t = t.clone();
+        let request = stalled_upload(&t, upload + late + Duration::from_secs(2));
+        tokio::spawn(async move { t.send(request, Op::Digitize).await })
+    };
+    // Let the server take the headers and the first half of the body.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let holders_sent = Instant::now();
+    let holders: Vec<_> = (0..workers)
+        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, hold_for))))
+        .collect();
+    settle(t, pool, workers, 0, Duration::from_secs(1)).await;
+    // Without queue places nothing waits, and there is no queue time to count.
+    let long = deadline + Duration::from_secs(10);
+    let queued = (t.queue_capacity(pool) > 0)
+        .then(|| spawn_in(t, pool, Some(hold(stages[held], long.as_millis() as u64))));
+
+    let mut ran = 0;
+    for (i, r) in join_all(holders).await.into_iter().enumerate() {
+        match r {
+            Ok(reply) => {
+                c.reply(t, format!("holder-{i}"), &reply);
+                if reply.ok() && reply.elapsed < hold_for * 3 / 2 {
+                    ran += 1;
+                }
+            }
+            Err(e) => c.fail(format!("holder-{i}: {e}")),
+        }
+    }
+    match queued {
+        Some(task) => match task.await.unwrap_or_else(|e| Err(e.to_string())) {
+            Ok(reply) => {
+                elapsed.push(ms(reply.elapsed));
+                judge(t, c, "queued", &reply, deadline, &stages, held);
+            }
+            Err(e) => c.fail(format!("queued: no answer: {e}")),
+        },
+        None => c.evidence.push(
+            "queue time: not applicable, the digitize pool has no queue places (nothing waits)"
+                .into(),
+        ),
+    }
+    let code = ErrorCode::UploadTimeout;
+    let (stall_note, stalled_until) = match stall.await.unwrap_or_else(|e| Err(e.to_string())) {
+        Ok(reply) => {
+            c.reply(t, "stalled upload", &reply);
+            let took = reply.elapsed;
+            c.require(t.is_error(&reply, code), || {
+                format!(
+                    "stalled upload: expected {} {code}, got {} {} after {:.0} ms",
+                    t.status(code),
+                    reply.status,
+                    reply.code(),
+                    ms(took)
+                )
+            });
+            c.require(took >= upload, || {
+                format!(
+                    "stalled upload: answered after {:.0} ms, before the {} ms read timeout",
+                    ms(took),
+                    upload.as_millis()
+                )
+            });
+            c.require(took <= upload + late, || {
+                format!(
+                    "stalled upload: answered after {:.0} ms, more than {} ms after the {} ms read timeout",
+                    ms(took),
+                    late.as_millis(),
+                    upload.as_millis()
+                )
+            });
+            (
+                format!(
+                    "stalled upload answered {} after {:.0} ms",
+                    reply.status,
+                    ms(took)
+                ),
+                Some(reply.answered()),
+            )
+        }
+        Err(e) => {
+            c.fail(format!(
+                "stalled upload: no {} {code} within {} ms: {e}",
+                t.status(code),
+                (upload + late).as_millis()
+            ));
+            ("stalled upload not answered".into(), None)
+        }
+    };
+    // A holder kept waiting by a slot the upload holds answers at least half a hold late; that
+    // shows only while the upload still stalls at least half a hold after the holders went out.
+    let judged = stalled_until.is_some_and(|until| until >= holders_sent + hold_for / 2);
+    if judged {
+        c.require(ran == workers, || {
+            format!(
+                "while an upload stalled, only {ran} of {workers} held requests ran at once: the stalled upload holds a worker slot"
+            )
+        });
+    } else {
+        c.evidence.push(format!(
+            "whether a stalled upload holds a slot was not judged: its read timeout ({} ms) is short beside the {} ms hold",
+            upload.as_millis(),
+            hold_for.as_millis()
+        ));
+    }
+    format!("{stall_note}; meanwhile {ran} of {workers} held requests ran at once")
+}
+
+async fn b1(t: &Arc<Target>, c: &mut Ctx) {
+    let b1 = &t.expected.clauses.b1.value;
+    let late = t.expected.tolerances.timeout_late_ms;
+    let stop = t.stop_within();
+    c.expected = format!(
+        "{} {} between {} and {} ms after sending, queue time included (export {} ms), failed_stage = the held stage, slot back within {} ms, no temp files; {} {} within {} ms of a stalled upload, no slot held",
+        t.status(ErrorCode::Timeout),
+        ErrorCode::Timeout,
+        b1.digitize_timeout_ms,
+        b1.digitize_timeout_ms + late,
+        b1.export_timeout_ms,
+        stop.as_millis(),
+        t.status(ErrorCode::UploadTimeout),
+        ErrorCode::UploadTimeout,
+        b1.upload_read_timeout_ms + late,
+    );
+    let pools = [Pool::Digitize, Pool::Export];
+    let mut before = Vec::new();
+    for pool in pools {
+        before.push(counter(t, c, MetricName::CancellationsTotal, pool).await);
+    }
+
+    let mut elapsed = Vec::new();
+    // The export and the queued request below are trials too.
+    let count = (t.trials.max(1) as usize).saturating_sub(2).max(1);
+    past_the_deadline(t, c, count, &mut elapsed).await;
+    let stall_note = queue_time_and_stall(t, c, &mut elapsed).await;
+
+    // Nobody went away: a cancellation counter that rose counts timeouts as cancellations.
+    for (pool, before) in pools.into_iter().zip(before) {
+        let name = MetricName::CancellationsTotal;
+        let Some(before) = before else {
+            continue; // already failed: the series is missing
+        };
+        if let Some(after) = counter(t, c, name, pool).await {
+            c.require(after == before, || {
+                format!(
+                    "{} during timeouts, though no client went away: timeouts counted as cancellations",
+                    rose(name, pool, after - before)
+                )
+            });
+        }
+    }
+
     let (worst, median) = worst_and_median(&elapsed);
     c.trials_ms = elapsed;
     c.observed = format!(
-        "{} timeouts: worst answered at {worst:.0} ms, median {median:.0} ms",
+        "{} timeouts: worst answered at {worst:.0} ms, median {median:.0} ms; {stall_note}",
         c.trials_ms.len()
     );
     capacity_recovered(t, c).await;

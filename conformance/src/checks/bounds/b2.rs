@@ -12,10 +12,12 @@ use crate::target::{Op, Target, png_claiming};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::B2,
-    "An image whose header claims 100000 x 100000 pixels, and a request whose `alloc` hook \
-     charges more than the {memory_cap_mb} MB cap: both get {status:memory_cap_exceeded} \
+    "A request whose `alloc` hook charges 90% of the {memory_cap_mb} MB cap succeeds (200), so a \
+     cap set too low fails. An image whose header claims 100000 x 100000 pixels, and a request \
+     whose `alloc` hook charges more than the cap: both get {status:memory_cap_exceeded} \
      `memory_cap_exceeded` with no retry delay (the same input fails the same way), the server \
-     stays healthy, and every slot admits work again.",
+     stays healthy, and afterwards every worker runs a held request at once and every queue \
+     place admits one that waits (no place lost).",
     |t, c| Box::pin(b2(t, c)),
 );
 
@@ -24,9 +26,30 @@ async fn b2(t: &Arc<Target>, c: &mut Ctx) {
     let code = ErrorCode::MemoryCapExceeded;
     let retry_after = t.expected.clauses.t3.value.retry_after_header.clone();
     c.expected = format!(
-        "{} {code} without {retry_after} past {cap} MB; the server stays up",
+        "200 at 90% of {cap} MB; {} {code} without {retry_after} past it; the server stays up",
         t.status(code)
     );
+    let mut seen = Vec::new();
+    // Just under the cap: must fit (a cap set too low fails here).
+    let under = cap * 9 / 10;
+    let label = format!("alloc hook at {under} MB (90% of the cap)");
+    match t
+        .digitize(Some(&hook(HookDirective::Alloc { mb: under })))
+        .await
+    {
+        Ok(reply) => {
+            c.reply(t, &label, &reply);
+            seen.push(format!("{label}: {}", reply.status));
+            c.require(reply.ok(), || {
+                format!(
+                    "{label}: answered {} {}, but it is within the cap",
+                    reply.status,
+                    reply.code()
+                )
+            });
+        }
+        Err(e) => c.fail(format!("{label}: {e}")),
+    }
     let api = &t.expected.api.digitize;
     // 100000 x 100000 pixels: no pipeline fits that in any sane cap.
     let bomb = t
@@ -42,7 +65,6 @@ async fn b2(t: &Arc<Target>, c: &mut Ctx) {
         ),
         ("alloc hook past the cap", t.digitize(Some(&alloc)).await),
     ];
-    let mut seen = Vec::new();
     for (label, reply) in cases {
         match reply {
             Ok(reply) => {

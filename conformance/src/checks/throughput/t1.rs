@@ -1,22 +1,25 @@
-//! T1: the worker limit, seen by the busy gauge and by the server's own run intervals.
+//! T1: the worker limit of each pool, seen by the client's own timings; the busy and limit
+//! gauges and the server's Server-Timing are claims, cross-checked against them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plimsoll_spec::{ClauseId, MetricName, Pool};
 
-use crate::checks::ctx::Ctx;
-use crate::checks::pool::{hold_first, join_all, spawn_digitize};
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::pool::{Burst, GaugeWatch, burst, fail_many};
 use crate::checks::registry::Check;
 use crate::target::{Reply, Target, series};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::T1,
-    "A burst of held requests, more than workers and queue places together: the busy gauge, \
-     sampled throughout, reaches {digitize_workers} and never exceeds it, the limit gauge says \
-     {digitize_workers}, no more requests are admitted than workers plus queue, and the run \
-     intervals the server reports per request (queue and run time) never overlap more than \
-     {digitize_workers} deep.",
+    "For each pool, a burst of held requests, two more than workers and queue places together, \
+     sent at once: by the client's own clock exactly {digitize_workers} digitize requests \
+     ({export_workers} exports) answer after one hold (they ran at once), exactly the queue's \
+     places answer after two (they waited), and the rest are refused. Claims are cross-checked: \
+     the busy gauge, sampled throughout, peaks at the limit, the limit gauge says it, and every \
+     200 carries a Server-Timing `queue` and `run` that agree with the client (no more than the \
+     limit running at once, queued ones reporting queue time, running ones not).",
     |t, c| Box::pin(t1(t, c)),
 );
 
@@ -26,8 +29,7 @@ pub const CHECK: Check = Check::clause(
 fn max_overlap(replies: &[&Reply], slack: Duration) -> usize {
     let mut events: Vec<(Instant, i32)> = Vec::new();
     for r in replies {
-        if let Some((queue, run)) = r.timing {
-            let start = r.sent + Duration::from_secs_f64(queue / 1000.0);
+        if let (Some(start), Some((_, run))) = (r.claimed_start(), r.timing) {
             let end = start + Duration::from_secs_f64(run / 1000.0).saturating_sub(slack);
             events.push((start, 1));
             events.push((end.max(start), -1));
@@ -42,72 +44,171 @@ fn max_overlap(replies: &[&Reply], slack: Duration) -> usize {
     max as usize
 }
 
-async fn t1(t: &Arc<Target>, c: &mut Ctx) {
-    let workers = t.digitize_workers();
-    let queue = t.digitize_queue();
-    c.expected = format!(
-        "at most {workers} digitize jobs at once; the busy gauge reaches {workers} and never exceeds it"
-    );
-    let limit = t
-        .metric(MetricName::WorkersLimit, Pool::Digitize)
-        .await
-        .unwrap_or(f64::NAN);
-    c.require(limit == workers as f64, || {
-        format!(
-            "{} is {limit}, the contract says {workers}",
-            series(MetricName::WorkersLimit, Pool::Digitize)
-        )
-    });
+/// The hold of T1's burst: long beside scheduling jitter, and short enough that a queued
+/// request (two holds after it arrived) stays well inside the pool's deadline.
+fn burst_hold(t: &Target, pool: Pool) -> Duration {
+    let deadline = t.deadline(pool);
+    let cap = if t.queue_capacity(pool) > 0 {
+        deadline / 5
+    } else {
+        deadline * 2 / 5
+    };
+    Duration::from_millis(400).min(cap)
+}
 
-    let burst = workers + queue + 2;
-    let tasks: Vec<_> = (0..burst)
-        .map(|_| spawn_digitize(t, Some(hold_first(t, 700))))
-        .collect();
-    let mut max_busy = 0.0f64;
-    let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);
-    let started = Instant::now();
-    while !tasks.iter().all(|task| task.is_finished())
-        && started.elapsed() < Duration::from_secs(30)
+/// Cross-checks the server's Server-Timing claims against the client's view of the burst:
+/// every 200 carries them, a request that ran at once reports little queue time, a queued
+/// one at least half a hold, `run` covers the hold, `queue + run` fits in what the client
+/// waited, and no more than `workers` run intervals overlap. Returns that overlap, or None
+/// when the claims are missing.
+fn judge_server_timing(
+    t: &Target,
+    c: &mut Ctx,
+    pool: Pool,
+    b: &Burst,
+    workers: usize,
+) -> Option<usize> {
+    let header = t.server_timing_header().to_owned();
+    let half = ms(b.hold) / 2.0;
+    // The server measures inside the request; the client's wait includes the network.
+    let slack_ms = 20.0;
+    let mut missing = Vec::new();
+    for (queued, r) in b
+        .ran
+        .iter()
+        .map(|r| (false, r))
+        .chain(b.queued.iter().map(|r| (true, r)))
     {
-        if let Ok(v) = t.metric(MetricName::WorkersBusy, Pool::Digitize).await {
-            max_busy = max_busy.max(v);
-        }
-        tokio::time::sleep(poll).await;
-    }
-    let replies = join_all(tasks).await;
-    let mut ok = Vec::new();
-    for (i, r) in replies.iter().enumerate() {
-        match r {
-            Ok(reply) => {
-                c.reply(t, format!("burst-{i}"), reply);
-                if reply.ok() {
-                    ok.push(reply);
-                }
+        let id = r
+            .request_id(t.request_id_header())
+            .unwrap_or_else(|| "(no id)".into());
+        let (q, run) = match r.server_timing(&header) {
+            Ok(v) => v,
+            Err(e) => {
+                missing.push(format!("{id}: {e}"));
+                continue;
             }
-            Err(e) => c.fail(format!("burst-{i}: {e}")),
+        };
+        let waited = ms(r.elapsed);
+        let problem = if queued && q < half {
+            Some(format!(
+                "claims {q:.0} ms in the queue, but the client saw it wait (answered after {waited:.0} ms)"
+            ))
+        } else if !queued && q >= half {
+            Some(format!(
+                "claims {q:.0} ms in the queue, but the client saw it run at once (answered after {waited:.0} ms)"
+            ))
+        } else if run + 1.0 < ms(b.hold) {
+            Some(format!(
+                "claims a run of {run:.0} ms, shorter than its {} ms hold",
+                b.hold.as_millis()
+            ))
+        } else if q + run > waited + slack_ms {
+            Some(format!(
+                "claims queue {q:.0} + run {run:.0} ms, more than the {waited:.0} ms the client waited"
+            ))
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            c.fail(format!("{pool} {id}: {header} {p}"));
         }
+    }
+    let admitted: Vec<&Reply> = b.admitted().collect();
+    fail_many(
+        c,
+        &format!(
+            "{pool}: {} of {} admitted replies carry no {header} queue and run",
+            missing.len(),
+            admitted.len()
+        ),
+        &missing,
+    );
+    if !missing.is_empty() {
+        return None;
     }
     // Hand-over jitter between one request ending and the next starting is a few ms, tens under
-    // load; a request that really runs alongside overlaps for the whole 700 ms hold.
-    let overlap = max_overlap(&ok, Duration::from_millis(100));
-    c.observed = format!(
-        "busy gauge max {max_busy}; {} of {burst} admitted; at most {overlap} running at once (Server-Timing)",
-        ok.len()
-    );
-    c.require(max_busy <= workers as f64, || {
-        format!("busy gauge reached {max_busy} > {workers}")
-    });
-    c.require(max_busy >= workers as f64, || {
-        format!("busy gauge never reached {workers} (max {max_busy})")
-    });
+    // load; a request that really runs alongside overlaps for its whole hold.
+    let overlap = max_overlap(&admitted, b.hold / 4);
     c.require(overlap <= workers, || {
-        format!("{overlap} requests ran at once, limit {workers}")
+        format!("{pool}: {header} places {overlap} requests running at once, limit {workers}")
     });
-    c.require(ok.len() <= workers + queue, || {
-        format!(
-            "{} admitted out of a burst of {burst}; workers + queue = {}",
-            ok.len(),
-            workers + queue
-        )
-    });
+    Some(overlap)
+}
+
+async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
+    let workers = t.workers(pool);
+    let queue = t.queue_capacity(pool);
+    match t.metric(MetricName::WorkersLimit, pool).await {
+        Ok(limit) => {
+            c.require(limit == workers as f64, || {
+                format!(
+                    "{} is {limit}, the contract says {workers}",
+                    series(MetricName::WorkersLimit, pool)
+                )
+            });
+        }
+        Err(e) => c.fail(e),
+    }
+    if pool == Pool::Export
+        && let Err(e) = t.design().await
+    {
+        c.fail(e);
+        return format!("{pool}: no design to export");
+    }
+    let n = workers + queue + 2;
+    let hold = burst_hold(t, pool);
+    let watch = GaugeWatch::start(t, MetricName::WorkersBusy, pool);
+    let b = burst(t, c, pool, pool.as_str(), n, hold).await;
+    let gauge = watch.finish().await;
+    b.require_capacity(c, &format!("{pool} burst"), workers, queue);
+    let overlap = judge_server_timing(t, c, pool, &b, workers);
+    let busy = series(MetricName::WorkersBusy, pool);
+    let gauge_note = match gauge {
+        Ok((max, samples)) => {
+            c.require(max == workers as f64, || {
+                format!(
+                    "{busy} peaked at {max} over {samples} samples while {} ran at once by the client's clock (limit {workers})",
+                    b.ran.len()
+                )
+            });
+            format!("busy gauge max {max}")
+        }
+        Err(e) => {
+            c.fail(e);
+            "busy gauge missing".to_owned()
+        }
+    };
+    c.evidence.push(format!(
+        "{pool}: {n} requests held {} ms: {}",
+        hold.as_millis(),
+        b.summary()
+    ));
+    format!(
+        "{pool}: {} (client timings); {gauge_note}; {}",
+        b.summary(),
+        match overlap {
+            Some(n) => format!("at most {n} running at once ({})", t.server_timing_header()),
+            None => format!("{} missing", t.server_timing_header()),
+        }
+    )
+}
+
+async fn t1(t: &Arc<Target>, c: &mut Ctx) {
+    let expected: Vec<String> = [Pool::Digitize, Pool::Export]
+        .iter()
+        .map(|&p| {
+            format!(
+                "{p}: {} at once, {} queued, the rest refused",
+                t.workers(p),
+                t.queue_capacity(p)
+            )
+        })
+        .collect();
+    c.expected = expected.join("; ");
+    let mut observed = Vec::new();
+    for pool in [Pool::Digitize, Pool::Export] {
+        observed.push(t1_pool(t, c, pool).await);
+    }
+    c.observed = observed.join("; ");
 }

@@ -1,80 +1,282 @@
-//! T2: queued requests start in arrival order.
+//! T2: queued requests start in arrival order, trial after trial, judged by the client's clock.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use plimsoll_spec::{ClauseId, MetricName, Pool};
+use plimsoll_spec::{ClauseId, Pool};
+use tokio::sync::mpsc;
 
-use crate::checks::ctx::Ctx;
-use crate::checks::pool::{hold_first, join_all, occupy, spawn_digitize};
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::pool::{Pending, fail_many, hold_in, join_all, settle, spawn_in};
 use crate::checks::registry::Check;
-use crate::target::Target;
+use crate::target::{Reply, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::T2,
-    "With a queue (the contract's holds {digitize_queue_capacity} places; at 0 nothing waits, \
-     the check does not apply and T3 covers the refusal), every worker is held and requests wait; \
-     the holders release one at a time, so each queued request starts alone: their worker \
-     starts (sent plus the queue time the server reports) come in arrival order.",
+    "For each pool with a queue (the contract's holds {digitize_queue_capacity} digitize and \
+     {export_queue_capacity} export places; a pool without one has nothing to order, and with no \
+     queue anywhere the check does not apply and T3 covers the refusal), in each trial: all but one worker are held, the last one cycles, \
+     and two more requests than the queue holds pass through it, each sent as soon as a place \
+     frees. Every queued request holds its slot for the same time, so the order in which the \
+     client receives their answers is the order they started: it must be their arrival order, \
+     in every trial. The starts the server claims (sent plus its Server-Timing `queue`) must \
+     agree.",
     |t, c| Box::pin(t2(t, c)),
 );
 
-async fn t2(t: &Arc<Target>, c: &mut Ctx) {
-    let queue = t.digitize_queue();
-    c.expected = "queued requests start in arrival order (FIFO)".into();
-    if queue == 0 {
-        c.not_applicable("queue capacity is 0: nothing waits, so there is no order to check (T3 covers the refusal)");
-        return;
-    }
-    // Holders release one at a time, 150 ms apart, so each queued request starts alone.
-    let (holders, first_queued) = occupy(t, c, |k| 500 + 150 * k as u64).await;
-    let Some(first_queued) = first_queued else {
-        return;
-    };
-    let mut queued = vec![first_queued];
-    for i in 1..queue {
-        queued.push(spawn_digitize(t, Some(hold_first(t, 100))));
-        if let Err(e) = t
-            .wait_metric(
-                MetricName::QueueDepth,
-                Pool::Digitize,
-                Duration::from_secs(2),
-                |v| v >= (i + 1) as f64,
-            )
+/// Spacing between requests whose arrival order matters.
+const SPACING: Duration = Duration::from_millis(25);
+/// How long each queued request holds its slot: its start is its answer minus this.
+const GAP: Duration = Duration::from_millis(80);
+/// A generous bound on the real work of a request beside its hold.
+const WORK: Duration = Duration::from_millis(30);
+
+/// A queued request of a trial: sent on its own task, reporting its completion.
+fn spawn_queued(
+    t: &Arc<Target>,
+    pool: Pool,
+    index: usize,
+    done: &mpsc::UnboundedSender<usize>,
+) -> Pending {
+    let inner = spawn_in(t, pool, Some(hold_in(t, pool, GAP)));
+    let done = done.clone();
+    tokio::spawn(async move {
+        let r = inner
             .await
-        {
-            c.fail(format!("queued request {i} did not show in the queue: {e}"));
-        }
+            .unwrap_or_else(|e| Err(format!("task failed: {e}")));
+        let _ = done.send(index);
+        r
+    })
+}
+
+/// One trial; the order the queued requests started in (by the client), or None when the
+/// trial cannot order them (a failure is recorded).
+async fn trial(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    pool: Pool,
+    trial: u32,
+    missing: &mut Vec<String>,
+) -> Option<Vec<usize>> {
+    let workers = t.workers(pool);
+    let queue = t.queue_capacity(pool);
+    let n = queue + 2;
+    let gate_hold = Duration::from_millis(60) + SPACING * queue as u32 + GAP;
+    let blocker_hold = gate_hold + (GAP + WORK) * n as u32 + Duration::from_millis(60);
+    let label = |what: &str| format!("{pool}-{trial}-{what}");
+
+    // All workers but one held for the whole trial; the gate holds the last one a little.
+    let blockers: Vec<_> = (1..workers)
+        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, blocker_hold))))
+        .collect();
+    let gate = spawn_in(t, pool, Some(hold_in(t, pool, gate_hold)));
+    settle(t, pool, workers, 0, Duration::from_millis(100)).await;
+    // Fill the queue, one at a time, so the arrival order is the send order.
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let mut queued = Vec::new();
+    for i in 0..queue {
+        queued.push(spawn_queued(t, pool, i, &done_tx));
+        tokio::time::sleep(SPACING).await;
     }
-    for (i, r) in join_all(holders).await.iter().enumerate() {
+    // Each time the cycling slot frees (the gate, then each queued request in turn), the head
+    // of the queue starts and a place frees: fill it with the next request.
+    let gate = tokio::spawn({
+        let done = done_tx.clone();
+        async move {
+            let r = gate
+                .await
+                .unwrap_or_else(|e| Err(format!("task failed: {e}")));
+            let _ = done.send(usize::MAX);
+            r
+        }
+    });
+    let cycle = (GAP + WORK) * 4 + gate_hold;
+    for i in queue..n {
+        if tokio::time::timeout(cycle, done_rx.recv()).await.is_err() {
+            c.fail(format!(
+                "{}: no request finished within {} ms, so no queue place freed",
+                label("cycle"),
+                cycle.as_millis()
+            ));
+            break;
+        }
+        queued.push(spawn_queued(t, pool, i, &done_tx));
+    }
+    drop(done_tx);
+
+    let mut fine = true;
+    let mut gate_freed = None;
+    for (what, r) in [("gate", gate.await.unwrap_or_else(|e| Err(e.to_string())))]
+        .into_iter()
+        .chain(join_all(blockers).await.into_iter().map(|r| ("blocker", r)))
+    {
         match r {
-            Ok(reply) => c.reply(t, format!("holder-{i}"), reply),
-            Err(e) => c.fail(format!("holder-{i}: {e}")),
+            Ok(reply) => {
+                c.reply(t, label(what), &reply);
+                if what == "gate" {
+                    gate_freed = Some(reply.answered());
+                }
+                fine &= c.require(reply.ok(), || {
+                    format!(
+                        "{}: answered {} {}",
+                        label(what),
+                        reply.status,
+                        reply.code()
+                    )
+                });
+            }
+            Err(e) => {
+                c.fail(format!("{}: {e}", label(what)));
+                fine = false;
+            }
         }
     }
-    let mut starts = Vec::new();
+    let mut replies: Vec<(usize, Reply)> = Vec::new();
     for (i, r) in join_all(queued).await.into_iter().enumerate() {
         match r {
             Ok(reply) => {
-                c.reply(t, format!("queued-{i}"), &reply);
-                c.require(reply.ok(), || {
-                    format!("queued-{i} answered {}", reply.status)
-                });
-                // Worker start = sent + queue time; without Server-Timing, completion order.
-                let start = match reply.timing {
-                    Some((q, _)) => reply.sent + Duration::from_secs_f64(q / 1000.0),
-                    None => reply.sent + reply.elapsed,
-                };
-                starts.push((start, i));
+                c.reply(t, label(&format!("queued-{i}")), &reply);
+                if c.require(reply.ok(), || {
+                    format!(
+                        "{}: answered {} {} (a place should have been free)",
+                        label(&format!("queued-{i}")),
+                        reply.status,
+                        reply.code()
+                    )
+                }) {
+                    replies.push((i, reply));
+                }
             }
-            Err(e) => c.fail(format!("queued-{i}: {e}")),
+            Err(e) => c.fail(format!("{}: {e}", label(&format!("queued-{i}")))),
         }
     }
-    starts.sort();
-    let order: Vec<usize> = starts.iter().map(|(_, i)| *i).collect();
-    let arrival: Vec<usize> = (0..order.len()).collect();
-    c.observed = format!("start order {order:?} for arrival order {arrival:?}");
-    c.require(order == arrival, || {
-        format!("started in order {order:?}, arrived in {arrival:?}")
-    });
+    if !fine || replies.len() < n {
+        return None;
+    }
+    // Every one of them had to wait for the cycling slot: none can have run its hold before the
+    // gate gave that slot up. One that did was never queued (the queue is the clause's too).
+    let waited_from = gate_freed.map(|at| at + GAP / 2);
+    let early: Vec<String> = replies
+        .iter()
+        .filter(|(_, r)| waited_from.is_some_and(|from| r.answered() < from))
+        .map(|(i, r)| {
+            format!(
+                "{} answered {:.0} ms after sending, before the slot it should have waited for was free",
+                label(&format!("queued-{i}")),
+                ms(r.elapsed)
+            )
+        })
+        .collect();
+    if !early.is_empty() {
+        fail_many(
+            c,
+            &format!(
+                "{}: {} of {n} requests sent into a full queue did not wait",
+                label("trial"),
+                early.len()
+            ),
+            &early,
+        );
+        return None;
+    }
+    // Arrival = when the client sent it; start = answered minus the equal hold, so the answer
+    // order is the start order.
+    let by = |key: &dyn Fn(&Reply) -> Instant| {
+        let mut v: Vec<(Instant, usize)> = replies.iter().map(|(i, r)| (key(r), *i)).collect();
+        v.sort();
+        v.into_iter().map(|(_, i)| i).collect::<Vec<usize>>()
+    };
+    let arrival = by(&|r| r.sent);
+    let started = by(&|r| r.answered());
+    let header = t.server_timing_header().to_owned();
+    let before = missing.len();
+    for (i, r) in &replies {
+        if let Err(e) = r.server_timing(&header) {
+            missing.push(format!("{}: {e}", label(&format!("queued-{i}"))));
+        }
+    }
+    if missing.len() == before {
+        let claimed = by(&|r| r.claimed_start().unwrap_or(r.sent));
+        c.require(claimed == started, || {
+            format!(
+                "{}: {header} places the starts in order {claimed:?}, the client saw {started:?}",
+                label("trial")
+            )
+        });
+    }
+    // Report in arrival positions: [0, 1, 2, 3] is FIFO.
+    let position = |i: usize| arrival.iter().position(|&a| a == i).unwrap_or(i);
+    Some(started.into_iter().map(position).collect())
+}
+
+async fn t2(t: &Arc<Target>, c: &mut Ctx) {
+    c.expected = "queued requests start in arrival order (FIFO), in every trial".into();
+    let trials = t.trials.max(1);
+    let mut observed = Vec::new();
+    for pool in [Pool::Digitize, Pool::Export] {
+        let queue = t.queue_capacity(pool);
+        if queue == 0 {
+            observed.push(format!(
+                "{pool}: not applicable (queue capacity 0: nothing waits, T3 covers the refusal)"
+            ));
+            continue;
+        }
+        if pool == Pool::Export
+            && let Err(e) = t.design().await
+        {
+            c.fail(e);
+            continue;
+        }
+        let deadline = t.deadline(pool);
+        let longest = Duration::from_millis(160)
+            + SPACING * queue as u32
+            + GAP
+            + (GAP + WORK) * (queue as u32 + 2);
+        if longest * 5 / 4 > deadline {
+            c.skip(format!(
+                "cannot judge {pool}: a trial holds workers {} ms, too close to the {} ms deadline",
+                longest.as_millis(),
+                deadline.as_millis()
+            ));
+            continue;
+        }
+        let mut fifo = 0;
+        let mut missing = Vec::new();
+        for k in 0..trials {
+            let Some(order) = trial(t, c, pool, k, &mut missing).await else {
+                continue;
+            };
+            let expected: Vec<usize> = (0..order.len()).collect();
+            c.evidence
+                .push(format!("{pool} trial {k}: start order {order:?}"));
+            if c.require(order == expected, || {
+                format!("{pool} trial {k}: queued requests started in order {order:?}, arrived in {expected:?}")
+            }) {
+                fifo += 1;
+            }
+        }
+        fail_many(
+            c,
+            &format!(
+                "{pool}: {} queued replies carry no {} queue and run",
+                missing.len(),
+                t.server_timing_header()
+            ),
+            &missing,
+        );
+        observed.push(format!(
+            "{pool}: {fifo} of {trials} trials FIFO ({} requests through {queue} queue place(s) each)",
+            queue + 2
+        ));
+    }
+    if [Pool::Digitize, Pool::Export]
+        .iter()
+        .all(|&p| t.queue_capacity(p) == 0)
+    {
+        // Nothing can wait: a pass that says why (T3 covers the refusal), not a skip.
+        c.not_applicable(
+            "queue capacity is 0 in every pool: nothing waits, so there is no order to check (T3 covers the refusal)",
+        );
+    }
+    c.observed = observed.join("; ");
 }

@@ -1,5 +1,8 @@
-//! T3: refusal at once, with a delay-seconds Retry-After that tracks the p50 queue wait.
+//! T3: refusal at once, with a delay-seconds Retry-After that follows the p50 queue wait the
+//! checker itself observed, at two clearly different levels, and a retry after the advertised
+//! delay that is admitted.
 
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -7,7 +10,7 @@ use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
 use crate::checks::pool::{
-    Pending, drained, hold_first, join_all, plain_request_succeeds, spawn_digitize,
+    Pending, fail_many, give_up, hold_in, join_all, settle, sleep_until, spawn_in,
 };
 use crate::checks::registry::Check;
 use crate::target::{Reply, Target};
@@ -15,53 +18,145 @@ use crate::target::{Reply, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::T3,
     "With every worker and queue place held, each further request gets {status:overloaded} \
-     `overloaded` within the refusal tolerance, with `{retry_after_header}` as {format} in \
-     range. A scripted scenario fills the estimator's window of {window_samples} samples with \
-     refusals of known wait; the advertised delay must track their {estimator}, and a retry after \
-     that delay succeeds.",
+     `overloaded` within the refusal tolerance (every one sent alone; the median of those sent \
+     {window_samples} at once), with `{retry_after_header}` as {format} between {min_seconds} and \
+     the pool's timeout. The estimator is driven to two clearly different \
+     levels: each time the window of {window_samples} samples is filled with refusals whose wait \
+     (refusal sent to the first slot freed, by the client's clock) is about 0.5 s, then about \
+     1.5 s; the advertised delay must be the {estimator} of the waits the checker observed, \
+     rounded up (within the jitter tolerance), so it moves with the load and no constant passes. \
+     At each level a retry sent the advertised seconds after the refusal is admitted (200). \
+     The export pool is refused the same way and its retry admitted too.",
     |t, c| Box::pin(t3(t, c)),
 );
 
-/// Occupies every worker and queue place with requests held for `hold_ms`.
-async fn saturate(t: &Arc<Target>, c: &mut Ctx, hold_ms: u64) -> Vec<Pending> {
-    // Start from an idle pool: a worker still stopping after an earlier 504 would otherwise
-    // push our holders into the queue and make the count wrong.
-    if let Err(e) = drained(t, c).await {
-        c.fail(format!("pool not idle before saturating: {e}"));
+/// The two queue waits the scenario drives the estimator to: their ceilings differ, and both
+/// sit far from whole seconds.
+const LEVELS: [Duration; 2] = [Duration::from_millis(500), Duration::from_millis(1500)];
+/// Time allowed to saturate the pool before the scripted refusals go out.
+const FILL: Duration = Duration::from_millis(200);
+/// How long the checker waits, at most, for the gauges to show a saturation (pacing only: it
+/// goes on as soon as they do).
+const SETTLE: Duration = Duration::from_millis(1000);
+
+/// Whole seconds, rounded up.
+fn ceil_s(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// The nearest-rank median, as the contract's estimator takes it.
+fn p50(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted
+        .get(sorted.len().div_ceil(2).saturating_sub(1))
+        .copied()
+        .unwrap_or_default()
+}
+
+/// Waits (pacing only) until `pool` has no busy worker, so a saturation counts right.
+async fn idle(t: &Target, c: &mut Ctx, pool: Pool) {
+    let baseline = if pool == Pool::Digitize {
+        c.baseline_busy
+    } else {
+        0.0
+    };
+    if let Err(e) = t
+        .wait_metric(MetricName::WorkersBusy, pool, t.stop_within() * 2, |v| {
+            v <= baseline
+        })
+        .await
+    {
+        c.evidence
+            .push(format!("{pool} not idle before saturating: {e}"));
     }
-    let mut tasks = Vec::new();
-    let places = [
-        (
-            MetricName::WorkersBusy,
-            t.digitize_workers(),
-            "occupy every worker",
-        ),
-        (MetricName::QueueDepth, t.digitize_queue(), "fill the queue"),
-    ];
-    for (gauge, count, what) in places {
-        if count == 0 {
-            continue;
-        }
-        tasks.extend((0..count).map(|_| spawn_digitize(t, Some(hold_first(t, hold_ms)))));
-        let full = |v: f64| v >= count as f64;
-        if let Err(e) = t
-            .wait_metric(gauge, Pool::Digitize, Duration::from_secs(5), full)
-            .await
-        {
-            c.fail(format!("could not {what}: {e}"));
+}
+
+/// Every worker and queue place of a pool, held.
+struct Saturation {
+    sent: Instant,
+    hold: Duration,
+    holders: Vec<Pending>,
+    queued: Vec<Pending>,
+}
+
+/// Holds every worker for `hold` (from sending) and fills the queue with requests that run
+/// briefly once they get a slot.
+async fn saturate(t: &Arc<Target>, pool: Pool, hold: Duration) -> Saturation {
+    let (workers, queue) = (t.workers(pool), t.queue_capacity(pool));
+    let sent = Instant::now();
+    let holders = (0..workers)
+        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, hold))))
+        .collect();
+    settle(t, pool, workers, 0, SETTLE).await;
+    let queued = (0..queue)
+        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, Duration::from_millis(1)))))
+        .collect();
+    settle(t, pool, workers, queue, SETTLE).await;
+    Saturation {
+        sent,
+        hold,
+        holders,
+        queued,
+    }
+}
+
+/// When the first slot of a saturation freed, as the client can bracket it: no earlier than the
+/// holders' hold after the first was sent, no later than the first holder's answer. (On a
+/// quiet machine the two are milliseconds apart; on a crowded one an answer can reach the
+/// client late, and the truth is somewhere between.)
+#[derive(Clone, Copy)]
+struct Freed {
+    earliest: Instant,
+    latest: Instant,
+}
+
+/// Puts a saturation's replies on the timeline; returns when the first slot freed and the
+/// queued replies.
+async fn finish(
+    t: &Target,
+    c: &mut Ctx,
+    label: &str,
+    s: Saturation,
+) -> (Option<Freed>, Vec<Reply>) {
+    let mut freed = None::<Instant>;
+    let holders = join_all(s.holders).await;
+    for (i, r) in holders.into_iter().enumerate() {
+        match r {
+            Ok(reply) => {
+                c.reply(t, format!("{label}-held-{i}"), &reply);
+                if reply.ok() {
+                    let at = reply.answered();
+                    freed = Some(freed.map_or(at, |f| f.min(at)));
+                }
+            }
+            Err(e) => c.fail(format!("{label}-held-{i}: {e}")),
         }
     }
-    tasks
+    let mut queued = Vec::new();
+    for (i, r) in join_all(s.queued).await.into_iter().enumerate() {
+        match r {
+            Ok(reply) => {
+                c.reply(t, format!("{label}-queued-{i}"), &reply);
+                queued.push(reply);
+            }
+            Err(e) => c.fail(format!("{label}-queued-{i}: {e}")),
+        }
+    }
+    let earliest = s.sent + s.hold;
+    let freed = freed.map(|latest| Freed {
+        earliest: earliest.min(latest),
+        latest,
+    });
+    (freed, queued)
 }
 
 /// Checks one refusal; returns its Retry-After seconds when well-formed.
-fn judge_refusal(t: &Target, c: &mut Ctx, label: &str, reply: &Reply) -> Option<u64> {
+fn judge_refusal(t: &Target, c: &mut Ctx, pool: Pool, label: &str, reply: &Reply) -> Option<u64> {
     c.reply(t, label, reply);
     let t3 = &t.expected.clauses.t3.value;
     let header = &t3.retry_after_header;
-    let max_s = Duration::from_millis(t.expected.clauses.b1.value.digitize_timeout_ms)
-        .as_secs()
-        .max(1);
+    let max_s = t.max_retry_after_s(pool);
     if !c.require_error(t, label, reply, ErrorCode::Overloaded) {
         return None;
     }
@@ -85,125 +180,502 @@ fn judge_refusal(t: &Target, c: &mut Ctx, label: &str, reply: &Reply) -> Option<
     }
 }
 
+/// Sends the trials' number of requests that should be refused, one at a time, and judges each
+/// (the refusal latency is judged on these: one request at a time, nothing of the checker's own
+/// crowding in the way). Returns when the first was sent and the delay it advertised.
+async fn probe(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    pool: Pool,
+    label: &str,
+    latencies: &mut Vec<f64>,
+) -> Option<(Instant, u64)> {
+    let mut first = None;
+    for i in 0..t.trials.max(1) {
+        let name = if i == 0 {
+            label.to_owned()
+        } else {
+            format!("{label}-{i}")
+        };
+        match t.send_pool(pool, None, give_up(t, pool)).await {
+            Ok(reply) => {
+                latencies.push(ms(reply.elapsed));
+                let n = judge_refusal(t, c, pool, &name, &reply);
+                if i == 0 {
+                    first = n.map(|n| (reply.sent, n));
+                }
+            }
+            Err(e) => c.fail(format!("{name}: {e}")),
+        }
+    }
+    first
+}
+
+/// A retry sent `n` seconds after `refused_at` (the refusal that advertised `n`), on its own
+/// task so the pool stays as it was meanwhile: the advertised delay is honest only if it is
+/// admitted.
+struct Retry {
+    n: u64,
+    task: Pending,
+}
+
+fn spawn_retry(t: &Arc<Target>, pool: Pool, refused_at: Instant, n: u64) -> Retry {
+    let t = t.clone();
+    let task = tokio::spawn(async move {
+        sleep_until(refused_at + Duration::from_secs(n)).await;
+        t.send_pool(pool, None, give_up(&t, pool)).await
+    });
+    Retry { n, task }
+}
+
+/// Waits for a retry and requires it to have been admitted (200).
+async fn judge_retry(t: &Target, c: &mut Ctx, label: &str, retry: Option<Retry>) -> String {
+    let Some(Retry { n, task }) = retry else {
+        return "no retry".into();
+    };
+    let header = &t.expected.clauses.t3.value.retry_after_header;
+    match task.await.unwrap_or_else(|e| Err(e.to_string())) {
+        Ok(reply) => {
+            c.reply(t, label, &reply);
+            c.require(reply.ok(), || {
+                format!(
+                    "{label}: a retry {n} s after the refusal (its {header}) answered {} {}",
+                    reply.status,
+                    reply.code()
+                )
+            });
+            format!("retry after {n} s: {}", reply.status)
+        }
+        Err(e) => {
+            c.fail(format!("{label}: {e}"));
+            "retry failed".into()
+        }
+    }
+}
+
+/// What the estimator should say after a window of scripted refusals, by the checker's model.
+struct Expectation {
+    refusals: usize,
+    /// The window's p50 if the slot freed as early as it could have.
+    p50_early: Duration,
+    /// The window's p50 if it freed when the client learnt of it.
+    p50: Duration,
+    accepted: RangeInclusive<u64>,
+    advertised: Option<u64>,
+}
+
+/// Sends a window's worth of requests at `at`, into a saturated pool; each must be refused at
+/// once. Returns when each refused one was sent.
+async fn fire(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    label: &str,
+    at: Instant,
+    latencies: &mut Vec<f64>,
+) -> Vec<Instant> {
+    let pool = Pool::Digitize;
+    let window = t.expected.clauses.t3.value.window_samples as usize;
+    sleep_until(at).await;
+    let tasks: Vec<_> = (0..window).map(|_| spawn_in(t, pool, None)).collect();
+    let mut refused = Vec::new();
+    let mut not_refused = Vec::new();
+    for (i, r) in join_all(tasks).await.into_iter().enumerate() {
+        let name = format!("{label}-{i}");
+        match r {
+            Ok(reply) if t.is_error(&reply, ErrorCode::Overloaded) => {
+                latencies.push(ms(reply.elapsed));
+                refused.push(reply.sent);
+                // The first few judged in full (the header), the rest by status and code.
+                if refused.len() <= 3 {
+                    judge_refusal(t, c, pool, &name, &reply);
+                } else {
+                    c.reply(t, name, &reply);
+                }
+            }
+            Ok(reply) => {
+                c.reply(t, &name, &reply);
+                not_refused.push(format!("{name}: {} {}", reply.status, reply.code()));
+            }
+            Err(e) => not_refused.push(format!("{name}: {e}")),
+        }
+    }
+    fail_many(
+        c,
+        &format!(
+            "{} of {window} requests sent into a full pool were not answered {} {}",
+            not_refused.len(),
+            t.status(ErrorCode::Overloaded),
+            ErrorCode::Overloaded
+        ),
+        &not_refused,
+    );
+    refused.sort();
+    refused
+}
+
+/// The window the server should hold at its next refusal, from what the client saw: the
+/// scripted refusals (each waited from its sending until the first slot freed), then the queued
+/// requests' waits (recorded when they started, at that release too), then `zeros` requests
+/// admitted at once. The advertised delay is its p50 rounded up, within the jitter tolerance
+/// around the bracket the client has for the moment the slot freed.
+fn expectation(
+    t: &Target,
+    refused: &[Instant],
+    queued: &[Reply],
+    freed: Freed,
+    zeros: usize,
+) -> Expectation {
+    let t3 = &t.expected.clauses.t3.value;
+    let window = t3.window_samples as usize;
+    let p50_at = |freed: Instant| {
+        let mut model: Vec<Duration> = refused
+            .iter()
+            .map(|&at| freed.saturating_duration_since(at))
+            .collect();
+        model.extend(
+            queued
+                .iter()
+                .map(|r| freed.saturating_duration_since(r.sent)),
+        );
+        model.extend(std::iter::repeat_n(Duration::ZERO, zeros));
+        let keep = model.len().saturating_sub(window);
+        p50(&model[keep..])
+    };
+    let (p50_early, p50) = (p50_at(freed.earliest), p50_at(freed.latest));
+    let jitter = Duration::from_millis(t.expected.tolerances.retry_after_jitter_ms);
+    let (lo, hi) = (t3.min_seconds, t.max_retry_after_s(Pool::Digitize));
+    Expectation {
+        refusals: refused.len(),
+        p50_early,
+        p50,
+        accepted: ceil_s(p50_early.saturating_sub(jitter)).clamp(lo, hi)
+            ..=ceil_s(p50 + jitter).clamp(lo, hi),
+        advertised: None,
+    }
+}
+
+/// How long the holders of a reading saturation hold: until just before the lowest delay the
+/// level accepts, so an honest delay finds a free slot and a shorter one does not.
+fn read_hold(e: &Expectation) -> Duration {
+    e.p50_early
+        .min(Duration::from_secs(*e.accepted.start()))
+        .saturating_sub(Duration::from_millis(50))
+}
+
+impl Expectation {
+    /// `0.55 s`, or `0.50–0.62 s` when the client could only bracket the moment.
+    fn p50_text(&self) -> String {
+        let (a, b) = (self.p50_early.as_secs_f64(), self.p50.as_secs_f64());
+        if b - a < 0.005 {
+            format!("{b:.2} s")
+        } else {
+            format!("{a:.2}–{b:.2} s")
+        }
+    }
+}
+
+/// Judges the advertised delay of a level against the checker's expectation.
+fn judge_level(
+    t: &Target,
+    c: &mut Ctx,
+    label: &str,
+    e: &mut Expectation,
+    probe: Option<(Instant, u64)>,
+) {
+    let t3 = &t.expected.clauses.t3.value;
+    let header = &t3.retry_after_header;
+    let Some((_, n)) = probe else {
+        return;
+    };
+    e.advertised = Some(n);
+    c.require(e.accepted.contains(&n), || {
+        format!(
+            "{label}: {header} {n} s, but the {} of the queue waits the checker observed was {} (±{} ms → {}..={} s)",
+            t3.estimator,
+            e.p50_text(),
+            t.expected.tolerances.retry_after_jitter_ms,
+            e.accepted.start(),
+            e.accepted.end()
+        )
+    });
+}
+
+/// The export pool, saturated and refused, on its own task while the digitize levels run: the
+/// raw replies, judged afterwards.
+struct ExportRun {
+    holders: Vec<Result<Reply, String>>,
+    probe: Result<Reply, String>,
+    retry: Option<Result<Reply, String>>,
+}
+
+async fn export_run(t: Arc<Target>) -> ExportRun {
+    let pool = Pool::Export;
+    let _ = t
+        .wait_metric(MetricName::WorkersBusy, pool, t.stop_within() * 2, |v| {
+            v <= 0.0
+        })
+        .await;
+    let hold = Duration::from_millis(500).min(t.deadline(pool) / 2);
+    let s = saturate(&t, pool, hold).await;
+    let probe = t.send_pool(pool, None, give_up(&t, pool)).await;
+    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let advertised = probe
+        .as_ref()
+        .ok()
+        .and_then(|r| Some((r.sent, r.header(header)?.trim().parse::<u64>().ok()?)));
+    let retry = match advertised {
+        Some((at, n)) if n <= t.max_retry_after_s(pool) => {
+            sleep_until(at + Duration::from_secs(n)).await;
+            Some(t.send_pool(pool, None, give_up(&t, pool)).await)
+        }
+        _ => None,
+    };
+    let mut holders = join_all(s.holders).await;
+    holders.extend(join_all(s.queued).await);
+    ExportRun {
+        holders,
+        probe,
+        retry,
+    }
+}
+
+fn judge_export(t: &Target, c: &mut Ctx, run: ExportRun, latencies: &mut Vec<f64>) -> String {
+    let pool = Pool::Export;
+    for (i, r) in run.holders.iter().enumerate() {
+        match r {
+            Ok(reply) => c.reply(t, format!("export-held-{i}"), reply),
+            Err(e) => c.fail(format!("export-held-{i}: {e}")),
+        }
+    }
+    let n = match &run.probe {
+        Ok(reply) => {
+            latencies.push(ms(reply.elapsed));
+            judge_refusal(t, c, pool, "export-probe", reply)
+        }
+        Err(e) => {
+            c.fail(format!("export-probe: {e}"));
+            None
+        }
+    };
+    let header = &t.expected.clauses.t3.value.retry_after_header;
+    match (n, run.retry) {
+        (Some(n), Some(Ok(reply))) => {
+            c.reply(t, "export-retry", &reply);
+            c.require(reply.ok(), || {
+                format!(
+                    "export-retry: a retry {n} s after the refusal (its {header}) answered {} {}",
+                    reply.status,
+                    reply.code()
+                )
+            });
+            format!(
+                "export: refused with {n} s; retry after it: {}",
+                reply.status
+            )
+        }
+        (Some(_), Some(Err(e))) => {
+            c.fail(format!("export-retry: {e}"));
+            "export: retry failed".into()
+        }
+        _ => "export: no valid refusal".into(),
+    }
+}
+
 async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let tol = &t.expected.tolerances;
     let t3 = &t.expected.clauses.t3.value;
     let header = &t3.retry_after_header;
-    let overloaded = format!(
-        "{} {}",
-        t.status(ErrorCode::Overloaded),
-        ErrorCode::Overloaded
-    );
-    let window = t3.window_samples as usize;
     c.expected = format!(
-        "{overloaded} within {} ms, {header}: {} in range, within ±{} s of the p50 queue wait; a retry after it succeeds",
+        "{} {} within {} ms, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels; a retry after it is admitted",
+        t.status(ErrorCode::Overloaded),
+        ErrorCode::Overloaded,
         tol.refusal_latency_ms,
         t3.format,
-        tol.retry_after_jitter_ms.div_ceil(1000)
+        t3.estimator,
+        tol.retry_after_jitter_ms,
     );
-
-    // 1. Saturate, then probe: every refusal answered at once.
-    let hold_ms = 1500;
-    let held = saturate(t, c, hold_ms).await;
+    let pool = Pool::Digitize;
+    let workers = t.workers(pool);
+    // One at a time (judged on the worst) and in the scripted crowds of a window's worth sent
+    // at once (judged on the median: the last of a crowd also waits behind the checker's own
+    // requests).
     let mut latencies = Vec::new();
-    let mut refused_at = Vec::new();
-    for i in 0..t.trials.max(1) {
-        match t.digitize(None).await {
-            Ok(reply) => {
-                latencies.push(ms(reply.elapsed));
-                refused_at.push(reply.sent);
-                judge_refusal(t, c, &format!("probe-{i}"), &reply);
+    let mut crowded = Vec::new();
+    // The export design comes from a digitize: fetched now, not in the middle of a saturation.
+    let export = match t.design().await {
+        Ok(_) => Some(tokio::spawn(export_run(t.clone()))),
+        Err(e) => {
+            c.fail(e);
+            None
+        }
+    };
+
+    // The higher level holds its workers FILL + its wait, and its queued requests then need a
+    // moment before their own deadline; a timeout that caps Retry-After below the higher
+    // level's ceiling cannot show two levels.
+    let [low, high] = LEVELS;
+    let judgeable = t.deadline(pool) >= FILL + high + Duration::from_millis(250)
+        && t.max_retry_after_s(pool) >= ceil_s(high);
+    let mut levels = Vec::new();
+    if judgeable {
+        // High level: saturate, and `high` before the first slot frees fill the window.
+        idle(t, c, pool).await;
+        let s = saturate(t, pool, FILL + high).await;
+        let refused = fire(t, c, "high-scripted", s.sent + FILL, &mut crowded).await;
+        let (freed, queued) = finish(t, c, "high-fill", s).await;
+        let Some(freed) = freed else {
+            c.fail("high level: no held request finished");
+            return;
+        };
+        let mut hi = expectation(t, &refused, &queued, freed, workers);
+
+        // Read it with the pool saturated again; meanwhile, `low` before those holders free
+        // their slots, fill the window for the low level.
+        idle(t, c, pool).await;
+        let hold_hi = read_hold(&hi);
+        let s = saturate(t, pool, hold_hi).await;
+        let probe_hi = probe(t, c, pool, "high-probe", &mut latencies).await;
+        let at = (s.sent + hold_hi.saturating_sub(low)).max(Instant::now());
+        let refused = fire(t, c, "low-scripted", at, &mut crowded).await;
+        let retry_hi = probe_hi.map(|(at, n)| spawn_retry(t, pool, at, n));
+        let (freed, queued) = finish(t, c, "high-read", s).await;
+        judge_level(t, c, "high-probe", &mut hi, probe_hi);
+        let retried = judge_retry(t, c, "high-retry", retry_hi).await;
+        c.evidence.push(format!(
+            "high level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
+            hi.refusals,
+            hi.p50_text(),
+            hi.accepted.start(),
+            hi.accepted.end(),
+            hi.advertised.map_or("nothing valid".into(), |n| format!("{n} s"))
+        ));
+        let Some(freed) = freed else {
+            c.fail("low level: no held request finished");
+            return;
+        };
+        // Admitted at once after these refusals: the high retry, then the next holders.
+        let zeros = workers + usize::from(probe_hi.is_some());
+        let mut lo = expectation(t, &refused, &queued, freed, zeros);
+
+        // Read the low level and retry after it.
+        idle(t, c, pool).await;
+        let s = saturate(t, pool, read_hold(&lo)).await;
+        let probe_lo = probe(t, c, pool, "low-probe", &mut latencies).await;
+        judge_level(t, c, "low-probe", &mut lo, probe_lo);
+        let retry_lo = probe_lo.map(|(at, n)| spawn_retry(t, pool, at, n));
+        finish(t, c, "low-read", s).await;
+        let retried = judge_retry(t, c, "low-retry", retry_lo).await;
+        c.evidence.push(format!(
+            "low level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
+            lo.refusals,
+            lo.p50_text(),
+            lo.accepted.start(),
+            lo.accepted.end(),
+            lo.advertised
+                .map_or("nothing valid".into(), |n| format!("{n} s"))
+        ));
+        levels = vec![lo, hi];
+    } else {
+        c.skip(format!(
+            "cannot judge the estimator: the {} ms digitize timeout caps {header} or the holds below the {} s level",
+            t.deadline(pool).as_millis(),
+            high.as_secs_f64()
+        ));
+        // Still judge the refusal itself.
+        idle(t, c, pool).await;
+        let s = saturate(t, pool, Duration::from_millis(300)).await;
+        probe(t, c, pool, "probe", &mut latencies).await;
+        finish(t, c, "probe", s).await;
+    }
+    let export_note = match export {
+        Some(task) => match task.await {
+            Ok(run) => judge_export(t, c, run, &mut latencies),
+            Err(e) => {
+                c.fail(format!("export: {e}"));
+                "export: failed".into()
             }
-            Err(e) => c.fail(format!("probe-{i}: {e}")),
-        }
-    }
-    // 2. A scripted scenario that fills the estimator's window with refusals of known wait:
-    //    each waits from its refusal until the next slot frees.
-    let scripted: Vec<_> = (0..window).map(|_| spawn_digitize(t, None)).collect();
-    for (i, r) in join_all(scripted).await.into_iter().enumerate() {
-        match r {
-            Ok(reply) => {
-                refused_at.push(reply.sent);
-                // Judged by status alone here: the first three and any non-refusal are judged
-                // in full below.
-                let refused = reply.status == t.status(ErrorCode::Overloaded);
-                if refused {
-                    latencies.push(ms(reply.elapsed));
-                }
-                if i < 3 || !refused {
-                    judge_refusal(t, c, &format!("scripted-{i}"), &reply);
-                }
-            }
-            Err(e) => c.fail(format!("scripted-{i}: {e}")),
-        }
-    }
-    let held = join_all(held).await;
-    let freed = held
-        .iter()
-        .filter_map(|r| r.as_ref().ok())
-        .map(|r| r.sent + r.elapsed)
-        .min()
-        .unwrap_or_else(Instant::now);
-    for (i, r) in held.iter().enumerate() {
-        if let Ok(reply) = r {
-            c.reply(t, format!("held-{i}"), reply);
-        }
-    }
+        },
+        None => "export: no design".into(),
+    };
+
     let (worst, median) = worst_and_median(&latencies);
-    c.trials_ms = latencies.clone();
     c.require(worst <= tol.refusal_latency_ms as f64, || {
         format!(
             "slowest refusal took {worst:.1} ms > {} ms",
             tol.refusal_latency_ms
         )
     });
-
-    // The window now ends with the last `window` refusal samples.
-    let mut samples: Vec<Duration> = refused_at
-        .iter()
-        .map(|&at| freed.saturating_duration_since(at))
-        .collect();
-    let keep = samples.len().saturating_sub(window);
-    samples.drain(..keep);
-    samples.sort();
-    let p50 = samples
-        .get(samples.len().div_ceil(2).saturating_sub(1))
-        .copied()
-        .unwrap_or_default();
-    let predicted = (p50.as_secs() + u64::from(p50.subsec_nanos() > 0)).max(t3.min_seconds);
-
-    // 3. Saturate again and read the advertised delay.
-    let held = saturate(t, c, hold_ms).await;
-    let advertised = match t.digitize(None).await {
-        Ok(reply) => judge_refusal(t, c, "retry-after-probe", &reply),
-        Err(e) => {
-            c.fail(format!("retry-after probe: {e}"));
-            None
-        }
-    };
-    let advertised_at = Instant::now();
-    for (i, r) in join_all(held).await.iter().enumerate() {
-        if let Ok(reply) = r {
-            c.reply(t, format!("resaturate-{i}"), reply);
-        }
-    }
-    if let Some(n) = advertised {
-        c.require(n.abs_diff(predicted) <= tol.retry_after_jitter_ms.div_ceil(1000), || {
-            format!("{header} {n} s, but the p50 queue wait of the scenario was {:.2} s (→ {predicted} s)", p50.as_secs_f64())
+    let (crowd_worst, crowd_median) = worst_and_median(&crowded);
+    if !crowded.is_empty() {
+        c.require(crowd_median <= tol.refusal_latency_ms as f64, || {
+            format!(
+                "refusals sent {} at once took {crowd_median:.1} ms at the median > {} ms",
+                t3.window_samples, tol.refusal_latency_ms
+            )
         });
-        // 4. Retry after the advertised delay, once the load has dropped: it succeeds.
-        let _ = drained(t, c).await;
-        tokio::time::sleep(Duration::from_secs(n).saturating_sub(advertised_at.elapsed())).await;
-        plain_request_succeeds(t, c, "retry", &format!("the retry after {n} s")).await;
     }
+    c.trials_ms = latencies.clone();
+    if let [lo, hi] = levels.as_slice() {
+        if lo.accepted.end() >= hi.accepted.start() {
+            c.skip(format!(
+                "cannot judge the estimator: the two levels' waits ({}, {}) round alike under this load",
+                lo.p50_text(),
+                hi.p50_text()
+            ));
+        } else if let (Some(x), Some(y)) = (lo.advertised, hi.advertised) {
+            c.require(x != y, || {
+                format!(
+                    "{header} stayed {x} s while the queue wait moved from {} to {}",
+                    lo.p50_text(),
+                    hi.p50_text()
+                )
+            });
+        }
+    }
+    let shown: Vec<String> = levels
+        .iter()
+        .map(|l| {
+            format!(
+                "{} s at p50 {}",
+                l.advertised.map_or("–".to_owned(), |n| n.to_string()),
+                l.p50_text()
+            )
+        })
+        .collect();
     c.observed = format!(
-        "{} refusals: worst {worst:.1} ms, median {median:.1} ms; {header} {} s vs p50 wait {:.2} s",
+        "{} refusals one at a time: worst {worst:.1} ms, median {median:.1} ms; {} in crowds: median {crowd_median:.1} ms, worst {crowd_worst:.1} ms; {header} {}; {export_note}",
         latencies.len(),
-        advertised.map_or("missing".to_owned(), |n| n.to_string()),
-        p50.as_secs_f64()
+        crowded.len(),
+        shown.join(", "),
     );
-    c.evidence.push(format!(
-        "predicted {header} {predicted} s from {} samples",
-        samples.len()
-    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plimsoll_spec::Contract;
+
+    #[test]
+    fn the_median_is_nearest_rank_and_rounds_up_to_whole_seconds() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            p50(&[ms(10), ms(2500), ms(100), ms(2600), ms(9000)]),
+            ms(2500)
+        );
+        assert_eq!(p50(&[ms(1), ms(2), ms(3), ms(4)]), ms(2));
+        assert_eq!(p50(&[]), Duration::ZERO);
+        assert_eq!(ceil_s(ms(1000)), 1);
+        assert_eq!(ceil_s(ms(1001)), 2);
+        assert_eq!(ceil_s(Duration::ZERO), 0);
+    }
+
+    #[test]
+    fn the_two_levels_round_to_different_seconds_even_with_the_jitter() {
+        let jitter = Duration::from_millis(Contract::embedded().tolerances.retry_after_jitter_ms);
+        let [low, high] = LEVELS;
+        assert!(ceil_s(low + jitter) < ceil_s(high.saturating_sub(jitter)));
+        for level in LEVELS {
+            assert_eq!(ceil_s(level.saturating_sub(jitter)), ceil_s(level + jitter));
+        }
+    }
 }
