@@ -169,7 +169,10 @@ fn the_implementers_checklist_cites_every_rule_at_its_heading() {
                 _ => None,
             })
             .collect();
-        assert_eq!(anchor, slug, "`{id}` links to #{anchor}, its topic is #{slug}");
+        assert_eq!(
+            anchor, slug,
+            "`{id}` links to #{anchor}, its topic is #{slug}"
+        );
         cited.insert(id.to_owned());
     }
     let missing: Vec<&str> = c

@@ -450,9 +450,7 @@ fn rules_section(md: &mut String, contract: &Contract) {
                 Some(c) => format!("[{}](#{})", c.id, anchor(c)),
                 None => "`contract` check".to_owned(),
             };
-            let text = contract
-                .rule_text(r)
-                .unwrap_or_else(|_| r.rule.clone());
+            let text = contract.rule_text(r).unwrap_or_else(|_| r.rule.clone());
             let _ = writeln!(md, "- **`{}`** ({owner}). {text}", r.id);
         }
         md.push('\n');

@@ -1,0 +1,73 @@
+//! One reply as the checker saw it: when it was sent and answered, its status, headers and
+//! body, and the server's claims it carries (Server-Timing).
+
+use super::*;
+
+/// One answered request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// When it was sent.
+    pub sent: Instant,
+    /// Send to complete response.
+    pub elapsed: Duration,
+    /// Server-Timing `queue` and `run` (the contract's `server_timing_metrics`), in ms; None
+    /// when the header is missing or lacks either.
+    pub timing: Option<(f64, f64)>,
+    /// Where it breaks the OpenAPI document or the problem schema.
+    pub violations: Vec<String>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The `code` member of a problem body.
+    pub fn code(&self) -> String {
+        self.json()["code"].as_str().unwrap_or_default().to_owned()
+    }
+
+    pub fn request_id(&self, header: &str) -> Option<String> {
+        self.header(header).map(str::to_owned)
+    }
+
+    /// `200 OK`: the one answer a request that should work may get.
+    pub fn ok(&self) -> bool {
+        self.status == StatusCode::OK.as_u16()
+    }
+
+    /// When the reply was complete.
+    pub fn answered(&self) -> Instant {
+        self.sent + self.elapsed
+    }
+
+    /// Server-Timing `queue` and `run` in ms, or why a pipeline response that needs them
+    /// cannot give them (a missing claim is a failure, never a zero).
+    pub fn server_timing(&self, header: &str) -> Result<(f64, f64), String> {
+        self.timing.ok_or_else(|| match self.header(header) {
+            None => format!("a {} reply without {header}", self.status),
+            Some(v) => format!(
+                "a {} reply whose {header} `{v}` lacks queue or run",
+                self.status
+            ),
+        })
+    }
+
+    /// The worker start the server claims: sent + Server-Timing `queue`.
+    pub fn claimed_start(&self) -> Option<Instant> {
+        self.timing
+            .map(|(queue, _)| self.sent + Duration::from_secs_f64(queue.max(0.0) / 1000.0))
+    }
+}
+
+/// Any 2xx: what a relayed request (whose endpoint may answer otherwise) counts as success.
+pub fn is_success(status: u16) -> bool {
+    StatusCode::from_u16(status).is_ok_and(|s| s.is_success())
+}
