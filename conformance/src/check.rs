@@ -65,6 +65,7 @@ pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static st
         v.push(("DIGITIZE_TIMEOUT_MS", "2000"));
         v.push(("EXPORT_TIMEOUT_MS", "1000"));
         v.push(("UPLOAD_READ_TIMEOUT_MS", "1000"));
+        v.push(("HEAD_TIMEOUT_MS", "2000"));
     }
     v
 }

@@ -187,6 +187,16 @@ const MATRIX: &[(Mutant, &[CheckId], &str)] = &[
         "the memory cap is half the contract's",
     ),
     (
+        Mutant::NoHeadTimeout,
+        &[Clause(B4)],
+        "a stalled or idle connection is never closed",
+    ),
+    (
+        Mutant::NoConnectionCap,
+        &[Clause(B4)],
+        "every connection is served, however many are open",
+    ),
+    (
         Mutant::NoServerTiming,
         &[Clause(T1), Clause(T2)],
         "no `Server-Timing` header",
@@ -327,6 +337,8 @@ mutant_tests! {
     caught_leak_temp_on_timeout => LeakTempOnTimeout,
     caught_leak_temp_on_panic => LeakTempOnPanic,
     caught_memory_cap_too_low => MemoryCapTooLow,
+    caught_no_head_timeout => NoHeadTimeout,
+    caught_no_connection_cap => NoConnectionCap,
     caught_no_server_timing => NoServerTiming,
     caught_wrong_log_stage => WrongLogStage,
     caught_upload_holds_slot => UploadHoldsSlot,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::admission::{Admission, ContractSizing, Fifo, PoolSizing, QueueDiscipline, UploadFirst};
 use crate::bounds::{CancelJob, ContractCap, DeadlinePolicy, FromArrival, MemoryCap, OnDisconnect};
 use crate::claims::{Claims, Truthful};
+use crate::connections::{ConnectionPolicy, ContractConnections};
 use crate::logging::{JsonLines, LogFormat};
 use crate::problem::{ContractAnswers, ErrorMapper};
 use crate::relay::dispatch::{Concurrent, RelayDispatch};
@@ -45,6 +46,8 @@ pub struct Components {
     pub relay_dispatch: Arc<dyn RelayDispatch>,
     /// How a relay frame goes on the socket (R3, R5).
     pub frame_sender: Arc<dyn FrameSender>,
+    /// The head timeout and the connection cap (B4).
+    pub connections: Arc<dyn ConnectionPolicy>,
 }
 
 impl Components {
@@ -65,6 +68,7 @@ impl Components {
             log_format: Arc::new(JsonLines),
             relay_dispatch: Arc::new(Concurrent),
             frame_sender: Arc::new(WholeFrames),
+            connections: Arc::new(ContractConnections),
         }
     }
 }

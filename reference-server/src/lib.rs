@@ -17,6 +17,7 @@ pub mod bridge;
 pub mod claims;
 pub mod components;
 pub mod config;
+pub mod connections;
 pub mod embedded;
 pub mod error;
 pub mod export;

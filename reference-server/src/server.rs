@@ -62,29 +62,28 @@ impl Server {
         let app = crate::http::router(state.clone());
         state.api.set(app.clone());
         let _detach = DetachApi(state.clone());
-        let serve = axum::serve(listener, app).with_graceful_shutdown({
-            let stopping = stopping.clone();
-            async move {
-                shutdown.await;
-                stopping.cancel();
-            }
-        });
-        let mut serve = std::pin::pin!(serve.into_future());
+        let policy = state.config.components().connections.clone();
+        let bounds = state.config.contract.clauses.b4.value.clone();
+        let mut serve = std::pin::pin!(crate::connections::serve(
+            listener,
+            app,
+            &*policy,
+            &bounds,
+            stopping.clone(),
+        ));
         tokio::select! {
-            result = &mut serve => return result,
-            () = stopping.cancelled() => {}
+            () = &mut serve => return Ok(()),
+            () = shutdown => stopping.cancel(),
         }
         let drain_until = tokio::time::Instant::now() + drain;
-        let result = match tokio::time::timeout_at(drain_until, &mut serve).await {
-            Ok(result) => result,
-            Err(_) => {
-                // Drain time is up: cancel every job; each stops at its next checkpoint.
-                state.shutdown.cancel();
-                tokio::time::timeout(stop_within * 2, &mut serve)
-                    .await
-                    .unwrap_or(Ok(()))
-            }
-        };
+        if tokio::time::timeout_at(drain_until, &mut serve)
+            .await
+            .is_err()
+        {
+            // Drain time is up: cancel every job; each stops at its next checkpoint.
+            state.shutdown.cancel();
+            let _ = tokio::time::timeout(stop_within * 2, &mut serve).await;
+        }
         // Upgraded relay sockets are not tracked by the HTTP server: their in-flight work gets
         // the rest of the drain time, then everything left is cancelled.
         while state.relay.load().0 > 0 && tokio::time::Instant::now() < drain_until {
@@ -107,7 +106,7 @@ impl Server {
         });
         // Everything logged so far is on the sink before `serve` returns.
         state.flush_log();
-        result
+        Ok(())
     }
 
     /// Serves on a background task; for tests and the embedded checker.

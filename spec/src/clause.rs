@@ -23,6 +23,7 @@ pub enum ClauseId {
     B1,
     B2,
     B3,
+    B4,
     F1,
     F2,
     F3,
@@ -37,13 +38,14 @@ pub enum ClauseId {
 
 impl ClauseId {
     /// Every clause in id order (T, B, F, R): the order of the contract and the docs.
-    pub const ALL: [ClauseId; 16] = [
+    pub const ALL: [ClauseId; 17] = [
         ClauseId::T1,
         ClauseId::T2,
         ClauseId::T3,
         ClauseId::B1,
         ClauseId::B2,
         ClauseId::B3,
+        ClauseId::B4,
         ClauseId::F1,
         ClauseId::F2,
         ClauseId::F3,
@@ -64,6 +66,7 @@ impl ClauseId {
             ClauseId::B1 => "B1",
             ClauseId::B2 => "B2",
             ClauseId::B3 => "B3",
+            ClauseId::B4 => "B4",
             ClauseId::F1 => "F1",
             ClauseId::F2 => "F2",
             ClauseId::F3 => "F3",
@@ -86,7 +89,7 @@ impl fmt::Display for ClauseId {
 
 /// An id that names no clause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a clause id (known: T1-T3, B1-B3, F1-F4, R1-R6)")]
+#[error("`{0}` is not a clause id (known: T1-T3, B1-B4, F1-F4, R1-R6)")]
 pub struct UnknownClause(pub String);
 
 impl FromStr for ClauseId {
@@ -152,6 +155,7 @@ impl Contract {
             ClauseId::B1 => ClauseRef::new(id, &c.b1),
             ClauseId::B2 => ClauseRef::new(id, &c.b2),
             ClauseId::B3 => ClauseRef::new(id, &c.b3),
+            ClauseId::B4 => ClauseRef::new(id, &c.b4),
             ClauseId::F1 => ClauseRef::new(id, &c.f1),
             ClauseId::F2 => ClauseRef::new(id, &c.f2),
             ClauseId::F3 => ClauseRef::new(id, &c.f3),

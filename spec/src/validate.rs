@@ -130,7 +130,7 @@ impl Contract {
         let (c, b3) = (&self.clauses, &self.clauses.b3.value);
         // (field, value, min, max): the ranges a value must fall in to make sense at all.
         #[rustfmt::skip]
-        let ranges: [(&str, u64, u64, u64); 18] = [
+        let ranges: [(&str, u64, u64, u64); 20] = [
             ("clauses.T1.value.digitize_workers", c.t1.value.digitize_workers.into(), 1, 1024),
             ("clauses.T1.value.export_workers", c.t1.value.export_workers.into(), 1, 1024),
             ("clauses.T2.value.digitize_queue_capacity", c.t2.value.digitize_queue_capacity.into(), 0, 100_000),
@@ -144,6 +144,8 @@ impl Contract {
             ("clauses.B2.value.memory_cap_mb", c.b2.value.memory_cap_mb, 1, 1 << 20),
             ("clauses.B3.value.stop_within_ms", b3.stop_within_ms, 1, 60_000),
             ("clauses.B3.value.checkpoint_interval_ms", b3.checkpoint_interval_ms, 1, b3.stop_within_ms.saturating_sub(1).max(1)),
+            ("clauses.B4.value.head_timeout_ms", c.b4.value.head_timeout_ms, 100, 3_600_000),
+            ("clauses.B4.value.max_connections", c.b4.value.max_connections.into(), 1, 1_000_000),
             ("clauses.R1.value.relay_concurrency", c.r1.value.relay_concurrency.into(), 1, 1024),
             ("clauses.R4.value.overflow_factor", c.r4.value.overflow_factor.into(), 2, 100),
             ("clauses.R5.value.max_frame_body_bytes", c.r5.value.max_frame_body_bytes, 64, 1 << 24),
@@ -157,6 +159,23 @@ impl Contract {
                     format!("{value} is out of range {min}..={max}"),
                 ));
             }
+        }
+
+        // Every request a pool may hold sits on an open connection: the connection cap must leave
+        // room for all of them and one more (a /healthz probe, a /metrics scrape).
+        let held = u64::from(c.t1.value.digitize_workers)
+            + u64::from(c.t2.value.digitize_queue_capacity)
+            + u64::from(c.t1.value.export_workers)
+            + u64::from(c.t2.value.export_queue_capacity);
+        if u64::from(c.b4.value.max_connections) <= held {
+            out.push(violation(
+                "clauses.B4.value.max_connections",
+                format!(
+                    "{} must exceed the requests the pools can hold (workers + queue of both \
+                     pools: {held})",
+                    c.b4.value.max_connections
+                ),
+            ));
         }
 
         for (name, p) in self.api.digitize.params.iter() {

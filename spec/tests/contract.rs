@@ -25,12 +25,14 @@ fn embedded_contract_is_valid_and_carries_the_seed_values() {
     assert_eq!(c.clauses.b1.value.export_timeout_ms, 30_000);
     assert_eq!(c.clauses.b2.value.memory_cap_mb, 1024);
     assert_eq!(c.clauses.b3.value.stop_within_ms, 1000);
+    assert_eq!(c.clauses.b4.value.head_timeout_ms, 10_000);
+    assert_eq!(c.clauses.b4.value.max_connections, 512);
     assert_eq!(c.clauses.r1.value.relay_concurrency, 8);
     assert_eq!(c.error(ErrorCode::Overloaded).status, 503);
     assert_eq!(c.error(ErrorCode::Timeout).status, 504);
     assert_eq!(c.error(ErrorCode::MalformedImage).status, 400);
     let ids: Vec<_> = c.clause_list().iter().map(|c| c.id).collect();
-    assert_eq!(ids.len(), 16);
+    assert_eq!(ids.len(), 17);
 }
 
 #[test]

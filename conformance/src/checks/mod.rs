@@ -29,6 +29,7 @@ pub static REGISTRY: &[Check] = &[
     bounds::b1::CHECK,
     bounds::b2::CHECK,
     bounds::b3::CHECK,
+    bounds::b4::CHECK,
     failure::f1::CHECK,
     failure::f2::CHECK,
     failure::f3::CHECK,

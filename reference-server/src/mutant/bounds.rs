@@ -8,8 +8,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admission::Slot;
 use crate::bounds::{DeadlinePolicy, MemoryCap, OnDisconnect};
+use crate::connections::ConnectionPolicy;
 use crate::job::JobErrorKind;
 use crate::worker::{SlotRelease, TempCleaner, WorkerEnd};
+use plimsoll_spec::model::ConnectionBounds;
 
 /// B1: the deadline is a day away (a late 200 instead of a 504).
 #[derive(Debug)]
@@ -111,5 +113,33 @@ impl SlotRelease for LeakWhenClientGone {
         } else {
             slot.release();
         }
+    }
+}
+
+/// B4: a connection may take for ever to send its request head (a slowloris holds it).
+#[derive(Debug)]
+pub struct NoHeadTimeout;
+
+impl ConnectionPolicy for NoHeadTimeout {
+    fn head_timeout(&self, _contract: &ConnectionBounds) -> Option<Duration> {
+        None
+    }
+
+    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+        Some(contract.max_connections as usize)
+    }
+}
+
+/// B4: every connection is accepted and served, however many are open.
+#[derive(Debug)]
+pub struct NoConnectionCap;
+
+impl ConnectionPolicy for NoConnectionCap {
+    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
+        Some(Duration::from_millis(contract.head_timeout_ms))
+    }
+
+    fn max_connections(&self, _contract: &ConnectionBounds) -> Option<usize> {
+        None
     }
 }

@@ -92,6 +92,10 @@ pub enum Mutant {
     LeakTempOnPanic,
     /// B2: the memory cap is half the contract's.
     MemoryCapTooLow,
+    /// B4: no head timeout: a stalled or idle connection is held for ever.
+    NoHeadTimeout,
+    /// B4: no connection cap.
+    NoConnectionCap,
     /// T1: no `Server-Timing` on any response.
     NoServerTiming,
     /// F3: the error log's `stage` names another stage than the failed one.
@@ -106,7 +110,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 37] = [
+    pub const ALL: [Mutant; 39] = [
         Mutant::NoAdmissionLimit,
         Mutant::LimitPlusOne,
         Mutant::Lifo,
@@ -139,6 +143,8 @@ impl Mutant {
         Mutant::LeakTempOnTimeout,
         Mutant::LeakTempOnPanic,
         Mutant::MemoryCapTooLow,
+        Mutant::NoHeadTimeout,
+        Mutant::NoConnectionCap,
         Mutant::NoServerTiming,
         Mutant::WrongLogStage,
         Mutant::UploadHoldsSlot,
@@ -180,6 +186,8 @@ impl Mutant {
             Mutant::LeakTempOnTimeout => "leak-temp-on-timeout",
             Mutant::LeakTempOnPanic => "leak-temp-on-panic",
             Mutant::MemoryCapTooLow => "memory-cap-too-low",
+            Mutant::NoHeadTimeout => "no-head-timeout",
+            Mutant::NoConnectionCap => "no-connection-cap",
             Mutant::NoServerTiming => "no-server-timing",
             Mutant::WrongLogStage => "wrong-log-stage",
             Mutant::UploadHoldsSlot => "upload-holds-slot",
@@ -245,6 +253,8 @@ impl Mutant {
             Mutant::LeakTempOnTimeout => c.temp_cleaner = Arc::new(bounds::KeepWhenTimedOut),
             Mutant::LeakTempOnPanic => c.temp_cleaner = Arc::new(bounds::KeepWhenPanicked),
             Mutant::MemoryCapTooLow => c.memory_cap = Arc::new(bounds::HalfCap),
+            Mutant::NoHeadTimeout => c.connections = Arc::new(bounds::NoHeadTimeout),
+            Mutant::NoConnectionCap => c.connections = Arc::new(bounds::NoConnectionCap),
             Mutant::NoServerTiming => c.claims = Arc::new(observe::NoServerTiming),
             Mutant::WrongLogStage => c.answers = answers::WRONG_LOG_STAGE.arc(),
             Mutant::UploadHoldsSlot => c.admission = Arc::new(admission::SlotFirst),

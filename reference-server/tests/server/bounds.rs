@@ -1,4 +1,4 @@
-//! B1–B3 over loopback HTTP: the deadline, the memory cap, client disconnects.
+//! B1–B4 over loopback HTTP: the deadline, the memory cap, client disconnects, connection bounds.
 
 use plimsoll_spec::{MetricName, Pool};
 
@@ -193,4 +193,95 @@ async fn b1_b3_a_timeout_is_not_a_cancellation_and_a_disconnect_is_one() {
     assert_eq!(timed_out.status(), 504);
     idle().await.unwrap();
     assert_eq!(cancellations().await, 1.0);
+}
+
+/// Opens `count` connections to `s` at once; every other one sends half a request head.
+async fn slowloris(s: &TestServer, count: usize) -> Vec<tokio::net::TcpStream> {
+    use tokio::io::AsyncWriteExt as _;
+    let addr = s.server.server().addr;
+    let mut conns = Vec::with_capacity(count);
+    for i in 0..count {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        if i % 2 == 0 {
+            stream
+                .write_all(b"POST /v1/digitize HTTP/1.1\r\nHost: x\r\nContent-Type: image/")
+                .await
+                .unwrap();
+        }
+        conns.push(stream);
+    }
+    conns
+}
+
+/// Whether the server has closed `stream` (EOF or reset), waiting at most `within`.
+async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> bool {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = [0u8; 512];
+    let until = Instant::now() + within;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[tokio::test]
+async fn b4_a_slowloris_is_closed_at_the_head_timeout_and_healthz_stays_up() {
+    let s = TestServer::start(&[("HEAD_TIMEOUT_MS", "1000"), ("MAX_CONNECTIONS", "300")]).await;
+    // More stalled connections than the cap: the ones past it are closed at once.
+    let mut conns = slowloris(&s, 400).await;
+    let opened = Instant::now();
+    let mut closed_early = 0;
+    for stream in conns.iter_mut().skip(300) {
+        closed_early += usize::from(closed_within(stream, Duration::from_millis(500)).await);
+    }
+    assert_eq!(
+        closed_early, 100,
+        "connections past the cap are closed at once"
+    );
+    // The cap is full of stalled connections; the head timeout empties it.
+    let mut still_open = 0;
+    for stream in conns.iter_mut().take(300) {
+        let left = Duration::from_millis(1400).saturating_sub(opened.elapsed());
+        still_open += usize::from(!closed_within(stream, left).await);
+    }
+    assert_eq!(still_open, 0, "every stalled connection closed by 1.4 s");
+    let healthz = s.client.get(s.url("/healthz")).send().await.unwrap();
+    assert_eq!(healthz.status(), 200);
+}
+
+#[tokio::test]
+async fn b4_an_idle_keep_alive_connection_is_closed_and_a_running_request_is_not() {
+    let s = TestServer::start(&[("HEAD_TIMEOUT_MS", "500")]).await;
+    // A request running longer than the head timeout keeps its connection: the timer only
+    // runs while the server waits for a head.
+    let started = Instant::now();
+    let held = s
+        .digitize(&png(80, 60), Some("hold=fill:1200"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(held.status(), 200);
+    assert!(started.elapsed() >= Duration::from_millis(1200));
+    // A fresh connection asks once and then idles: closed at 0.5 s.
+    let mut stream = tokio::net::TcpStream::connect(s.server.server().addr)
+        .await
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt as _;
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+    }
+    let asked = Instant::now();
+    assert!(closed_within(&mut stream, Duration::from_millis(900)).await);
+    let after = asked.elapsed();
+    assert!(
+        after >= Duration::from_millis(480),
+        "closed after {after:?}"
+    );
 }

@@ -133,6 +133,8 @@ pub struct Clauses {
     pub b2: Clause<MemoryCap>,
     #[serde(rename = "B3")]
     pub b3: Clause<Cancellation>,
+    #[serde(rename = "B4")]
+    pub b4: Clause<ConnectionBounds>,
     #[serde(rename = "F1")]
     pub f1: Clause<StageFailure>,
     #[serde(rename = "F2")]

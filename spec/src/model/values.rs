@@ -71,6 +71,16 @@ pub struct Cancellation {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct ConnectionBounds {
+    /// A complete request head must arrive within this time of the connection opening or of
+    /// its previous response ending (so it also bounds an idle keep-alive connection).
+    pub head_timeout_ms: u64,
+    /// Connections served at once; one more is closed at once, unanswered.
+    pub max_connections: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StageFailure {
     pub body_members: Vec<String>,
 }

@@ -1,0 +1,390 @@
+//! B4: connections are bounded — a silent, a half-sent and an idle keep-alive connection are
+//! each closed at the head timeout (not before, not much after), and past the connection cap one
+//! more is closed at once, unanswered, while the open ones keep being served. Judged by what the
+//! client's own sockets see; the server reports nothing for this clause.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt as _, Empty};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use plimsoll_spec::ClauseId;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::registry::Check;
+use crate::target::Target;
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::B4,
+    "Three connections are opened at once: one sends nothing, one sends half a request head and \
+     stalls, one sends a whole request, reads its answer and stays idle. The server must close \
+     each no earlier than {head_timeout_ms} ms (from opening, or from the answer's end) and \
+     within {tolerances.timeout_late_ms} ms after it, while `/healthz` answers 200 on fresh \
+     connections meanwhile. Then connections are opened one at a time, each asking `/healthz` \
+     once and staying open: the one past {max_connections} must be closed without an answer \
+     within a second (not served, not left waiting in the accept backlog); one refused below the \
+     cap is retried for up to a second, since a place held by a connection closed just before \
+     may take a moment to free. At the cap, a request on an open connection must still be \
+     answered, and after one is closed a new connection must be served within a second.",
+    |t, c| Box::pin(b4(t, c)),
+);
+
+/// How early a close may come (timer granularity; the server's timer starts after our connect).
+const EARLY_SLACK: Duration = Duration::from_millis(10);
+/// How long a connection past the cap may take to be closed, and a freed place to serve again.
+const PROMPT: Duration = Duration::from_secs(1);
+/// Spacing of retries while a place frees.
+const RETRY_EVERY: Duration = Duration::from_millis(100);
+
+async fn b4(t: &Arc<Target>, c: &mut Ctx) {
+    let b4 = &t.expected.clauses.b4.value;
+    let head = Duration::from_millis(b4.head_timeout_ms);
+    let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    let cap = b4.max_connections as usize;
+    c.expected = format!(
+        "silent, half-sent and idle connections closed {}–{} ms after opening or answering; connection {} closed unanswered within {} ms; open ones still served; a freed place served again",
+        b4.head_timeout_ms,
+        (head + late).as_millis(),
+        cap + 1,
+        PROMPT.as_millis()
+    );
+    let Some((addr, host)) = address(t) else {
+        c.skip(format!(
+            "B4 opens raw HTTP/1 connections and needs a plain http:// target, not {}",
+            t.base
+        ));
+        return;
+    };
+
+    let closes = head_timeouts(t, c, addr, &host, head, late).await;
+    let cap_note = connection_cap(c, addr, &host, cap, head).await;
+    c.observed = format!("{closes}; {cap_note}");
+}
+
+/// The target's socket address and Host header, when it is plain HTTP.
+fn address(t: &Target) -> Option<(SocketAddr, String)> {
+    let url = reqwest::Url::parse(&t.base).ok()?;
+    if url.scheme() != "http" {
+        return None;
+    }
+    let addr = url.socket_addrs(|| Some(80)).ok()?.into_iter().next()?;
+    let host = url.host_str()?.to_owned();
+    Some((addr, host))
+}
+
+/// The three kinds of idle connection, side by side, with `/healthz` asked meanwhile.
+async fn head_timeouts(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    addr: SocketAddr,
+    host: &str,
+    head: Duration,
+    late: Duration,
+) -> String {
+    let give_up = head + late + Duration::from_millis(500);
+    let partial =
+        format!("POST /v1/digitize HTTP/1.1\r\nHost: {host}\r\nContent-Type: image/png\r\n");
+    let silent = tokio::spawn(closed_after(addr, None, give_up));
+    let half = tokio::spawn(closed_after(addr, Some(partial.into_bytes()), give_up));
+    let idle = tokio::spawn(idle_closed_after(addr, host.to_owned(), give_up));
+
+    let mut healthz = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < head + late
+        && !(silent.is_finished() && half.is_finished() && idle.is_finished())
+    {
+        let ok = matches!(
+            t.client.get(t.url("/healthz")).timeout(PROMPT).send().await,
+            Ok(r) if r.status().as_u16() == 200
+        );
+        healthz.push(ok);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let failed = healthz.iter().filter(|ok| !**ok).count();
+    c.require(failed == 0, || {
+        format!(
+            "/healthz failed {failed} of {} times while idle connections were open",
+            healthz.len()
+        )
+    });
+
+    let mut notes = Vec::new();
+    for (label, task) in [
+        ("a silent connection", silent),
+        ("a connection that sent half a request head", half),
+        ("an idle keep-alive connection (after one answer)", idle),
+    ] {
+        match task
+            .await
+            .unwrap_or_else(|e| Err(format!("the probe panicked: {e}")))
+        {
+            Ok(Some(after)) => {
+                c.trials_ms.push(ms(after));
+                c.require(after + EARLY_SLACK >= head, || {
+                    format!(
+                        "{label} was closed after {:.0} ms, before the {} ms head timeout",
+                        ms(after),
+                        head.as_millis()
+                    )
+                });
+                c.require(after <= head + late, || {
+                    format!(
+                        "{label} was closed after {:.0} ms, more than {} ms after the {} ms head timeout",
+                        ms(after),
+                        late.as_millis(),
+                        head.as_millis()
+                    )
+                });
+                notes.push(format!("{:.0}", ms(after)));
+            }
+            Ok(None) => {
+                c.fail(format!(
+                    "{label} was still open {} ms later (head timeout {} ms): nothing closes it",
+                    give_up.as_millis(),
+                    head.as_millis()
+                ));
+                notes.push("open".into());
+            }
+            Err(e) => {
+                c.fail(format!("{label}: {e}"));
+                notes.push("error".into());
+            }
+        }
+    }
+    format!(
+        "silent / half-sent / idle connections closed after {} ms; /healthz 200 {} of {} times meanwhile",
+        notes.join(" / "),
+        healthz.len() - failed,
+        healthz.len()
+    )
+}
+
+/// Opens a connection, sends `first` (if any) and waits for the server to close it: the time
+/// from the connect to the close, or `None` if it is still open after `give_up`.
+async fn closed_after(
+    addr: SocketAddr,
+    first: Option<Vec<u8>>,
+    give_up: Duration,
+) -> Result<Option<Duration>, String> {
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let opened = Instant::now();
+    if let Some(bytes) = first {
+        stream
+            .write_all(&bytes)
+            .await
+            .map_err(|e| format!("cannot send: {e}"))?;
+    }
+    let mut buf = [0u8; 4096];
+    let closed = async {
+        loop {
+            match stream.read(&mut buf).await {
+                // Some servers answer a stalled head with 408 before closing: still a close.
+                Ok(n) if n > 0 => continue,
+                _ => return opened.elapsed(),
+            }
+        }
+    };
+    Ok(tokio::time::timeout(give_up, closed).await.ok())
+}
+
+/// Asks `/healthz` once on a keep-alive connection, then waits for the server to close it: the
+/// time from the answer's end to the close.
+async fn idle_closed_after(
+    addr: SocketAddr,
+    host: String,
+    give_up: Duration,
+) -> Result<Option<Duration>, String> {
+    let mut held = open(addr).await?;
+    match ask(&mut held.sender, &host).await {
+        Asked::Answered(200) => {}
+        Asked::Answered(status) => return Err(format!("/healthz answered {status}")),
+        Asked::Closed => return Err("closed before /healthz was answered".into()),
+        Asked::Stalled => return Err("/healthz unanswered for a second".into()),
+    }
+    let answered = Instant::now();
+    Ok(tokio::time::timeout(give_up, &mut held.closed)
+        .await
+        .ok()
+        .map(|_| answered.elapsed()))
+}
+
+/// One open client connection: its request handle and the task that ends when it closes.
+struct Held {
+    sender: SendRequest<Empty<Bytes>>,
+    closed: JoinHandle<()>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.closed.abort();
+    }
+}
+
+async fn open(addr: SocketAddr) -> Result<Held, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let (sender, conn) = http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("HTTP/1 handshake: {e}"))?;
+    let closed = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(Held { sender, closed })
+}
+
+enum Asked {
+    Answered(u16),
+    /// The connection closed before any answer.
+    Closed,
+    /// Neither answered nor closed within [`PROMPT`].
+    Stalled,
+}
+
+async fn ask(sender: &mut SendRequest<Empty<Bytes>>, host: &str) -> Asked {
+    let request = hyper::Request::get("/healthz")
+        .header(hyper::header::HOST, host)
+        .body(Empty::new())
+        .expect("a static request builds");
+    let exchange = async {
+        if sender.ready().await.is_err() {
+            return Asked::Closed;
+        }
+        match sender.send_request(request).await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                // Read the body to its end so the connection is idle, not mid-answer.
+                let _ = response.into_body().collect().await;
+                Asked::Answered(status)
+            }
+            Err(_) => Asked::Closed,
+        }
+    };
+    tokio::time::timeout(PROMPT, exchange)
+        .await
+        .unwrap_or(Asked::Stalled)
+}
+
+/// Fills the cap one connection at a time; the next must be closed unanswered, the open ones
+/// still served, and a freed place served again.
+async fn connection_cap(
+    c: &mut Ctx,
+    addr: SocketAddr,
+    host: &str,
+    cap: usize,
+    head: Duration,
+) -> String {
+    let mut held: Vec<Held> = Vec::with_capacity(cap);
+    let started = Instant::now();
+    let alive = |held: &[Held]| held.iter().filter(|h| !h.closed.is_finished()).count();
+    let mut retry_until: Option<Instant> = None;
+    let refused_at = loop {
+        let mut next = match open(addr).await {
+            Ok(next) => next,
+            Err(e) => {
+                c.fail(format!(
+                    "connection {} (with {} open): {e}",
+                    held.len() + 1,
+                    alive(&held)
+                ));
+                return format!("could not open connection {}", held.len() + 1);
+            }
+        };
+        match ask(&mut next.sender, host).await {
+            Asked::Answered(_) if alive(&held) >= cap => {
+                // A close of ours still in flight would make this one legitimate: look again.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let open_now = alive(&held);
+                if open_now >= cap {
+                    c.fail(format!(
+                        "connection {} was served with {open_now} already open: the cap of {cap} connections is not enforced",
+                        open_now + 1
+                    ));
+                    return format!("{} connections served at once", open_now + 1);
+                }
+                held.push(next);
+            }
+            Asked::Answered(_) => held.push(next),
+            Asked::Stalled => {
+                let open_now = alive(&held);
+                c.fail(format!(
+                    "connection {} (with {open_now} open) was neither answered nor closed within {} ms: left waiting instead of closed",
+                    open_now + 1,
+                    PROMPT.as_millis()
+                ));
+                return format!("connection {} left waiting", open_now + 1);
+            }
+            Asked::Closed => {
+                let open_now = alive(&held);
+                if open_now >= cap {
+                    break open_now + 1;
+                }
+                let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
+                if Instant::now() >= until {
+                    c.fail(format!(
+                        "connection {} was closed unanswered with only {open_now} open, below the cap of {cap}",
+                        open_now + 1
+                    ));
+                    return format!("refused at connection {}", open_now + 1);
+                }
+                tokio::time::sleep(RETRY_EVERY).await;
+            }
+        }
+    };
+    let filled = started.elapsed();
+    if filled + Duration::from_millis(100) >= head {
+        c.fail(format!(
+            "filling {cap} connections took {:.0} ms, near the {} ms head timeout: the cap cannot be told from the timeout",
+            ms(filled),
+            head.as_millis()
+        ));
+    }
+
+    // The open ones are still served.
+    let first = held.iter_mut().find(|h| !h.closed.is_finished());
+    let still_served = match first {
+        Some(h) => matches!(ask(&mut h.sender, host).await, Asked::Answered(200)),
+        None => false,
+    };
+    c.require(still_served, || {
+        "at the cap, a request on an open connection was not answered 200".to_owned()
+    });
+
+    // A freed place serves again.
+    held.retain(|h| !h.closed.is_finished());
+    held.pop();
+    let freed = Instant::now();
+    let served_again = loop {
+        if let Ok(mut next) = open(addr).await
+            && let Asked::Answered(200) = ask(&mut next.sender, host).await
+        {
+            held.push(next);
+            break Some(freed.elapsed());
+        }
+        if freed.elapsed() >= PROMPT {
+            break None;
+        }
+        tokio::time::sleep(RETRY_EVERY).await;
+    };
+    c.require(served_again.is_some(), || {
+        format!(
+            "after one of {cap} connections closed, no new connection was served within {} ms",
+            PROMPT.as_millis()
+        )
+    });
+    drop(held);
+    format!(
+        "connection {refused_at} closed unanswered after {cap} filled in {:.0} ms; open ones served: {}; freed place served again {}",
+        ms(filled),
+        if still_served { "yes" } else { "no" },
+        served_again.map_or("never".to_owned(), |d| format!("after {:.0} ms", ms(d)))
+    )
+}

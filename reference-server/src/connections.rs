@@ -1,0 +1,121 @@
+//! Connection bounds (B4): the accept loop that caps open connections, and the HTTP/1 settings
+//! that close a connection whose request head does not arrive in time.
+//!
+//! hyper has the head timer (`header_read_timeout`, which since hyper 1.4 runs from the
+//! connection's start and again after every response, so it also bounds an idle keep-alive
+//! connection); it has no connection cap, so the cap is a semaphore around `accept`. The
+//! connection is served by hyper's HTTP/1 builder rather than `axum::serve` because the latter
+//! exposes neither setting, and rather than hyper-util's auto (HTTP/1 or 2) builder because that
+//! one reads the protocol preface with no timer running: a silent client would be held for ever.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use plimsoll_spec::model::ConnectionBounds;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// The connection bounds a server enforces.
+pub trait ConnectionPolicy: Debug + Send + Sync {
+    /// How long a request head may take (`None`: for ever).
+    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration>;
+    /// How many connections are served at once (`None`: no limit).
+    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize>;
+}
+
+/// The contract's bounds.
+#[derive(Debug)]
+pub struct ContractConnections;
+
+impl ConnectionPolicy for ContractConnections {
+    // clause: B4 — a head within 10 s of opening or of the last response, at most 512 connections
+    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
+        Some(Duration::from_millis(contract.head_timeout_ms))
+    }
+
+    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+        Some(contract.max_connections as usize)
+    }
+}
+
+/// Accepts connections on `listener` and serves `app` on each until `stop` is cancelled, then
+/// asks every open connection to finish its request in flight and close, and returns once they
+/// have (upgraded relay sockets are no longer connections here: the server drains them).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    policy: &dyn ConnectionPolicy,
+    bounds: &ConnectionBounds,
+    stop: CancellationToken,
+) {
+    let head_timeout = policy.head_timeout(bounds);
+    let places = policy
+        .max_connections(bounds)
+        .map(|n| Arc::new(Semaphore::new(n)));
+    let open = TaskTracker::new();
+    loop {
+        let stream = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // A failed accept (e.g. out of descriptors) concerns one connection; back off
+                // briefly so a persistent error does not spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+            },
+        };
+        let place = match &places {
+            None => None,
+            Some(places) => match places.clone().try_acquire_owned() {
+                Ok(place) => Some(place),
+                // Over the cap: closed at once, unanswered, without touching the open ones.
+                Err(_) => {
+                    drop(stream);
+                    continue;
+                }
+            },
+        };
+        open.spawn(serve_one(
+            stream,
+            app.clone(),
+            head_timeout,
+            stop.clone(),
+            place,
+        ));
+    }
+    open.close();
+    open.wait().await;
+}
+
+async fn serve_one(
+    stream: TcpStream,
+    app: Router,
+    head_timeout: Option<Duration>,
+    stop: CancellationToken,
+    _place: Option<tokio::sync::OwnedSemaphorePermit>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(head_timeout);
+    let service = TowerToHyperService::new(app);
+    let conn = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
+}
