@@ -141,7 +141,7 @@ async fn head_timeouts(
                         head.as_millis()
                     )
                 });
-                notes.push(format!("{:.0}", ms(after)));
+                notes.push(format!("closed after {:.0} ms", ms(after)));
             }
             Ok(None) => {
                 c.fail(format!(
@@ -149,7 +149,7 @@ async fn head_timeouts(
                     give_up.as_millis(),
                     head.as_millis()
                 ));
-                notes.push("open".into());
+                notes.push("never closed".into());
             }
             Err(e) => {
                 c.fail(format!("{label}: {e}"));
@@ -158,7 +158,7 @@ async fn head_timeouts(
         }
     }
     format!(
-        "silent / half-sent / idle connections closed after {} ms; /healthz 200 {} of {} times meanwhile",
+        "silent / half-sent / idle connections: {}; /healthz 200 {} of {} times meanwhile",
         notes.join(" / "),
         healthz.len() - failed,
         healthz.len()
