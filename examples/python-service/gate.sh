@@ -36,7 +36,8 @@ service_env=(PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/tmp" PLIMSOLL_LOG_FI
 check_args=()
 case "$MODE" in
   scaled)
-    service_env+=(QUEUE_CAPACITY=2 DIGITIZE_TIMEOUT_MS=2000 EXPORT_TIMEOUT_MS=1000 UPLOAD_READ_TIMEOUT_MS=1000)
+    service_env+=(QUEUE_CAPACITY=2 DIGITIZE_TIMEOUT_MS=2000 EXPORT_TIMEOUT_MS=1000 UPLOAD_READ_TIMEOUT_MS=1000
+      HEAD_TIMEOUT_MS=2000)
     check_args+=(--allow-overrides) ;;
   contract) ;;
   *) echo "gate: MODE must be scaled or contract, got '$MODE'" >&2; exit 2 ;;

@@ -8,13 +8,14 @@ PLIMSOLL_TEMP_DIR, PLIMSOLL_LOG_FILE, PLIMSOLL_DRAIN_TIMEOUT_MS and PLIMSOLL_CON
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import signal
 import sys
 import tempfile
 
-from aiohttp import web
-
 from .app import Service, make_app
+from .connections import BoundedServer
 from .contract import ContractError, settings_from_env
 from .problems import JsonLog
 
@@ -51,19 +52,35 @@ def main(argv: list[str] | None = None) -> int:
         overrides={f"{c}.{f}": new for c, f, _env, _old, new in settings.applied},
         pools={n: {"workers": p.workers, "queue": p.queue_capacity, "timeout_ms": p.timeout_ms}
                for n, p in settings.pools.items()},
+        connections={"head_timeout_ms": settings.head_timeout_ms, "max": settings.max_connections},
     )
-    web.run_app(
+    server = BoundedServer(
         make_app(svc),
-        host=args.bind,
-        port=port,
-        handler_cancellation=True,  # B3: a client disconnect cancels its handler task
+        head_timeout_ms=settings.head_timeout_ms,  # B4
+        max_connections=settings.max_connections,  # B4
         shutdown_timeout=drain_ms / 1000,
+        handler_cancellation=True,  # B3: a client disconnect cancels its handler task
         access_log=None,
-        print=None,
     )
-    for ex in svc.executors.values():
-        ex.shutdown(wait=False, cancel_futures=True)
+    try:
+        asyncio.run(serve(server, args.bind, port))
+    finally:
+        for ex in svc.executors.values():
+            ex.shutdown(wait=False, cancel_futures=True)
     return 0
+
+
+async def serve(server: BoundedServer, host: str, port: int) -> None:
+    """Serves until SIGINT or SIGTERM, then drains (requests in flight get the drain timeout)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start(host, port)
+        await stop.wait()
+    finally:
+        await server.stop()
 
 
 if __name__ == "__main__":

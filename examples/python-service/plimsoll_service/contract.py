@@ -133,6 +133,8 @@ class Settings:
     client_id_max_len: int
     client_id_extra_chars: str
     hooks_enabled: bool
+    head_timeout_ms: int
+    max_connections: int
     design: DesignLimits = field(default_factory=DesignLimits)
     errors: dict = field(default_factory=dict)
 
@@ -170,9 +172,17 @@ def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Set
     for name in ("digitize_workers", "export_workers", "relay_concurrency"):
         if v[name] < 1:
             raise ContractError(f"{name} must be at least 1, got {v[name]}")
-    for name in ("digitize_timeout_ms", "export_timeout_ms", "upload_read_timeout_ms"):
+    for name in ("digitize_timeout_ms", "export_timeout_ms", "upload_read_timeout_ms", "head_timeout_ms"):
         if v[name] < 1:
             raise ContractError(f"{name} must be at least 1 ms, got {v[name]}")
+    # B4: every request a pool holds sits on an open connection, so the cap must leave room for
+    # all of them and one more (a /healthz probe, a /metrics scrape).
+    held = sum(v[f"{p}_workers"] + v[f"{p}_queue_capacity"] for p in ("digitize", "export"))
+    if v["max_connections"] <= held:
+        raise ContractError(
+            f"max_connections must exceed the requests the pools can hold (workers + queue of both "
+            f"pools: {held}), got {v['max_connections']}"
+        )
     if v["relay_concurrency"] and doc["clauses"]["R1"]["value"]["overflow"] != "queue":
         raise ContractError("this service implements only the relay overflow policy `queue`")
     pools = {
@@ -201,6 +211,8 @@ def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Set
         client_id_max_len=v["client_id_max_len"],
         client_id_extra_chars=v["client_id_extra_chars"],
         hooks_enabled=environ.get(hooks_env, "") == "1",
+        head_timeout_ms=v["head_timeout_ms"],
+        max_connections=v["max_connections"],
         design=DesignLimits.beside(contract_path(environ)),
         errors={e["code"]: e for e in doc["errors"]},
     )

@@ -18,6 +18,7 @@ import re
 import aiohttp
 from aiohttp import web
 
+from .connections import leave_bounds
 from .jobs import parse_hooks
 from .problems import PROBLEM_TYPE, Problem, problem_body
 
@@ -25,8 +26,13 @@ TEXT_TYPES = re.compile(r"^(text/|application/([a-z0-9.+-]*\+)?json|image/svg\+x
 
 
 async def start_client(app: web.Application) -> None:
-    # No connection limit: the relay pool is the bound (R1), not the HTTP client.
-    app["svc"].http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), auto_decompress=False)
+    # No connection limit: the relay pool is the bound (R1), not the HTTP client. An idle loopback
+    # connection is dropped by this client well before this server's head timer (B4) would close
+    # it, so an envelope (often a POST, which aiohttp does not retry) never goes out on a
+    # connection the server is closing.
+    svc = app["svc"]
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=svc.settings.head_timeout_ms / 2000)
+    svc.http = aiohttp.ClientSession(connector=connector, auto_decompress=False)
 
 
 async def stop_client(app: web.Application) -> None:
@@ -148,6 +154,7 @@ async def handler(request: web.Request) -> web.WebSocketResponse:
             headers={"Upgrade": "websocket"},
         )
     await ws.prepare(request)
+    leave_bounds(request)  # B4: an upgraded connection leaves the connection cap; R1 bounds its work
     conn = Connection(ws, svc.settings.max_frame_body_bytes)
     tasks: dict[asyncio.Task, dict] = {}
     try:
