@@ -9,7 +9,14 @@
 #
 # With --refusals, a 3 s run measures the rate first, then the flood lasts long enough for about
 # N refusals in all (--refusals 1000000: the one-million-refusal flood of docs/benchmarks.md).
-# PLIMSOLL_BIN=path benchmarks that build of `plimsoll` instead of building this tree's.
+#
+# Then, side by side (unless NGINX=0 or --refusals): nginx doing the same work — the same 503
+# problem+json body (copied from a real refusal, with nginx's own request id), the same headers
+# and one JSON access-log line per request — flooded by the same wrk run, and the ratio of the
+# two. nginx and wrk are installed with apt-get when missing.
+#
+# Settings: PLIMSOLL_BIN=path benchmarks that build of `plimsoll` instead of building this
+# tree's (release); WRK_THREADS (default 1) wrk threads; NGINX_WORKERS (default auto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target_refusals=""
@@ -20,7 +27,17 @@ fi
 duration=${1:-10}
 connections=${2:-32}
 calibration=3
-command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 2; }
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+if [ "${NGINX:-1}" = 1 ] && [ -z "$target_refusals" ] && ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  need+=(nginx)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]} (apt-get)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; } ||
+    { echo "needs ${need[*]} (apt-get install -y ${need[*]})" >&2; exit 2; }
+fi
+threads=${WRK_THREADS:-1}
 
 bin=${PLIMSOLL_BIN:-}
 if [ -z "$bin" ]; then
@@ -32,7 +49,8 @@ work=$(mktemp -d)
 server_pid=""
 holders=""
 sampler=""
-trap 'kill $server_pid $holders $sampler 2>/dev/null || true; rm -rf "$work"' EXIT
+nginx_pid=""
+trap 'kill $server_pid $holders $sampler $nginx_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # The held jobs must outlast the flood (their clients hang up after it), and the pool's timeout
 # (B1) must outlast the holds.
@@ -69,7 +87,7 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "image/png"
 local f = io.open("$work/tiny.png", "rb"); wrk.body = f:read("*a"); f:close()
 LUA
-flood() { wrk -t2 -c"$connections" -d"${1}s" --latency -s "$work/post.lua" "$url/v1/digitize"; }
+flood() { wrk -t"$threads" -c"$connections" -d"${1}s" --latency -s "$work/post.lua" "${2:-$url}/v1/digitize"; }
 
 # Hold every slot for longer than the flood.
 for _ in $(seq "$workers"); do
@@ -120,3 +138,89 @@ for _ in $(seq 100); do
 done
 sleep 1
 echo "RSS once the slots are free again: $(mb "$(kb VmRSS)")"
+
+[ "${NGINX:-1}" = 1 ] && [ -z "$target_refusals" ] || exit 0
+
+# nginx doing the same work: the same 503 body and headers, one JSON access-log line per
+# request (written as nginx writes it by default: unbuffered, a write per request).
+echo
+echo "==> nginx, the same refusal, the same flood"
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+curl -s -D "$work/refusal.headers" -o "$work/refusal.json" -X POST -H 'content-type: image/png' \
+  --data-binary @"$work/tiny.png" "$url/v1/digitize"
+body=$(python3 - "$work/refusal.json" <<'PY'
+import json, sys
+body = json.load(open(sys.argv[1]))
+assert body["code"] == "overloaded", body
+body["request_id"] = "REQUEST_ID"
+# nginx string literal: escape what nginx would interpret, then put its variable in.
+text = json.dumps(body, separators=(",", ":")).replace("\\", "\\\\").replace("'", "\\'").replace("$", "${dollar}")
+print(text.replace("REQUEST_ID", "$request_id"))
+PY
+)
+retry_after=$(awk -F': ' 'tolower($1) == "retry-after" {print $2}' "$work/refusal.headers" | tr -d '\r')
+mkdir -p "$work/nginx"
+cat > "$work/nginx.conf" <<CONF
+daemon off;
+worker_processes ${NGINX_WORKERS:-auto};
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  geo \$dollar { default "$"; }
+  log_format problem escape=json '{"timestamp":"\$time_iso8601","level":"ERROR","request_id":"\$request_id","method":"\$request_method","path":"\$uri","status":\$status,"stage":"admission","error":"overloaded","code":"overloaded","stack":"","duration_ms":\$request_time}';
+  server {
+    listen 127.0.0.1:$nport;
+    access_log $work/nginx/access.log problem;
+    client_max_body_size 64m;
+    location = /v1/digitize {
+      add_header X-Request-Id \$request_id always;
+      add_header Retry-After $retry_after always;
+      default_type application/problem+json;
+      return 503 '$body';
+    }
+  }
+}
+CONF
+"$nginx_bin" -c "$work/nginx.conf" -p "$work/nginx" 2>"$work/nginx/start.err" &
+nginx_pid=$!
+nurl="http://127.0.0.1:$nport"
+for _ in $(seq 50); do curl -s -o /dev/null "$nurl/v1/digitize" && break; sleep 0.1; done
+curl -s -X POST -H 'content-type: image/png' --data-binary @"$work/tiny.png" "$nurl/v1/digitize" >"$work/nginx.json"
+python3 - "$work/nginx.json" "$work/refusal.json" <<'PY' || { cat "$work/nginx/start.err" >&2; exit 1; }
+import json, sys
+mine, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert set(mine) == set(ref) and mine["code"] == "overloaded", (mine, ref)
+print("nginx answers the same problem body:", json.dumps(mine)[:110], "…")
+PY
+flood "$duration" "$nurl" | tee "$work/nginx-wrk.txt"
+echo "nginx log: $(wc -l <"$work/nginx/access.log") lines"
+
+# Side by side.
+python3 - "$work/wrk.txt" "$work/nginx-wrk.txt" <<'PY'
+import re, sys
+def read(path):
+    text = open(path).read()
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    lat = {}
+    for p, v, unit in re.findall(r"^\s+(50|90|99)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M):
+        lat[p] = float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    total = re.search(r"(\d+) requests in", text)
+    return rate, lat, int(non.group(1)) if non else 0, int(total.group(1))
+p, n = read(sys.argv[1]), read(sys.argv[2])
+print()
+print(f"{'':10} {'refusals/s':>11} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'503s':>10}")
+for name, (rate, lat, non, total) in (("plimsoll", p), ("nginx", n)):
+    print(f"{name:10} {rate:11,.0f} {lat['50']:8.2f} {lat['90']:8.2f} {lat['99']:8.2f} {non:>5}/{total}")
+ratio = p[0] / n[0]
+rate_ok, p99_ok = ratio >= 0.8, p[1]["99"] <= n[1]["99"]
+print(f"ratio: {ratio:.2f}x nginx's rate ({'meets' if rate_ok else 'misses'} the 0.8x goal); "
+      f"p99 {p[1]['99']:.2f} ms vs nginx {n[1]['99']:.2f} ms ({'meets' if p99_ok else 'misses'} p99 <= nginx)")
+PY

@@ -58,6 +58,10 @@ pub struct LoadArgs {
     /// Burst waves (default: the profile's waves).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub waves: Option<u32>,
+    /// Offered load as a multiple of capacity (default: the profile's load_factor), e.g. a soak
+    /// at overload: `--profile soak --load-factor 3`.
+    #[arg(long, value_name = "X", help_heading = "Run")]
+    pub load_factor: Option<f64>,
     /// Closed-loop users (default: the contract's load.users, more for large pools).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub users: Option<u32>,
@@ -81,6 +85,7 @@ impl LoadArgs {
             profile,
             duration: None,
             waves: None,
+            load_factor: None,
             users: None,
             seed: 1,
             reports: ReportFiles::quiet(),
@@ -95,6 +100,13 @@ impl LoadArgs {
 
     /// What the command line asks that cannot work, before anything starts.
     pub(super) fn validate(&self) -> Result<(), Fatal> {
+        if let Some(x) = self.load_factor
+            && !(x.is_finite() && x > 0.0 && x <= 100.0)
+        {
+            return Err(Fatal::Usage(format!(
+                "--load-factor must be above 0 and at most 100, got {x}"
+            )));
+        }
         if let Some(path) = &self.report {
             let ext = path
                 .extension()

@@ -57,6 +57,7 @@ impl Plan {
             ),
             ProfileName::Burst => unreachable!("burst has its own runner"),
         };
+        let factor = args.load_factor.unwrap_or(factor);
         let duration = Duration::from_secs_f64(args.duration.unwrap_or(duration_s as f64).max(1.0));
         let (c, k) = (ctx.expect.workers, ctx.expect.queue);
         // Capacity counts the pipeline's own time on top of the hold.

@@ -55,6 +55,7 @@ pub(super) fn verdicts(
             &ctx.expect,
             r,
             verdicts::settled_medians(&values, settled_ms, run_ms),
+            verdicts::settled_slope(&values, settled_ms, run_ms),
             missing(metric, &values),
         );
         result

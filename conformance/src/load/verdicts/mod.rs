@@ -16,7 +16,7 @@ use crate::verdict::{CheckResult, Verdict};
 pub use burst::burst;
 pub use ending::{CapacityProbe, Drained, TempCount, busy_limit, lanes, recovery, statuses};
 pub use rate::{goodput, latency, refusal_latency, refusals};
-pub use soak::{Resource, settled_medians, stays_flat, temp_files};
+pub use soak::{Resource, settled_medians, settled_slope, stays_flat, temp_files};
 
 /// What every verdict of a profile needs to know about the contract.
 #[derive(Debug, Clone)]

@@ -24,6 +24,28 @@ pub fn settled_medians(values: &[(f64, f64)], from_ms: f64, to_ms: f64) -> Optio
     Some((percentile(&early, 50.0)?, percentile(&late, 50.0)?))
 }
 
+/// The least-squares slope of a resource series over the settled part of a run, in raw units
+/// per minute: how fast it would grow if the run went on. Evidence beside the medians, which
+/// decide (a slope over a short run is noise).
+pub fn settled_slope(values: &[(f64, f64)], from_ms: f64, to_ms: f64) -> Option<f64> {
+    let points: Vec<(f64, f64)> = values
+        .iter()
+        .filter(|(t, _)| *t >= from_ms && *t <= to_ms)
+        .map(|(t, v)| (t / 60_000.0, *v))
+        .collect();
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (mt, mv) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (t, v)| (a + t / n, b + v / n));
+    let (cov, var) = points.iter().fold((0.0, 0.0), |(c, d), (t, v)| {
+        (c + (t - mt) * (v - mv), d + (t - mt) * (t - mt))
+    });
+    (var > 0.0).then(|| cov / var)
+}
+
 /// A soak resource and its allowance.
 #[derive(Debug, Clone, Copy)]
 pub struct Resource<'a> {
@@ -43,6 +65,7 @@ pub fn stays_flat(
     expect: &Expectations,
     r: Resource<'_>,
     medians: Option<(f64, f64)>,
+    slope: Option<f64>,
     skip: Option<String>,
 ) -> CheckResult {
     let Resource {
@@ -75,12 +98,15 @@ pub fn stays_flat(
             } else {
                 Verdict::Fail(format!("grew {grew:.1} {unit}, allowed {allowed}"))
             };
+            let slope = slope.map_or(String::new(), |s| {
+                format!(", slope {:+.2} {unit}/min", s / scale)
+            });
             expect.result(
                 suffix,
                 title,
                 expected,
                 format!(
-                    "{:.1} → {:.1} {unit} ({grew:+.1})",
+                    "{:.1} → {:.1} {unit} ({grew:+.1}{slope})",
                     early / scale,
                     late / scale
                 ),
@@ -165,6 +191,31 @@ mod tests {
         let (a, b) = settled_medians(&leak, 0.0, 1000.0).unwrap();
         assert!(b - a > 50.0);
         assert!(settled_medians(&[], 0.0, 1000.0).is_none());
+    }
+
+    #[test]
+    fn the_slope_is_growth_per_minute_over_the_settled_part() {
+        // One read a second for ten minutes: flat with noise, then a leak of 3 units a minute.
+        let flat: Vec<(f64, f64)> = (0..600)
+            .map(|i| (f64::from(i) * 1000.0, 100.0 + f64::from(i % 5)))
+            .collect();
+        assert!(settled_slope(&flat, 0.0, 600_000.0).unwrap().abs() < 0.05);
+        let leak: Vec<(f64, f64)> = (0..600)
+            .map(|i| (f64::from(i) * 1000.0, 100.0 + f64::from(i) / 20.0))
+            .collect();
+        let slope = settled_slope(&leak, 0.0, 600_000.0).unwrap();
+        assert!((slope - 3.0).abs() < 1e-9, "{slope}");
+        // Reads before the settled start are not counted.
+        let ramp: Vec<(f64, f64)> = (0..600)
+            .map(|i| {
+                (
+                    f64::from(i) * 1000.0,
+                    if i < 60 { f64::from(i) } else { 60.0 },
+                )
+            })
+            .collect();
+        assert!(settled_slope(&ramp, 60_000.0, 600_000.0).unwrap().abs() < 1e-9);
+        assert!(settled_slope(&leak[..2], 0.0, 600_000.0).is_none());
     }
 
     fn drained(before: Option<f64>, after: Option<f64>) -> Drained {
