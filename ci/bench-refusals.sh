@@ -16,7 +16,9 @@
 # two. nginx and wrk are installed with apt-get when missing.
 #
 # Settings: PLIMSOLL_BIN=path benchmarks that build of `plimsoll` instead of building this
-# tree's (release); WRK_THREADS (default 1) wrk threads; NGINX_WORKERS (default auto).
+# tree's (release); WRK_THREADS (default 1) wrk threads; NGINX_WORKERS (default auto);
+# PERF=FILE records the server with `perf record -g` during the flood (Debian: linux-perf) and
+# prints where its time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target_refusals=""
@@ -102,6 +104,9 @@ for _ in $(seq 100); do
 done
 rss_before=$(kb VmRSS)
 echo "pool saturated: $busy/$workers busy; RSS before: $(mb "$rss_before")"
+# One real refusal, for nginx to answer in kind.
+curl -s -D "$work/refusal.headers" -o "$work/refusal.json" -X POST -H 'content-type: image/png' \
+  --data-binary @"$work/tiny.png" "$url/v1/digitize"
 
 # RSS every second while the flood runs.
 ( while kill -0 "$server_pid" 2>/dev/null; do kb VmRSS; sleep 1; done ) >"$work/rss.txt" &
@@ -115,8 +120,18 @@ if [ -n "$target_refusals" ]; then
   duration=$(python3 -c "import math; print(max(1, min($max_flood, math.ceil(1.1 * ($target_refusals - $done_so_far) / $rate))))")
   echo "calibration: $rate refusals/s over ${calibration} s; flooding for ${duration} s more"
 fi
+perf_pid=""
+if [ -n "${PERF:-}" ]; then
+  perf record -F 499 -g -o "$PERF" -p "$server_pid" 2>"$work/perf.err" &
+  perf_pid=$!
+fi
 flood "$duration" | tee "$work/wrk.txt"
 ended=$(date +%s.%N)
+if [ -n "$perf_pid" ]; then
+  kill -INT "$perf_pid"; wait "$perf_pid" || true
+  echo "==> where the server's time went (perf report --no-children, top entries)"
+  perf report -i "$PERF" --no-children --percent-limit 1.5 --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40
+fi
 rss_after=$(kb VmRSS)
 kill "$sampler" 2>/dev/null || true
 refusals=$(refused)
@@ -147,8 +162,6 @@ echo
 echo "==> nginx, the same refusal, the same flood"
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-curl -s -D "$work/refusal.headers" -o "$work/refusal.json" -X POST -H 'content-type: image/png' \
-  --data-binary @"$work/tiny.png" "$url/v1/digitize"
 body=$(python3 - "$work/refusal.json" <<'PY'
 import json, sys
 body = json.load(open(sys.argv[1]))
