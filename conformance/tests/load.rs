@@ -143,6 +143,53 @@ async fn overload_keeps_workers_busy_and_refuses_fast() {
     assert_passes(&report);
 }
 
+/// The overload profile on Locust's distributed mode: a master and two worker processes on
+/// loopback, judged by the same verdicts as goose's run. Needs `pip install locust` (`.ci/run`
+/// installs it).
+async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> RunReport {
+    let mut args = LoadArgs::new(profile);
+    args.duration = Some(duration);
+    args.engine = plimsoll_conformance::load::EngineName::Locust;
+    args.locust_workers = 2;
+    match execute(&args, Some(config)).await {
+        Ok(report) => report,
+        Err(e) => panic!(
+            "the Locust run could not be judged (is locust installed? `python3 -m pip install locust`): {e}"
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_on_locust_with_two_workers_passes_like_goose() {
+    let _lock = serial();
+    let report = run_on_locust(ProfileName::Overload, 8.0, embedded_config().unwrap()).await;
+    assert_passes(&report);
+    let refusals = report
+        .results
+        .iter()
+        .find(|r| r.id == "L-overload.refusals")
+        .unwrap();
+    assert!(
+        refusals
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("Locust (2 workers) counted digitize: ")),
+        "{:?}",
+        refusals.evidence
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_admission_limit_fails_overload_on_locust() {
+    let _lock = serial();
+    let report = run_on_locust(ProfileName::Overload, 6.0, mutant(Mutant::NoAdmissionLimit)).await;
+    assert!(
+        failed(&report).contains("L-overload.refusals"),
+        "{}",
+        why(&report)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_stays_flat_and_gives_every_slot_back() {
     let _lock = serial();

@@ -41,6 +41,14 @@ impl ProfileName {
     }
 }
 
+/// What sends the requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum EngineName {
+    #[default]
+    Goose,
+    Locust,
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadArgs {
     /// What is loaded: `--target`, `--contract`, `--allow-overrides`, `--temp-dir`.
@@ -65,6 +73,25 @@ pub struct LoadArgs {
     /// Closed-loop users (default: the contract's load.users, more for large pools).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub users: Option<u32>,
+    /// The load engine: goose in this process, or Locust's distributed mode (a master and
+    /// worker processes; rate profiles only; needs `pip install locust`).
+    #[arg(long, value_enum, default_value_t = EngineName::Goose, help_heading = "Engine")]
+    pub engine: EngineName,
+    /// Locust worker processes started on this machine.
+    #[arg(long, default_value_t = 2, value_name = "N", help_heading = "Engine")]
+    pub locust_workers: u32,
+    /// Workers the Locust master waits for, these and any joining from elsewhere (default: the
+    /// local ones).
+    #[arg(long, value_name = "N", help_heading = "Engine")]
+    pub locust_expect: Option<u32>,
+    /// The address the Locust master listens on for workers.
+    #[arg(
+        long,
+        default_value = "127.0.0.1",
+        value_name = "ADDR",
+        help_heading = "Engine"
+    )]
+    pub locust_bind: String,
     /// Seed of every random draw (think times, holds, abandonment).
     #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Run")]
     pub seed: u64,
@@ -87,9 +114,26 @@ impl LoadArgs {
             waves: None,
             load_factor: None,
             users: None,
+            engine: EngineName::Goose,
+            locust_workers: 2,
+            locust_expect: None,
+            locust_bind: "127.0.0.1".into(),
             seed: 1,
             reports: ReportFiles::quiet(),
             report: None,
+        }
+    }
+
+    /// The engine the profile runs on.
+    pub(super) fn engine(&self) -> super::run::Engine {
+        match self.engine {
+            EngineName::Goose => super::run::Engine::Goose,
+            EngineName::Locust => super::run::Engine::Locust(super::locust::LocustEngine {
+                python: std::env::var("PLIMSOLL_PYTHON").unwrap_or_else(|_| "python3".into()),
+                workers: self.locust_workers,
+                expect_workers: self.locust_expect.unwrap_or(self.locust_workers),
+                bind: self.locust_bind.clone(),
+            }),
         }
     }
 
@@ -106,6 +150,25 @@ impl LoadArgs {
             return Err(Fatal::Usage(format!(
                 "--load-factor must be above 0 and at most 100, got {x}"
             )));
+        }
+        if self.engine == EngineName::Locust {
+            if self.profile == ProfileName::Burst {
+                return Err(Fatal::Usage(
+                    "--engine locust runs the rate profiles (steady, overload, soak); burst's waves need goose".into(),
+                ));
+            }
+            if self.report.is_some() {
+                return Err(Fatal::Usage(
+                    "--report is goose's report; with --engine locust, Locust's CSV is summarised in the verdicts".into(),
+                ));
+            }
+            let expect = self.locust_expect.unwrap_or(self.locust_workers);
+            if expect == 0 || expect < self.locust_workers {
+                return Err(Fatal::Usage(format!(
+                    "--locust-expect {expect} must be at least 1 and at least --locust-workers {}",
+                    self.locust_workers
+                )));
+            }
         }
         if let Some(path) = &self.report {
             let ext = path

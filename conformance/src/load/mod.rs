@@ -14,16 +14,18 @@
 pub mod args;
 pub mod bench;
 mod calibrate;
+pub mod locust;
 pub mod prediction;
 mod profiles;
 mod progress;
 mod recovery;
 pub mod rng;
+pub mod run;
 pub mod runner;
 pub mod scrape;
 pub mod verdicts;
 
-pub use args::{LoadArgs, ProfileName};
+pub use args::{EngineName, LoadArgs, ProfileName};
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

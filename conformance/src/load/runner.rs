@@ -14,6 +14,7 @@ use goose::config::GooseConfiguration;
 use goose::prelude::*;
 
 use super::rng::SplitMix64;
+use super::run::{RunKind, RunOutput, RunSpec};
 use super::scrape::read_metrics;
 
 /// What happened to one attempt.
@@ -210,40 +211,6 @@ impl DrainWait {
     }
 }
 
-/// Everything a finished run hands to the verdicts.
-pub struct RunOutput {
-    pub attempts: Vec<Attempt>,
-    pub goose_metrics: GooseMetrics,
-    /// How long goose ran, ms.
-    pub elapsed_ms: f64,
-    /// Burst only: a wave started before the previous one drained.
-    pub drain_failed: bool,
-    /// Think time users spent waiting when the profile ended (their last think, cut short).
-    pub censored_think_ms: f64,
-}
-
-/// Settings of one goose run.
-pub struct RunSpec {
-    pub host: String,
-    pub users: usize,
-    pub seed: u64,
-    pub template: RequestTemplate,
-    pub hold: HoldPlan,
-    pub report: Option<String>,
-    pub kind: RunKind,
-}
-
-pub enum RunKind {
-    Rate {
-        mean_think_ms: f64,
-        duration: Duration,
-    },
-    Burst {
-        waves: usize,
-        drain: DrainWait,
-    },
-}
-
 pub(super) fn goose_error(e: GooseError) -> String {
     match e {
         GooseError::ThresholdsFailed { .. } => "goose thresholds failed".into(),
@@ -328,7 +295,7 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<Ru
     };
     Ok(RunOutput {
         attempts,
-        goose_metrics: metrics,
+        engine_summary: goose_summary(&metrics),
         elapsed_ms,
         drain_failed,
         censored_think_ms: shared.censored_think_us.load(Ordering::Relaxed) as f64 / 1000.0,
@@ -482,4 +449,28 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         None => user.set_success(&mut goose.request),
         Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
     }
+}
+
+/// goose's own counts per request name, as one evidence line.
+fn goose_summary(m: &GooseMetrics) -> String {
+    let mut parts: Vec<String> = m
+        .requests
+        .iter()
+        .map(|(name, r)| {
+            let mut codes: Vec<String> = r
+                .status_code_counts
+                .iter()
+                .map(|(s, n)| format!("{s}: {n}"))
+                .collect();
+            codes.sort();
+            format!(
+                "goose counted {name}: {} ok, {} failed ({})",
+                r.success_count,
+                r.fail_count,
+                codes.join(", ")
+            )
+        })
+        .collect();
+    parts.sort();
+    parts.join("; ")
 }

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
-use super::super::runner::{DrainWait, Hold, HoldPlan, RunKind, RunSpec};
+use super::super::run::{RunKind, RunSpec};
+use super::super::runner::{DrainWait, Hold, HoldPlan};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, POOL};
-use super::{drive, goose_summary};
+use super::drive;
 use crate::session::Fatal;
 use crate::verdict::CheckResult;
 
@@ -48,6 +49,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
             pre_hold_ms: 0.0,
         },
         report: args.goose_report(),
+        engine: args.engine(),
         kind: RunKind::Burst { waves, drain },
     };
     let process = ProcessSource::Unavailable("not read in burst".into());
@@ -64,7 +66,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         out.drain_failed,
     );
     main.duration_ms = out.elapsed_ms;
-    main.evidence.push(goose_summary(&out.goose_metrics));
+    main.evidence.push(out.engine_summary.clone());
     ctx.print(&main);
     let mut results = vec![main];
     let end = Ending {

@@ -1,6 +1,6 @@
 //! The profiles: [`burst`] (waves from a barrier) and [`rate`] (steady, overload and soak:
 //! closed-loop users at a planned attempt rate, with [`soak`]'s resource verdicts). Each runs
-//! goose through [`drive`], drains the pool, and ends with the shared verdicts.
+//! its engine (goose, or Locust) through [`drive`], drains the pool, and ends with the shared verdicts.
 
 pub(super) mod burst;
 pub(super) mod rate;
@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::progress::{Goal, Ticker};
-use super::runner::{self, LiveCounts, RunOutput, RunSpec};
+use super::run::{Engine, RunOutput, RunSpec};
+use super::runner::{self, LiveCounts};
 use super::scrape::{ProcessSource, Sample, Scraper};
 use super::{Ctx, POOL};
 use crate::session::Fatal;
@@ -47,38 +48,16 @@ pub(super) async fn drive(
         live.clone(),
         scraper.max_busy.clone(),
     );
-    let outcome = runner::run(spec, t0, live).await;
+    let outcome = match &spec.engine {
+        Engine::Goose => runner::run(spec, t0, live).await,
+        Engine::Locust(engine) => super::locust::run(&spec, engine).await,
+    };
     Ticker::finish(ticker).await;
     let (samples, scrape_errors) = scraper.finish().await;
-    let out = outcome
-        .map_err(|e| Fatal::Unreachable(format!("the load generator (goose) failed: {e}")))?;
+    let out = outcome.map_err(|e| Fatal::Unreachable(format!("the load generator failed: {e}")))?;
     Ok(Observed {
         out,
         samples,
         scrape_errors,
     })
-}
-
-/// goose's own counts per request name, as one evidence line.
-fn goose_summary(m: &goose::metrics::GooseMetrics) -> String {
-    let mut parts: Vec<String> = m
-        .requests
-        .iter()
-        .map(|(name, r)| {
-            let mut codes: Vec<String> = r
-                .status_code_counts
-                .iter()
-                .map(|(s, n)| format!("{s}: {n}"))
-                .collect();
-            codes.sort();
-            format!(
-                "goose counted {name}: {} ok, {} failed ({})",
-                r.success_count,
-                r.fail_count,
-                codes.join(", ")
-            )
-        })
-        .collect();
-    parts.sort();
-    parts.join("; ")
 }

@@ -8,11 +8,12 @@ use super::super::calibrate::Calibration;
 use super::super::prediction::{self, Arrivals, Model};
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
-use super::super::runner::{Attempt, Hold, HoldPlan, RunKind, RunSpec};
+use super::super::run::{RunKind, RunSpec};
+use super::super::runner::{Attempt, Hold, HoldPlan};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, ProfileName};
-use super::{Observed, drive, goose_summary, soak};
+use super::{Observed, drive, soak};
 use crate::session::Fatal;
 use crate::verdict::CheckResult;
 
@@ -204,6 +205,7 @@ pub(in crate::load) async fn run(
             pre_hold_ms: cal.latency_ms,
         },
         report: args.goose_report(),
+        engine: args.engine(),
         kind: RunKind::Rate {
             mean_think_ms: plan.think_s * 1000.0,
             duration: plan.duration,
@@ -243,7 +245,7 @@ pub(in crate::load) async fn run(
             "window: attempts sent after {warm:.0} ms of {run_ms:.0} ms; {} excluded (abandoned or other answers)",
             m.window.len() - m.counted
         ),
-        goose_summary(&out.goose_metrics),
+        out.engine_summary.clone(),
     ];
 
     let mut results = Vec::new();

@@ -1,0 +1,320 @@
+//! `--engine locust`: the same rate profile driven by Locust's distributed mode — one master and
+//! N worker processes — for more load than one goose process makes.
+//!
+//! Plimsoll writes the profile as a locustfile and a plan (every number of the run, in
+//! `plan.json`), starts the master (`--headless`, CSV output) and the local workers, and reads
+//! back what happened: each attempt as the workers recorded it (sent to the master with Locust's
+//! custom messages, written to one JSON-lines file), so the verdicts and the prediction are the
+//! very ones a goose run gets; and Locust's own CSV counts, as evidence beside them. Workers on
+//! other machines may join the same master (`--locust-expect`): they need the same folder.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+use super::run::{RunKind, RunOutput, RunSpec};
+use super::runner::{Attempt, Hold, Outcome};
+
+/// The Locust release the locustfile is written and tested against (`.ci/run` installs it).
+pub const LOCUST_VERSION: &str = "2.47.0";
+
+/// The locustfile every run uses; the numbers come from `plan.json` beside it.
+const LOCUSTFILE: &str = include_str!("locustfile.py");
+
+/// How Locust is run.
+#[derive(Debug, Clone)]
+pub struct LocustEngine {
+    /// The Python interpreter with `locust` installed.
+    pub python: String,
+    /// Worker processes started here.
+    pub workers: u32,
+    /// Workers the master waits for before it starts (at least `workers`; the others join from
+    /// elsewhere with `locust -f FOLDER/locustfile.py --worker --master-host HOST`).
+    pub expect_workers: u32,
+    /// The master's address for workers.
+    pub bind: String,
+}
+
+/// Runs a rate profile on Locust and returns what the verdicts read.
+pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, String> {
+    let RunKind::Rate {
+        mean_think_ms,
+        duration,
+    } = &spec.kind
+    else {
+        return Err("the burst profile needs goose (its waves leave from a barrier)".into());
+    };
+    let (mean_hold_ms, hold_cap_ms) = match spec.hold.hold {
+        Hold::Exponential { mean_ms, cap_ms } => (mean_ms, cap_ms),
+        Hold::Fixed { ms } => (ms as f64, ms),
+    };
+    let installed = Command::new(&engine.python)
+        .args(["-c", "import locust"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|s| s.success());
+    if !installed {
+        return Err(format!(
+            "--engine locust needs Locust for {}: `{} -m pip install locust=={LOCUST_VERSION}` (or set PLIMSOLL_PYTHON)",
+            engine.python, engine.python
+        ));
+    }
+    let folder = tempfile::Builder::new()
+        .prefix("plimsoll-locust-")
+        .tempdir()
+        .map_err(|e| format!("a folder for the locustfile: {e}"))?;
+    let dir = folder.path();
+    let t = &spec.template;
+    let plan = serde_json::json!({
+        "seed": spec.seed,
+        "duration_ms": duration.as_secs_f64() * 1000.0,
+        "mean_think_ms": mean_think_ms,
+        "mean_hold_ms": mean_hold_ms,
+        "hold_cap_ms": hold_cap_ms,
+        "abandon_fraction": spec.hold.abandon_fraction,
+        "pre_hold_ms": spec.hold.pre_hold_ms,
+        "path": t.path,
+        "content_type": t.content_type,
+        "body_hex": t.body.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        "hook_header": t.hook_header,
+        "hold_stage": t.hold_stage,
+        "request_id_header": t.request_id_header,
+        "server_timing_header": t.server_timing_header,
+        "retry_after_header": t.retry_after_header,
+    });
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"))
+    };
+    write("locustfile.py", LOCUSTFILE)?;
+    write("plan.json", &plan.to_string())?;
+    let attempts_file = dir.join("attempts.jsonl");
+
+    let port = free_port(&engine.bind)?;
+    let locustfile = dir.join("locustfile.py");
+    // Users stop sending at the plan's end; the run lasts a second longer, and the stop waits
+    // for every request in flight (at most the hold cap, plus margin) rather than killing it.
+    let run_s = duration.as_secs_f64().ceil() as u64 + 1;
+    let stop_s = hold_cap_ms.div_ceil(1000) + 5;
+    let started = Instant::now();
+    let mut master = locust(&engine.python, &locustfile, dir, "master")
+        .args(["--headless", "--master", "--master-bind-host", &engine.bind])
+        .args(["--master-bind-port", &port.to_string()])
+        .args(["--expect-workers", &engine.expect_workers.to_string()])
+        .args(["-u", &spec.users.to_string(), "-r", &spec.users.to_string()])
+        .args([
+            "-t",
+            &format!("{run_s}s"),
+            "--stop-timeout",
+            &stop_s.to_string(),
+        ])
+        .args(["--host", &spec.host, "--only-summary"])
+        .arg("--csv")
+        .arg(dir.join("locust"))
+        .env("PLIMSOLL_ATTEMPTS_FILE", &attempts_file)
+        .spawn()
+        .map_err(|e| format!("starting the Locust master ({}): {e}", engine.python))?;
+    println!(
+        "locust: master on {}:{port} waiting for {} worker(s) ({} started here); locustfile and plan in {}",
+        engine.bind,
+        engine.expect_workers,
+        engine.workers,
+        dir.display()
+    );
+    let mut workers: Vec<Child> = Vec::new();
+    for i in 0..engine.workers {
+        let worker = locust(&engine.python, &locustfile, dir, &format!("worker-{i}"))
+            .args(["--worker", "--master-host", &engine.bind])
+            .args(["--master-port", &port.to_string()])
+            .spawn()
+            .map_err(|e| format!("starting Locust worker {i}: {e}"))?;
+        workers.push(worker);
+    }
+    let limit = *duration + Duration::from_secs(stop_s + 60);
+    let finished = tokio::time::timeout(limit, master.wait()).await;
+    for w in &mut workers {
+        if tokio::time::timeout(Duration::from_secs(10), w.wait())
+            .await
+            .is_err()
+        {
+            let _ = w.kill().await;
+        }
+    }
+    match finished {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(format!("the Locust master: {e}")),
+        Err(_) => {
+            let _ = master.kill().await;
+            return Err(format!(
+                "the Locust master did not finish within {} s; its log: {}",
+                limit.as_secs(),
+                tail(&dir.join("master.log"))
+            ));
+        }
+    }
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let (attempts, censored_think_ms) = read_attempts(&attempts_file)
+        .map_err(|e| format!("{e}; the master's log: {}", tail(&dir.join("master.log"))))?;
+    if attempts.is_empty() {
+        return Err(format!(
+            "Locust recorded no attempt; the master's log: {}",
+            tail(&dir.join("master.log"))
+        ));
+    }
+    let (summary, counted) = csv_summary(&dir.join("locust_stats.csv"), engine);
+    // Locust's count is a cross-check of the records: a record lost on its way to the master
+    // would leave the verdicts judging part of the run. Locust may count fewer than were sent
+    // (its workers report every few seconds, and the master writes the CSV without waiting for
+    // the last report), never more.
+    let summary = match counted {
+        Some(n) if n <= attempts.len() => format!(
+            "{summary}; the workers recorded {} ({} after Locust's last report)",
+            attempts.len(),
+            attempts.len() - n
+        ),
+        Some(n) => {
+            return Err(format!(
+                "Locust counted {n} requests but its workers recorded only {}: records were lost",
+                attempts.len()
+            ));
+        }
+        None => return Err(format!("Locust's CSV is unreadable: {summary}")),
+    };
+    Ok(RunOutput {
+        attempts,
+        engine_summary: summary,
+        elapsed_ms,
+        drain_failed: false,
+        censored_think_ms,
+    })
+}
+
+/// `python -m locust -f FILE`, quiet, its output in `NAME.log` in the run's folder.
+fn locust(python: &str, locustfile: &Path, dir: &Path, name: &str) -> Command {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).ok();
+    let mut c = Command::new(python);
+    c.args(["-m", "locust", "-f"])
+        .arg(locustfile)
+        .args(["--loglevel", "WARNING"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    match log {
+        Some(f) => {
+            let err = f.try_clone().map(Stdio::from).unwrap_or(Stdio::null());
+            c.stdout(Stdio::from(f)).stderr(err);
+        }
+        None => {
+            c.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+    }
+    c
+}
+
+fn free_port(bind: &str) -> Result<u16, String> {
+    std::net::TcpListener::bind((bind, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("a port for the Locust master on {bind}: {e}"))
+}
+
+/// The last lines of a log, for an error message.
+fn tail(path: &PathBuf) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join(" | ")
+}
+
+/// The workers' records: attempts (sent times relative to the run's start as the master saw
+/// it) and the think time the end of the run cut short.
+fn read_attempts(path: &Path) -> Result<(Vec<Attempt>, f64), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("the attempts Locust recorded ({}): {e}", path.display()))?;
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("a line of {}: {e}", path.display()))?;
+    let start = records
+        .iter()
+        .filter(|r| r["kind"] == "start")
+        .filter_map(|r| r["epoch_ms"].as_f64())
+        .reduce(f64::min)
+        .ok_or("the master recorded no start")?;
+    let mut users: HashMap<String, usize> = HashMap::new();
+    let mut attempts = Vec::new();
+    let mut censored = 0.0;
+    for r in &records {
+        match r["kind"].as_str() {
+            Some("censored") => censored += r["think_ms"].as_f64().unwrap_or(0.0),
+            Some("attempt") => {
+                let next = users.len();
+                let user = *users
+                    .entry(r["user"].as_str().unwrap_or_default().to_owned())
+                    .or_insert(next);
+                let text = |k: &str| r[k].as_str().map(str::to_owned);
+                let outcome = match (&r["outcome"], r["outcome"].as_str()) {
+                    (v, _) if v.is_u64() => Outcome::Status(v.as_u64().unwrap_or(0) as u16),
+                    (_, Some("abandoned")) => Outcome::Abandoned,
+                    (_, Some(e)) => Outcome::Error(e.trim_start_matches("error: ").to_owned()),
+                    _ => Outcome::Error("no outcome recorded".into()),
+                };
+                attempts.push(Attempt {
+                    user,
+                    wave: 0,
+                    sent_ms: r["sent_epoch_ms"].as_f64().unwrap_or(start) - start,
+                    latency_ms: r["latency_ms"].as_f64().unwrap_or(0.0),
+                    think_ms: r["think_ms"].as_f64().unwrap_or(0.0),
+                    hold_ms: r["hold_ms"].as_u64().unwrap_or(0),
+                    abandon_planned: r["abandon_planned"].as_bool().unwrap_or(false),
+                    outcome,
+                    retry_after: text("retry_after"),
+                    code: text("code"),
+                    request_id: text("request_id"),
+                    timing: r["server_timing"]
+                        .as_str()
+                        .and_then(crate::target::parse_server_timing),
+                });
+            }
+            _ => {}
+        }
+    }
+    attempts.sort_by(|a, b| a.sent_ms.total_cmp(&b.sent_ms));
+    Ok((attempts, censored))
+}
+
+/// Locust's own counts from its CSV (`locust_stats.csv`), as one evidence line, and its
+/// request count.
+fn csv_summary(path: &Path, engine: &LocustEngine) -> (String, Option<usize>) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (format!("Locust wrote no CSV at {}", path.display()), None);
+    };
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| h.trim_matches('"') == name);
+    let row = lines.find(|l| l.contains("digitize")).unwrap_or_default();
+    let cells: Vec<&str> = row.split(',').collect();
+    let get = |name: &str| {
+        col(name)
+            .and_then(|i| cells.get(i))
+            .map(|v| v.trim_matches('"').to_owned())
+            .unwrap_or_else(|| "?".into())
+    };
+    let rate = get("Requests/s")
+        .parse::<f64>()
+        .map_or("?".into(), |r| format!("{r:.1}"));
+    let summary = format!(
+        "Locust ({} workers) counted digitize: {} requests, {} failures (what Locust calls failures: every answer but 200), median {} ms, p99 {} ms, {rate} req/s",
+        engine.expect_workers,
+        get("Request Count"),
+        get("Failure Count"),
+        get("Median Response Time"),
+        get("99%"),
+    );
+    (summary, get("Request Count").parse().ok())
+}
