@@ -9,8 +9,9 @@
 //!   throughout (`L-{profile}.replica[URL].busy-limit`), and its recovery — drained, temp files
 //!   back, `c + K` held requests all admitted (`L-{profile}.replica[URL].recovery`);
 //! - the fleet, from what the clients saw through the balancer: the statuses, the refused
-//!   fraction against the fleet's prediction (the [`Balancer`]'s model,
-//!   `prediction::fleet`), goodput, the latency of refusals and of admitted requests.
+//!   fraction against the fleet's prediction (the model of the
+//!   [`Balancer`](prediction::Balancer), in `prediction/fleet.rs`), goodput, the latency of
+//!   refusals and of admitted requests.
 //!
 //! A verdict about a replica names its URL in its id, so a mis-sized replica among good ones is
 //! found by reading the failing id.

@@ -10,6 +10,9 @@
 //! This module is the run: contract, subject, what the profiles need to know about it
 //! ([`Ctx`]), then [`calibrate`], the profile ([`profiles`]) and the verdicts every profile
 //! ends with ([`recovery`]).
+//!
+//! In fleet mode ([`fleet`]) the target is a load balancer: the load goes through it, while
+//! each replica behind it is read and judged on its own.
 
 pub mod args;
 pub mod bench;

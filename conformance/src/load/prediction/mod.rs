@@ -17,7 +17,7 @@
 //! bias the prediction. With K > 0 the exponential hold is what makes the formula apply.
 //!
 //! Behind a balancer ([`Fleet`]) the servers are R replicas of `c` workers and `K` places
-//! each, and the chain is the fleet's ([`fleet`]): solved exactly for the balancer's policy.
+//! each, and the chain is the fleet's (`fleet.rs`): solved exactly for the balancer's policy.
 
 mod fleet;
 mod formulas;
