@@ -185,6 +185,10 @@ fn load_help() -> StyledStr {
                 "plimsoll load --profile soak --target http://127.0.0.1:8080 --pid 4242",
                 "your own service below capacity for long, its memory and open files read from /proc",
             ),
+            (
+                "plimsoll load --profile overload --target LB --replica R1 --replica R2 --balancer random",
+                "a fleet through its balancer, each replica judged on its own (docs/scaling.md)",
+            ),
         ],
     )
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::prediction::Balancer;
 use crate::report::ReportFiles;
 use crate::session::{Fatal, SubjectArgs};
 
@@ -57,6 +58,13 @@ pub struct LoadArgs {
     /// The implementation's process id, to read its memory and open files from /proc (soak).
     #[arg(long, value_name = "PID", help_heading = "Target")]
     pub pid: Option<u32>,
+    /// Fleet mode: a replica behind the balancer `--target` names (repeat for each). Each is
+    /// read and judged against the per-replica contract on its own.
+    #[arg(long, value_name = "URL", help_heading = "Fleet")]
+    pub replica: Vec<String>,
+    /// Fleet mode: how the balancer picks a replica; selects the prediction's model.
+    #[arg(long, value_enum, value_name = "POLICY", help_heading = "Fleet")]
+    pub balancer: Option<Balancer>,
     /// The profile to run (see Profiles below).
     #[arg(long, value_enum, help_heading = "Run")]
     pub profile: ProfileName,
@@ -109,6 +117,8 @@ impl LoadArgs {
         LoadArgs {
             subject: SubjectArgs::default(),
             pid: None,
+            replica: Vec::new(),
+            balancer: None,
             profile,
             duration: None,
             waves: None,
@@ -144,6 +154,7 @@ impl LoadArgs {
 
     /// What the command line asks that cannot work, before anything starts.
     pub(super) fn validate(&self) -> Result<(), Fatal> {
+        super::fleet::validate(self)?;
         if let Some(x) = self.load_factor
             && !(x.is_finite() && x > 0.0 && x <= 100.0)
         {

@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use super::Ctx;
 use super::verdicts::percentile;
+use super::{Ctx, Node};
 use crate::session::Fatal;
 
 /// Requests sent one after another; their medians are the calibration.
@@ -19,18 +19,19 @@ pub(super) struct Calibration {
     pub latency_ms: f64,
 }
 
-/// Sends [`REQUESTS`] zero-hold requests one at a time. A target that refuses hooks stops the
-/// run ([`Fatal::Hooks`]); any other answer but 200 means it is not idle or not usable.
-pub(super) async fn calibrate(ctx: &Ctx) -> Result<Calibration, Fatal> {
+/// Sends [`REQUESTS`] zero-hold requests one at a time to `node`. A target that refuses hooks
+/// stops the run ([`Fatal::Hooks`]); any other answer but 200 means it is not idle or not
+/// usable.
+pub(super) async fn calibrate(ctx: &Ctx, node: &Node) -> Result<Calibration, Fatal> {
     let t = &ctx.template;
     let (mut runs, mut latencies) = (Vec::new(), Vec::new());
     for i in 0..REQUESTS {
         let sent = Instant::now();
         let response = t
-            .fill(ctx.client.post(format!("{}{}", ctx.base, t.path)), 0)
+            .fill(ctx.client.post(format!("{}{}", node.base, t.path)), 0)
             .send()
             .await
-            .map_err(|e| Fatal::Unreachable(format!("{}: {e}", ctx.base)))?;
+            .map_err(|e| Fatal::Unreachable(format!("{}: {e}", node.base)))?;
         let status = response.status().as_u16();
         let timing = t.server_timing(response.headers());
         let body = response.bytes().await.unwrap_or_default();
@@ -38,13 +39,14 @@ pub(super) async fn calibrate(ctx: &Ctx) -> Result<Calibration, Fatal> {
             let code = super::runner::problem_code(&body).unwrap_or_default();
             if status == 400 && code == ctx.contract.hooks.disabled_code.as_str() {
                 return Err(Fatal::Hooks(format!(
-                    "the target refuses test hooks: start it with {}=1",
-                    ctx.contract.hooks.env
+                    "{} refuses test hooks: start it with {}=1",
+                    node.base, ctx.contract.hooks.env
                 )));
             }
             return Err(Fatal::Unreachable(format!(
-                "calibration request {} was answered {status} {code}; the target must be idle and accept {}",
+                "calibration request {} to {} was answered {status} {code}; the target must be idle and accept {}",
                 i + 1,
+                node.base,
                 t.path
             )));
         }

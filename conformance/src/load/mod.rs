@@ -10,10 +10,14 @@
 //! This module is the run: contract, subject, what the profiles need to know about it
 //! ([`Ctx`]), then [`calibrate`], the profile ([`profiles`]) and the verdicts every profile
 //! ends with ([`recovery`]).
+//!
+//! In fleet mode ([`fleet`]) the target is a load balancer: the load goes through it, while
+//! each replica behind it is read and judged on its own.
 
 pub mod args;
 pub mod bench;
 mod calibrate;
+pub mod fleet;
 pub mod locust;
 pub mod prediction;
 mod profiles;
@@ -97,21 +101,68 @@ pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunRep
     .await
 }
 
+/// A server the checker sends requests to and reads: its base URL, its `/metrics`, and its
+/// temp folder when visible.
+#[derive(Debug, Clone)]
+struct Node {
+    base: String,
+    metrics_url: String,
+    temp_dir: Option<PathBuf>,
+}
+
+impl Node {
+    fn new(base: &str, contract: &Contract, temp_dir: Option<PathBuf>) -> Node {
+        let base = base.trim_end_matches('/').to_owned();
+        Node {
+            metrics_url: format!("{base}{}", contract.api.metrics.path),
+            base,
+            temp_dir,
+        }
+    }
+}
+
 /// Everything a profile needs about the target, resolved once.
 struct Ctx {
-    base: String,
+    /// Where the load goes: the server, or the balancer in front of the replicas.
+    target: Node,
+    /// Fleet mode: the replicas behind the balancer, each read and judged on its own (empty:
+    /// one server, which is `target`).
+    replicas: Vec<Node>,
+    /// Fleet mode: how the balancer picks a replica (the prediction's model).
+    balancer: Option<prediction::Balancer>,
     client: reqwest::Client,
     /// The contract the verdicts hold the target to (its own values where allowed), with the
     /// checker's `[load]` section.
     contract: Contract,
     expect: Expectations,
     template: RequestTemplate,
-    metrics_url: String,
-    temp_dir: Option<PathBuf>,
     style: report::Style,
 }
 
 impl Ctx {
+    /// The servers whose `/metrics` are read and whose pools must drain: the replicas in fleet
+    /// mode, else the target.
+    fn watched(&self) -> Vec<&Node> {
+        if self.replicas.is_empty() {
+            vec![&self.target]
+        } else {
+            self.replicas.iter().collect()
+        }
+    }
+
+    /// The fleet the prediction models, in fleet mode.
+    fn fleet(&self) -> Option<prediction::Fleet> {
+        self.balancer.map(|balancer| prediction::Fleet {
+            replicas: self.replicas.len() as u32,
+            balancer,
+        })
+    }
+
+    /// How many replicas share the load (1 without a balancer).
+    fn replica_count(&self) -> u32 {
+        self.fleet().map_or(1, |f| f.replicas)
+    }
+
     /// The contract's `[load]` section: the profiles' sizes and bounds.
     fn section(&self) -> &plimsoll_spec::model::Load {
         &self.contract.load
@@ -176,32 +227,55 @@ async fn run_profile(
         .build()
         .map_err(|e| Fatal::Unreachable(e.to_string()))?;
     // `[load]` is the checker's own settings: never compared, always ours (reconcile keeps it).
-    let tool = format!("plimsoll load --profile {}", args.profile.as_str());
+    let tool = fleet::tool_name(args);
+    // In fleet mode the claim is read from the first replica, not through the balancer (which
+    // would hand it to any of them); every replica's own claim is judged below.
+    let first_replica = match args.replica.first() {
+        Some(first) => Some(Subject::external(first, None, None)?),
+        None => None,
+    };
+    let claimant = first_replica.as_ref().unwrap_or(subject);
     let Opening {
         reconciliation,
         allow_overrides,
         mut manifest,
-    } = session::open(&client, tool, &args.subject, source, subject).await?;
+    } = session::open(&client, tool, &args.subject, source, claimant).await?;
     manifest.seed = args.seed;
+    manifest.target = subject.url.clone();
+    manifest.mode = subject.mode().as_str().into();
     let expected = reconciliation.effective.clone();
 
     let style = args.reports.style();
     println!("{}", report::terminal::header(&manifest, style));
     let ctx = Ctx {
-        metrics_url: format!("{}{}", subject.url, expected.api.metrics.path),
-        base: subject.url.clone(),
+        target: Node::new(&subject.url, &expected, subject.temp_dir.clone()),
+        replicas: args
+            .replica
+            .iter()
+            .map(|url| Node::new(url, &expected, None))
+            .collect(),
+        balancer: args.balancer,
         client,
         expect: expectations(args.profile, &expected),
         template: lightest_request(&expected),
         contract: expected,
-        temp_dir: subject.temp_dir.clone(),
         style,
     };
 
-    let mut results = vec![contract_result(&reconciliation, allow_overrides)];
-    ctx.print(&results[0]);
-    // Also the hooks probe: a target without hooks stops the run here (exit 2).
-    let calibration = calibrate::calibrate(&ctx).await?;
+    let mut results = if ctx.replicas.is_empty() {
+        vec![contract_result(&reconciliation, allow_overrides)]
+    } else {
+        fleet::contract_results(&ctx, source, &reconciliation, allow_overrides).await?
+    };
+    for r in &results {
+        ctx.print(r);
+    }
+    // Also the hooks probe: a target without hooks stops the run here (exit 2). In fleet mode
+    // every replica is probed directly first, so one without hooks is named.
+    for replica in &ctx.replicas {
+        calibrate::calibrate(&ctx, replica).await?;
+    }
+    let calibration = calibrate::calibrate(&ctx, &ctx.target).await?;
     let profile_results = match args.profile {
         ProfileName::Burst => profiles::burst::run(args, &ctx).await?,
         _ => profiles::rate::run(args, &ctx, &calibration, &process).await?,

@@ -10,18 +10,39 @@ use std::time::{Duration, Instant};
 
 use super::profiles::Observed;
 use super::verdicts::{self, CapacityProbe, Drained, TempCount};
-use super::{Ctx, POOL, scrape};
+use super::{Ctx, Node, POOL, fleet, scrape};
 use crate::verdict::CheckResult;
 
-/// The target's temp files now: the `plimsoll_temp_files` gauge, and its temp folder if visible.
-pub(super) async fn temp_count(ctx: &Ctx) -> TempCount {
+/// A server's temp files now: the `plimsoll_temp_files` gauge, and its temp folder if visible.
+async fn temp_count(ctx: &Ctx, node: &Node) -> TempCount {
     TempCount {
-        gauge: scrape::read_metrics(&ctx.client, &ctx.metrics_url, POOL)
+        gauge: scrape::read_metrics(&ctx.client, &node.metrics_url, POOL)
             .await
             .ok()
             .and_then(|v| v.temp_files),
-        folder: scrape::temp_entries(ctx.temp_dir.as_deref()),
+        folder: scrape::temp_entries(node.temp_dir.as_deref()),
     }
+}
+
+/// The temp files of every watched server (the target, or each replica), before the load.
+pub(super) async fn temp_counts(ctx: &Ctx) -> Vec<TempCount> {
+    let reads = ctx.watched().into_iter().map(|node| temp_count(ctx, node));
+    futures_util::future::join_all(reads).await
+}
+
+/// [`drain`] of every watched server at once; `before` is [`temp_counts`]' answer.
+pub(super) async fn drain_all(
+    ctx: &Ctx,
+    before: &[TempCount],
+    longest_hold_ms: u64,
+    allowance: u64,
+) -> Vec<Drained> {
+    let drains = ctx
+        .watched()
+        .into_iter()
+        .zip(before)
+        .map(|(node, before)| drain(ctx, node, *before, longest_hold_ms, allowance));
+    futures_util::future::join_all(drains).await
 }
 
 /// Once the load generator has stopped (every request it sent answered or abandoned): waits
@@ -32,8 +53,9 @@ pub(super) async fn temp_count(ctx: &Ctx) -> TempCount {
 /// Every request still running ends within its hold, or within the cancellation bound of its
 /// client leaving, so the drain is given `longest_hold_ms` + that bound + a margin for a slow
 /// machine. A pool that never drains is read at that deadline.
-pub(super) async fn drain(
+async fn drain(
     ctx: &Ctx,
+    node: &Node,
     temp_before: TempCount,
     longest_hold_ms: u64,
     allowance: u64,
@@ -47,7 +69,7 @@ pub(super) async fn drain(
         ..Drained::default()
     };
     while started.elapsed() < limit {
-        if let Ok(v) = scrape::read_metrics(&ctx.client, &ctx.metrics_url, POOL).await {
+        if let Ok(v) = scrape::read_metrics(&ctx.client, &node.metrics_url, POOL).await {
             drained.last_busy = v.busy;
             if v.busy.unwrap_or(0.0) == 0.0 && v.depth.unwrap_or(0.0) == 0.0 {
                 drained.drained_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
@@ -58,7 +80,7 @@ pub(super) async fn drain(
     }
     let grace = Instant::now();
     loop {
-        drained.temp_after = temp_count(ctx).await;
+        drained.temp_after = temp_count(ctx, node).await;
         let back = drained
             .temp_after
             .left_behind(&temp_before, allowance)
@@ -72,13 +94,14 @@ pub(super) async fn drain(
     drained
 }
 
-/// Workers + queue held requests sent at once: all must be admitted (no slot was lost to an
-/// abandoned request).
-async fn probe(ctx: &Ctx) -> CapacityProbe {
+/// Workers + queue held requests sent at once to `node`: all must be admitted (no slot was
+/// lost to an abandoned request). In fleet mode each replica is probed directly: through a
+/// random balancer even a fleet at full capacity would refuse some of R·(c + K) requests.
+async fn probe(ctx: &Ctx, node: &Node) -> CapacityProbe {
     let started = Instant::now();
     let t = &ctx.template;
     let n = ctx.expect.admissible();
-    let url = format!("{}{}", ctx.base, t.path);
+    let url = format!("{}{}", node.base, t.path);
     let hold = ctx.section().burst.hold_ms;
     let sends = (0..n).map(|_| t.fill(ctx.client.post(&url), hold).send());
     let replies = futures_util::future::join_all(sends).await;
@@ -109,29 +132,50 @@ async fn probe(ctx: &Ctx) -> CapacityProbe {
 /// How a profile's run ended, for the verdicts every profile shares.
 pub(super) struct Ending<'a> {
     pub observed: &'a Observed,
-    pub drained: &'a Drained,
+    /// One per watched server, in [`Ctx::watched`] order.
+    pub drained: &'a [Drained],
     /// The profile saturates the pool: the busy gauge must reach the limit.
     pub must_reach: bool,
     pub temp_allowance: u64,
 }
 
-/// Verdicts every profile ends with: statuses, the busy gauge, recovery (which sends the
-/// capacity probe).
+/// Verdicts every profile ends with: statuses (of every answer, through the balancer in fleet
+/// mode), then for each watched server the busy gauge and recovery (which sends the capacity
+/// probe) — named for the replica in fleet mode.
 pub(super) async fn ending_verdicts(ctx: &Ctx, end: Ending<'_>) -> Vec<CheckResult> {
-    let Observed {
-        out,
-        samples,
-        scrape_errors,
-    } = end.observed;
+    let out = &end.observed.out;
     let mut statuses = verdicts::statuses(&ctx.expect, &out.attempts);
     statuses.duration_ms = out.elapsed_ms;
-    let mut busy = verdicts::busy_limit(&ctx.expect, samples, scrape_errors, end.must_reach);
-    busy.duration_ms = out.elapsed_ms;
-    for r in [&statuses, &busy] {
-        ctx.print(r);
+    ctx.print(&statuses);
+    let mut results = vec![statuses];
+    let name = |r: CheckResult, node: &Node| {
+        if ctx.replicas.is_empty() {
+            r
+        } else {
+            fleet::replica_result(r, &node.base)
+        }
+    };
+    let watched = ctx.watched();
+    let mut busy_results = Vec::new();
+    for (node, seen) in watched.iter().zip(&end.observed.watched) {
+        let mut busy = verdicts::busy_limit(
+            &ctx.expect,
+            &seen.samples,
+            &seen.scrape_errors,
+            end.must_reach,
+        );
+        busy.duration_ms = out.elapsed_ms;
+        let busy = name(busy, node);
+        ctx.print(&busy);
+        busy_results.push(busy);
     }
-    let probe = probe(ctx).await;
-    let recovery = verdicts::recovery(&ctx.expect, end.drained, &probe, end.temp_allowance);
-    ctx.print(&recovery);
-    vec![statuses, busy, recovery]
+    results.extend(busy_results);
+    let probes = futures_util::future::join_all(watched.iter().map(|node| probe(ctx, node))).await;
+    for ((node, drained), probe) in watched.iter().zip(end.drained).zip(&probes) {
+        let recovery = verdicts::recovery(&ctx.expect, drained, probe, end.temp_allowance);
+        let recovery = name(recovery, node);
+        ctx.print(&recovery);
+        results.push(recovery);
+    }
+    results
 }

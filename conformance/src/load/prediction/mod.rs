@@ -15,10 +15,15 @@
 //! For K = 0 both results are insensitive to the service-time distribution (only its mean
 //! counts), which is why the pipeline's own fixed cost on top of the exponential hold does not
 //! bias the prediction. With K > 0 the exponential hold is what makes the formula apply.
+//!
+//! Behind a balancer ([`Fleet`]) the servers are R replicas of `c` workers and `K` places
+//! each, and the chain is the fleet's (`fleet.rs`): solved exactly for the balancer's policy.
 
+mod fleet;
 mod formulas;
 mod simulation;
 
+pub use fleet::{Balancer, Fleet, MAX_STATES, state_count};
 pub use formulas::{engset, erlang_b, finite_source_blocking, mmck_blocking};
 pub use simulation::{dispersion, simulate};
 
@@ -34,31 +39,53 @@ pub enum Arrivals {
     Closed { users: u32, mean_think_s: f64 },
 }
 
-/// A server of `workers` slots and `queue` waiting places under some arrivals.
+/// A server of `workers` slots and `queue` waiting places under some arrivals — or, with a
+/// [`Fleet`], that many replicas of such a server behind a balancer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Model {
+    /// Per replica.
     pub workers: u32,
+    /// Per replica.
     pub queue: u32,
     /// Mean time a worker slot is held per admitted request.
     pub mean_service_s: f64,
     pub arrivals: Arrivals,
+    /// `None`: one server, no balancer.
+    pub fleet: Option<Fleet>,
 }
 
 impl Model {
     /// The formula's name, as the reports print it.
-    pub fn formula(&self) -> &'static str {
-        match (self.arrivals, self.queue) {
+    pub fn formula(&self) -> String {
+        let single = match (self.arrivals, self.queue) {
             (Arrivals::Poisson { .. }, 0) => "Erlang-B",
             (Arrivals::Poisson { .. }, _) => "M/M/c/K",
             (Arrivals::Closed { .. }, 0) => "Engset",
             (Arrivals::Closed { .. }, _) => "Engset with queue (M/M/c/K/N)",
+        };
+        match self.fleet {
+            None => single.to_owned(),
+            Some(f) => format!(
+                "{single} chain of {} replicas, {} balancer",
+                f.replicas,
+                f.balancer.as_str()
+            ),
         }
+    }
+
+    /// Workers of every replica together.
+    pub fn total_workers(&self) -> u32 {
+        self.workers * self.fleet.map_or(1, |f| f.replicas)
     }
 
     /// The parameters in one line.
     pub fn describe(&self) -> String {
+        let replicas = match self.fleet {
+            None => String::new(),
+            Some(f) => format!("R={} × ", f.replicas),
+        };
         let base = format!(
-            "c={}, K={}, S={:.1} ms",
+            "{replicas}c={}, K={}, S={:.1} ms",
             self.workers,
             self.queue,
             self.mean_service_s * 1000.0
@@ -76,6 +103,9 @@ impl Model {
 
     /// The fraction of attempts refused.
     pub fn blocking(&self) -> f64 {
+        if let Some(fleet) = self.fleet {
+            return self.solve(fleet).blocking;
+        }
         let (c, k) = (self.workers, self.queue);
         match self.arrivals {
             Arrivals::Poisson { rate_per_s } => {
@@ -95,6 +125,9 @@ impl Model {
 
     /// Attempts per second the arrivals produce against this server.
     pub fn attempt_rate(&self) -> f64 {
+        if let Some(fleet) = self.fleet {
+            return self.solve(fleet).attempt_rate;
+        }
         match self.arrivals {
             Arrivals::Poisson { rate_per_s } => rate_per_s,
             Arrivals::Closed {
@@ -114,6 +147,16 @@ impl Model {
         }
     }
 
+    fn solve(&self, fleet: Fleet) -> fleet::Solution {
+        fleet::solve(
+            fleet,
+            self.workers,
+            self.queue,
+            self.mean_service_s,
+            self.arrivals,
+        )
+    }
+
     /// Admitted requests per second.
     pub fn carried_rate(&self) -> f64 {
         self.attempt_rate() * (1.0 - self.blocking())
@@ -129,14 +172,7 @@ impl Model {
                 mean_think_s,
             } => Arrivals::Closed {
                 users,
-                mean_think_s: think_for_rate(
-                    self.workers,
-                    self.queue,
-                    users,
-                    self.mean_service_s,
-                    rate_per_s,
-                )
-                .unwrap_or(mean_think_s),
+                mean_think_s: think_for_rate(self, users, rate_per_s).unwrap_or(mean_think_s),
             },
         };
         Model { arrivals, ..*self }
@@ -155,23 +191,16 @@ impl Model {
 }
 
 /// The mean think time that makes `users` closed-loop users attempt `target_rate` per second
-/// against this server, or `None` when even zero think time cannot reach it.
-pub fn think_for_rate(
-    workers: u32,
-    queue: u32,
-    users: u32,
-    mean_service_s: f64,
-    target_rate: f64,
-) -> Option<f64> {
+/// against `server` (its arrivals are ignored), or `None` when even zero think time cannot
+/// reach it.
+pub fn think_for_rate(server: &Model, users: u32, target_rate: f64) -> Option<f64> {
     let rate = |theta: f64| {
         Model {
-            workers,
-            queue,
-            mean_service_s,
             arrivals: Arrivals::Closed {
                 users,
                 mean_think_s: theta,
             },
+            ..*server
         }
         .attempt_rate()
     };
@@ -179,8 +208,10 @@ pub fn think_for_rate(
     if rate(lo) < target_rate {
         return None;
     }
-    // The attempt rate falls as θ grows; bisect in log space.
-    for _ in 0..200 {
+    // The attempt rate falls as θ grows; bisect in log space. 80 halvings of the 27.6 wide
+    // log range leave an error far below f64's precision (and a fleet's chain is solved at
+    // every step: 16 replicas of 4 workers take 0.3 s a step in a debug build).
+    for _ in 0..80 {
         let mid = (lo * hi).sqrt();
         if rate(mid) > target_rate {
             lo = mid;
@@ -244,41 +275,40 @@ mod tests {
     use super::formulas::tests::close;
     use super::*;
 
-    #[test]
-    fn closed_model_attempt_rate_and_think_time_invert() {
-        let theta = think_for_rate(4, 0, 64, 0.025, 112.0).unwrap();
-        let m = Model {
-            workers: 4,
+    /// One server of `workers` and no queue, `users` closed-loop users thinking `theta`.
+    pub(super) fn single(workers: u32, service: f64, users: u32, theta: f64) -> Model {
+        Model {
+            workers,
             queue: 0,
-            mean_service_s: 0.025,
+            mean_service_s: service,
             arrivals: Arrivals::Closed {
-                users: 64,
+                users,
                 mean_think_s: theta,
             },
-        };
+            fleet: None,
+        }
+    }
+
+    #[test]
+    fn closed_model_attempt_rate_and_think_time_invert() {
+        let m = single(4, 0.025, 64, 1.0);
+        let theta = think_for_rate(&m, 64, 112.0).unwrap();
+        let m = single(4, 0.025, 64, theta);
         assert!(close(m.attempt_rate(), 112.0, 1e-6));
         assert!(close(m.at_attempt_rate(80.0).attempt_rate(), 80.0, 1e-6));
         assert_eq!(m.formula(), "Engset");
         // Carried load never exceeds the workers.
         assert!(m.carried_rate() * m.mean_service_s <= 4.0);
         // Unreachable: 2 users cannot make 1000 attempts/s against 100 ms of service.
-        assert!(think_for_rate(4, 0, 2, 0.1, 1000.0).is_none());
+        assert!(think_for_rate(&single(4, 0.1, 2, 1.0), 2, 1000.0).is_none());
     }
 
     #[test]
     fn the_interval_separates_one_worker_more_or_less() {
         // The steady profile's operating point: 0.7 × capacity, 1400 attempts.
         let service = 0.023;
-        let theta = think_for_rate(4, 0, 64, service, 0.7 * 4.0 / service).unwrap();
-        let model = |workers| Model {
-            workers,
-            queue: 0,
-            mean_service_s: service,
-            arrivals: Arrivals::Closed {
-                users: 64,
-                mean_think_s: theta,
-            },
-        };
+        let theta = think_for_rate(&single(4, service, 64, 1.0), 64, 0.7 * 4.0 / service).unwrap();
+        let model = |workers| single(workers, service, 64, theta);
         let iv = interval(&model(4), 1400, 3.0, 1);
         assert!(iv.dispersion > 1.1, "refusals cluster: {}", iv.dispersion);
         assert!(iv.contains(iv.predicted));

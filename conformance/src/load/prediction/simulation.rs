@@ -1,11 +1,14 @@
 //! A discrete-event simulation of the same server under the same arrivals: it checks the
 //! formulas, and measures how much wider than a binomial's the spread of a run's refused
 //! fraction is (refusals cluster), which sizes the acceptance [`Interval`](super::Interval).
+//! Behind a balancer it routes each attempt the way the balancer does (a uniformly random
+//! replica, or one with the fewest requests in it, ties broken at random), so it checks the
+//! fleet chain too.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::{Arrivals, Model};
+use super::{Arrivals, Balancer, Model};
 use crate::load::rng::SplitMix64;
 
 /// Ratio of the simulated spread of the refused fraction to the binomial one (≥ 1).
@@ -41,11 +44,41 @@ struct Event {
     kind: Kind,
 }
 
-/// The user is `Some(index)` in a closed model, `None` for Poisson arrivals.
+/// The user is `Some(index)` in a closed model, `None` for Poisson arrivals; a departure
+/// names its replica.
 #[derive(PartialEq, Clone, Copy)]
 enum Kind {
     Attempt(Option<u32>),
-    Departure(Option<u32>),
+    Departure(Option<u32>, usize),
+}
+
+/// One replica's busy workers and queue.
+#[derive(Default)]
+struct Replica {
+    busy: usize,
+    queue: VecDeque<Option<u32>>,
+}
+
+impl Replica {
+    fn load(&self) -> usize {
+        self.busy + self.queue.len()
+    }
+}
+
+/// The replica the balancer sends the next attempt to.
+fn route(model: &Model, replicas: &[Replica], rng: &mut SplitMix64) -> usize {
+    let n = replicas.len();
+    let uniform =
+        |rng: &mut SplitMix64, n: usize| ((rng.next_f64() * n as f64) as usize).min(n - 1);
+    match model.fleet.map(|f| f.balancer) {
+        None => 0,
+        Some(Balancer::Random) => uniform(rng, n),
+        Some(Balancer::LeastConn) => {
+            let least = replicas.iter().map(Replica::load).min().unwrap_or(0);
+            let ties: Vec<usize> = (0..n).filter(|&i| replicas[i].load() == least).collect();
+            ties[uniform(rng, ties.len())]
+        }
+    }
 }
 
 impl Eq for Event {}
@@ -87,7 +120,9 @@ fn simulate_once(model: &Model, attempts: usize, rng: &mut SplitMix64) -> f64 {
         }
     };
     let warm_up = attempts / 5 + 20;
-    let (mut busy, mut queue, mut seen, mut refused) = (0usize, VecDeque::new(), 0usize, 0usize);
+    let count = model.fleet.map_or(1, |f| f.replicas as usize);
+    let mut replicas: Vec<Replica> = (0..count).map(|_| Replica::default()).collect();
+    let (mut seen, mut refused) = (0usize, 0usize);
     while seen < attempts + warm_up {
         let Some(Event { at, kind }) = events.pop() else {
             break;
@@ -102,14 +137,16 @@ fn simulate_once(model: &Model, attempts: usize, rng: &mut SplitMix64) -> f64 {
                         kind: Kind::Attempt(None),
                     });
                 }
-                if busy < c {
-                    busy += 1;
+                let r = route(model, &replicas, rng);
+                let replica = &mut replicas[r];
+                if replica.busy < c {
+                    replica.busy += 1;
                     events.push(Event {
                         at: at + rng.exponential(s),
-                        kind: Kind::Departure(who),
+                        kind: Kind::Departure(who, r),
                     });
-                } else if queue.len() < k {
-                    queue.push_back(who);
+                } else if replica.queue.len() < k {
+                    replica.queue.push_back(who);
                 } else {
                     if counted {
                         refused += 1;
@@ -122,19 +159,20 @@ fn simulate_once(model: &Model, attempts: usize, rng: &mut SplitMix64) -> f64 {
                     }
                 }
             }
-            Kind::Departure(who) => {
+            Kind::Departure(who, r) => {
                 if who.is_some() {
                     events.push(Event {
                         at: at + rng.exponential(think),
                         kind: Kind::Attempt(who),
                     });
                 }
-                match queue.pop_front() {
+                let replica = &mut replicas[r];
+                match replica.queue.pop_front() {
                     Some(next) => events.push(Event {
                         at: at + rng.exponential(s),
-                        kind: Kind::Departure(next),
+                        kind: Kind::Departure(next, r),
                     }),
-                    None => busy -= 1,
+                    None => replica.busy -= 1,
                 }
             }
         }
@@ -144,7 +182,43 @@ fn simulate_once(model: &Model, attempts: usize, rng: &mut SplitMix64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Fleet;
     use super::*;
+
+    fn agrees(m: Model) {
+        let (mean, sd) = simulate(&m, 4000, 40, 11);
+        let se = sd / (40f64).sqrt();
+        assert!(
+            (mean - m.blocking()).abs() < 4.0 * se + 0.003,
+            "{} ({}): simulated {mean:.4} ± {se:.4}, formula {:.4}",
+            m.formula(),
+            m.describe(),
+            m.blocking()
+        );
+    }
+
+    #[test]
+    fn simulation_agrees_with_the_fleet_chain() {
+        // The fleet tests' operating point (3 replicas of 4 workers at 3 × capacity) and a
+        // queue, under both balancers: the policy the chain solves is the one simulated.
+        for balancer in [Balancer::Random, Balancer::LeastConn] {
+            for (queue, users, think) in [(0, 96, 0.25), (2, 48, 1.0)] {
+                agrees(Model {
+                    workers: 4,
+                    queue,
+                    mean_service_s: 0.2,
+                    arrivals: Arrivals::Closed {
+                        users,
+                        mean_think_s: think,
+                    },
+                    fleet: Some(Fleet {
+                        replicas: 3,
+                        balancer,
+                    }),
+                });
+            }
+        }
+    }
 
     #[test]
     fn simulation_agrees_with_the_formulas() {
@@ -154,12 +228,14 @@ mod tests {
                 queue: 0,
                 mean_service_s: 1.0,
                 arrivals: Arrivals::Poisson { rate_per_s: 2.8 },
+                fleet: None,
             },
             Model {
                 workers: 4,
                 queue: 2,
                 mean_service_s: 1.0,
                 arrivals: Arrivals::Poisson { rate_per_s: 2.8 },
+                fleet: None,
             },
             Model {
                 workers: 4,
@@ -169,6 +245,7 @@ mod tests {
                     users: 16,
                     mean_think_s: 4.0,
                 },
+                fleet: None,
             },
             Model {
                 workers: 2,
@@ -178,17 +255,11 @@ mod tests {
                     users: 6,
                     mean_think_s: 3.0,
                 },
+                fleet: None,
             },
         ];
         for m in models {
-            let (mean, sd) = simulate(&m, 4000, 40, 11);
-            let se = sd / (40f64).sqrt();
-            assert!(
-                (mean - m.blocking()).abs() < 4.0 * se + 0.003,
-                "{}: simulated {mean:.4} ± {se:.4}, formula {:.4}",
-                m.formula(),
-                m.blocking()
-            );
+            agrees(m);
         }
     }
 }

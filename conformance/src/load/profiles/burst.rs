@@ -26,12 +26,12 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
     let waves = args.waves.unwrap_or(b.waves).max(1) as usize;
     println!(
         "plimsoll load burst: {waves} waves of {per_wave} requests at once (hold {} ms) against {}; expecting {admit} admitted per wave",
-        b.hold_ms, ctx.base
+        b.hold_ms, ctx.target.base
     );
-    let temp_before = recovery::temp_count(ctx).await;
+    let temp_before = recovery::temp_counts(ctx).await;
     let drain = DrainWait {
         client: ctx.client.clone(),
-        metrics_url: ctx.metrics_url.clone(),
+        metrics_url: ctx.target.metrics_url.clone(),
         pool: POOL.into(),
         timeout: Duration::from_millis(
             b.hold_ms * 2 + ctx.contract.clauses.b3.value.stop_within_ms + 3000,
@@ -39,7 +39,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         poll: Duration::from_millis(l.scrape_interval_ms.min(10)),
     };
     let spec = RunSpec {
-        host: ctx.base.clone(),
+        host: ctx.target.base.clone(),
         users: per_wave,
         seed: args.seed,
         template: ctx.template.clone(),
@@ -54,7 +54,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
     };
     let process = ProcessSource::Unavailable("not read in burst".into());
     let observed = drive(ctx, spec, process, Goal::Waves(waves as u64)).await?;
-    let drained = recovery::drain(ctx, temp_before, b.hold_ms, 0).await;
+    let drained = recovery::drain_all(ctx, &temp_before, b.hold_ms, 0).await;
     let out = &observed.out;
 
     let mut main = verdicts::burst(

@@ -16,16 +16,23 @@ use super::scrape::{ProcessSource, Sample, Scraper};
 use super::{Ctx, POOL};
 use crate::session::Fatal;
 
-/// What a profile's goose run left: the attempts and goose's own counts, and what `/metrics`
-/// (and the process) said throughout.
-pub(super) struct Observed {
-    pub out: RunOutput,
+/// What `/metrics` (and the process) of one watched server said throughout a run.
+pub(super) struct Watched {
     pub samples: Vec<Sample>,
     pub scrape_errors: Vec<String>,
 }
 
+/// What a profile's goose run left: the attempts and goose's own counts, and what each watched
+/// server's `/metrics` said throughout (in [`Ctx::watched`] order: the target, or each replica).
+pub(super) struct Observed {
+    pub out: RunOutput,
+    pub watched: Vec<Watched>,
+}
+
 /// Runs `spec` with `/metrics` read throughout and a progress bar towards `goal`. Returns once
-/// goose has stopped, that is once every attempt it sent was answered or abandoned.
+/// goose has stopped, that is once every attempt it sent was answered or abandoned. In fleet
+/// mode every replica is read directly (through the balancer a read would reach any of them);
+/// the process figures are read beside the first only.
 pub(super) async fn drive(
     ctx: &Ctx,
     spec: RunSpec,
@@ -33,31 +40,46 @@ pub(super) async fn drive(
     goal: Goal,
 ) -> Result<Observed, Fatal> {
     let t0 = Instant::now();
-    let scraper = Scraper::spawn(
-        ctx.client.clone(),
-        ctx.metrics_url.clone(),
-        POOL.into(),
-        Duration::from_millis(ctx.section().scrape_interval_ms),
-        t0,
-        process,
-    );
+    let interval = Duration::from_millis(ctx.section().scrape_interval_ms);
+    let scrapers: Vec<Scraper> = ctx
+        .watched()
+        .into_iter()
+        .enumerate()
+        .map(|(i, node)| {
+            let process = match i {
+                0 => process.clone(),
+                _ => ProcessSource::Unavailable("not read beside a second replica".into()),
+            };
+            Scraper::spawn(
+                ctx.client.clone(),
+                node.metrics_url.clone(),
+                POOL.into(),
+                interval,
+                t0,
+                process,
+            )
+        })
+        .collect();
     let live = Arc::new(LiveCounts::default());
     let ticker = Ticker::start(
         ctx.style.color,
         goal,
         live.clone(),
-        scraper.max_busy.clone(),
+        scrapers[0].max_busy.clone(),
     );
     let outcome = match &spec.engine {
         Engine::Goose => runner::run(spec, t0, live).await,
         Engine::Locust(engine) => super::locust::run(&spec, engine).await,
     };
     Ticker::finish(ticker).await;
-    let (samples, scrape_errors) = scraper.finish().await;
+    let mut watched = Vec::new();
+    for scraper in scrapers {
+        let (samples, scrape_errors) = scraper.finish().await;
+        watched.push(Watched {
+            samples,
+            scrape_errors,
+        });
+    }
     let out = outcome.map_err(|e| Fatal::Unreachable(format!("the load generator failed: {e}")))?;
-    Ok(Observed {
-        out,
-        samples,
-        scrape_errors,
-    })
+    Ok(Observed { out, watched })
 }

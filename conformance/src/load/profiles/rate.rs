@@ -12,7 +12,7 @@ use super::super::run::{RunKind, RunSpec};
 use super::super::runner::{Attempt, Hold, HoldPlan};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
-use super::super::{Ctx, LoadArgs, ProfileName};
+use super::super::{Ctx, LoadArgs, ProfileName, fleet};
 use super::{Observed, drive, soak};
 use crate::session::Fatal;
 use crate::verdict::CheckResult;
@@ -36,6 +36,7 @@ struct Plan {
 
 impl Plan {
     fn new(args: &LoadArgs, ctx: &Ctx, cal: &Calibration) -> Result<Plan, Fatal> {
+        fleet::check_size(ctx)?;
         let l = ctx.section();
         let (factor, mean_hold_ms, duration_s, abandon_fraction) = match args.profile {
             ProfileName::Steady => (
@@ -60,19 +61,27 @@ impl Plan {
         };
         let factor = args.load_factor.unwrap_or(factor);
         let duration = Duration::from_secs_f64(args.duration.unwrap_or(duration_s as f64).max(1.0));
-        let (c, k) = (ctx.expect.workers, ctx.expect.queue);
-        // Capacity counts the pipeline's own time on top of the hold.
+        let (c, k, r) = (ctx.expect.workers, ctx.expect.queue, ctx.replica_count());
+        // Capacity counts the pipeline's own time on top of the hold; a fleet's is every
+        // replica's.
         let service_s = (mean_hold_ms as f64 + cal.service_ms) / 1000.0;
-        let capacity = f64::from(c) / service_s;
+        let capacity = f64::from(r * c) / service_s;
         let target_rate = factor * capacity;
         let mut users = match args.users {
             Some(n) => n.max(1),
-            None => l.users.max(8 * (c + k)),
+            None => l.users.max(8 * r * (c + k)),
         };
-        let mut think = prediction::think_for_rate(c, k, users, service_s, target_rate);
+        let server = Model {
+            workers: c,
+            queue: k,
+            mean_service_s: service_s,
+            arrivals: Arrivals::Poisson { rate_per_s: 0.0 },
+            fleet: ctx.fleet(),
+        };
+        let mut think = prediction::think_for_rate(&server, users, target_rate);
         while think.is_none() && users < 1 << 16 {
             users *= 2;
-            think = prediction::think_for_rate(c, k, users, service_s, target_rate);
+            think = prediction::think_for_rate(&server, users, target_rate);
         }
         let think_s = think.ok_or_else(|| {
             Fatal::Contract(format!("{target_rate:.0} attempts/s cannot be generated"))
@@ -155,6 +164,7 @@ impl<'a> Measurement<'a> {
                     users: plan.users,
                     mean_think_s: measured_think_s,
                 },
+                fleet: ctx.fleet(),
             },
             measured_service_s,
             measured_think_s,
@@ -171,10 +181,11 @@ pub(in crate::load) async fn run(
     let l = ctx.section();
     let plan = Plan::new(args, ctx, cal)?;
     println!(
-        "plimsoll load {}: {} x capacity ({:.1}/s = {} workers / ({} ms hold + {:.1} ms pipeline)) = {:.1} attempts/s from {} users thinking {:.0} ms on average, for {:.0} s against {}",
+        "plimsoll load {}: {} x capacity ({:.1}/s = {}{} workers / ({} ms hold + {:.1} ms pipeline)) = {:.1} attempts/s from {} users thinking {:.0} ms on average, for {:.0} s against {}",
         args.profile.as_str(),
         plan.factor,
         plan.capacity,
+        fleet::replicas_times(ctx),
         ctx.expect.workers,
         plan.mean_hold_ms,
         cal.service_ms,
@@ -182,7 +193,7 @@ pub(in crate::load) async fn run(
         plan.users,
         plan.think_s * 1000.0,
         plan.duration.as_secs_f64(),
-        ctx.base
+        ctx.target.base
     );
 
     let temp_allowance = if args.profile == ProfileName::Soak {
@@ -190,9 +201,9 @@ pub(in crate::load) async fn run(
     } else {
         0
     };
-    let temp_before = recovery::temp_count(ctx).await;
+    let temp_before = recovery::temp_counts(ctx).await;
     let spec = RunSpec {
-        host: ctx.base.clone(),
+        host: ctx.target.base.clone(),
         users: plan.users as usize,
         seed: args.seed,
         template: ctx.template.clone(),
@@ -213,7 +224,7 @@ pub(in crate::load) async fn run(
     };
     let goal = Goal::Seconds(plan.duration.as_secs());
     let observed = drive(ctx, spec, process.clone(), goal).await?;
-    let drained = recovery::drain(ctx, temp_before, plan.hold_cap_ms, temp_allowance).await;
+    let drained = recovery::drain_all(ctx, &temp_before, plan.hold_cap_ms, temp_allowance).await;
     let out = &observed.out;
     let elapsed = out.elapsed_ms;
     let run_ms = plan.duration.as_secs_f64() * 1000.0;
@@ -298,7 +309,7 @@ pub(in crate::load) async fn run(
             push(r);
         }
         ProfileName::Soak => {
-            for r in soak::verdicts(ctx, &observed, &drained, process, run_ms) {
+            for r in soak::verdicts(ctx, &observed, &drained[0], process, run_ms) {
                 push(r);
             }
         }

@@ -19,7 +19,7 @@ pub(super) fn verdicts(
     run_ms: f64,
 ) -> Vec<CheckResult> {
     let so = &ctx.section().soak;
-    let (attempts, samples) = (&observed.out.attempts, &observed.samples);
+    let (attempts, samples) = (&observed.out.attempts, &observed.watched[0].samples);
     let series = |f: fn(&Sample) -> Option<f64>| -> Vec<(f64, f64)> {
         samples
             .iter()

@@ -23,11 +23,14 @@ pub fn refusals(
     } else {
         let side = if measured > iv.high { "more" } else { "fewer" };
         Verdict::Fail(format!(
-            "refused {} of attempts, {side} than the {} prediction allows ({}..{}): admission does not match {} workers and {} queue places",
+            "refused {} of attempts, {side} than the {} prediction allows ({}..{}): admission does not match {}{} workers and {} queue places",
             pct(measured),
             model.formula(),
             pct(iv.low),
             pct(iv.high),
+            model
+                .fleet
+                .map_or(String::new(), |f| format!("{} replicas of ", f.replicas)),
             expect.workers,
             expect.queue
         ))
@@ -123,7 +126,7 @@ pub fn goodput(
     let allowed = fitted.carried_rate();
     let noise = z * (allowed / window_s).sqrt();
     let floor = (fraction * allowed - noise).max(0.0);
-    let capacity = f64::from(expect.workers) / model.mean_service_s;
+    let capacity = f64::from(model.total_workers()) / model.mean_service_s;
     let verdict = if measured >= floor {
         Verdict::Pass
     } else {
@@ -203,6 +206,7 @@ mod tests {
                 users: 64,
                 mean_think_s: 1.0,
             },
+            fleet: None,
         };
         let rate = model.attempt_rate();
         let allowed = model.carried_rate();

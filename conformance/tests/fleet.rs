@@ -1,0 +1,339 @@
+//! Fleet mode through a real balancer: three `plimsoll serve` replicas behind nginx (Debian's
+//! package, the configuration `ci/fleet-nginx.conf` that `ci/fleet.sh` uses too), the overload
+//! profile run through it. A correct fleet passes under both balancing policies with the
+//! refused fraction inside the fleet prediction's interval — at 3 × capacity, and for least
+//! connections also at 0.7 × capacity, where its model differs most from a random split's; a
+//! fleet with one replica configured one worker too many fails the per-replica verdict that
+//! names that replica.
+//!
+//! The test installs nothing: without nginx it fails and says how to get it (`.ci/run` and
+//! `ci/fleet.sh` install it). Everything listens on loopback; every run is bounded in time.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use plimsoll_conformance::load::prediction::Balancer;
+use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
+use plimsoll_conformance::verdict::RunReport;
+
+/// How hard a run loads the fleet: always the overload profile (200 ms holds), at its own
+/// 3 × capacity for 6 s (about 800 attempts counted), or at 0.7 × capacity for 12 s (about 480),
+/// where the balancing policies differ most. Not the steady profile: its 20 ms holds make
+/// 12 workers' 0.7 × capacity about 390 attempts/s, more than a 2-core machine generates and
+/// serves at once without inflating every service time (measured: 34 ms for 22, admitted p99
+/// 0.5 s).
+#[derive(Debug, Clone, Copy)]
+enum Load {
+    Over,
+    Below,
+}
+
+impl Load {
+    fn factor_and_seconds(self) -> (Option<f64>, f64) {
+        match self {
+            Load::Over => (None, 6.0),
+            Load::Below => (Some(0.7), 12.0),
+        }
+    }
+}
+
+/// One load test at a time, shared with `tests/load.rs`: both measure refusal rates and
+/// latency, which two runs at once on a small machine would disturb.
+fn serial() -> File {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plimsoll-load-tests.lock");
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap();
+    file.lock().unwrap();
+    file
+}
+
+/// A free loopback port (bound and released; the server binds it a moment later).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_listening(port: u16, what: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited before listening on {port}: {status}");
+        }
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child process stopped on drop: SIGTERM first (nginx's master then stops its worker, which
+/// SIGKILL would leave behind holding the port), SIGKILL after five seconds.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `plimsoll serve` with hooks on, in its own folder, with `extra_env` on top.
+fn replica(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
+    let port = free_port();
+    std::fs::create_dir_all(dir).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
+    cmd.args(["serve", "--port", &port.to_string()])
+        .env("PLIMSOLL_TEST_HOOKS", "1")
+        .env("PLIMSOLL_TEMP_DIR", dir.join("jobs"))
+        .env("PLIMSOLL_LOG_FILE", dir.join("server.log"))
+        .env_remove("WORKER_POOL_SIZE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    wait_listening(port, "plimsoll serve", &mut child);
+    (Process(child), format!("http://127.0.0.1:{port}"))
+}
+
+/// Debian's nginx, or a failure saying how to get it.
+fn nginx_binary() -> PathBuf {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("nginx"))
+            .find(|p| p.is_file())
+    });
+    on_path
+        .or_else(|| Some(PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()))
+        .unwrap_or_else(|| {
+            panic!(
+                "nginx is not installed: the fleet tests run the replicas behind a real balancer. \
+                 Install Debian's package (apt-get install -y nginx); .ci/run and ci/fleet.sh do"
+            )
+        })
+}
+
+/// nginx in front of `replicas` with `policy` (`random` or `least_conn`), from the shared
+/// configuration template; returns the process and the balancer's URL.
+fn nginx(dir: &Path, policy: &str, replicas: &[String]) -> (Process, String) {
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/fleet-nginx.conf");
+    let template = std::fs::read_to_string(&template).unwrap();
+    let port = free_port();
+    let servers: String = replicas
+        .iter()
+        .map(|url| {
+            format!(
+                "    server {} max_fails=0;\n",
+                url.trim_start_matches("http://")
+            )
+        })
+        .collect();
+    let conf = template
+        .replace("@DIR@", &dir.display().to_string())
+        .replace("@POLICY@", policy)
+        .replace("@SERVERS@\n", &servers)
+        .replace("@PORT@", &port.to_string());
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).unwrap();
+    let mut child = Command::new(nginx_binary())
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, "nginx", &mut child);
+    (Process(child), format!("http://127.0.0.1:{port}"))
+}
+
+/// Three replicas (the last with `last_env`) behind nginx with `policy`, the overload profile
+/// through it at `load`, judged with the model of `balancer`. Returns the report and the
+/// replicas' URLs.
+async fn through_nginx(
+    load: Load,
+    policy: &str,
+    balancer: Balancer,
+    last_env: &[(&str, &str)],
+) -> (RunReport, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut processes = Vec::new();
+    let mut urls = Vec::new();
+    for i in 0..3 {
+        let env = if i == 2 { last_env } else { &[] };
+        let (p, url) = replica(&dir.path().join(format!("replica-{i}")), env);
+        processes.push(p);
+        urls.push(url);
+    }
+    let (nginx, lb) = nginx(&dir.path().join("nginx"), policy, &urls);
+    let mut args = LoadArgs::new(ProfileName::Overload);
+    args.subject.target = Some(lb);
+    args.replica = urls.clone();
+    args.balancer = Some(balancer);
+    let (factor, seconds) = load.factor_and_seconds();
+    args.load_factor = factor;
+    args.duration = Some(seconds);
+    let started = Instant::now();
+    let report = tokio::time::timeout(Duration::from_secs(120), execute(&args, None))
+        .await
+        .expect("the fleet run ends within two minutes")
+        .expect("the fleet run proceeds");
+    eprintln!(
+        "{load:?} through nginx {policy} took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    drop(nginx);
+    drop(processes);
+    (report, urls)
+}
+
+fn failed(report: &RunReport) -> BTreeSet<String> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.verdict.is_fail())
+        .map(|r| r.id.clone())
+        .collect()
+}
+
+fn why(report: &RunReport) -> String {
+    report
+        .results
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}: {} | expected {} | {:?}",
+                r.id,
+                r.verdict.label(),
+                r.observed,
+                r.expected,
+                r.verdict
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every verdict passed, the refused fraction was judged by the balancer's model, and every
+/// replica was judged on its own.
+fn assert_fleet_passes(report: &RunReport, urls: &[String], model: &str) {
+    assert!(
+        failed(report).is_empty(),
+        "failed {:?}\n{}",
+        failed(report),
+        why(report)
+    );
+    assert_eq!(report.skipped(), 0, "{}", why(report));
+    let refusals = report
+        .results
+        .iter()
+        .find(|r| r.id == "L-overload.refusals")
+        .unwrap();
+    assert!(refusals.expected.contains(model), "{}", refusals.expected);
+    for url in urls {
+        for aspect in ["busy-limit", "recovery"] {
+            let id = format!("L-overload.replica[{url}].{aspect}");
+            assert!(
+                report.results.iter().any(|r| r.id == id),
+                "no {id}\n{}",
+                why(report)
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_behind_nginx_random_matches_the_random_split_prediction() {
+    let _lock = serial();
+    let (report, urls) = through_nginx(Load::Over, "random", Balancer::Random, &[]).await;
+    assert_fleet_passes(&report, &urls, "3 replicas, random balancer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_behind_nginx_least_conn_matches_the_least_connections_prediction() {
+    let _lock = serial();
+    let (report, urls) = through_nginx(Load::Over, "least_conn", Balancer::LeastConn, &[]).await;
+    assert_fleet_passes(&report, &urls, "3 replicas, least-conn balancer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_with_one_worker_too_many_fails_its_own_verdict() {
+    let _lock = serial();
+    // The contract says 4 workers; this replica runs 5 (and says so in /metrics and
+    // /v1/contract: it is judged against the contract's 4, not its own claim).
+    let (report, urls) = through_nginx(
+        Load::Over,
+        "random",
+        Balancer::Random,
+        &[("WORKER_POOL_SIZE", "5")],
+    )
+    .await;
+    let failed = failed(&report);
+    let oversized = &urls[2];
+    for id in [
+        format!("L-overload.replica[{oversized}].busy-limit"),
+        format!("contract.replica[{oversized}]"),
+    ] {
+        assert!(failed.contains(&id), "{id} passed\n{}", why(&report));
+    }
+    let busy = report
+        .results
+        .iter()
+        .find(|r| r.id == format!("L-overload.replica[{oversized}].busy-limit"))
+        .unwrap();
+    assert!(
+        format!("{:?}", busy.verdict).contains(&format!("replica {oversized}")),
+        "{:?}",
+        busy.verdict
+    );
+    for good in &urls[..2] {
+        let named = format!("[{good}]");
+        let wrongly: Vec<&String> = failed.iter().filter(|id| id.contains(&named)).collect();
+        assert!(wrongly.is_empty(), "{wrongly:?}\n{}", why(&report));
+    }
+}
+
+/// The overload profile's refusals verdict of a run.
+fn refusals(report: &RunReport) -> &plimsoll_conformance::verdict::CheckResult {
+    report
+        .results
+        .iter()
+        .find(|r| r.id == "L-overload.refusals")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_capacity_least_conn_pools_the_replicas_as_predicted() {
+    let _lock = serial();
+    // At 0.7 × capacity least connections refuses about 6 %, a random split about 18 %: here
+    // the least-connections model is tested where it differs from the random one. (That the
+    // random-split model fails this fleet takes a longer run to show beyond doubt: 60 s in
+    // docs/scaling.md.)
+    let (report, _) = through_nginx(Load::Below, "least_conn", Balancer::LeastConn, &[]).await;
+    let r = refusals(&report);
+    assert!(!r.verdict.is_fail(), "{}", why(&report));
+    assert!(r.expected.contains("least-conn balancer"), "{}", r.expected);
+}
