@@ -3,12 +3,14 @@
 //! flaw. Durations are cut down from the contract's so the suite stays quick; the tests take a
 //! file lock so they never load the machine at the same time as each other.
 
-use std::collections::BTreeSet;
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
+use common::{Process, failed, serve, why};
 use plimsoll_conformance::load::{LoadArgs, ProfileName, embedded_config, execute};
 use plimsoll_conformance::verdict::RunReport;
 use plimsoll_server::{Config, Mutant};
@@ -39,33 +41,6 @@ async fn run(profile: ProfileName, duration: Option<f64>, config: Config) -> Run
         started.elapsed().as_secs_f64()
     );
     report
-}
-
-fn failed(report: &RunReport) -> BTreeSet<String> {
-    report
-        .results
-        .iter()
-        .filter(|r| r.verdict.is_fail())
-        .map(|r| r.id.clone())
-        .collect()
-}
-
-fn why(report: &RunReport) -> String {
-    report
-        .results
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {}: {} | expected {} | {:?}",
-                r.id,
-                r.verdict.label(),
-                r.observed,
-                r.expected,
-                r.verdict
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn assert_passes(report: &RunReport) {
@@ -266,62 +241,22 @@ async fn leaked_temp_files_fail_soak() {
     assert_fails(&report, &["L-soak.temp-files", "L-soak.recovery"]);
 }
 
-/// A free loopback port (bound and released; the server binds it a moment later).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `plimsoll serve` with the check's scaled timeouts (so B1 is quick), `extra_env` on top.
+fn serve_scaled(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
+    let mut env = vec![
+        ("DIGITIZE_TIMEOUT_MS", "2000"),
+        ("EXPORT_TIMEOUT_MS", "1000"),
+    ];
+    env.extend_from_slice(extra_env);
+    serve(dir, &env)
 }
 
-/// `plimsoll serve` in its own process, killed on drop.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path, extra_env: &[(&str, &str)]) -> Served {
-    let port = free_port();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
-    cmd.args(["serve", "--port", &port.to_string()])
-        .env("PLIMSOLL_TEST_HOOKS", "1")
-        .env("DIGITIZE_TIMEOUT_MS", "2000")
-        .env("EXPORT_TIMEOUT_MS", "1000")
-        .env("PLIMSOLL_TEMP_DIR", dir.join("jobs"))
-        .env("PLIMSOLL_LOG_FILE", dir.join("server.log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    let child = cmd.spawn().unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let served = Served { child, url };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "plimsoll serve did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    served
-}
-
-fn gate(served: &Served, dir: &Path, steps: &str) -> (std::process::ExitStatus, PathBuf) {
+fn gate(url: &str, dir: &Path, steps: &str) -> (std::process::ExitStatus, PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let reports = dir.join("reports");
     let status = Command::new("bash")
         .arg(root.join("ci/gate.sh"))
-        .env("TARGET", &served.url)
+        .env("TARGET", url)
         .env("TEMP_DIR", dir.join("jobs"))
         .env("SERVER_LOG", dir.join("server.log"))
         .env("REPORT_DIR", &reports)
@@ -340,9 +275,9 @@ fn gate(served: &Served, dir: &Path, steps: &str) -> (std::process::ExitStatus, 
 fn the_gate_passes_a_conforming_server_in_another_process() {
     let _lock = serial();
     let dir = tempfile::tempdir().unwrap();
-    let served = serve(dir.path(), &[]);
+    let (_served, url) = serve_scaled(dir.path(), &[]);
     let started = Instant::now();
-    let (status, reports) = gate(&served, dir.path(), "check burst overload");
+    let (status, reports) = gate(&url, dir.path(), "check burst overload");
     eprintln!("gate took {:.1} s", started.elapsed().as_secs_f64());
     assert!(status.success(), "gate failed: {status}");
     for name in ["check", "load-burst", "load-overload"] {
@@ -363,8 +298,8 @@ fn the_gate_fails_a_server_that_admits_one_too_many() {
     let _lock = serial();
     let dir = tempfile::tempdir().unwrap();
     // Test builds of the binary carry the mutants (dev-dependency feature).
-    let served = serve(dir.path(), &[("PLIMSOLL_MUTANT", "limit-plus-one")]);
-    let (status, reports) = gate(&served, dir.path(), "burst");
+    let (_served, url) = serve_scaled(dir.path(), &[("PLIMSOLL_MUTANT", "limit-plus-one")]);
+    let (status, reports) = gate(&url, dir.path(), "burst");
     assert_eq!(status.code(), Some(1), "gate passed a broken server");
     let junit = std::fs::read_to_string(reports.join("load-burst.junit.xml")).unwrap();
     assert!(junit.contains("<failure"), "{junit}");

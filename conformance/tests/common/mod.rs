@@ -1,0 +1,97 @@
+//! What the load and fleet tests share: `plimsoll serve` in a process of its own, and what they
+//! read from a run's report (which verdicts failed, every verdict in one line each).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use plimsoll_conformance::verdict::RunReport;
+
+pub fn failed(report: &RunReport) -> BTreeSet<String> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.verdict.is_fail())
+        .map(|r| r.id.clone())
+        .collect()
+}
+
+pub fn why(report: &RunReport) -> String {
+    report
+        .results
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}: {} | expected {} | {:?}",
+                r.id,
+                r.verdict.label(),
+                r.observed,
+                r.expected,
+                r.verdict
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A free loopback port (bound and released; the server binds it a moment later).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn wait_listening(port: u16, what: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited before listening on {port}: {status}");
+        }
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child process stopped on drop: SIGTERM first (nginx's master then stops its worker, which
+/// SIGKILL would leave behind holding the port), SIGKILL after five seconds.
+pub struct Process(pub Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `plimsoll serve` with hooks on, in its own folder, with `extra_env` on top.
+pub fn serve(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
+    let port = free_port();
+    std::fs::create_dir_all(dir).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
+    cmd.args(["serve", "--port", &port.to_string()])
+        .env("PLIMSOLL_TEST_HOOKS", "1")
+        .env("PLIMSOLL_TEMP_DIR", dir.join("jobs"))
+        .env("PLIMSOLL_LOG_FILE", dir.join("server.log"))
+        .env_remove("WORKER_POOL_SIZE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    wait_listening(port, "plimsoll serve", &mut child);
+    (Process(child), format!("http://127.0.0.1:{port}"))
+}
