@@ -197,6 +197,11 @@ const MATRIX: &[(Mutant, &[CheckId], &str)] = &[
         "every connection is served, however many are open",
     ),
     (
+        Mutant::HeadTimeoutTooShort,
+        &[Clause(B4)],
+        "connections are closed at a quarter of the head timeout",
+    ),
+    (
         Mutant::NoServerTiming,
         &[Clause(T1), Clause(T2)],
         "no `Server-Timing` header",
@@ -339,6 +344,7 @@ mutant_tests! {
     caught_memory_cap_too_low => MemoryCapTooLow,
     caught_no_head_timeout => NoHeadTimeout,
     caught_no_connection_cap => NoConnectionCap,
+    caught_head_timeout_too_short => HeadTimeoutTooShort,
     caught_no_server_timing => NoServerTiming,
     caught_wrong_log_stage => WrongLogStage,
     caught_upload_holds_slot => UploadHoldsSlot,

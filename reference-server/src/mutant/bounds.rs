@@ -143,3 +143,18 @@ impl ConnectionPolicy for NoConnectionCap {
         None
     }
 }
+
+/// B4: the head timer runs at a quarter of the contract's: stalled connections are closed, and
+/// so are keep-alive connections a client was about to reuse.
+#[derive(Debug)]
+pub struct HeadTimeoutTooShort;
+
+impl ConnectionPolicy for HeadTimeoutTooShort {
+    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
+        Some(Duration::from_millis(contract.head_timeout_ms / 4))
+    }
+
+    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+        Some(contract.max_connections as usize)
+    }
+}

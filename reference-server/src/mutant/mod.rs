@@ -96,6 +96,8 @@ pub enum Mutant {
     NoHeadTimeout,
     /// B4: no connection cap.
     NoConnectionCap,
+    /// B4: connections closed at a quarter of the head timeout.
+    HeadTimeoutTooShort,
     /// T1: no `Server-Timing` on any response.
     NoServerTiming,
     /// F3: the error log's `stage` names another stage than the failed one.
@@ -110,7 +112,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 39] = [
+    pub const ALL: [Mutant; 40] = [
         Mutant::NoAdmissionLimit,
         Mutant::LimitPlusOne,
         Mutant::Lifo,
@@ -145,6 +147,7 @@ impl Mutant {
         Mutant::MemoryCapTooLow,
         Mutant::NoHeadTimeout,
         Mutant::NoConnectionCap,
+        Mutant::HeadTimeoutTooShort,
         Mutant::NoServerTiming,
         Mutant::WrongLogStage,
         Mutant::UploadHoldsSlot,
@@ -188,6 +191,7 @@ impl Mutant {
             Mutant::MemoryCapTooLow => "memory-cap-too-low",
             Mutant::NoHeadTimeout => "no-head-timeout",
             Mutant::NoConnectionCap => "no-connection-cap",
+            Mutant::HeadTimeoutTooShort => "head-timeout-too-short",
             Mutant::NoServerTiming => "no-server-timing",
             Mutant::WrongLogStage => "wrong-log-stage",
             Mutant::UploadHoldsSlot => "upload-holds-slot",
@@ -255,6 +259,7 @@ impl Mutant {
             Mutant::MemoryCapTooLow => c.memory_cap = Arc::new(bounds::HalfCap),
             Mutant::NoHeadTimeout => c.connections = Arc::new(bounds::NoHeadTimeout),
             Mutant::NoConnectionCap => c.connections = Arc::new(bounds::NoConnectionCap),
+            Mutant::HeadTimeoutTooShort => c.connections = Arc::new(bounds::HeadTimeoutTooShort),
             Mutant::NoServerTiming => c.claims = Arc::new(observe::NoServerTiming),
             Mutant::WrongLogStage => c.answers = answers::WRONG_LOG_STAGE.arc(),
             Mutant::UploadHoldsSlot => c.admission = Arc::new(admission::SlotFirst),
