@@ -11,6 +11,7 @@
 # and exits non-zero if any of them failed.
 #
 #   bash ci/openapi-judges.sh [PLIMSOLL_BIN]   (default: $PLIMSOLL_BIN, else target/debug/plimsoll)
+#   bash ci/openapi-judges.sh --tools          installs the judges and exits (CI does it early)
 #
 # OPENAPI_JUDGES_MAX_EXAMPLES (default 50) bounds Schemathesis' fuzzing: about a minute on two
 # cores with a debug build. SCHEMATHESIS_SEED replays a run (Schemathesis prints its seed).
@@ -19,9 +20,27 @@ cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
 REDOCLY_VERSION=2.77.0
-bin=${1:-${PLIMSOLL_BIN:-target/debug/plimsoll}}
 max_examples=${OPENAPI_JUDGES_MAX_EXAMPLES:-50}
 doc=spec/openapi.json
+
+install_tools() {
+  if ! python3 -c 'import openapi_spec_validator' 2>/dev/null ||
+    [ "$(python3 -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null)" != "$SCHEMATHESIS_VERSION" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" openapi-spec-validator
+  fi
+  command -v npx >/dev/null || {
+    echo "openapi-judges: needs node and npm (npx) for @redocly/cli" >&2
+    return 2
+  }
+}
+redocly() { npx --yes "@redocly/cli@$REDOCLY_VERSION" "$@"; }
+
+if [ "${1:-}" = --tools ]; then
+  install_tools
+  redocly --version >/dev/null
+  exit
+fi
+bin=${1:-${PLIMSOLL_BIN:-target/debug/plimsoll}}
 
 step() { printf '\n==> %s\n' "$*"; }
 failed=()
@@ -43,15 +62,7 @@ judge() {
 started=$(date +%s)
 
 step "tools"
-if ! python3 -c 'import openapi_spec_validator' 2>/dev/null ||
-  [ "$(python3 -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null)" != "$SCHEMATHESIS_VERSION" ]; then
-  python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" openapi-spec-validator
-fi
-command -v npx >/dev/null || {
-  echo "openapi-judges: needs node and npm (npx) for @redocly/cli" >&2
-  exit 2
-}
-redocly() { npx --yes "@redocly/cli@$REDOCLY_VERSION" "$@"; }
+install_tools || exit 2
 python3 -m schemathesis.cli --version
 echo "redocly $(redocly --version)"
 

@@ -246,6 +246,7 @@ fn serve_scaled(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
     let mut env = vec![
         ("DIGITIZE_TIMEOUT_MS", "2000"),
         ("EXPORT_TIMEOUT_MS", "1000"),
+        ("HEAD_TIMEOUT_MS", "2000"),
     ];
     env.extend_from_slice(extra_env);
     serve(dir, &env)
@@ -271,16 +272,38 @@ fn gate(url: &str, dir: &Path, steps: &str) -> (std::process::ExitStatus, PathBu
     (status, reports)
 }
 
+/// The gate's first step, the whole suite against a server in another process. Apart from the
+/// load steps below: it generates no load, so it runs beside them (nextest's `timing` group).
 #[test]
-fn the_gate_passes_a_conforming_server_in_another_process() {
+fn the_gate_checks_a_conforming_server_in_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_served, url) = serve_scaled(dir.path(), &[]);
+    let (status, reports) = gate(&url, dir.path(), "check");
+    assert!(status.success(), "gate failed: {status}");
+    assert_reports(&reports, &["check"]);
+    let junit = std::fs::read_to_string(reports.join("check.junit.xml")).unwrap();
+    assert!(!junit.contains("<failure"), "{junit}");
+    assert!(!junit.contains("<skipped"), "{junit}");
+}
+
+#[test]
+fn the_gate_loads_a_conforming_server_in_another_process() {
     let _lock = serial();
     let dir = tempfile::tempdir().unwrap();
     let (_served, url) = serve_scaled(dir.path(), &[]);
     let started = Instant::now();
-    let (status, reports) = gate(&url, dir.path(), "check burst overload");
+    let (status, reports) = gate(&url, dir.path(), "burst overload");
     eprintln!("gate took {:.1} s", started.elapsed().as_secs_f64());
     assert!(status.success(), "gate failed: {status}");
-    for name in ["check", "load-burst", "load-overload"] {
+    assert_reports(&reports, &["load-burst", "load-overload"]);
+    let junit = std::fs::read_to_string(reports.join("load-overload.junit.xml")).unwrap();
+    assert!(junit.contains("L-overload.refusal-latency"), "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
+}
+
+/// Every step named wrote its JUnit and HTML report, and neither is empty.
+fn assert_reports(reports: &Path, steps: &[&str]) {
+    for name in steps {
         for ext in ["junit.xml", "html"] {
             let file = reports.join(format!("{name}.{ext}"));
             let text = std::fs::read_to_string(&file)
@@ -288,9 +311,6 @@ fn the_gate_passes_a_conforming_server_in_another_process() {
             assert!(!text.is_empty());
         }
     }
-    let junit = std::fs::read_to_string(reports.join("load-overload.junit.xml")).unwrap();
-    assert!(junit.contains("L-overload.refusal-latency"), "{junit}");
-    assert!(!junit.contains("<failure"), "{junit}");
 }
 
 #[test]
