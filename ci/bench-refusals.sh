@@ -17,8 +17,10 @@
 #
 # Settings: PLIMSOLL_BIN=path benchmarks that build of `plimsoll` instead of building this
 # tree's (release); WRK_THREADS (default 1) wrk threads; NGINX_WORKERS (default auto);
-# PERF=FILE records the server with `perf record -g` during the flood (Debian: linux-perf) and
-# prints where its time went.
+# PERF=FILE records the server with `perf record` during the flood (Debian: linux-perf) and
+# prints where its time went. Call graphs need frame pointers: build the binary for it with
+# RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=/tmp/fp cargo build --release, then
+# PLIMSOLL_BIN=/tmp/fp/release/plimsoll (PERF_CALL_GRAPH=dwarf works without, at a far higher cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target_refusals=""
@@ -122,7 +124,7 @@ if [ -n "$target_refusals" ]; then
 fi
 perf_pid=""
 if [ -n "${PERF:-}" ]; then
-  perf record -F 499 -g -o "$PERF" -p "$server_pid" 2>"$work/perf.err" &
+  perf record -F 999 --call-graph ${PERF_CALL_GRAPH:-fp} -o "$PERF" -p "$server_pid" 2>"$work/perf.err" &
   perf_pid=$!
 fi
 flood "$duration" | tee "$work/wrk.txt"

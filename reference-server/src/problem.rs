@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use plimsoll_spec::{Contract, ErrorCode, PROBLEM_CONTENT_TYPE, Pool, Problem};
 
 use crate::error::{ApiError, ErrorKind};
-use crate::logging::Access;
+use crate::logging::{ErrorFields, RequestLine, RequestLog};
 use crate::metrics::Metrics;
 
 /// What the client is told about an error.
@@ -147,30 +147,27 @@ pub struct ErrorLine {
 }
 
 impl ErrorLine {
-    /// Writes the request's one line: the F3 fields, then what its access line would have said
-    /// (`access`: none for a response that never passed the access-log middleware).
-    // clause: F3 — one JSON line per error: request_id, stage, error, stack (by LOG_STACK)
-    pub fn write(&self, status: u16, access: Option<&Access<'_>>) {
-        tracing::error!(
-            request_id = %self.request_id,
-            stage = self.stage,
-            error = %self.error,
-            stack = %self.stack,
-            code = %self.code,
-            status,
-            pool = self.pool.map(Pool::as_str),
-            method = access.map(|a| a.method),
-            path = access.map(|a| a.path),
-            duration_ms = access.map(|a| a.duration_ms),
-            "request failed"
-        );
+    /// The fields of the request's one line (F3).
+    pub fn fields(&self) -> ErrorFields<'_> {
+        ErrorFields {
+            stage: self.stage,
+            error: &self.error,
+            stack: &self.stack,
+            code: self.code.as_str(),
+            pool: self.pool.map(Pool::as_str),
+        }
     }
 }
 
 /// Writes the error line of a response that never passes the access-log middleware (a relay
 /// envelope answered before it reached the router).
-pub fn log_unrouted(response: &mut Response) {
+pub fn log_unrouted(log: &RequestLog, response: &mut Response) {
     if let Some(line) = response.extensions_mut().remove::<ErrorLine>() {
-        line.write(response.status().as_u16(), None);
+        log.write(&RequestLine {
+            request_id: &line.request_id,
+            status: response.status().as_u16(),
+            error: Some(line.fields()),
+            access: None,
+        });
     }
 }

@@ -14,7 +14,7 @@ use tracing::Dispatch;
 use crate::admission::{PoolSpec, WorkerPool};
 use crate::components::Components;
 use crate::config::Config;
-use crate::logging::LogWriter;
+use crate::logging::{LogWriter, RequestLog};
 use crate::metrics::Metrics;
 use crate::problem::Responder;
 
@@ -33,6 +33,8 @@ pub struct Inner {
     pub dispatch: Dispatch,
     /// The writer behind `dispatch` (its lines are written by a thread of their own).
     pub log: LogWriter,
+    /// Requests' lines, to the same writer.
+    pub requests: RequestLog,
     pub headers: ContractHeaders,
     /// This server's router, for the relay bridge.
     pub api: ApiHandle,
@@ -101,6 +103,7 @@ impl AppState {
             relay,
             shutdown: CancellationToken::new(),
             dispatch,
+            requests: RequestLog::new(config.components().log_format.clone(), log.clone()),
             log,
             api: ApiHandle::default(),
             next_id: AtomicU64::new(0),

@@ -37,7 +37,7 @@ pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
             // Refused like the HTTP API refuses the hook header: before admission, no slot.
             let error = ApiError::new(&state.new_request_id(), Some(Pool::Relay), refused);
             let mut response = state.problems().respond(error);
-            crate::problem::log_unrouted(&mut response);
+            crate::problem::log_unrouted(&state.requests, &mut response);
             let conn = conn.clone();
             let answer = async move {
                 respond(&conn, &envelope.request_id, response).await;

@@ -18,7 +18,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use tracing::instrument::WithSubscriber;
 
-use crate::logging::Access;
+use crate::logging::{Access, RequestLine};
 use crate::problem::ErrorLine;
 use crate::state::AppState;
 use endpoints::{Digitize, Export};
@@ -65,24 +65,18 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let dispatch = state.dispatch.clone();
-    let mut response = async move {
-        let mut response = next.run(request).await;
-        let status = response.status().as_u16();
-        let access = Access {
-            request_id: &id,
+    let mut response = next.run(request).with_subscriber(dispatch).await;
+    let error = response.extensions_mut().remove::<ErrorLine>();
+    state.requests.write(&RequestLine {
+        request_id: &id,
+        status: response.status().as_u16(),
+        error: error.as_ref().map(ErrorLine::fields),
+        access: Some(Access {
             method: method.as_str(),
             path: &path,
-            status,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        };
-        match response.extensions_mut().remove::<ErrorLine>() {
-            Some(error) => error.write(status, Some(&access)),
-            None => access.write(),
-        }
-        response
-    }
-    .with_subscriber(dispatch)
-    .await;
+        }),
+    });
     if let Some(value) = header_value.and_then(|v| state.components().claims.request_id(v)) {
         response.headers_mut().insert(header, value);
     }

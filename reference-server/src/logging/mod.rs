@@ -1,17 +1,22 @@
-//! Structured logs (F3). Each server owns its own `tracing` dispatcher, applied to every request
+//! Structured logs (F3). A request's one line is formatted from its fields ([`RequestLine`]);
+//! the server's other lines go through its own `tracing` dispatcher, applied to every request
 //! future, so several servers in one process (tests, the embedded checker) keep separate logs.
-//! The line format is a seam ([`LogFormat`]); the contract's is [`JsonLines`]. Lines are formatted
-//! on the request's thread and written by the server's own writer thread ([`LogWriter`]), so no
+//! The format is a seam ([`LogFormat`]); the contract's is [`JsonLines`]. Lines are formatted on
+//! the request's thread and written by the server's own writer thread ([`LogWriter`]), so no
 //! request waits for the disk.
 
+mod line;
 mod writer;
 
 use std::fmt::Debug;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
 
 use tracing::Dispatch;
 use tracing_subscriber::fmt::SubscriberBuilder;
 
+pub use line::{Access, ErrorFields, RequestLine, write_rfc3339};
 pub use writer::LogWriter;
 
 /// Where the structured log goes.
@@ -22,9 +27,12 @@ pub enum LogSink {
     File(PathBuf),
 }
 
-/// Builds the dispatcher that formats a server's log lines and hands them to its writer.
+/// How a server's lines look.
 pub trait LogFormat: Debug + Send + Sync {
+    /// The dispatcher that formats the server's other lines and hands them to its writer.
     fn dispatch(&self, writer: LogWriter) -> Dispatch;
+    /// Appends a request's one line, newline included, to `out`.
+    fn request_line(&self, line: &RequestLine<'_>, now: SystemTime, out: &mut Vec<u8>);
 }
 
 /// One JSON object per line, event fields at the top level.
@@ -42,29 +50,30 @@ impl LogFormat for JsonLines {
                 .finish(),
         )
     }
+
+    fn request_line(&self, line: &RequestLine<'_>, now: SystemTime, out: &mut Vec<u8>) {
+        line.write_json(now, out);
+    }
 }
 
-/// The access fields of a request's one log line.
-#[derive(Debug, Clone, Copy)]
-pub struct Access<'a> {
-    pub request_id: &'a str,
-    pub method: &'a str,
-    pub path: &'a str,
-    pub status: u16,
-    pub duration_ms: f64,
+/// Where requests' lines go: the server's format and its writer.
+#[derive(Debug, Clone)]
+pub struct RequestLog {
+    format: Arc<dyn LogFormat>,
+    writer: LogWriter,
 }
 
-impl Access<'_> {
-    /// The line of a request that ended without an error.
-    pub fn write(&self) {
-        tracing::info!(
-            request_id = %self.request_id,
-            method = %self.method,
-            path = %self.path,
-            status = self.status,
-            duration_ms = self.duration_ms,
-            "request"
-        );
+impl RequestLog {
+    pub fn new(format: Arc<dyn LogFormat>, writer: LogWriter) -> RequestLog {
+        RequestLog { format, writer }
+    }
+
+    /// Formats `line` and queues it: an error's line waits for room in the queue, an access
+    /// line may be dropped (and counted) when the sink falls behind.
+    pub fn write(&self, line: &RequestLine<'_>) {
+        let mut out = Vec::with_capacity(320);
+        self.format.request_line(line, SystemTime::now(), &mut out);
+        self.writer.write_line(&out, line.error.is_some());
     }
 }
 

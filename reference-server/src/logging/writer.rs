@@ -19,7 +19,7 @@
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{Level, Metadata};
 use tracing_subscriber::fmt::MakeWriter;
@@ -158,6 +158,11 @@ impl LogWriter {
         self.handle.shared.lock().dropped
     }
 
+    /// Queues one formatted line; `keep`: wait for room rather than drop the line.
+    pub fn write_line(&self, line: &[u8], keep: bool) {
+        let _ = self.line(keep).write(line);
+    }
+
     /// A writer for one line; `keep`: wait for room rather than drop the line.
     fn line(&self, keep: bool) -> LineWriter<'_> {
         LineWriter {
@@ -281,30 +286,15 @@ fn dropped_note(dropped: u64, now: SystemTime) -> String {
 
 /// `2026-08-04T10:11:12.123456Z` (UTC, microseconds).
 fn rfc3339(t: SystemTime) -> String {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rest / 3_600,
-        rest / 60 % 60,
-        rest % 60,
-        since.subsec_micros()
-    )
+    let mut out = Vec::with_capacity(27);
+    super::write_rfc3339(t, &mut out);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     /// A sink the test can stall: every write waits for the lock the test may hold.
     #[derive(Clone, Default)]

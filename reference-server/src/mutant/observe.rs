@@ -1,13 +1,15 @@
 //! Broken observability: no request id, no Server-Timing, plain-text logs.
 
 use std::borrow::Cow;
+use std::io::Write;
+use std::time::SystemTime;
 
 use axum::http::HeaderValue;
 use plimsoll_spec::Contract;
 use tracing::Dispatch;
 
 use crate::claims::{Claims, Truthful};
-use crate::logging::{LogFormat, LogWriter, subscriber};
+use crate::logging::{LogFormat, LogWriter, RequestLine, subscriber, write_rfc3339};
 
 /// F4: no `X-Request-Id` (every other claim truthful).
 #[derive(Debug)]
@@ -60,5 +62,33 @@ pub struct PlainText;
 impl LogFormat for PlainText {
     fn dispatch(&self, writer: LogWriter) -> Dispatch {
         Dispatch::new(subscriber().with_writer(writer).finish())
+    }
+
+    /// `tracing`'s default text: timestamp, level, message, then `name=value` pairs.
+    fn request_line(&self, line: &RequestLine<'_>, now: SystemTime, out: &mut Vec<u8>) {
+        write_rfc3339(now, out);
+        let _ = write!(
+            out,
+            " {:>5} {} request_id={} status={}",
+            line.level(),
+            line.message(),
+            line.request_id,
+            line.status
+        );
+        if let Some(e) = &line.error {
+            let _ = write!(
+                out,
+                " stage={} error={} stack={} code={}",
+                e.stage, e.error, e.stack, e.code
+            );
+        }
+        if let Some(a) = &line.access {
+            let _ = write!(
+                out,
+                " method={} path={} duration_ms={}",
+                a.method, a.path, a.duration_ms
+            );
+        }
+        out.push(b'\n');
     }
 }

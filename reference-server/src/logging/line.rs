@@ -1,0 +1,204 @@
+//! A request's one log line (F3, F4), formatted straight from its fields. It is on every
+//! request's path, refusals included: through `tracing`'s JSON formatter (field visitors,
+//! `Debug` strings re-escaped, a thread-local dispatcher) it cost about a ninth of a refusal
+//! (`ci/bench-refusals.sh` with `PERF=`, docs/benchmarks.md). `tracing` keeps the server's other
+//! lines (lifecycle notes, warnings), which are rare.
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// What a request's line says: its id and status, the error's F3 fields if it failed, and its
+/// access fields if it passed the access-log middleware.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLine<'a> {
+    pub request_id: &'a str,
+    pub status: u16,
+    pub error: Option<ErrorFields<'a>>,
+    pub access: Option<Access<'a>>,
+}
+
+/// The F3 fields of a failed request.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorFields<'a> {
+    /// The failed stage, `admission` or `request`.
+    pub stage: &'a str,
+    pub error: &'a str,
+    /// A backtrace when the contract's `stack` is on, empty otherwise.
+    pub stack: &'a str,
+    pub code: &'a str,
+    pub pool: Option<&'a str>,
+}
+
+/// The access fields of a request's line.
+#[derive(Debug, Clone, Copy)]
+pub struct Access<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub duration_ms: f64,
+}
+
+impl RequestLine<'_> {
+    /// ERROR for a failed request, INFO otherwise.
+    pub fn level(&self) -> &'static str {
+        if self.error.is_some() {
+            "ERROR"
+        } else {
+            "INFO"
+        }
+    }
+
+    pub fn message(&self) -> &'static str {
+        if self.error.is_some() {
+            "request failed"
+        } else {
+            "request"
+        }
+    }
+
+    /// One JSON object and a newline: `timestamp`, `level`, `message`, `request_id`, `status`,
+    /// then the F3 fields and the access fields that are present.
+    // clause: F3 — one JSON line per error: request_id, stage, error, stack (by LOG_STACK)
+    pub fn write_json(&self, now: SystemTime, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"timestamp\":\"");
+        write_rfc3339(now, out);
+        out.extend_from_slice(b"\",\"level\":\"");
+        out.extend_from_slice(self.level().as_bytes());
+        out.extend_from_slice(b"\",\"message\":\"");
+        out.extend_from_slice(self.message().as_bytes());
+        out.push(b'"');
+        field(out, "request_id", self.request_id);
+        field(out, "status", self.status);
+        if let Some(e) = &self.error {
+            field(out, "stage", e.stage);
+            field(out, "error", e.error);
+            field(out, "stack", e.stack);
+            field(out, "code", e.code);
+            if let Some(pool) = e.pool {
+                field(out, "pool", pool);
+            }
+        }
+        if let Some(a) = &self.access {
+            field(out, "method", a.method);
+            field(out, "path", a.path);
+            field(out, "duration_ms", a.duration_ms);
+        }
+        out.extend_from_slice(b"}\n");
+    }
+}
+
+/// `,"name":value`, the value escaped by serde_json.
+fn field(out: &mut Vec<u8>, name: &str, value: impl Serialize) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    // Writing into a Vec cannot fail, and these values always serialize.
+    let _ = serde_json::to_writer(&mut *out, &value);
+}
+
+/// `2026-08-04T10:11:12.123456Z` (UTC, microseconds).
+pub fn write_rfc3339(t: SystemTime, out: &mut Vec<u8>) {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    let _ = write!(
+        out,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rest / 3_600,
+        rest / 60 % 60,
+        rest % 60,
+        since.subsec_micros()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn parse(line: &RequestLine<'_>) -> serde_json::Value {
+        let mut out = Vec::new();
+        line.write_json(
+            UNIX_EPOCH + Duration::from_micros(1_764_547_200_000_123),
+            &mut out,
+        );
+        assert_eq!(out.last(), Some(&b'\n'));
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    #[test]
+    fn an_error_line_has_the_f3_fields_and_the_access_fields_escaped() {
+        let line = RequestLine {
+            request_id: "req-\"1\"",
+            status: 503,
+            error: Some(ErrorFields {
+                stage: "admission",
+                error: "pool full\nline two",
+                stack: "",
+                code: "overloaded",
+                pool: Some("digitize"),
+            }),
+            access: Some(Access {
+                method: "POST",
+                path: "/v1/digitize",
+                duration_ms: 0.25,
+            }),
+        };
+        assert_eq!(
+            parse(&line),
+            serde_json::json!({
+                "timestamp": "2025-12-01T00:00:00.000123Z", "level": "ERROR",
+                "message": "request failed", "request_id": "req-\"1\"", "status": 503,
+                "stage": "admission", "error": "pool full\nline two", "stack": "",
+                "code": "overloaded", "pool": "digitize", "method": "POST",
+                "path": "/v1/digitize", "duration_ms": 0.25,
+            })
+        );
+    }
+
+    #[test]
+    fn an_access_line_has_no_error_fields_and_an_unrouted_error_no_access_fields() {
+        let ok = RequestLine {
+            request_id: "a",
+            status: 200,
+            error: None,
+            access: Some(Access {
+                method: "GET",
+                path: "/healthz",
+                duration_ms: 1.0,
+            }),
+        };
+        let v = parse(&ok);
+        assert_eq!(
+            (&v["level"], &v["message"]),
+            (&"INFO".into(), &"request".into())
+        );
+        assert!(v.get("stage").is_none() && v.get("error").is_none());
+        let unrouted = RequestLine {
+            request_id: "b",
+            status: 400,
+            error: Some(ErrorFields {
+                stage: "request",
+                error: "bad hook",
+                stack: "",
+                code: "invalid_parameter",
+                pool: None,
+            }),
+            access: None,
+        };
+        let v = parse(&unrouted);
+        assert!(v.get("method").is_none() && v.get("pool").is_none());
+        assert_eq!(v["stage"], "request");
+    }
+}
