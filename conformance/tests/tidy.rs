@@ -120,7 +120,7 @@ fn broken_variants_are_behind_the_mutants_feature() {
 }
 
 /// Architecture invariant: modules import downwards. The relay protocol and the bridge never
-/// import the HTTP layer (the router reaches the bridge through the state), and the checks never
+/// import the HTTP layer (the API reaches the bridge through the state), and the checks never
 /// import the reference server: they see any implementation only through HTTP.
 #[test]
 fn imports_point_downwards() {

@@ -12,7 +12,6 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -21,6 +20,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+use crate::http::Api;
 
 /// The connection bounds a server enforces.
 pub trait ConnectionPolicy: Debug + Send + Sync {
@@ -50,7 +51,7 @@ impl ConnectionPolicy for ContractConnections {
 /// have (upgraded relay sockets are no longer connections here: the server drains them).
 pub async fn serve(
     listener: TcpListener,
-    app: Router,
+    app: Api,
     policy: &dyn ConnectionPolicy,
     bounds: &ConnectionBounds,
     stop: CancellationToken,
@@ -98,7 +99,7 @@ pub async fn serve(
 
 async fn serve_one(
     stream: TcpStream,
-    app: Router,
+    app: Api,
     head_timeout: Option<Duration>,
     stop: CancellationToken,
     _place: Option<tokio::sync::OwnedSemaphorePermit>,

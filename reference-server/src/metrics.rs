@@ -44,6 +44,9 @@ pub struct Metrics {
     pub requests: Family<OutcomeLabels, Counter>,
     pub cancellations: Family<PoolLabel, Counter>,
     pub temp_files: Gauge,
+    /// Every `requests` series, taken from the family once: counting an answer is then one
+    /// atomic add, not a lock and a hash lookup (it is on every refusal's path).
+    outcomes: Vec<(Pool, Outcome, Counter)>,
 }
 
 impl Metrics {
@@ -58,6 +61,7 @@ impl Metrics {
             requests: Family::default(),
             cancellations: Family::default(),
             temp_files: Gauge::default(),
+            outcomes: Vec::new(),
         };
         let r = &mut m.registry;
         for (name, gauges) in [
@@ -81,6 +85,14 @@ impl Metrics {
             m.cancellations.clone(),
         );
         register(r, contract, MetricName::TempFiles, m.temp_files.clone());
+        m.outcomes = Pool::ALL
+            .into_iter()
+            .flat_map(|pool| Outcome::ALL.map(|outcome| (pool, outcome)))
+            .map(|(pool, outcome)| {
+                let counter = m.requests.get_or_create(&outcome_labels(pool, outcome));
+                (pool, outcome, counter.clone())
+            })
+            .collect();
         m
     }
 
@@ -95,9 +107,17 @@ impl Metrics {
 
     /// Counts one finished request.
     pub fn outcome(&self, pool: Pool, outcome: Outcome) {
-        self.requests
-            .get_or_create(&outcome_labels(pool, outcome))
-            .inc();
+        match self
+            .outcomes
+            .iter()
+            .find(|(p, o, _)| *p == pool && *o == outcome)
+        {
+            Some((_, _, counter)) => counter.inc(),
+            None => self
+                .requests
+                .get_or_create(&outcome_labels(pool, outcome))
+                .inc(),
+        };
     }
 
     /// Counts one request whose client went away before its answer.

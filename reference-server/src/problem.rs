@@ -4,12 +4,12 @@
 //! [`Responder`]; what the answer says is the [`ErrorMapper`] seam ([`ContractAnswers`]).
 //!
 //! A request has one log line at most. The error's F3 fields ([`ErrorLine`]) ride on its response
-//! to the access-log middleware (`http::observe`), which writes them together with what the
-//! access line would have said; a response that never passes the middleware is logged by
-//! [`log_unrouted`].
+//! to the API's front (`http::Api`), which writes them together with what the access line
+//! would have said; a response that never passes through it is logged by [`log_unrouted`].
 
 use std::fmt::Debug;
 
+use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use plimsoll_spec::{Contract, ErrorCode, PROBLEM_CONTENT_TYPE, Pool, Problem};
@@ -98,7 +98,13 @@ impl Responder<'_> {
         if let Some(pool) = error.pool {
             self.metrics.outcome(pool, error.outcome());
         }
-        let mut response = (answer.status, axum::Json(answer.body)).into_response();
+        // A problem body is a few hundred bytes: one buffer of that size, no regrowth.
+        let mut body = Vec::with_capacity(512);
+        if let Err(e) = serde_json::to_writer(&mut body, &answer.body) {
+            // A `Problem` always serializes; were it ever not to, the client still gets a body.
+            body = format!("{{\"error\":\"{e}\"}}").into_bytes();
+        }
+        let mut response = (answer.status, Body::from(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,
@@ -159,7 +165,7 @@ impl ErrorLine {
     }
 }
 
-/// Writes the error line of a response that never passes the access-log middleware (a relay
+/// Writes the error line of a response that never passes through the API (a relay
 /// envelope answered before it reached the router).
 pub fn log_unrouted(log: &RequestLog, response: &mut Response) {
     if let Some(line) = response.extensions_mut().remove::<ErrorLine>() {

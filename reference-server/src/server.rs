@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::logging::LogWriter;
-use crate::state::AppState;
+use crate::state::{ApiService, AppState};
 
 /// A configured server, ready to serve.
 pub struct Server {
@@ -59,8 +59,8 @@ impl Server {
         });
         let stopping = CancellationToken::new();
         // Built once; the relay bridge performs its envelopes against the same router.
-        let app = crate::http::router(state.clone());
-        state.api.set(app.clone());
+        let app = crate::http::Api::new(state.clone());
+        state.api.set(ApiService::new(app.clone()));
         let _detach = DetachApi(state.clone());
         let policy = state.config.components().connections.clone();
         let bounds = state.config.contract.clauses.b4.value.clone();

@@ -1,14 +1,17 @@
 //! What every request handler shares: the effective contract, the pools, metrics, the log.
 
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::Router;
+use axum::extract::Request;
 use axum::http::HeaderName;
+use axum::response::Response;
 use plimsoll_spec::Pool;
 use plimsoll_spec::model::OverflowPolicy;
 use tokio_util::sync::CancellationToken;
+use tower::util::BoxCloneSyncService;
 use tracing::Dispatch;
 
 use crate::admission::{PoolSpec, WorkerPool};
@@ -36,7 +39,7 @@ pub struct Inner {
     /// Requests' lines, to the same writer.
     pub requests: RequestLog,
     pub headers: ContractHeaders,
-    /// This server's router, for the relay bridge.
+    /// This server's API, for the relay bridge.
     pub api: ApiHandle,
     next_id: AtomicU64,
     id_prefix: String,
@@ -143,7 +146,13 @@ impl AppState {
     /// A fresh request id: unique per process run, sortable by arrival.
     pub fn new_request_id(&self) -> String {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        format!("req-{}-{n:06}", self.id_prefix)
+        // `req-{prefix}-{n:06}`, without `format!`: one of these per request.
+        let mut id = Vec::with_capacity(self.id_prefix.len() + 12);
+        id.extend_from_slice(b"req-");
+        id.extend_from_slice(self.id_prefix.as_bytes());
+        id.push(b'-');
+        crate::logging::push_padded(&mut id, n, 6);
+        String::from_utf8(id).unwrap_or_default()
     }
 }
 
@@ -198,23 +207,26 @@ fn header_name(name: &str) -> HeaderName {
         .unwrap_or_else(|_| HeaderName::from_static("x-plimsoll-invalid-header-name"))
 }
 
-/// The server's router, built once by `server` and handed to the relay bridge, which performs
-/// envelopes against it in-process (same routes, middleware and hooks as HTTP). The router holds
-/// this state, so the handle is cleared when serving ends, breaking that cycle.
+/// The server's API, built once by `server` and handed to the relay bridge, which performs
+/// envelopes against it in-process (same routes, request ids, log lines and hooks as HTTP). The
+/// API holds this state, so the handle is cleared when serving ends, breaking that cycle.
 #[derive(Default)]
-pub struct ApiHandle(RwLock<Option<Router>>);
+pub struct ApiHandle(RwLock<Option<ApiService>>);
+
+/// The server's API as the bridge calls it: a service, so the bridge never names the HTTP layer.
+pub type ApiService = BoxCloneSyncService<Request, Response, Infallible>;
 
 impl ApiHandle {
-    pub fn set(&self, router: Router) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(router);
+    pub fn set(&self, api: ApiService) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(api);
     }
 
     pub fn clear(&self) {
         self.0.write().unwrap_or_else(|e| e.into_inner()).take();
     }
 
-    /// The router, while the server serves.
-    pub fn router(&self) -> Option<Router> {
+    /// The API, while the server serves.
+    pub fn get(&self) -> Option<ApiService> {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }

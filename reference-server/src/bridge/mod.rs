@@ -2,8 +2,8 @@
 //! whose pieces live in [`crate::relay`].
 //!
 //! A client sends `relay-http-request` envelopes as JSON text messages on one WebSocket; the
-//! server performs each against its own HTTP API (in-process, through the same router, so
-//! middleware and test hooks apply) and answers with `relay-http-response` frames matched by
+//! server performs each against its own HTTP API (in-process, through the same `http::Api`, so
+//! request ids, log lines and test hooks apply) and answers with `relay-http-response` frames matched by
 //! `request_id`.
 //!
 //! - The receive loop (`connection`) only parses envelopes and enqueues them on the relay pool
@@ -25,7 +25,6 @@ mod worker;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
@@ -37,7 +36,7 @@ use tracing::instrument::WithSubscriber;
 
 use crate::relay::writer::FrameWriter;
 use crate::relay::{envelope, frames};
-use crate::state::AppState;
+use crate::state::{ApiService, AppState};
 
 /// Upgrades to a WebSocket and serves the relay protocol on it.
 pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
@@ -45,8 +44,8 @@ pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Res
         let dispatch = state.dispatch.clone();
         async move {
             // Only missing once serving has ended: nothing is left to relay to.
-            if let Some(router) = state.api.router() {
-                connection(state, router, socket).await;
+            if let Some(api) = state.api.get() {
+                connection(state, api, socket).await;
             }
         }
         .with_subscriber(dispatch)
@@ -56,8 +55,8 @@ pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Res
 /// What the receive loop and the workers of one socket share.
 struct Connection {
     state: AppState,
-    /// The server's own router; workers call it in-process.
-    router: Router,
+    /// The server's own API; workers call it in-process.
+    api: ApiService,
     writer: FrameWriter,
     /// Cancelled when the socket is gone (read side ended, a write failed) or the server stops.
     gone: CancellationToken,
@@ -114,10 +113,10 @@ impl Connection {
 }
 
 /// The receive loop of one socket.
-async fn connection(state: AppState, router: Router, socket: WebSocket) {
+async fn connection(state: AppState, api: ApiService, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let conn = Arc::new(Connection {
-        router,
+        api,
         writer: FrameWriter::new(sink),
         gone: state.shutdown.child_token(),
         id: state.new_request_id(),

@@ -101,7 +101,7 @@ async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit:
             () = state.shutdown.cancelled() => return,
         }
     }
-    let response = match conn.router.clone().oneshot(envelope.request).await {
+    let response = match conn.api.clone().oneshot(envelope.request).await {
         Ok(response) => response,
         Err(never) => match never {},
     };

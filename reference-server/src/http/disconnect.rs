@@ -8,7 +8,7 @@
 //! server itself is stopping is neither.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use plimsoll_spec::{Outcome, Pool};
@@ -19,7 +19,9 @@ use crate::state::AppState;
 
 /// Armed from the request's arrival at its pool until its answer is ready.
 pub struct DisconnectGuard {
-    job: CancellationToken,
+    /// The job's cancellation token, a child of the server's shutdown token: made when first
+    /// asked for, so a request refused at once (T3) never touches the shared parent.
+    job: OnceLock<CancellationToken>,
     /// Set when the client went away (as opposed to a deadline or shutdown cancel).
     client_gone: Arc<AtomicBool>,
     armed: Mutex<Armed>,
@@ -37,15 +39,20 @@ struct Armed {
 }
 
 impl DisconnectGuard {
-    /// A disarmed guard for the job `job` of `pool`.
-    pub fn new(state: &AppState, pool: Pool, job: CancellationToken) -> DisconnectGuard {
+    /// A disarmed guard for a job of `pool`.
+    pub fn new(state: &AppState, pool: Pool) -> DisconnectGuard {
         DisconnectGuard {
-            job,
+            job: OnceLock::new(),
             client_gone: Arc::new(AtomicBool::new(false)),
             armed: Mutex::new(Armed::default()),
             state: state.clone(),
             pool,
         }
+    }
+
+    /// The job's cancellation token (cancelled when the server's drain time is up).
+    pub fn job(&self) -> &CancellationToken {
+        self.job.get_or_init(|| self.state.shutdown.child_token())
     }
 
     fn lock(&self) -> MutexGuard<'_, Armed> {
@@ -87,7 +94,7 @@ impl Drop for DisconnectGuard {
         };
         self.client_gone.store(true, Ordering::SeqCst);
         let parts = self.state.components();
-        parts.disconnect.client_gone(&self.job);
+        parts.disconnect.client_gone(self.job());
         if let Some(slot) = &slot {
             parts.slot_release.client_gone(slot, self.pool);
         }

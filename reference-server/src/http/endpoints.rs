@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::Extension;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::body::Bytes;
+use axum::extract::{Query, Request, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use plimsoll_spec::model::Param;
 use plimsoll_spec::{Contract, ErrorCode, ExportFormat, Outcome, Pool};
@@ -48,26 +48,33 @@ pub trait Endpoint {
     fn respond(output: Self::Output) -> Response;
 }
 
-/// The handler of every pipeline endpoint: intake, then the job, then the answer. A success is
-/// counted and stamped with `Server-Timing`; an error is answered by [`crate::problem`].
+/// The pipeline endpoint `E` as an axum handler (its route in the router; [`super::Api`]
+/// answers its POSTs before the router, through [`serve`]).
 pub async fn handle<E: Endpoint>(
     State(state): State<AppState>,
     Extension(RequestId(id)): Extension<RequestId>,
-    query: Params,
-    headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Response {
+    serve::<E>(&state, &id, request).await
+}
+
+/// Every pipeline endpoint: intake, then the job, then the answer. A success is counted and
+/// stamped with `Server-Timing`; an error is answered by [`crate::problem`].
+pub async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let query: Params = Query::try_from_uri(&parts.uri);
+    let headers = &parts.headers;
     let contract = &state.config.contract;
     let (content_types, limit) = E::upload_limits(contract);
     let read_timeout = Duration::from_millis(contract.clauses.b1.value.upload_read_timeout_ms);
-    let upload = Upload::new(body, &headers, limit, read_timeout);
+    let upload = Upload::new(body, headers, limit, read_timeout);
     let ran = async {
         let Prepared { hooks, params } =
-            intake::prepare(&state, &id, E::POOL, query, &headers, content_types, |q| {
+            intake::prepare(state, id, E::POOL, query, headers, content_types, |q| {
                 E::params(contract, q)
             })?;
         let job = E::job(contract);
-        run::run_job(&state, &id, job, hooks, upload, move |ctx, body| {
+        run::run_job(state, id, job, hooks, upload, move |ctx, body| {
             E::work(ctx, body, params)
         })
         .await
@@ -76,7 +83,7 @@ pub async fn handle<E: Endpoint>(
         Ok((output, timing)) => {
             state.metrics.outcome(E::POOL, Outcome::Ok);
             let mut response = E::respond(output);
-            timing.stamp(&state, &mut response);
+            timing.stamp(state, &mut response);
             response
         }
         Err(e) => state.problems().respond(e),

@@ -60,8 +60,7 @@ where
     F: FnOnce(&mut JobContext, Bytes) -> Result<T, JobError> + Send + 'static,
 {
     let parts = state.components();
-    let cancel = state.shutdown.child_token();
-    let guard = DisconnectGuard::new(state, job.pool, cancel.clone());
+    let guard = DisconnectGuard::new(state, job.pool);
     let answer = |result: Result<_, ErrorKind>| {
         guard.disarm();
         result.map_err(|kind| ApiError::new(id, Some(job.pool), kind))
@@ -77,6 +76,7 @@ where
     };
     let started = permit.granted();
     let deadline = parts.deadline.deadline(arrived, started, job.timeout);
+    let cancel = guard.job().clone();
     let ctx = match job_context(state, &job, cancel.clone(), deadline, hooks) {
         Ok(ctx) => ctx,
         Err(kind) => return answer(Err(kind)),

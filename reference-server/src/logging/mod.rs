@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use tracing::Dispatch;
 use tracing_subscriber::fmt::SubscriberBuilder;
 
-pub use line::{Access, ErrorFields, RequestLine, write_rfc3339};
+pub use line::{Access, ErrorFields, RequestLine, push_padded, write_rfc3339};
 pub use writer::LogWriter;
 
 /// Where the structured log goes.
