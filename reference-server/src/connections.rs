@@ -85,11 +85,14 @@ pub async fn serve(
                 }
             },
         };
+        // Each connection watches a token of its own: the task polls it every time it wakes,
+        // and a child's lock is its own, where the shared token's would be taken by every
+        // connection on every request (3 % of a refusal's cost, docs/benchmarks.md).
         open.spawn(serve_one(
             stream,
             app.clone(),
             head_timeout,
-            stop.clone(),
+            stop.child_token(),
             place,
         ));
     }

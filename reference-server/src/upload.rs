@@ -46,6 +46,8 @@ impl Upload {
         } = self;
         // Past this much, stop draining and let the connection close.
         let drain_cap = limit.saturating_mul(4);
+        // A body that arrives as one frame (most do) is kept as that frame, without a copy.
+        let mut first: Option<Bytes> = None;
         let mut kept = Vec::new();
         let mut seen: u64 = 0;
         let read = async {
@@ -54,7 +56,14 @@ impl Upload {
                 if let Ok(data) = frame.into_data() {
                     seen += data.len() as u64;
                     if seen <= limit && declared.is_none_or(|n| n <= limit) {
-                        kept.extend_from_slice(&data);
+                        match first.take() {
+                            None if kept.is_empty() => first = Some(data),
+                            Some(earlier) => {
+                                kept.extend_from_slice(&earlier);
+                                kept.extend_from_slice(&data);
+                            }
+                            None => kept.extend_from_slice(&data),
+                        }
                     } else if seen > drain_cap {
                         break;
                     }
@@ -86,12 +95,13 @@ impl Upload {
                 format!("the upload is larger than {limit} bytes"),
             ));
         }
-        if kept.is_empty() {
+        let body = first.unwrap_or_else(|| Bytes::from(kept));
+        if body.is_empty() {
             return Err(ErrorKind::rejected(
                 ErrorCode::EmptyBody,
                 "the request body is empty",
             ));
         }
-        Ok(Bytes::from(kept))
+        Ok(body)
     }
 }

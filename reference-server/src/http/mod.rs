@@ -100,7 +100,8 @@ impl Api {
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             }),
         });
-        let value = HeaderValue::from_str(&id).ok();
+        // The id's own bytes become the header's, without a copy.
+        let value = HeaderValue::from_maybe_shared(Bytes::from(id)).ok();
         if let Some(value) = value.and_then(|v| state.components().claims.request_id(v)) {
             response.headers_mut().insert(header.clone(), value);
         }

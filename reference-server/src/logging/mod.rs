@@ -8,6 +8,7 @@
 mod line;
 mod writer;
 
+use std::cell::RefCell;
 use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,9 +72,17 @@ impl RequestLog {
     /// Formats `line` and queues it: an error's line waits for room in the queue, an access
     /// line may be dropped (and counted) when the sink falls behind.
     pub fn write(&self, line: &RequestLine<'_>) {
-        let mut out = Vec::with_capacity(320);
-        self.format.request_line(line, SystemTime::now(), &mut out);
-        self.writer.write_line(&out, line.error.is_some());
+        thread_local! {
+            /// Each thread formats its lines in one buffer, reused: no allocation per line.
+            static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(512));
+        }
+        LINE.with_borrow_mut(|out| {
+            out.clear();
+            self.format.request_line(line, SystemTime::now(), out);
+            self.writer.write_line(out, line.error.is_some());
+            // A line with a long backtrace (LOG_STACK=1) does not keep its buffer's size.
+            out.shrink_to(64 * 1024);
+        });
     }
 }
 
