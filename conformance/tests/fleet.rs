@@ -11,15 +11,14 @@
 
 mod common;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Process, failed, free_port, serve, wait_listening, why};
+use common::{Process, failed, free_port, result, serial, serve, wait_listening, why};
 use plimsoll_conformance::load::prediction::Balancer;
 use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
-use plimsoll_conformance::verdict::RunReport;
+use plimsoll_conformance::verdict::{CheckResult, RunReport};
 
 /// How hard a run loads the fleet: always the overload profile (200 ms holds), at its own
 /// 3 × capacity for 6 s (about 800 attempts counted), or at 0.7 × capacity for 12 s (about 480),
@@ -40,20 +39,6 @@ impl Load {
             Load::Below => (Some(0.7), 12.0),
         }
     }
-}
-
-/// One load test at a time, shared with `tests/load.rs`: both measure refusal rates and
-/// latency, which two runs at once on a small machine would disturb.
-fn serial() -> File {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plimsoll-load-tests.lock");
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .unwrap();
-    file.lock().unwrap();
-    file
 }
 
 /// Debian's nginx, or a failure saying how to get it.
@@ -161,11 +146,7 @@ fn assert_fleet_passes(report: &RunReport, urls: &[String], model: &str) {
         why(report)
     );
     assert_eq!(report.skipped(), 0, "{}", why(report));
-    let refusals = report
-        .results
-        .iter()
-        .find(|r| r.id == "L-overload.refusals")
-        .unwrap();
+    let refusals = result(report, "L-overload.refusals");
     assert!(refusals.expected.contains(model), "{}", refusals.expected);
     for url in urls {
         for aspect in ["busy-limit", "recovery"] {
@@ -213,11 +194,10 @@ async fn a_replica_with_one_worker_too_many_fails_its_own_verdict() {
     ] {
         assert!(failed.contains(&id), "{id} passed\n{}", why(&report));
     }
-    let busy = report
-        .results
-        .iter()
-        .find(|r| r.id == format!("L-overload.replica[{oversized}].busy-limit"))
-        .unwrap();
+    let busy = result(
+        &report,
+        &format!("L-overload.replica[{oversized}].busy-limit"),
+    );
     assert!(
         format!("{:?}", busy.verdict).contains(&format!("replica {oversized}")),
         "{:?}",
@@ -231,12 +211,8 @@ async fn a_replica_with_one_worker_too_many_fails_its_own_verdict() {
 }
 
 /// The overload profile's refusals verdict of a run.
-fn refusals(report: &RunReport) -> &plimsoll_conformance::verdict::CheckResult {
-    report
-        .results
-        .iter()
-        .find(|r| r.id == "L-overload.refusals")
-        .unwrap()
+fn refusals(report: &RunReport) -> &CheckResult {
+    result(report, "L-overload.refusals")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,29 +5,14 @@
 
 mod common;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use common::{Process, failed, serve, why};
+use common::{Process, failed, result, serial, serve, why};
 use plimsoll_conformance::load::{LoadArgs, ProfileName, embedded_config, execute};
 use plimsoll_conformance::verdict::RunReport;
 use plimsoll_server::{Config, Mutant};
-
-/// One load test at a time: profiles measure latency and refusal rates, and two running at
-/// once on a small machine would disturb each other's figures.
-fn serial() -> File {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plimsoll-load-tests.lock");
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .unwrap();
-    file.lock().unwrap();
-    file
-}
 
 async fn run(profile: ProfileName, duration: Option<f64>, config: Config) -> RunReport {
     let mut args = LoadArgs::new(profile);
@@ -74,7 +59,7 @@ async fn burst_admits_exactly_the_workers() {
     let _lock = serial();
     let report = run(ProfileName::Burst, None, embedded_config().unwrap()).await;
     assert_passes(&report);
-    let burst = report.results.iter().find(|r| r.id == "L-burst").unwrap();
+    let burst = result(&report, "L-burst");
     assert!(
         burst.observed.contains("4/16, 4/16, 4/16"),
         "{}",
@@ -90,7 +75,7 @@ async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
     let config = plimsoll_conformance::check::embedded_config(false).unwrap();
     let report = run(ProfileName::Burst, None, config).await;
     assert_passes(&report);
-    let burst = report.results.iter().find(|r| r.id == "L-burst").unwrap();
+    let burst = result(&report, "L-burst");
     assert!(
         burst.observed.contains("6/16, 6/16, 6/16"),
         "{}",
@@ -103,11 +88,7 @@ async fn steady_matches_the_prediction() {
     let _lock = serial();
     let report = run(ProfileName::Steady, Some(10.0), embedded_config().unwrap()).await;
     assert_passes(&report);
-    let r = report
-        .results
-        .iter()
-        .find(|r| r.id == "L-steady.refusals")
-        .unwrap();
+    let r = result(&report, "L-steady.refusals");
     assert!(r.expected.contains("Engset"), "{}", r.expected);
 }
 
@@ -139,11 +120,7 @@ async fn overload_on_locust_with_two_workers_passes_like_goose() {
     let _lock = serial();
     let report = run_on_locust(ProfileName::Overload, 8.0, embedded_config().unwrap()).await;
     assert_passes(&report);
-    let refusals = report
-        .results
-        .iter()
-        .find(|r| r.id == "L-overload.refusals")
-        .unwrap();
+    let refusals = result(&report, "L-overload.refusals");
     assert!(
         refusals
             .evidence
@@ -170,11 +147,7 @@ async fn soak_stays_flat_and_gives_every_slot_back() {
     let _lock = serial();
     let report = run(ProfileName::Soak, Some(8.0), embedded_config().unwrap()).await;
     assert_passes(&report);
-    let temp = report
-        .results
-        .iter()
-        .find(|r| r.id == "L-soak.temp-files")
-        .unwrap();
+    let temp = result(&report, "L-soak.temp-files");
     assert!(
         !temp.evidence[0].starts_with("0 requests abandoned"),
         "{:?}",
