@@ -45,7 +45,7 @@ threads=${WRK_THREADS:-1}
 
 bin=${PLIMSOLL_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build --release --quiet -p plimsoll-conformance
+  cargo build --release --quiet -p plimsoll
   bin=target/release/plimsoll
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

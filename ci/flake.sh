@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-10}
-cargo build --quiet -p plimsoll-conformance
+cargo build --quiet -p plimsoll
 bin=target/debug/plimsoll
 passed=0
 failed=0

@@ -27,7 +27,7 @@ fi
 
 bin=${PLIMSOLL_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build --quiet -p plimsoll-conformance
+  cargo build --quiet -p plimsoll
   bin=target/debug/plimsoll
 fi
 

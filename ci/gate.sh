@@ -34,8 +34,8 @@ read -r -a load_extra <<< "${LOAD_ARGS:-}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ -z "${PLIMSOLL_BIN:-}" ]]; then
-  echo "==> building plimsoll (cargo build --release -p plimsoll-conformance)"
-  (cd "$root" && cargo build --release --quiet -p plimsoll-conformance) || exit 2
+  echo "==> building plimsoll (cargo build --release -p plimsoll)"
+  (cd "$root" && cargo build --release --quiet -p plimsoll) || exit 2
   PLIMSOLL_BIN="$root/target/release/plimsoll"
 fi
 if [[ ! -x "$PLIMSOLL_BIN" ]]; then

@@ -56,7 +56,7 @@ judge() {
 }
 
 [ -x "$bin" ] || {
-  echo "openapi-judges: no plimsoll binary at $bin (build it: cargo build -p plimsoll-conformance)" >&2
+  echo "openapi-judges: no plimsoll binary at $bin (build it: cargo build -p plimsoll)" >&2
   exit 2
 }
 started=$(date +%s)

@@ -4,16 +4,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use plimsoll_server::Config;
-
 pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, CheckId, Run};
 use crate::checks::selected;
+use crate::remote::Target;
 use crate::report::{ReportFiles, terminal};
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Subject, SubjectArgs};
-use crate::target::Target;
 use crate::verdict::{CheckResult, RunReport};
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -70,30 +68,12 @@ pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static st
     v
 }
 
-/// The embedded server's config: hooks on, scaled values; temp root and log are set at start.
-pub fn embedded_config(full_timeouts: bool) -> Result<Config, Fatal> {
-    let mut config = Config::from_overrides(&embedded_overrides(full_timeouts))
-        .map_err(|e| Fatal::Embedded(e.to_string()))?;
-    config.hooks_enabled = true;
-    Ok(config)
-}
-
-/// `plimsoll check` from the command line; returns the exit code.
-pub fn run(args: CheckArgs) -> u8 {
-    session::run_command(
-        "check",
-        &args.subject,
-        || embedded_config(args.full_timeouts),
-        |embedded| execute(&args, embedded),
-    )
-}
-
-/// Runs the suite against `args.subject.target`, or against a server started from `embedded`.
-pub async fn execute(args: &CheckArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
+/// Runs the suite against `subject` (an external target, or a server the binary started with
+/// [`embedded_overrides`]).
+pub async fn execute(args: &CheckArgs, subject: Subject) -> Result<RunReport, Fatal> {
     session::judge(
         &args.subject,
-        embedded,
-        args.server_log.clone(),
+        subject,
         &args.reports,
         async |source, subject| run_suite(args, source, subject).await,
     )

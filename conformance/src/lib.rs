@@ -2,11 +2,10 @@
 
 pub mod check;
 pub mod checks;
-pub mod cli;
 pub mod docs;
 pub mod load;
+pub mod remote;
 pub mod report;
-pub mod serve;
+pub mod rng;
 pub mod session;
-pub mod target;
 pub mod verdict;

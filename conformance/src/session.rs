@@ -4,10 +4,11 @@
 //! and the exit code. One lifecycle, so the two commands cannot drift apart.
 
 use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use plimsoll_server::{Config, Embedded};
 use plimsoll_spec::{Contract, EMBEDDED_TOML, Reconciliation};
 
 use crate::checks::contract;
@@ -44,15 +45,9 @@ pub struct SubjectArgs {
 }
 
 /// Runs a command that judges a target (`check`, `load`) from the command line: starts the
-/// runtime, starts the embedded server from `embedded` when no `--target` is given, runs
-/// `execute`, and maps the outcome to the exit code ([`EXIT_PASS`], [`EXIT_FAIL`],
-/// [`EXIT_CANNOT_PROCEED`] with a one-line reason on stderr).
-pub fn run_command<Fut>(
-    command: &str,
-    subject: &SubjectArgs,
-    embedded: impl FnOnce() -> Result<Config, Fatal>,
-    execute: impl FnOnce(Option<Config>) -> Fut,
-) -> u8
+/// runtime, runs `execute` on it, and maps the outcome to the exit code ([`EXIT_PASS`],
+/// [`EXIT_FAIL`], [`EXIT_CANNOT_PROCEED`] with a one-line reason on stderr).
+pub fn run_command<Fut>(command: &str, execute: impl FnOnce() -> Fut) -> u8
 where
     Fut: Future<Output = Result<RunReport, Fatal>>,
 {
@@ -63,14 +58,7 @@ where
             return EXIT_CANNOT_PROCEED;
         }
     };
-    let result = runtime.block_on(async {
-        let embedded = match subject.target {
-            Some(_) => None,
-            None => Some(embedded()?),
-        };
-        execute(embedded).await
-    });
-    match result {
+    match runtime.block_on(execute()) {
         Ok(report) if report.failed() > 0 => EXIT_FAIL,
         Ok(_) => EXIT_PASS,
         Err(e) => {
@@ -80,26 +68,18 @@ where
     }
 }
 
-/// One judged run: reads the contract, starts the subject (the embedded server from `embedded`,
-/// or `args.target`), runs `run` on them, stops the subject whatever happened, and writes the
-/// report files asked for.
+/// One judged run: reads the contract, runs `run` on it and the subject, stops the subject
+/// whatever happened, and writes the report files asked for.
 pub async fn judge(
     args: &SubjectArgs,
-    embedded: Option<Config>,
-    server_log: Option<PathBuf>,
+    subject: Subject,
     reports: &ReportFiles,
     run: impl AsyncFnOnce(&ContractSource, &Subject) -> Result<RunReport, Fatal>,
 ) -> Result<RunReport, Fatal> {
-    let source = ContractSource::read(args.contract.as_deref())?;
-    let subject = match embedded {
-        Some(config) => Subject::embedded(config).await?,
-        None => Subject::external(
-            args.target.as_deref().unwrap_or_default(),
-            args.temp_dir.clone(),
-            server_log,
-        )?,
+    let result = match ContractSource::read(args.contract.as_deref()) {
+        Ok(source) => run(&source, &subject).await,
+        Err(e) => Err(e),
     };
-    let result = run(&source, &subject).await;
     subject.finish().await;
     let report = result?;
     reports.write(&report)?;
@@ -179,26 +159,39 @@ impl fmt::Display for Mode {
     }
 }
 
+/// A subject the checker started itself and must stop when the run ends: the embedded
+/// reference server, which the `plimsoll` binary starts (this library never sees its type).
+pub trait Started: Send {
+    /// Stops the subject (drain, then cancel); the run waits for it before writing reports.
+    fn stop(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
 /// The implementation under test and what the checker may see of it besides HTTP.
 pub struct Subject {
+    /// Base URL, without a trailing slash.
     pub url: String,
+    /// Its temp folder, when the checker can see it (B1, B3, F1 count orphan files there).
     pub temp_dir: Option<PathBuf>,
+    /// Its log file, when the checker can read it (F3).
     pub server_log: Option<PathBuf>,
-    embedded: Option<Embedded>,
+    started: Option<Box<dyn Started>>,
 }
 
 impl Subject {
-    /// An embedded reference server started from `config` in a workspace of its own.
-    pub async fn embedded(config: Config) -> Result<Subject, Fatal> {
-        let server = Embedded::start(config)
-            .await
-            .map_err(|e| Fatal::Embedded(e.to_string()))?;
-        Ok(Subject {
-            url: server.url(),
-            temp_dir: Some(server.temp_dir()),
-            server_log: Some(server.log_path()),
-            embedded: Some(server),
-        })
+    /// A subject the checker started itself (see [`Started`]): its paths are its own, so they
+    /// are not probed.
+    pub fn started(
+        url: String,
+        temp_dir: PathBuf,
+        server_log: PathBuf,
+        started: Box<dyn Started>,
+    ) -> Subject {
+        Subject {
+            url,
+            temp_dir: Some(temp_dir),
+            server_log: Some(server_log),
+            started: Some(started),
+        }
     }
 
     /// Someone else's service at `url`. A temp folder or log file named on the command line
@@ -227,22 +220,23 @@ impl Subject {
             url: url.trim_end_matches('/').to_owned(),
             temp_dir,
             server_log,
-            embedded: None,
+            started: None,
         })
     }
 
+    /// Embedded when the checker started the subject, external otherwise.
     pub fn mode(&self) -> Mode {
-        if self.embedded.is_some() {
+        if self.started.is_some() {
             Mode::Embedded
         } else {
             Mode::External
         }
     }
 
-    /// Stops an embedded server (drain, then cancel); nothing for an external one.
+    /// Stops a subject the checker started; nothing for an external one.
     pub async fn finish(self) {
-        if let Some(server) = self.embedded {
-            let _ = server.shutdown().await;
+        if let Some(started) = self.started {
+            started.stop().await;
         }
     }
 }

@@ -1,27 +1,10 @@
-//! Connection bounds (B4): the accept loop that caps open connections, and the HTTP/1 settings
-//! that close a connection whose request head does not arrive in time.
-//!
-//! hyper has the head timer (`header_read_timeout`, which since hyper 1.4 runs from the
-//! connection's start and again after every response, so it also bounds an idle keep-alive
-//! connection); it has no connection cap, so the cap is a semaphore around `accept`. The
-//! connection is served by hyper's HTTP/1 builder rather than `axum::serve` because the latter
-//! exposes neither setting, and rather than hyper-util's auto (HTTP/1 or 2) builder because that
-//! one reads the protocol preface with no timer running: a silent client would be held for ever.
+//! Connection bounds (B4), the seam: how long a request head may take and how many connections
+//! are served at once. The accept loop that enforces them is [`crate::accept`].
 
 use std::fmt::Debug;
-use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use plimsoll_spec::model::ConnectionBounds;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-
-use crate::http::Api;
 
 /// The connection bounds a server enforces.
 pub trait ConnectionPolicy: Debug + Send + Sync {
@@ -44,82 +27,4 @@ impl ConnectionPolicy for ContractConnections {
     fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
         Some(contract.max_connections as usize)
     }
-}
-
-/// Accepts connections on `listener` and serves `app` on each until `stop` is cancelled, then
-/// asks every open connection to finish its request in flight and close, and returns once they
-/// have (upgraded relay sockets are no longer connections here: the server drains them).
-pub async fn serve(
-    listener: TcpListener,
-    app: Api,
-    policy: &dyn ConnectionPolicy,
-    bounds: &ConnectionBounds,
-    stop: CancellationToken,
-) {
-    let head_timeout = policy.head_timeout(bounds);
-    let places = policy
-        .max_connections(bounds)
-        .map(|n| Arc::new(Semaphore::new(n)));
-    let open = TaskTracker::new();
-    loop {
-        let stream = tokio::select! {
-            () = stop.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                // A failed accept (e.g. out of descriptors) concerns one connection; back off
-                // briefly so a persistent error does not spin.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
-                }
-            },
-        };
-        let place = match &places {
-            None => None,
-            Some(places) => match places.clone().try_acquire_owned() {
-                Ok(place) => Some(place),
-                // Over the cap: closed at once, unanswered, without touching the open ones.
-                Err(_) => {
-                    drop(stream);
-                    continue;
-                }
-            },
-        };
-        // Each connection watches a token of its own: the task polls it every time it wakes,
-        // and a child's lock is its own, where the shared token's would be taken by every
-        // connection on every request (3 % of a refusal's cost, docs/benchmarks.md).
-        open.spawn(serve_one(
-            stream,
-            app.clone(),
-            head_timeout,
-            stop.child_token(),
-            place,
-        ));
-    }
-    open.close();
-    open.wait().await;
-}
-
-async fn serve_one(
-    stream: TcpStream,
-    app: Api,
-    head_timeout: Option<Duration>,
-    stop: CancellationToken,
-    _place: Option<tokio::sync::OwnedSemaphorePermit>,
-) {
-    let _ = stream.set_nodelay(true);
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(head_timeout);
-    let service = TowerToHyperService::new(app);
-    let conn = builder
-        .serve_connection(TokioIo::new(stream), service)
-        .with_upgrades();
-    let mut conn = std::pin::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => return,
-        () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
-    }
-    let _ = conn.await;
 }

@@ -3,7 +3,7 @@
 
 use plimsoll_spec::{ErrorCode, Outcome, Pool, Stage};
 
-use crate::job::{Interrupt, JobError, JobErrorKind};
+use plimsoll_engine::job::{Interrupt, JobError, JobErrorKind};
 
 /// A failed request, with the id it is answered under.
 #[derive(Debug, thiserror::Error)]

@@ -11,6 +11,7 @@
 //! next to it, gathered in [`components::Components`]. The broken variants themselves (`mutant`)
 //! exist only in builds with the `mutants` feature.
 
+pub mod accept;
 pub mod admission;
 pub mod bounds;
 pub mod bridge;
@@ -20,21 +21,17 @@ pub mod config;
 pub mod connections;
 pub mod embedded;
 pub mod error;
-pub mod export;
 pub mod hooks;
 pub mod http;
-pub mod job;
 pub mod logging;
 pub mod metrics;
 #[cfg(feature = "mutants")]
 pub mod mutant;
-pub mod pipeline;
 pub mod problem;
 pub mod relay;
 pub mod retry_after;
 pub mod server;
 pub mod state;
-pub mod temp;
 pub mod upload;
 pub mod worker;
 

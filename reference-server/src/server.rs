@@ -20,11 +20,11 @@ impl Server {
     /// Prepares the temp root (removing job directories a crash left behind, and logging them)
     /// and the log sink.
     pub fn new(config: Config) -> std::io::Result<Server> {
-        crate::job::install_panic_hook();
+        plimsoll_engine::job::install_panic_hook();
         std::fs::create_dir_all(&config.temp_root)?;
         let log = LogWriter::open(&config.log)?;
         let dispatch = config.components().log_format.dispatch(log.clone());
-        let removed = crate::temp::remove_stale(&config.temp_root);
+        let removed = plimsoll_engine::temp::remove_stale(&config.temp_root);
         tracing::dispatcher::with_default(&dispatch, || {
             if !removed.is_empty() {
                 tracing::warn!(removed = ?removed, temp_root = %config.temp_root.display(), "removed stale job directories");
@@ -64,7 +64,7 @@ impl Server {
         let _detach = DetachApi(state.clone());
         let policy = state.config.components().connections.clone();
         let bounds = state.config.contract.clauses.b4.value.clone();
-        let mut serve = std::pin::pin!(crate::connections::serve(
+        let mut serve = std::pin::pin!(crate::accept::serve(
             listener,
             app,
             &*policy,
@@ -96,7 +96,7 @@ impl Server {
         while busy(&state) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let removed = crate::temp::remove_stale(&state.config.temp_root);
+        let removed = plimsoll_engine::temp::remove_stale(&state.config.temp_root);
         tracing::dispatcher::with_default(&state.dispatch, || {
             tracing::info!(
                 leftover_removed = removed.len(),

@@ -12,7 +12,7 @@ use plimsoll_spec::Pool;
 use tokio::task::JoinHandle;
 
 use crate::admission::Slot;
-use crate::job::{JobContext, JobError, JobErrorKind};
+use plimsoll_engine::job::{JobContext, JobError, JobErrorKind};
 
 /// How a worker ended, for the teardown steps.
 #[derive(Debug, Clone, Copy)]

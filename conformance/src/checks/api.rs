@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::checks::ctx::Ctx;
 use crate::checks::registry::{Check, CheckId, Run};
-use crate::target::Target;
+use crate::remote::Target;
 
 pub const CHECK: Check = Check::whole_run(
     CheckId::Api,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use plimsoll_spec::{ErrorCode, Stage};
 
-use crate::target::{Reply, Target, is_success};
+use crate::remote::{Reply, Target, is_success};
 use crate::verdict::{Lane, LaneOutcome, NOT_APPLICABLE, Verdict};
 
 pub struct Ctx {

@@ -1,5 +1,5 @@
 //! The conformance checks and their registry. A check talks to the target only through
-//! [`crate::target::Target`] and records what it measured in a [`ctx::Ctx`]; its entry (id,
+//! [`crate::remote::Target`] and records what it measured in a [`ctx::Ctx`]; its entry (id,
 //! title, evidence, run function) sits beside its function, in the module of its clause family.
 //! [`REGISTRY`] lists them in run order, and the runner, `--only`/`--skip`, the reports, the
 //! docs' check table and the mutation matrix all derive from it.

@@ -15,7 +15,7 @@ use plimsoll_spec::hooks::format_hooks;
 use plimsoll_spec::{ErrorCode, HookDirective, MetricName, Pool, Stage};
 
 use super::ctx::{Ctx, ms};
-use crate::target::{Reply, Target, series};
+use crate::remote::{Reply, Target, series};
 
 pub type Pending = tokio::task::JoinHandle<Result<Reply, String>>;
 

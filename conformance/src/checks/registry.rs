@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
 use super::ctx::Ctx;
-use crate::target::Target;
+use crate::remote::Target;
 use crate::verdict::CheckResult;
 
 /// A check's id: a contract clause, or one of the two checks that judge the run as a whole.

@@ -135,10 +135,10 @@ impl LoadArgs {
     }
 
     /// The engine the profile runs on.
-    pub(super) fn engine(&self) -> super::run::Engine {
+    pub(super) fn engine(&self) -> super::Engine {
         match self.engine {
-            EngineName::Goose => super::run::Engine::Goose,
-            EngineName::Locust => super::run::Engine::Locust(super::locust::LocustEngine {
+            EngineName::Goose => super::Engine::Goose,
+            EngineName::Locust => super::Engine::Locust(super::locust::LocustEngine {
                 python: std::env::var("PLIMSOLL_PYTHON").unwrap_or_else(|_| "python3".into()),
                 workers: self.locust_workers,
                 expect_workers: self.locust_expect.unwrap_or(self.locust_workers),

@@ -36,7 +36,7 @@ pub(super) async fn calibrate(ctx: &Ctx, node: &Node) -> Result<Calibration, Fat
         let timing = t.server_timing(response.headers());
         let body = response.bytes().await.unwrap_or_default();
         if status != 200 {
-            let code = super::runner::problem_code(&body).unwrap_or_default();
+            let code = super::run::problem_code(&body).unwrap_or_default();
             if status == 400 && code == ctx.contract.hooks.disabled_code.as_str() {
                 return Err(Fatal::Hooks(format!(
                     "{} refuses test hooks: start it with {}=1",

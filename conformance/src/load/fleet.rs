@@ -18,7 +18,7 @@
 
 use super::prediction;
 use super::{Ctx, LoadArgs, ProfileName};
-use crate::check::contract_result;
+use crate::checks::contract::contract_result;
 use crate::session::{self, ContractSource, Fatal};
 use crate::verdict::{CheckResult, Verdict};
 use plimsoll_spec::Reconciliation;

@@ -23,7 +23,6 @@ pub mod prediction;
 mod profiles;
 mod progress;
 mod recovery;
-pub mod rng;
 pub mod run;
 pub mod runner;
 pub mod scrape;
@@ -35,27 +34,25 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plimsoll_server::Config;
 use plimsoll_spec::{Contract, ErrorCode};
 
-use crate::check::contract_result;
+use crate::checks::contract::contract_result;
 use crate::report;
 use crate::session::{self, ContractSource, Fatal, Mode, Opening, Subject};
 use crate::verdict::{CheckResult, RunReport};
-use runner::RequestTemplate;
+use run::RequestTemplate;
 use scrape::ProcessSource;
 use verdicts::Expectations;
 
+/// The load engine: goose in this process, or Locust's master and workers.
+#[derive(Debug, Clone)]
+pub enum Engine {
+    Goose,
+    Locust(locust::LocustEngine),
+}
+
 /// The worker pool every profile loads (and whose gauges it reads).
 const POOL: &str = "digitize";
-
-/// The embedded server for load profiles: the contract's own values (queue capacity included,
-/// unlike `check`'s, which adds a queue so T2 has something to order), hooks on.
-pub fn embedded_config() -> Result<Config, Fatal> {
-    let mut config = Config::from_overrides(&[]).map_err(|e| Fatal::Embedded(e.to_string()))?;
-    config.hooks_enabled = true;
-    Ok(config)
-}
 
 /// Goose logs through the `log` crate and installs its own logger unless one exists: set up
 /// tracing first (with the log bridge) so goose's per-request warnings stay out of the
@@ -72,23 +69,14 @@ fn init_tracing() {
     });
 }
 
-/// `plimsoll load` from the command line; returns the exit code.
-pub fn run(args: LoadArgs) -> u8 {
-    init_tracing();
-    session::run_command("load", &args.subject, embedded_config, |embedded| {
-        execute(&args, embedded)
-    })
-}
-
-/// Runs `args.profile` against `args.subject.target`, or against a server started from
-/// `embedded`.
-pub async fn execute(args: &LoadArgs, embedded: Option<Config>) -> Result<RunReport, Fatal> {
+/// Runs `args.profile` against `subject` (an external target, or a server the binary started
+/// with the contract's own values).
+pub async fn execute(args: &LoadArgs, subject: Subject) -> Result<RunReport, Fatal> {
     init_tracing();
     args.validate()?;
     session::judge(
         &args.subject,
-        embedded,
-        None,
+        subject,
         &args.reports,
         async |source, subject| {
             let process = match subject.mode() {
@@ -207,7 +195,7 @@ fn lightest_request(expected: &Contract) -> RequestTemplate {
             api.path, p.width_mm.min, p.density_mm.max, p.colors.min
         ),
         content_type: api.content_types[0].clone(),
-        body: crate::target::sample_png(),
+        body: crate::remote::sample_png(),
         hook_header: expected.hooks.header.clone(),
         hold_stage: expected.load.hold_stage.as_str().to_owned(),
         request_id_header: expected.observability.request_id_header.clone(),

@@ -1,9 +1,11 @@
 //! One run of a profile, whichever engine drives it: what it is asked to do ([`RunSpec`]) and
 //! what it hands to the verdicts ([`RunOutput`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::runner::{Attempt, DrainWait, HoldPlan, RequestTemplate};
+use super::Engine;
+use super::scrape::read_metrics;
+use crate::rng::SplitMix64;
 
 /// Everything a finished run hands to the verdicts.
 pub struct RunOutput {
@@ -31,13 +33,6 @@ pub struct RunSpec {
     pub engine: Engine,
 }
 
-/// The load engine: goose in this process, or Locust's master and workers.
-#[derive(Debug, Clone)]
-pub enum Engine {
-    Goose,
-    Locust(super::locust::LocustEngine),
-}
-
 pub enum RunKind {
     Rate {
         mean_think_ms: f64,
@@ -47,4 +42,159 @@ pub enum RunKind {
         waves: usize,
         drain: DrainWait,
     },
+}
+
+/// What happened to one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// An HTTP answer.
+    Status(u16),
+    /// The client gave up on purpose (the soak profile's abandoned requests).
+    Abandoned,
+    /// No answer: connection error or an unplanned client timeout.
+    Error(String),
+}
+
+/// One attempt, as the verdicts read it.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub user: usize,
+    /// Burst wave (0 in the rate profiles).
+    pub wave: usize,
+    /// Sent, in ms since the run's start.
+    pub sent_ms: f64,
+    /// Until the whole answer was read (or the client gave up).
+    pub latency_ms: f64,
+    /// The exponential think time drawn before it.
+    pub think_ms: f64,
+    /// The hold it asked for.
+    pub hold_ms: u64,
+    /// Whether the client was set to abandon it (it may still have been answered first).
+    pub abandon_planned: bool,
+    pub outcome: Outcome,
+    /// `Retry-After` as sent (refusals only).
+    pub retry_after: Option<String>,
+    /// Problem `code` (non-200 answers only).
+    pub code: Option<String>,
+    /// `X-Request-Id` (non-200 answers only: it is evidence, and a soak keeps many answers).
+    pub request_id: Option<String>,
+    /// Server-Timing `queue` and `run`, ms.
+    pub timing: Option<(f64, f64)>,
+}
+
+impl Attempt {
+    pub fn status(&self) -> Option<u16> {
+        match self.outcome {
+            Outcome::Status(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The request every attempt sends.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    /// Path and query, relative to the host.
+    pub path: String,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub hook_header: String,
+    pub hold_stage: String,
+    pub request_id_header: String,
+    pub server_timing_header: String,
+    pub retry_after_header: String,
+}
+
+impl RequestTemplate {
+    /// `builder` (a POST to [`path`](Self::path)) with the body, its content type and a hook
+    /// asking the server to hold the request's slot for `hold_ms`.
+    pub fn fill(&self, builder: reqwest::RequestBuilder, hold_ms: u64) -> reqwest::RequestBuilder {
+        builder
+            .header("content-type", self.content_type.as_str())
+            .header(
+                self.hook_header.as_str(),
+                format!("hold={}:{hold_ms}", self.hold_stage),
+            )
+            .body(self.body.clone())
+    }
+
+    /// Server-Timing `queue` and `run` of an answer, ms.
+    pub fn server_timing(&self, headers: &reqwest::header::HeaderMap) -> Option<(f64, f64)> {
+        headers
+            .get(self.server_timing_header.as_str())
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::remote::parse_server_timing)
+    }
+}
+
+/// The problem `code` of an error body, if it has one.
+pub fn problem_code(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["code"].as_str().map(str::to_owned))
+}
+
+/// How long an attempt asks the server to hold its slot.
+#[derive(Debug, Clone, Copy)]
+pub enum Hold {
+    /// Every attempt the same (burst: admitted requests must outlast the wave's arrival).
+    Fixed { ms: u64 },
+    /// Drawn per attempt from an exponential of this mean, cut at `cap_ms` (far below every
+    /// timeout).
+    Exponential { mean_ms: f64, cap_ms: u64 },
+}
+
+/// How long each attempt holds its slot and whether it is abandoned.
+#[derive(Debug, Clone, Copy)]
+pub struct HoldPlan {
+    pub hold: Hold,
+    /// Share of attempts the client abandons halfway through the hold.
+    pub abandon_fraction: f64,
+    /// Time from sending until the hold starts (measured), ms: an abandoning client gives up
+    /// at this plus half its hold.
+    pub pre_hold_ms: f64,
+}
+
+impl HoldPlan {
+    /// The hold of one attempt, and when its client gives up on it if it is to be abandoned.
+    pub(super) fn draw(&self, rng: &mut SplitMix64) -> (u64, Option<Duration>) {
+        let hold = match self.hold {
+            Hold::Exponential { mean_ms, cap_ms } => {
+                (rng.exponential(mean_ms).round() as u64).min(cap_ms)
+            }
+            Hold::Fixed { ms } => ms,
+        };
+        let abandon = self.abandon_fraction > 0.0 && rng.chance(self.abandon_fraction);
+        let after = abandon.then(|| {
+            Duration::from_secs_f64((self.pre_hold_ms + hold as f64 / 2.0).max(1.0) / 1000.0)
+        });
+        (hold, after)
+    }
+}
+
+/// How the burst leader waits for the previous wave to be gone before the next.
+#[derive(Debug, Clone)]
+pub struct DrainWait {
+    pub client: reqwest::Client,
+    pub metrics_url: String,
+    pub pool: String,
+    pub timeout: Duration,
+    pub poll: Duration,
+}
+
+impl DrainWait {
+    /// Waits until the busy gauge and queue depth read 0; false if they never do in time.
+    pub async fn wait(&self) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < self.timeout {
+            if let Ok(v) = read_metrics(&self.client, &self.metrics_url, &self.pool).await
+                && v.busy.unwrap_or(0.0) == 0.0
+                && v.depth.unwrap_or(0.0) == 0.0
+            {
+                return true;
+            }
+            tokio::time::sleep(self.poll).await;
+        }
+        false
+    }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::target::metric_value;
+use crate::remote::metric_value;
 
 /// Prometheus' standard process-collector names.
 pub const RSS_METRIC: &str = "process_resident_memory_bytes";

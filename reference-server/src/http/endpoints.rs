@@ -17,11 +17,11 @@ use super::RequestId;
 use super::intake::{self, Params, Prepared};
 use super::run::{self, Job};
 use crate::error::ErrorKind;
-use crate::export::ExportOutput;
-use crate::job::{JobContext, JobError};
-use crate::pipeline::DigitizeParams;
 use crate::state::AppState;
 use crate::upload::Upload;
+use plimsoll_engine::export::ExportOutput;
+use plimsoll_engine::job::{JobContext, JobError};
+use plimsoll_engine::pipeline::DigitizeParams;
 
 /// What one pipeline endpoint adds to the shared handler.
 pub trait Endpoint {
@@ -140,7 +140,7 @@ impl Endpoint for Digitize {
         image: Bytes,
         params: DigitizeParams,
     ) -> Result<Vec<u8>, JobError> {
-        crate::pipeline::digitize(ctx, &image, &params).map(|out| out.json)
+        plimsoll_engine::pipeline::digitize(ctx, &image, &params).map(|out| out.json)
     }
 
     fn respond(json: Vec<u8>) -> Response {
@@ -198,7 +198,7 @@ impl Endpoint for Export {
         design: Bytes,
         format: ExportFormat,
     ) -> Result<(ExportOutput, ExportFormat), JobError> {
-        crate::export::export(ctx, &design, format).map(|out| (out, format))
+        plimsoll_engine::export::export(ctx, &design, format).map(|out| (out, format))
     }
 
     fn respond((out, format): (ExportOutput, ExportFormat)) -> Response {

@@ -18,7 +18,7 @@ pub async fn contract(State(state): State<AppState>) -> Response {
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    let temp = crate::temp::count(&state.config.temp_root);
+    let temp = plimsoll_engine::temp::count(&state.config.temp_root);
     state
         .metrics
         .temp_files

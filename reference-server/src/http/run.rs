@@ -17,10 +17,10 @@ use super::disconnect::DisconnectGuard;
 use super::timing::Timing;
 use crate::admission::{Admitted, Denied, Entry, Slot};
 use crate::error::{ApiError, ErrorKind};
-use crate::job::{JobConfig, JobContext, JobError, JobErrorKind, Progress};
 use crate::state::AppState;
 use crate::upload::Upload;
 use crate::worker::{self, Teardown};
+use plimsoll_engine::job::{JobConfig, JobContext, JobError, JobErrorKind, Progress};
 
 /// Which job: its pool, its timeout (B1) and the stage it starts with (named when it fails
 /// before any stage ran).

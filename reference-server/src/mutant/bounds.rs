@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::Slot;
 use crate::bounds::{DeadlinePolicy, MemoryCap, OnDisconnect};
 use crate::connections::ConnectionPolicy;
-use crate::job::JobErrorKind;
 use crate::worker::{SlotRelease, TempCleaner, WorkerEnd};
+use plimsoll_engine::job::JobErrorKind;
 use plimsoll_spec::model::ConnectionBounds;
 
 /// B1: the deadline is a day away (a late 200 instead of a 504).

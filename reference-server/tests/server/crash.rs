@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use plimsoll_server::temp::JOB_DIR_PREFIX;
+use plimsoll_engine::temp::JOB_DIR_PREFIX;
 
 use super::common::metric_value;
 use super::png;

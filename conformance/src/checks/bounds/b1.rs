@@ -14,7 +14,7 @@ use crate::checks::pool::{
     capacity_recovered, counter, hold, hold_in, join_all, rose, settle, spawn_in,
 };
 use crate::checks::registry::Check;
-use crate::target::{Op, Reply, Target};
+use crate::remote::{Op, Reply, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::B1,

@@ -8,7 +8,7 @@ use reqwest::header::CONTENT_TYPE;
 use crate::checks::ctx::Ctx;
 use crate::checks::pool::{capacity_recovered, hook};
 use crate::checks::registry::Check;
-use crate::target::{Op, Target, png_claiming};
+use crate::remote::{Op, Target, png_claiming};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::B2,

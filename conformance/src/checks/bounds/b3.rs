@@ -13,7 +13,7 @@ use crate::checks::pool::{
     sleep_until, spawn_in,
 };
 use crate::checks::registry::Check;
-use crate::target::Target;
+use crate::remote::Target;
 
 pub const CHECK: Check = Check::clause(
     ClauseId::B3,

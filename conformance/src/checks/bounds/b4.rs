@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
-use crate::target::Target;
+use crate::remote::Target;
 
 pub const CHECK: Check = Check::clause(
     ClauseId::B4,

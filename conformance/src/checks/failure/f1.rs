@@ -7,7 +7,7 @@ use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
 use crate::checks::ctx::Ctx;
 use crate::checks::pool::{capacity_recovered, hook, no_temp_files, plain_request_succeeds};
 use crate::checks::registry::Check;
-use crate::target::{Op, Target};
+use crate::remote::{Op, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::F1,

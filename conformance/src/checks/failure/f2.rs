@@ -8,7 +8,7 @@ use reqwest::header::CONTENT_TYPE;
 
 use crate::checks::ctx::Ctx;
 use crate::checks::registry::Check;
-use crate::target::{Op, Target};
+use crate::remote::{Op, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::F2,

@@ -14,7 +14,7 @@ use super::Seen;
 use crate::checks::ctx::Ctx;
 use crate::checks::pool::{hold_first, hook};
 use crate::checks::registry::Check;
-use crate::target::{Op, Target};
+use crate::remote::{Op, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::F3,

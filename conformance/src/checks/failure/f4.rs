@@ -11,7 +11,7 @@ use reqwest::header::CONTENT_TYPE;
 use super::Seen;
 use crate::checks::ctx::Ctx;
 use crate::checks::registry::Check;
-use crate::target::{Op, Target};
+use crate::remote::{Op, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::F4,

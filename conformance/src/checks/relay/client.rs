@@ -16,7 +16,7 @@ use super::frames::Exchange;
 use super::sampler::{Samples, sample};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::hold;
-use crate::target::Target;
+use crate::remote::Target;
 
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 

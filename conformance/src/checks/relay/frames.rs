@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use plimsoll_spec::relay::{RELAY_ERROR, RELAY_RESPONSE, RelayRequest, RelayResponse};
 
 use crate::checks::ctx::Ctx;
-use crate::target::{Target, is_success};
+use crate::remote::{Target, is_success};
 use crate::verdict::{Lane, LaneOutcome};
 
 /// Problems quoted in a failure message; the rest are counted.

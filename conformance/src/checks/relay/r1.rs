@@ -8,7 +8,7 @@ use plimsoll_spec::{ClauseId, MetricName, Pool};
 use super::client::{HOLD_MS, held_batch, nonce, relay_workers, round};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
-use crate::target::{Target, series};
+use crate::remote::{Target, series};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::R1,

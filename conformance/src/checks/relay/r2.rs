@@ -8,7 +8,7 @@ use plimsoll_spec::ClauseId;
 use super::client::{LONGEST_HOLD_MS, SLACK_MS, healthz, nonce, relay_workers, round};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
-use crate::target::Target;
+use crate::remote::Target;
 
 /// The slow request's hold.
 const SLOW_MS: u64 = LONGEST_HOLD_MS;

@@ -11,8 +11,8 @@ use super::client::{SLACK_MS, healthz, nonce, round};
 use super::frames::header;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
-use crate::load::rng::SplitMix64;
-use crate::target::Target;
+use crate::remote::Target;
+use crate::rng::SplitMix64;
 
 /// Holds are multiples of this, shuffled.
 const STEP_MS: u64 = 60;

@@ -9,7 +9,7 @@ use super::client::{SLACK_MS, held_batch, nonce, relay_workers, round};
 use super::frames::MAX_QUOTED;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
-use crate::target::Target;
+use crate::remote::Target;
 
 /// Each request's hold.
 const WAVE_MS: u64 = 300;

@@ -13,7 +13,7 @@ use super::client::{nonce, request, round, with_hold};
 use super::frames::Exchange;
 use crate::checks::ctx::Ctx;
 use crate::checks::registry::Check;
-use crate::target::Target;
+use crate::remote::Target;
 
 pub const CHECK: Check = Check::clause(
     ClauseId::R5,

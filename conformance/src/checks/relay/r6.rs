@@ -11,7 +11,7 @@ use super::client::{
 };
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
-use crate::target::{Target, is_success, series};
+use crate::remote::{Target, is_success, series};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::R6,

@@ -8,7 +8,7 @@ use plimsoll_spec::{MetricName, Pool};
 use tokio_util::sync::CancellationToken;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::target::{Target, metric_value, series};
+use crate::remote::{Target, metric_value, series};
 
 /// Sampling stops after this many samples whatever happens.
 const MAX_SAMPLES: usize = 4000;

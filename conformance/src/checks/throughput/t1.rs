@@ -9,7 +9,7 @@ use plimsoll_spec::{ClauseId, MetricName, Pool};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{Burst, GaugeWatch, burst, fail_many};
 use crate::checks::registry::Check;
-use crate::target::{Reply, Target, series};
+use crate::remote::{Reply, Target, series};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::T1,

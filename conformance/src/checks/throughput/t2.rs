@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{Pending, fail_many, hold_in, join_all, settle, spawn_in};
 use crate::checks::registry::Check;
-use crate::target::{Reply, Target};
+use crate::remote::{Reply, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::T2,

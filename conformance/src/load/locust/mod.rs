@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
+use super::run::{Attempt, Hold, Outcome};
 use super::run::{RunKind, RunOutput, RunSpec};
-use super::runner::{Attempt, Hold, Outcome};
 
 /// The Locust release the locustfile is written and tested against (`.ci/run` installs it).
 pub const LOCUST_VERSION: &str = "2.47.0";
@@ -278,7 +278,7 @@ fn read_attempts(path: &Path) -> Result<(Vec<Attempt>, f64), String> {
                     request_id: text("request_id"),
                     timing: r["server_timing"]
                         .as_str()
-                        .and_then(crate::target::parse_server_timing),
+                        .and_then(crate::remote::parse_server_timing),
                 });
             }
             _ => {}

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
+use super::super::run::{DrainWait, Hold, HoldPlan};
 use super::super::run::{RunKind, RunSpec};
-use super::super::runner::{DrainWait, Hold, HoldPlan};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, POOL};

@@ -9,8 +9,9 @@ pub(super) mod soak;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::Engine;
 use super::progress::{Goal, Ticker};
-use super::run::{Engine, RunOutput, RunSpec};
+use super::run::{RunOutput, RunSpec};
 use super::runner::{self, LiveCounts};
 use super::scrape::{ProcessSource, Sample, Scraper};
 use super::{Ctx, POOL};

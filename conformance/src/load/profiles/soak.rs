@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::super::Ctx;
-use super::super::runner::Outcome;
+use super::super::run::Outcome;
 use super::super::scrape::{self, ProcessSource, Sample};
 use super::super::verdicts::{self, Drained, Resource};
 use super::Observed;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{Expectations, lanes, who};
-use crate::load::runner::Attempt;
+use crate::load::run::Attempt;
 use crate::verdict::{CheckResult, Verdict};
 
 /// Per wave: exactly workers + queue admitted, the rest refused within `refusal_ms`, each

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{Expectations, verdict_of, who};
-use crate::load::runner::{Attempt, Outcome};
+use crate::load::run::{Attempt, Outcome};
 use crate::load::scrape::Sample;
 use crate::verdict::{CheckResult, Lane, LaneOutcome, Verdict};
 

@@ -10,7 +10,7 @@ pub mod soak;
 
 use std::collections::BTreeSet;
 
-use super::runner::Attempt;
+use super::run::Attempt;
 use crate::verdict::{CheckResult, Verdict};
 
 pub use burst::burst;
@@ -131,7 +131,7 @@ fn who(a: &Attempt) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::load::runner::Outcome;
+    use crate::load::run::Outcome;
 
     pub(crate) fn expect() -> Expectations {
         Expectations {

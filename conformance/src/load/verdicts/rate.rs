@@ -3,7 +3,7 @@
 
 use super::{Expectations, lanes, pct, percentile, who};
 use crate::load::prediction::{Interval, Model};
-use crate::load::runner::Attempt;
+use crate::load::run::Attempt;
 use crate::verdict::{CheckResult, Verdict};
 
 /// The measured refused fraction against the prediction's interval.

@@ -26,7 +26,7 @@ pub use header::{adopted_words, header};
 pub use progress::Progress;
 pub use style::{Style, WIDTH, symbol};
 pub use summary::summary;
-pub(crate) use text::wrap;
+pub use text::wrap;
 
 /// A duration as every terminal line shows it: seconds, two decimals under 10 s (`0.23 s`,
 /// `4.07 s`), one from there on (`23.4 s`); `?` for a value that is not a time.

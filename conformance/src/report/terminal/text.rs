@@ -48,7 +48,7 @@ pub(super) fn truncate(text: &str, width: usize) -> String {
 /// Word-wraps `text` (one line already) into lines of at most `width` characters, the first
 /// starting after `first` characters already on the line and the rest after `indent` spaces.
 /// A word longer than a line is split, never cut: every character of `text` is kept.
-pub(crate) fn wrap(text: &str, first: usize, indent: usize, width: usize) -> Vec<String> {
+pub fn wrap(text: &str, first: usize, indent: usize, width: usize) -> Vec<String> {
     let room = |line: usize| {
         let used = if line == 0 { first } else { indent };
         width.saturating_sub(used).max(20)

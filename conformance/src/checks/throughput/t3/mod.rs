@@ -13,7 +13,7 @@ use crate::checks::pool::{
     Pending, fail_many, give_up, hold_in, join_all, settle, sleep_until, spawn_in,
 };
 use crate::checks::registry::Check;
-use crate::target::{Reply, Target};
+use crate::remote::{Reply, Target};
 
 mod export;
 mod levels;

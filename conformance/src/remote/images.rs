@@ -36,7 +36,7 @@ pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::{metric_value, server_timing_of};
+    use crate::remote::{metric_value, server_timing_of};
     use plimsoll_spec::Contract;
 
     #[test]

@@ -152,7 +152,7 @@ async fn strict_turns_a_skip_into_a_failure_with_its_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looser_claim_is_refused_and_the_checks_keep_the_contracts_values() {
     let contract = Contract::embedded();
-    let config = plimsoll_conformance::check::embedded_config(false).unwrap();
+    let config = plimsoll::embedded::check_config(false).unwrap();
     let server = Embedded::start(config).await.unwrap();
     let path = &contract.api.contract.path;
     let mut claim: Value = reqwest::get(format!("{}{path}", server.url()))

@@ -11,9 +11,10 @@ use clap::builder::StyledStr;
 use clap::builder::styling::Styles;
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::load::ProfileName;
-use crate::report::terminal::wrap;
+use plimsoll_conformance::load::ProfileName;
+use plimsoll_conformance::report::terminal::wrap;
 
+/// The command line: one subcommand per job.
 #[derive(Debug, Parser)]
 #[command(
     name = "plimsoll",
@@ -22,33 +23,37 @@ use crate::report::terminal::wrap;
     after_help = top_help()
 )]
 pub struct Cli {
+    /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The four commands; each hands off to the library (or, for `serve`, the server) that does the
+/// work.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check an implementation against the contract, clause by clause (default: the embedded reference server).
     #[command(after_help = check_help())]
-    Check(crate::check::CheckArgs),
+    Check(plimsoll_conformance::check::CheckArgs),
     /// Run a goose load profile against an implementation, judged by the contract and a queueing prediction.
     #[command(after_help = load_help())]
-    Load(crate::load::LoadArgs),
+    Load(plimsoll_conformance::load::LoadArgs),
     /// Regenerate docs/concurrency.md, spec/openapi.json and spec/schemas/*.json from spec/contract.toml.
     #[command(after_help = docs_help())]
-    Docs(crate::docs::DocsArgs),
+    Docs(plimsoll_conformance::docs::DocsArgs),
     /// Run the reference server; its settings come from the environment.
     #[command(after_help = serve_help())]
     Serve(crate::serve::ServeArgs),
 }
 
+/// Parses the command line and runs the command; its exit code is the process's.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Docs(args) => crate::docs::run(args),
+        Command::Docs(args) => plimsoll_conformance::docs::run(args),
         Command::Serve(args) => crate::serve::run(args),
-        Command::Check(args) => crate::check::run(args),
-        Command::Load(args) => crate::load::run(args),
+        Command::Check(args) => crate::embedded::run_check(args),
+        Command::Load(args) => crate::embedded::run_load(args),
     };
     ExitCode::from(code)
 }
@@ -101,7 +106,7 @@ fn closing(
 }
 
 /// The exit codes of the commands that judge a target (`check`, `load`), one per
-/// [`crate::session::EXIT_PASS`] and its siblings.
+/// [`plimsoll_conformance::session::EXIT_PASS`] and its siblings.
 fn judged_exit_codes(
     passed: &'static str,
     failed: &'static str,

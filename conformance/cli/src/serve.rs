@@ -30,6 +30,8 @@ pub struct ServeArgs {
     pub log_file: Option<PathBuf>,
 }
 
+/// `plimsoll serve`: runs the server until SIGTERM or Ctrl-C, then drains; returns the exit code
+/// (0 after a drain, 2 when it could not start).
 pub fn run(args: ServeArgs) -> u8 {
     let relay = args.relay_concurrency.map(|n| n.to_string());
     let config = Config::from_lookup(|k| {
@@ -52,7 +54,7 @@ pub fn run(args: ServeArgs) -> u8 {
         config.log = LogSink::File(path);
     }
     let port = args.port.unwrap_or(config.contract.api.default_port);
-    let runtime = match crate::session::runtime() {
+    let runtime = match plimsoll_conformance::session::runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("plimsoll serve: cannot start the runtime: {e}");

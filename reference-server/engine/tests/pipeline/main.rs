@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use image::{ImageEncoder, Rgba, RgbaImage};
-use plimsoll_server::job::{Interrupt, JobConfig, JobContext, JobError, JobErrorKind};
-use plimsoll_server::pipeline::{
+use plimsoll_engine::job::{Interrupt, JobConfig, JobContext, JobError, JobErrorKind};
+use plimsoll_engine::pipeline::{
     DigitizeOutput, DigitizeParams, ESTIMATED_BYTES_PER_PIXEL, digitize,
 };
 use plimsoll_spec::{Design, ErrorCode, HookDirective, Stage, StitchCommand};

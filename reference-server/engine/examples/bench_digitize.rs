@@ -1,8 +1,8 @@
 //! Digitize benchmark: a synthetic but realistic image through the real pipeline.
 //!
 //! ```text
-//! cargo run --release -p plimsoll-server --example bench_digitize -- --megapixels 4 --width-mm 850
-//! cargo run --release -p plimsoll-server --example bench_digitize -- --sweep
+//! cargo run --release -p plimsoll-engine --example bench_digitize -- --megapixels 4 --width-mm 850
+//! cargo run --release -p plimsoll-engine --example bench_digitize -- --sweep
 //! ```
 //!
 //! Prints one JSON line per run: wall time (best and median of `--repeat` runs), time per stage,
@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use image::{ImageEncoder, RgbaImage};
-use plimsoll_server::export::{encode_dst, export};
-use plimsoll_server::job::{JobConfig, JobContext};
-use plimsoll_server::pipeline::{DigitizeParams, digitize};
+use plimsoll_engine::export::{encode_dst, export};
+use plimsoll_engine::job::{JobConfig, JobContext};
+use plimsoll_engine::pipeline::{DigitizeParams, digitize};
 use plimsoll_spec::{ExportFormat, Stage, StitchCommand};
 use tokio_util::sync::CancellationToken;
 
@@ -281,7 +281,7 @@ fn run(args: &Args) {
     let mut walls = Vec::new();
     let mut stage_ms: Vec<(Stage, f64)> = Vec::new();
     let mut gap_ms: Vec<(Stage, f64)> = Vec::new();
-    let mut output: Option<plimsoll_server::pipeline::DigitizeOutput> = None;
+    let mut output: Option<plimsoll_engine::pipeline::DigitizeOutput> = None;
     let mut peak_charged = 0;
     for _ in 0..args.repeat {
         drop(output.take()); // free the previous result before the next run

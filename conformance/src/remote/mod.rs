@@ -12,10 +12,12 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 mod exposition;
 mod images;
 mod reply;
+mod seen;
 
 pub use exposition::*;
 pub use images::*;
 pub use reply::*;
+pub use seen::Seen;
 
 /// Which documented operation a request exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +42,7 @@ pub struct Target {
     /// A design (the JSON of one plain digitize), fetched once, for export requests.
     design: tokio::sync::OnceCell<Vec<u8>>,
     /// Every reply of the run (status, request ids, an error body's code and stage), for F3/F4.
-    pub seen: std::sync::Mutex<Vec<crate::checks::failure::Seen>>,
+    pub seen: std::sync::Mutex<Vec<Seen>>,
     /// Every OpenAPI / problem-schema violation of the run, for the API check.
     pub violations: std::sync::Mutex<Vec<String>>,
 }
@@ -195,7 +197,7 @@ impl Target {
             let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
             all.extend(reply.violations.iter().map(|v| format!("{id}: {v}")));
         }
-        let seen = crate::checks::failure::Seen::of(&reply, self.request_id_header());
+        let seen = Seen::of(&reply, self.request_id_header());
         self.seen
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use image::{ImageEncoder, Rgba, RgbaImage};
-use plimsoll_server::export::{encode_dst, encode_exp, export, parse, render_svg, validate_design};
-use plimsoll_server::job::{Interrupt, JobConfig, JobContext, JobErrorKind};
-use plimsoll_server::pipeline::{DigitizeParams, digitize};
+use plimsoll_engine::export::{encode_dst, encode_exp, export, parse, render_svg, validate_design};
+use plimsoll_engine::job::{Interrupt, JobConfig, JobContext, JobErrorKind};
+use plimsoll_engine::pipeline::{DigitizeParams, digitize};
 use plimsoll_spec::design::DESIGN_FORMAT;
 use plimsoll_spec::{
     Design, ErrorCode, ExportFormat, Extents, HookDirective, Stage, Stitch, StitchCommand, Thread,

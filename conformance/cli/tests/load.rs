@@ -10,7 +10,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::{Process, failed, result, serial, serve, why};
-use plimsoll_conformance::load::{LoadArgs, ProfileName, embedded_config, execute};
+use plimsoll::embedded::{self, load_config as embedded_config};
+use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::verdict::RunReport;
 use plimsoll_server::{Config, Mutant};
 
@@ -19,7 +20,9 @@ async fn run(profile: ProfileName, duration: Option<f64>, config: Config) -> Run
     args.duration = duration;
     args.waves = Some(3);
     let started = Instant::now();
-    let report = execute(&args, Some(config)).await.unwrap();
+    let report = execute(&args, embedded::start(config).await.unwrap())
+        .await
+        .unwrap();
     eprintln!(
         "{} took {:.1} s",
         profile.as_str(),
@@ -72,7 +75,7 @@ async fn burst_admits_exactly_the_workers() {
 async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
     let _lock = serial();
     // `check`'s embedded server: a queue of 2, scaled timeouts.
-    let config = plimsoll_conformance::check::embedded_config(false).unwrap();
+    let config = embedded::check_config(false).unwrap();
     let report = run(ProfileName::Burst, None, config).await;
     assert_passes(&report);
     let burst = result(&report, "L-burst");
@@ -107,7 +110,7 @@ async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> R
     args.duration = Some(duration);
     args.engine = plimsoll_conformance::load::EngineName::Locust;
     args.locust_workers = 2;
-    match execute(&args, Some(config)).await {
+    match execute(&args, embedded::start(config).await.unwrap()).await {
         Ok(report) => report,
         Err(e) => panic!(
             "the Locust run could not be judged (is locust installed? `python3 -m pip install locust`): {e}"
@@ -226,7 +229,7 @@ fn serve_scaled(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
 }
 
 fn gate(url: &str, dir: &Path, steps: &str) -> (std::process::ExitStatus, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let reports = dir.join("reports");
     let status = Command::new("bash")
         .arg(root.join("ci/gate.sh"))

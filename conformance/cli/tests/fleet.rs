@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use common::{Process, failed, free_port, result, serial, serve, wait_listening, why};
 use plimsoll_conformance::load::prediction::Balancer;
 use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
+use plimsoll_conformance::session::Subject;
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
 
 /// How hard a run loads the fleet: always the overload profile (200 ms holds), at its own
@@ -61,7 +62,7 @@ fn nginx_binary() -> PathBuf {
 /// nginx in front of `replicas` with `policy` (`random` or `least_conn`), from the shared
 /// configuration template; returns the process and the balancer's URL.
 fn nginx(dir: &Path, policy: &str, replicas: &[String]) -> (Process, String) {
-    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/fleet-nginx.conf");
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ci/fleet-nginx.conf");
     let template = std::fs::read_to_string(&template).unwrap();
     let port = free_port();
     let servers: String = replicas
@@ -123,7 +124,11 @@ async fn through_nginx(
     args.load_factor = factor;
     args.duration = Some(seconds);
     let started = Instant::now();
-    let report = tokio::time::timeout(Duration::from_secs(120), execute(&args, None))
+    let run_fleet = async |args: &LoadArgs| {
+        let subject = Subject::external(args.subject.target.as_deref().unwrap(), None, None)?;
+        execute(args, subject).await
+    };
+    let report = tokio::time::timeout(Duration::from_secs(120), run_fleet(&args))
         .await
         .expect("the fleet run ends within two minutes")
         .expect("the fleet run proceeds");

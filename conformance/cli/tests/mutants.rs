@@ -1,0 +1,260 @@
+//! The suite proves its own checks can fail: it runs against broken variants of the reference
+//! server (one piece swapped each) and every variant must fail exactly the checks listed here,
+//! while the correct server passes everything. `docs/conformance.md` shows this matrix and the
+//! registry's table of checks; tests keep both in step (`PLIMSOLL_UPDATE_DOCS=1` rewrites them).
+//!
+//! Cost: the reference server runs the whole suite; a broken variant runs only the checks it must
+//! fail (plus those that provoke the replies they judge, `Mutant::also_runs`), and must fail exactly
+//! those. `PLIMSOLL_MUTANTS_FULL=1` runs the whole suite against every variant instead, which
+//! also proves every ✓ cell of the matrix (about 20 minutes on a 2-core machine).
+
+use std::collections::BTreeSet;
+
+use plimsoll::embedded;
+use plimsoll_conformance::check::{CheckArgs, execute};
+use plimsoll_conformance::checks::{CheckId, REGISTRY, markdown_table};
+use plimsoll_server::Mutant;
+use plimsoll_spec::Contract;
+
+use CheckId::Clause;
+
+/// The checks `ids` names (as the variants' declarations spell them); an unknown id fails.
+fn check_ids(mutant: Mutant, ids: &[&str]) -> BTreeSet<CheckId> {
+    ids.iter()
+        .map(|id| {
+            id.parse()
+                .unwrap_or_else(|_| panic!("{}: `{id}` is no check id", mutant.name()))
+        })
+        .collect()
+}
+
+/// The checks `mutant` must fail: no more, no fewer (its declaration in the server's
+/// `mutant/mod.rs`).
+fn must_fail(mutant: Mutant) -> BTreeSet<CheckId> {
+    check_ids(mutant, mutant.fails())
+}
+
+/// Whether every variant runs the whole suite (`PLIMSOLL_MUTANTS_FULL=1`).
+fn full_matrix() -> bool {
+    std::env::var_os("PLIMSOLL_MUTANTS_FULL").is_some_and(|v| v != "0")
+}
+
+/// The checks a run makes: all of them for the reference server (or in a full-matrix run),
+/// else the variant's row and what provokes the replies its row judges.
+fn args(mutant: Option<Mutant>) -> CheckArgs {
+    let only = match mutant {
+        Some(m) if !full_matrix() => {
+            let also = check_ids(m, m.also_runs());
+            must_fail(m).union(&also).copied().collect()
+        }
+        _ => Vec::new(),
+    };
+    CheckArgs {
+        trials: Some(2),
+        only,
+        ..CheckArgs::embedded()
+    }
+}
+
+/// The checks the suite failed, and why (for the assertion message).
+async fn failing_checks(mutant: Option<Mutant>) -> (BTreeSet<CheckId>, String) {
+    let mut config = embedded::check_config(false).unwrap();
+    if let Some(m) = mutant {
+        config = config.with_mutant(m);
+    }
+    let subject = embedded::start(config).await.unwrap();
+    let report = execute(&args(mutant), subject).await.unwrap();
+    let failed = report.results.iter().filter(|r| r.verdict.is_fail());
+    let why = failed
+        .clone()
+        .map(|r| format!("{}: {:?}", r.id, r.verdict))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ids = failed.map(|r| r.clause.parse().expect("a result names a check id"));
+    (ids.collect(), why)
+}
+
+async fn assert_caught(mutant: Mutant) {
+    let expected = must_fail(mutant);
+    let (failed, why) = failing_checks(Some(mutant)).await;
+    assert_eq!(
+        failed,
+        expected,
+        "{}: failed {failed:?}, expected exactly {expected:?}\n{why}",
+        mutant.name()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_server_passes_every_check() {
+    let (failed, why) = failing_checks(None).await;
+    assert!(
+        failed.is_empty(),
+        "the reference server failed {failed:?}\n{why}"
+    );
+}
+
+/// One test per declared variant (`caught::NoAdmissionLimit`, …), and the list of them.
+macro_rules! mutant_tests {
+    ($($variant:ident),* $(,)?) => {
+        mod caught {
+            $(
+                #[allow(non_snake_case)]
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $variant() {
+                    super::assert_caught(super::Mutant::$variant).await;
+                }
+            )*
+        }
+
+        /// The variants the generated tests run.
+        const TESTED: &[Mutant] = &[$(Mutant::$variant),*];
+    };
+}
+
+plimsoll_server::for_each_mutant!(mutant_tests);
+
+/// The declared variants that `tested` leaves out.
+fn untested(tested: &[Mutant]) -> Vec<&'static str> {
+    Mutant::ALL
+        .iter()
+        .filter(|m| !tested.contains(m))
+        .map(|m| m.name())
+        .collect()
+}
+
+/// A variant left out of the run fails here, whatever generated the list.
+#[test]
+fn every_declared_variant_is_run() {
+    assert_eq!(untested(TESTED), Vec::<&str>::new());
+    assert_eq!(untested(&TESTED[1..]), [TESTED[0].name()]);
+}
+
+/// Renders the matrix section of docs/conformance.md: a column per check of the registry.
+fn matrix_markdown() -> String {
+    let columns: Vec<CheckId> = REGISTRY.iter().map(|c| c.id).collect();
+    let names: Vec<&str> = columns.iter().map(|id| id.as_str()).collect();
+    let mut md = String::from("| broken variant | what is broken | ");
+    md.push_str(&names.join(" | "));
+    md.push_str(" |\n|---|---|");
+    md.push_str(&"---|".repeat(columns.len()));
+    md.push('\n');
+    md.push_str(&format!(
+        "| *(reference server)* | nothing | {} |\n",
+        vec!["✓"; columns.len()].join(" | ")
+    ));
+    for &m in Mutant::ALL {
+        let failing = must_fail(m);
+        let cells: Vec<&str> = columns
+            .iter()
+            .map(|id| {
+                if failing.contains(id) {
+                    "**✗**"
+                } else {
+                    "✓"
+                }
+            })
+            .collect();
+        md.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            m.name(),
+            m.what(),
+            cells.join(" | ")
+        ));
+    }
+    md
+}
+
+/// Architecture invariant: every clause has at least one broken variant that must fail it, so
+/// every check is proved able to fail.
+#[test]
+fn every_clause_has_a_broken_variant() {
+    for id in plimsoll_spec::ClauseId::ALL {
+        assert!(
+            Mutant::ALL
+                .iter()
+                .any(|m| must_fail(*m).contains(&Clause(id))),
+            "no broken variant must fail {id}"
+        );
+    }
+}
+
+/// Fails when the section of docs/conformance.md between `<!-- {name}:begin -->` and
+/// `<!-- {name}:end -->` is not `fresh`; with `PLIMSOLL_UPDATE_DOCS` set, rewrites it instead.
+fn docs_section_is_fresh(name: &str, fresh: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conformance.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/conformance.md is readable");
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->\n"),
+        format!("<!-- {name}:end -->"),
+    );
+    let current = doc
+        .split(&begin)
+        .nth(1)
+        .and_then(|rest| rest.split(&end).next());
+    if current == Some(fresh) {
+        return;
+    }
+    if std::env::var_os("PLIMSOLL_UPDATE_DOCS").is_some() {
+        let (head, tail) = match (doc.split_once(&begin), doc.split_once(&end)) {
+            (Some((head, _)), Some((_, tail))) => (head.to_owned(), tail.to_owned()),
+            _ => (doc.clone(), String::new()),
+        };
+        std::fs::write(&path, format!("{head}{begin}{fresh}{end}{tail}")).unwrap();
+    } else {
+        panic!(
+            "docs/conformance.md's {name} section is stale; run `PLIMSOLL_UPDATE_DOCS=1 cargo test -p plimsoll --test mutants docs_`"
+        );
+    }
+}
+
+/// One test for both generated sections: two tests rewriting the same file in parallel would
+/// race (each writes the document it read, without the other's section).
+#[test]
+fn docs_show_the_tested_matrix_and_the_registered_checks() {
+    docs_section_is_fresh("mutation-matrix", &matrix_markdown());
+    docs_section_is_fresh("checks", &markdown_table(Contract::embedded()));
+}
+
+/// ARCHITECTURE.md's clause table, with each row's last column (the broken variants that must
+/// fail the clause) as the matrix says.
+fn architecture_with_fresh_variants(doc: &str) -> String {
+    let mut out = String::new();
+    for line in doc.split_inclusive('\n') {
+        let clause = line
+            .strip_prefix("| ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|id| id.parse::<plimsoll_spec::ClauseId>().ok());
+        let (Some(id), Some(cut)) = (clause, line.trim_end().rfind(" | ")) else {
+            out.push_str(line);
+            continue;
+        };
+        let variants: Vec<&str> = Mutant::ALL
+            .iter()
+            .filter(|m| must_fail(**m).contains(&Clause(id)))
+            .map(|m| m.name())
+            .collect();
+        out.push_str(&format!("{} | {} |\n", &line[..cut], variants.join(", ")));
+    }
+    out
+}
+
+/// ARCHITECTURE.md's broken-variants column is the matrix's; `PLIMSOLL_UPDATE_DOCS=1` rewrites it.
+#[test]
+fn architecture_names_the_variants_of_the_matrix() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(&path).expect("ARCHITECTURE.md is readable");
+    let fresh = architecture_with_fresh_variants(&doc);
+    if fresh == doc {
+        return;
+    }
+    if std::env::var_os("PLIMSOLL_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, fresh).unwrap();
+    } else {
+        let stale: Vec<&str> = doc.lines().filter(|l| !fresh.contains(l)).collect();
+        panic!(
+            "ARCHITECTURE.md's broken variants differ from the matrix (`PLIMSOLL_UPDATE_DOCS=1 cargo test -p plimsoll --test mutants architecture_` rewrites them):\n{}",
+            stale.join("\n")
+        );
+    }
+}

@@ -1,0 +1,722 @@
+//! Architecture invariants a test can hold (rust-analyzer's "tidy" idea): the structure
+//! `ARCHITECTURE.md` promises, checked on the source tree so it cannot silently rot. Where a
+//! crate boundary can hold a rule the compiler holds it, and this test only checks that the
+//! boundaries are the ones drawn; every rule below has a test of its own that it can fail.
+//! (That every clause has a broken variant in the mutation matrix is checked beside the matrix,
+//! in `tests/mutants.rs`.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use plimsoll_conformance::checks::{CheckId, REGISTRY};
+use plimsoll_spec::{ClauseId, Contract};
+
+/// The workspace root (this crate is `conformance/cli`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the crate sits two folders below the workspace root")
+        .to_owned()
+}
+
+/// Every path this test names, relative to the root. A rule about a path that no longer exists
+/// cannot fail, so each must exist (`every_path_the_rules_name_exists`).
+const NAMED: &[&str] = &[
+    "ARCHITECTURE.md",
+    "spec",
+    "reference-server/engine",
+    "reference-server",
+    "reference-server/src",
+    "reference-server/src/lib.rs",
+    "reference-server/src/relay",
+    "reference-server/src/bridge",
+    "conformance",
+    "conformance/src/checks",
+    "conformance/src/report",
+    "conformance/src/remote",
+    "conformance/cli",
+];
+
+/// The crates and the workspace crates each may depend on (normal dependencies): the one-way
+/// flow contract → engine → server, contract → conformance library, everything → the binary.
+const CRATES: &[(&str, &str, &[&str])] = &[
+    ("spec", "plimsoll-spec", &[]),
+    (
+        "reference-server/engine",
+        "plimsoll-engine",
+        &["plimsoll-spec"],
+    ),
+    (
+        "reference-server",
+        "plimsoll-server",
+        &["plimsoll-spec", "plimsoll-engine"],
+    ),
+    ("conformance", "plimsoll-conformance", &["plimsoll-spec"]),
+    (
+        "conformance/cli",
+        "plimsoll",
+        &["plimsoll-spec", "plimsoll-server", "plimsoll-conformance"],
+    ),
+];
+
+/// Source folders whose files may not import a module: the relay protocol and the bridge never
+/// import the HTTP layer (the API reaches the bridge through the state).
+const FORBIDDEN_IMPORTS: &[(&str, &str)] = &[
+    ("reference-server/src/relay", "crate::http"),
+    ("reference-server/src/bridge", "crate::http"),
+];
+
+/// Functions allowed over [`MAX_FN_LINES`], each with why. Table-like or generated code only,
+/// and the functions written before this rule, until each is cut into phases.
+const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
+    // 95 lines.
+    (
+        "conformance/src/checks/bounds/b1.rs::past_the_deadline",
+        PHASES_PENDING,
+    ),
+    // 120 lines.
+    (
+        "conformance/src/checks/bounds/b1.rs::queue_time_and_stall",
+        PHASES_PENDING,
+    ),
+    // 215 lines.
+    ("conformance/src/checks/bounds/b3.rs::b3", PHASES_PENDING),
+    // 85 lines.
+    (
+        "conformance/src/checks/bounds/b4.rs::head_timeouts",
+        PHASES_PENDING,
+    ),
+    // 113 lines.
+    (
+        "conformance/src/checks/bounds/b4.rs::connection_cap",
+        PHASES_PENDING,
+    ),
+    // 82 lines.
+    (
+        "conformance/src/checks/contract.rs::contract_result",
+        PHASES_PENDING,
+    ),
+    // 99 lines.
+    ("conformance/src/checks/failure/f3.rs::f3", PHASES_PENDING),
+    // 85 lines.
+    ("conformance/src/checks/failure/f4.rs::f4", PHASES_PENDING),
+    // 122 lines.
+    ("conformance/src/checks/relay/r6.rs::r6", PHASES_PENDING),
+    // 157 lines.
+    (
+        "conformance/src/checks/throughput/t2.rs::trial",
+        PHASES_PENDING,
+    ),
+    // 168 lines.
+    (
+        "conformance/src/checks/throughput/t3/mod.rs::t3",
+        PHASES_PENDING,
+    ),
+    // 153 lines.
+    ("conformance/src/load/locust/mod.rs::run", PHASES_PENDING),
+    // 86 lines.
+    (
+        "conformance/src/load/prediction/simulation.rs::simulate_once",
+        PHASES_PENDING,
+    ),
+    // 88 lines.
+    (
+        "conformance/src/load/profiles/soak.rs::verdicts",
+        PHASES_PENDING,
+    ),
+    // 147 lines.
+    ("conformance/src/load/runner.rs::attempt", PHASES_PENDING),
+    // 85 lines.
+    (
+        "conformance/src/load/verdicts/burst.rs::burst",
+        PHASES_PENDING,
+    ),
+    // 90 lines.
+    (
+        "conformance/src/load/verdicts/ending.rs::statuses",
+        PHASES_PENDING,
+    ),
+    // 95 lines.
+    (
+        "reference-server/engine/src/export/parse.rs::validate_design",
+        PHASES_PENDING,
+    ),
+    // 108 lines.
+    (
+        "reference-server/engine/src/pipeline/decode.rs::decode",
+        PHASES_PENDING,
+    ),
+    // 162 lines.
+    (
+        "reference-server/engine/src/pipeline/fill.rs::fill",
+        PHASES_PENDING,
+    ),
+    // 105 lines.
+    (
+        "reference-server/engine/src/pipeline/quantize.rs::run",
+        PHASES_PENDING,
+    ),
+    // 114 lines.
+    (
+        "reference-server/engine/src/pipeline/segment.rs::segment",
+        PHASES_PENDING,
+    ),
+    // 81 lines.
+    (
+        "reference-server/engine/src/pipeline/segment.rs::merge_specks",
+        PHASES_PENDING,
+    ),
+    // 129 lines.
+    (
+        "reference-server/engine/src/pipeline/sequence.rs::sequence",
+        PHASES_PENDING,
+    ),
+    // 89 lines.
+    (
+        "reference-server/src/relay/envelope.rs::parse",
+        PHASES_PENDING,
+    ),
+    // 102 lines.
+    ("spec/src/reconcile.rs::reconcile", PHASES_PENDING),
+    // 235 lines.
+    (
+        "spec/src/render/markdown.rs::concurrency_md",
+        PHASES_PENDING,
+    ),
+    // 89 lines.
+    (
+        "spec/src/render/markdown.rs::clause_section",
+        PHASES_PENDING,
+    ),
+    // 105 lines.
+    ("spec/src/render/mod.rs::example_problem", PHASES_PENDING),
+    // 355 lines.
+    ("spec/src/render/openapi.rs::openapi", PHASES_PENDING),
+    // 222 lines.
+    ("spec/src/validate.rs::effective_violations", PHASES_PENDING),
+];
+
+/// Why a function written before the rule is still listed: it is to be cut into phases with
+/// typed intermediate state; the list only shrinks.
+const PHASES_PENDING: &str = "written before the rule; to be cut into phases";
+
+/// A function longer than this holds more than one phase; cut it into phases with typed state.
+const MAX_FN_LINES: usize = 80;
+
+/// Every `.rs` file under `dir`, skipping build folders (cargo marks each with `CACHEDIR.TAG`,
+/// whatever its name) and insta's snapshots.
+fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                let build_folder = path.join("CACHEDIR.TAG").exists();
+                if !build_folder && entry.file_name() != "snapshots" && entry.file_name() != ".git"
+                {
+                    walk(&path, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Every `.rs` file of the workspace's crates.
+fn rust_files() -> Vec<PathBuf> {
+    let out = rust_files_under(&root());
+    assert!(out.len() > 50, "found only {} source files", out.len());
+    out
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The paths of `named` that do not exist under `root`.
+fn missing_paths<'a>(root: &Path, named: &[&'a str]) -> Vec<&'a str> {
+    named
+        .iter()
+        .copied()
+        .filter(|p| !root.join(p).exists())
+        .collect()
+}
+
+#[test]
+fn every_path_the_rules_name_exists() {
+    let crates: Vec<&str> = CRATES.iter().map(|(dir, _, _)| *dir).collect();
+    let forbidden: Vec<&str> = FORBIDDEN_IMPORTS.iter().map(|(dir, _)| *dir).collect();
+    let allowlisted: Vec<&str> = LONG_FN_ALLOWLIST
+        .iter()
+        .map(|(at, _)| at.split_once("::").map_or(*at, |(file, _)| file))
+        .collect();
+    let mut missing = missing_paths(&root(), NAMED);
+    missing.extend(missing_paths(&root(), &crates));
+    missing.extend(missing_paths(&root(), &forbidden));
+    missing.extend(missing_paths(&root(), &allowlisted));
+    assert!(missing.is_empty(), "named by tidy, missing: {missing:?}");
+}
+
+#[test]
+fn a_stale_path_is_caught() {
+    assert_eq!(
+        missing_paths(&root(), &["conformance/src/target.rs", "spec"]),
+        ["conformance/src/target.rs"]
+    );
+}
+
+/// Following a clause is one grep of its id: it has its contract entry, its check, a row in
+/// ARCHITECTURE.md and a `// clause: ID` mark at the server code that implements it.
+#[test]
+fn every_clause_is_followed_through() {
+    let contract = Contract::embedded();
+    let architecture = read(&root().join("ARCHITECTURE.md"));
+    let server: Vec<String> = rust_files_under(&root().join("reference-server/src"))
+        .iter()
+        .map(|p| read(p))
+        .collect();
+    let mut missing = Vec::new();
+    for id in ClauseId::ALL {
+        let clause = contract.clause(id);
+        if clause.statement.trim().is_empty() || clause.verification.trim().is_empty() {
+            missing.push(format!(
+                "{id}: contract entry without statement or verification"
+            ));
+        }
+        if !REGISTRY.iter().any(|c| c.id == CheckId::Clause(id)) {
+            missing.push(format!("{id}: no check in the registry"));
+        }
+        if !architecture.contains(&format!("\n| {id} ")) {
+            missing.push(format!("{id}: no row in ARCHITECTURE.md's clause table"));
+        }
+        let mark = format!("// clause: {id}");
+        if !server.iter().any(|text| {
+            text.lines().any(|l| {
+                l.trim_start()
+                    .strip_prefix(&mark)
+                    .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        }) {
+            missing.push(format!("{id}: no `{mark}` mark in reference-server/src"));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// The workspace crates `manifest`'s normal dependencies name.
+fn workspace_dependencies(manifest: &str, crates: &BTreeSet<&str>) -> BTreeSet<String> {
+    let manifest: toml::Table = manifest.parse().expect("a Cargo.toml parses");
+    manifest
+        .get("dependencies")
+        .and_then(toml::Value::as_table)
+        .map(|deps| {
+            deps.keys()
+                .filter(|name| crates.contains(name.as_str()))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Architecture invariant: the crates depend one way, as drawn (the conformance library sees
+/// only the contract, never the reference server it may be pointed at).
+#[test]
+fn crates_depend_along_the_drawn_boundaries() {
+    let names: BTreeSet<&str> = CRATES.iter().map(|(_, name, _)| *name).collect();
+    let mut wrong = Vec::new();
+    for (dir, name, allowed) in CRATES {
+        let manifest = read(&root().join(dir).join("Cargo.toml"));
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"")),
+            "{dir}/Cargo.toml is not {name}"
+        );
+        let allowed: BTreeSet<String> = allowed.iter().map(|s| s.to_string()).collect();
+        for dep in workspace_dependencies(&manifest, &names).difference(&allowed) {
+            wrong.push(format!("{name} depends on {dep}"));
+        }
+    }
+    let workspace = read(&root().join("Cargo.toml"));
+    for (dir, _, _) in CRATES {
+        assert!(
+            workspace.contains(&format!("\"{dir}\"")),
+            "{dir} is not a workspace member"
+        );
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_dependency_across_a_boundary_is_caught() {
+    let names = BTreeSet::from(["plimsoll-spec", "plimsoll-server"]);
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\nplimsoll-spec.workspace = true\n\
+                    plimsoll-server = { path = \"../reference-server\" }\nserde = \"1\"\n\
+                    [dev-dependencies]\nplimsoll-server = { path = \"..\" }\n";
+    assert_eq!(
+        workspace_dependencies(manifest, &names),
+        BTreeSet::from(["plimsoll-server".to_owned(), "plimsoll-spec".to_owned()])
+    );
+}
+
+/// A module of a crate: its path from the crate root (`["http", "run"]`) and its source file.
+struct Module {
+    path: Vec<String>,
+    text: String,
+}
+
+/// The modules of the crate whose `src` folder is `src` (`a/mod.rs` and `a.rs` are `a`).
+fn modules(src: &Path) -> Vec<Module> {
+    rust_files_under(src)
+        .into_iter()
+        .map(|file| {
+            let rel = file.strip_prefix(src).unwrap().with_extension("");
+            let mut path: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                path.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                path.pop();
+            }
+            Module {
+                path,
+                text: read(&file),
+            }
+        })
+        .collect()
+}
+
+/// The module paths `text` refers to through `crate::a::b` or `super::b` (from `at`), cut to
+/// the part below the root that names modules (lowercase segments).
+fn references(at: &[String], text: &str) -> Vec<Vec<String>> {
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    for (prefix, base) in [("crate::", Vec::new()), ("super::", parent(at))] {
+        for (i, _) in code.match_indices(prefix) {
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let mut path = base.clone();
+            for segment in code[i + prefix.len()..].split("::") {
+                let name: String = segment
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                // Types and constants end the module path; a function's name is filtered out
+                // later, as no module has it.
+                if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+                    break;
+                }
+                path.push(name.clone());
+                if name.len() < segment.len() {
+                    break;
+                }
+            }
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn parent(at: &[String]) -> Vec<String> {
+    at[..at.len().saturating_sub(1)].to_vec()
+}
+
+/// Edges between sibling modules: `a → b` when a file in `a` (or below it) refers to `b` (or
+/// below it), both children of the same folder module. Those are the file and folder level
+/// graphs ARCHITECTURE.md promises acyclic.
+fn sibling_edges(modules: &[Module]) -> BTreeSet<(Vec<String>, Vec<String>)> {
+    let known: BTreeSet<&Vec<String>> = modules.iter().map(|m| &m.path).collect();
+    let mut edges = BTreeSet::new();
+    for module in modules {
+        for target in references(&module.path, &module.text) {
+            // The common ancestor decides which two siblings the reference joins.
+            let common = module
+                .path
+                .iter()
+                .zip(&target)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if common >= module.path.len() || common >= target.len() {
+                continue; // a reference into itself or to an ancestor
+            }
+            let from = module.path[..=common].to_vec();
+            let to = target[..=common].to_vec();
+            if from != to && known.contains(&to) {
+                edges.insert((from, to));
+            }
+        }
+    }
+    edges
+}
+
+/// A cycle in `edges`, as the path that closes it, if there is one.
+fn find_cycle(edges: &BTreeSet<(Vec<String>, Vec<String>)>) -> Option<Vec<String>> {
+    let mut next: BTreeMap<&Vec<String>, Vec<&Vec<String>>> = BTreeMap::new();
+    for (a, b) in edges {
+        next.entry(a).or_default().push(b);
+    }
+    fn visit<'a>(
+        node: &'a Vec<String>,
+        next: &BTreeMap<&'a Vec<String>, Vec<&'a Vec<String>>>,
+        stack: &mut Vec<&'a Vec<String>>,
+        done: &mut BTreeSet<&'a Vec<String>>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|n| *n == node) {
+            let mut cycle: Vec<String> = stack[i..].iter().map(|n| n.join("::")).collect();
+            cycle.push(node.join("::"));
+            return Some(cycle);
+        }
+        if !done.insert(node) {
+            return None;
+        }
+        stack.push(node);
+        for n in next.get(node).into_iter().flatten() {
+            if let Some(c) = visit(n, next, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    next.keys()
+        .find_map(|n| visit(n, &next, &mut Vec::new(), &mut done))
+}
+
+/// Architecture invariant: modules import downwards: no cycle between the files or folders of
+/// one folder, in any crate.
+#[test]
+fn no_module_cycle_at_file_or_folder_level() {
+    let mut cycles = Vec::new();
+    for (dir, name, _) in CRATES {
+        let edges = sibling_edges(&modules(&root().join(dir).join("src")));
+        assert!(
+            !edges.is_empty() || *name == "plimsoll",
+            "{name}: no module edges found"
+        );
+        if let Some(cycle) = find_cycle(&edges) {
+            cycles.push(format!("{name}: {}", cycle.join(" → ")));
+        }
+    }
+    assert!(cycles.is_empty(), "{}", cycles.join("\n"));
+}
+
+#[test]
+fn a_module_cycle_is_caught() {
+    let module = |path: &str, text: &str| Module {
+        path: path.split("::").map(str::to_owned).collect(),
+        text: text.to_owned(),
+    };
+    let modules = [
+        module("http", "use crate::state::AppState;"),
+        module("http::run", "use super::timing::X;"),
+        module("http::timing", "pub struct X;"),
+        module("state", "use crate::connections;"),
+        module("connections", "fn f() { crate::http::Api::new() }"),
+    ];
+    let edges = sibling_edges(&modules);
+    assert!(edges.contains(&(
+        vec!["http".into(), "run".into()],
+        vec!["http".into(), "timing".into()]
+    )));
+    assert_eq!(
+        find_cycle(&edges),
+        Some(vec![
+            "connections".into(),
+            "http".into(),
+            "state".into(),
+            "connections".into()
+        ])
+    );
+    assert_eq!(find_cycle(&sibling_edges(&modules[..4])), None);
+}
+
+#[test]
+fn forbidden_imports_stay_out() {
+    let mut wrong = Vec::new();
+    for path in rust_files() {
+        let rel = relative(&path);
+        let text = read(&path);
+        for (dir, forbidden) in FORBIDDEN_IMPORTS {
+            if rel.starts_with(dir) && text.contains(forbidden) {
+                wrong.push(format!("{rel} uses {forbidden}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The functions of `text` longer than `max` lines, as (name, first line, length). Counts from
+/// the `fn` line to its closing brace by matching braces outside strings, chars and comments;
+/// stops at the file's `#[cfg(test)]` module (tests are read as a table of cases).
+fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .collect();
+    let mut out = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let Some(name) = fn_name(line) else { continue };
+        if let Some(n) = body_length(&lines[start..]).filter(|n| *n > max) {
+            out.push((name, start + 1, n));
+        }
+    }
+    out
+}
+
+/// How many lines the function starting at `lines[0]` spans, or `None` for a declaration
+/// without a body (`fn f();` in a trait).
+fn body_length(lines: &[&str]) -> Option<usize> {
+    let (mut braces, mut nesting) = (0i32, 0i32);
+    let mut opened = false;
+    for (offset, line) in lines.iter().enumerate() {
+        for c in code_chars(line).chars() {
+            match c {
+                '{' => {
+                    braces += 1;
+                    opened = true;
+                }
+                '}' => braces -= 1,
+                '(' | '[' => nesting += 1,
+                ')' | ']' => nesting -= 1,
+                ';' if !opened && nesting == 0 => return None,
+                _ => {}
+            }
+        }
+        if opened && braces <= 0 {
+            return Some(offset + 1);
+        }
+    }
+    None
+}
+
+/// The name of the function `line` starts, if it starts one.
+fn fn_name(line: &str) -> Option<String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "fn")?;
+    let before_ok = words[..at].iter().all(|w| {
+        matches!(*w, "pub" | "async" | "const" | "unsafe" | "extern") || w.starts_with("pub(")
+    });
+    let name: String = words
+        .get(at + 1)?
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (before_ok && !name.is_empty()).then_some(name)
+}
+
+/// The characters of `line` that are code: string and char literals and `//` comments dropped.
+fn code_chars(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    let mut in_str = false;
+    while let Some(c) = chars.next() {
+        if in_str {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '/' if chars.peek() == Some(&'/') => break,
+            '\'' => {
+                // A char literal ('{', '\n') or a lifetime ('a): skip the literal's content.
+                let rest: String = chars.clone().take(3).collect();
+                if rest.starts_with('\\') {
+                    chars.nth(2);
+                } else if rest.chars().nth(1) == Some('\'') {
+                    chars.nth(1);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Architecture invariant: no function of a crate's `src` over [`MAX_FN_LINES`] lines, but the
+/// allowlisted table-like ones.
+#[test]
+fn no_function_is_over_80_lines() {
+    let mut long = Vec::new();
+    for path in rust_files()
+        .iter()
+        .filter(|p| relative(p).contains("/src/") || relative(p).starts_with("spec/src"))
+    {
+        let rel = relative(path);
+        for (name, line, n) in long_functions(&read(path), MAX_FN_LINES) {
+            let at = format!("{rel}::{name}");
+            if !LONG_FN_ALLOWLIST.iter().any(|(a, _)| *a == at) {
+                long.push(format!("{rel}:{line} fn {name} has {n} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "{} functions over {MAX_FN_LINES} lines:\n{}",
+        long.len(),
+        long.join("\n")
+    );
+}
+
+#[test]
+fn a_long_function_is_caught() {
+    let body: String = (0..81).map(|i| format!("    let x{i} = '{{';\n")).collect();
+    let text = format!(
+        "/// doc\npub async fn long(a: &str) -> u8 {{\n{body}    0\n}}\n\nfn short() {{ \"}}\"; }}\n\
+         fn decl();\n#[cfg(test)]\nmod tests {{ fn t() {{\n{body}}} }}\n"
+    );
+    assert_eq!(long_functions(&text, 80), [("long".to_owned(), 2, 84)]);
+}
+
+/// Architecture invariant: the broken variants exist only in builds with the `mutants` feature.
+/// The module is declared behind the feature, so any other use of it fails to compile in a
+/// build without it (`.ci/run` builds the server that way).
+#[test]
+fn broken_variants_are_behind_the_mutants_feature() {
+    let lib = read(&root().join("reference-server/src/lib.rs"));
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.contains("mod mutant;") || line.contains("use mutant::") {
+            assert_eq!(
+                lines.get(i.wrapping_sub(1)).copied(),
+                Some("#[cfg(feature = \"mutants\")]"),
+                "reference-server/src/lib.rs: `{line}` is not behind the mutants feature"
+            );
+        }
+    }
+    for manifest in ["reference-server/Cargo.toml", "conformance/cli/Cargo.toml"] {
+        let cargo = read(&root().join(manifest));
+        assert!(
+            cargo.contains("\n[features]") && !cargo.contains("default = [\"mutants\"]"),
+            "{manifest}: the mutants feature must exist and never be a default"
+        );
+    }
+}

@@ -1,0 +1,52 @@
+//! What the checker keeps of every reply of a run, for the checks that judge them all (F3, F4).
+
+use reqwest::StatusCode;
+
+use super::Reply;
+
+/// What F3 and F4 judge of every reply of the run, noted by [`Target::send`](super::Target::send) as
+/// it arrives: F4 that each carries the request id (and an error body the same one), F3 that
+/// each error has its log line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub status: u16,
+    /// The request-id header.
+    pub header_id: Option<String>,
+    /// An error body's `request_id`, `code` and `failed_stage` (strings only).
+    pub body_id: Option<String>,
+    pub code: Option<String>,
+    pub failed_stage: Option<String>,
+}
+
+impl Seen {
+    pub fn of(reply: &Reply, request_id_header: &str) -> Seen {
+        let mut seen = Seen {
+            status: reply.status,
+            header_id: reply.request_id(request_id_header),
+            body_id: None,
+            code: None,
+            failed_stage: None,
+        };
+        if seen.is_error() {
+            let body = reply.json();
+            let member = |name: &str| body.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+            seen.body_id = member("request_id");
+            seen.code = member("code");
+            seen.failed_stage = member("failed_stage");
+        }
+        seen
+    }
+
+    /// A 4xx or 5xx answer.
+    pub fn is_error(&self) -> bool {
+        StatusCode::from_u16(self.status).is_ok_and(|s| s.is_client_error() || s.is_server_error())
+    }
+
+    /// The id to name this reply by in messages.
+    pub fn label(&self) -> &str {
+        self.header_id
+            .as_deref()
+            .or(self.body_id.as_deref())
+            .unwrap_or("(no id)")
+    }
+}
