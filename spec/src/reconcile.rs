@@ -40,7 +40,9 @@ impl std::fmt::Display for Difference {
 /// A difference taken over as the target's effective value.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Adopted {
+    /// The field and both values.
     pub difference: Difference,
+    /// The clause whose value the field is.
     pub clause: ClauseId,
     /// The environment variable that overrides this field.
     pub env: String,
@@ -49,7 +51,9 @@ pub struct Adopted {
 /// A difference the checker does not accept, and why.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Refused {
+    /// The field and both values.
     pub difference: Difference,
+    /// Why the contract's own value applies instead, for the report.
     pub reason: String,
 }
 
@@ -58,7 +62,9 @@ pub struct Refused {
 pub struct Reconciliation {
     /// The contract with the adopted values: the expectations of every check.
     pub effective: Contract,
+    /// The claimed values the checks judge by, each an allowed override.
     pub adopted: Vec<Adopted>,
+    /// The claimed values the checks ignore; any of them makes the claim unacceptable.
     pub refused: Vec<Refused>,
     /// The claim could not be read as a contract at all (then nothing is adopted).
     pub unreadable: Option<String>,

@@ -19,7 +19,9 @@ pub use openapi::{hook_pattern, openapi};
 /// A generated file: its path relative to the repository root and its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output {
+    /// Where the file is checked in, relative to the repository root.
     pub path: &'static str,
+    /// What the file must hold, byte for byte.
     pub contents: String,
 }
 
