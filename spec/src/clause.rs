@@ -16,6 +16,10 @@ use crate::model::{Clause, Contract};
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
 pub enum ClauseId {
     T1,
     T2,
@@ -58,6 +62,7 @@ impl ClauseId {
         ClauseId::R6,
     ];
 
+    /// The id as the contract, the `// clause:` marks and the reports spell it (`T1`).
     pub fn as_str(self) -> &'static str {
         match self {
             ClauseId::T1 => "T1",
@@ -90,7 +95,10 @@ impl fmt::Display for ClauseId {
 /// An id that names no clause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not a clause id (known: T1-T3, B1-B4, F1-F4, R1-R6)")]
-pub struct UnknownClause(pub String);
+pub struct UnknownClause(
+    /// The text that was parsed, as given.
+    pub String,
+);
 
 impl FromStr for ClauseId {
     type Err = UnknownClause;
@@ -104,13 +112,21 @@ impl FromStr for ClauseId {
 
 /// A clause with its id, seen without its value type (for renderers and validation).
 pub struct ClauseRef<'a> {
+    /// Which clause this is; also the key of its table in the contract.
     pub id: ClauseId,
+    /// The heading the docs give the clause (after its id).
     pub title: &'a str,
+    /// The docs section the clause is listed under.
     pub category: crate::model::Category,
+    /// The one-sentence promise, placeholders unfilled ([`Contract::text`] fills them).
     pub statement: &'a str,
+    /// Why the value is what it is, placeholders unfilled.
     pub rationale: &'a str,
+    /// How the conformance suite checks the clause, placeholders unfilled.
     pub verification: &'a str,
+    /// The document and section the clause comes from.
     pub source: &'a crate::model::SourceRef,
+    /// The environment variables a deployment may change the value's fields with.
     pub overrides: &'a [crate::model::Override],
     /// The clause's value as JSON (field name → value).
     pub value: serde_json::Map<String, serde_json::Value>,

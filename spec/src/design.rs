@@ -20,6 +20,8 @@ pub const MAX_SIZE_MM: f64 = MAX_COORDINATE as f64 / 10.0;
 /// rules that relate one member to another.
 pub const CROSS_MEMBER_RULES: &str = "every needle position lies within `extents`; `stitch_count` is the number of `stitch` commands; there is a thread for every colour block with a stitch; `end`, if present, is the last command";
 
+/// A needle program: what digitize produces and export consumes, exact and format-neutral.
+/// (The schema's description is the `extend` below, which also lists [`CROSS_MEMBER_RULES`].)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(extend("description" = format!("A needle program in absolute 0.1 mm coordinates. Beyond this schema, export requires: {CROSS_MEMBER_RULES}.")))]
 pub struct Design {
@@ -45,25 +47,33 @@ pub struct Design {
     pub stitches: Vec<Stitch>,
 }
 
+/// One thread colour; colour block `i` of the program is sewn with `threads[i]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 pub struct Thread {
     /// `#rrggbb`.
     #[schemars(regex(pattern = r"^#[0-9a-fA-F]{6}$"), length(min = 7, max = 7))]
     pub color: String,
 }
 
+/// The bounding box of a design's needle positions (0.1 mm); export refuses a position outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 pub struct Extents {
-    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
+    /// Smallest x of any needle position.
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE), description = "")]
     #[serde(deserialize_with = "integral::deserialize")]
     pub min_x: i32,
-    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
+    /// Smallest y of any needle position (y grows downwards, so this is the top edge).
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE), description = "")]
     #[serde(deserialize_with = "integral::deserialize")]
     pub min_y: i32,
-    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
+    /// Largest x of any needle position.
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE), description = "")]
     #[serde(deserialize_with = "integral::deserialize")]
     pub max_x: i32,
-    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
+    /// Largest y of any needle position (the bottom edge).
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE), description = "")]
     #[serde(deserialize_with = "integral::deserialize")]
     pub max_y: i32,
 }
@@ -71,17 +81,24 @@ pub struct Extents {
 /// One needle command at an absolute position (0.1 mm units, y grows downwards).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Stitch {
-    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
+    /// Where the needle goes, horizontally.
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE), description = "")]
     #[serde(deserialize_with = "integral::deserialize")]
     pub x: i32,
-    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE))]
+    /// Where the needle goes, vertically (downwards).
+    #[schemars(range(min = -MAX_COORDINATE, max = MAX_COORDINATE), description = "")]
     #[serde(deserialize_with = "integral::deserialize")]
     pub y: i32,
+    /// What the needle does: `stitch` and `jump` move it here; `trim`, `color_change` and `end`
+    /// act where it is.
+    #[schemars(description = "")]
     pub cmd: StitchCommand,
 }
 
+/// The kind of a needle command; only `stitch` counts towards a design's `stitch_count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(description = "")]
 pub enum StitchCommand {
     /// Move with the needle down.
     Stitch,
@@ -103,7 +120,7 @@ mod integral {
     use serde::Deserializer;
     use serde::de::{Error, Unexpected, Visitor};
 
-    pub fn deserialize<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+    pub(super) fn deserialize<'de, D, T>(deserializer: D) -> Result<T, D::Error>
     where
         D: Deserializer<'de>,
         T: TryFrom<i64> + TryFrom<u64>,
@@ -116,7 +133,7 @@ mod integral {
     impl<T: TryFrom<i64> + TryFrom<u64>> Visitor<'_> for Integral<T> {
         type Value = T;
 
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             write!(f, "an integer that fits {}", std::any::type_name::<T>())
         }
 
@@ -154,8 +171,10 @@ pub enum ExportFormat {
 }
 
 impl ExportFormat {
+    /// Every format, in the order the contract and the docs list them.
     pub const ALL: [ExportFormat; 3] = [ExportFormat::Dst, ExportFormat::Exp, ExportFormat::Svg];
 
+    /// The name of the `format` query parameter and of the contract's `formats` list.
     pub fn as_str(self) -> &'static str {
         match self {
             ExportFormat::Dst => "dst",
@@ -164,6 +183,7 @@ impl ExportFormat {
         }
     }
 
+    /// The `Content-Type` an export in this format is answered with.
     pub fn media_type(self) -> &'static str {
         match self {
             ExportFormat::Dst | ExportFormat::Exp => "application/octet-stream",

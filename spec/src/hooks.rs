@@ -12,20 +12,36 @@ use crate::Stage;
 pub enum HookDirective {
     /// Hold the job at the start of `stage` for `ms` milliseconds (cancellation and the deadline
     /// still apply while holding).
-    Hold { stage: Stage, ms: u64 },
+    Hold {
+        /// The stage whose start is held.
+        stage: Stage,
+        /// How long the hold lasts.
+        ms: u64,
+    },
     /// Make `stage` fail with an ordinary error.
-    Fail { stage: Stage },
+    Fail {
+        /// The stage that fails (`failed_stage` of the answer).
+        stage: Stage,
+    },
     /// Make `stage` panic.
-    Panic { stage: Stage },
+    Panic {
+        /// The stage that panics; the answer is a stage failure like [`HookDirective::Fail`]'s.
+        stage: Stage,
+    },
     /// Charge `mb` megabytes to the job's memory budget at its first stage.
-    Alloc { mb: u64 },
+    Alloc {
+        /// Megabytes (1 MB = 1,048,576 bytes) added to the job's estimate.
+        mb: u64,
+    },
 }
 
 /// Why a hook header was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid hook directive `{directive}`: {reason}")]
 pub struct HookParseError {
+    /// The directive as it stood in the header (trimmed), so the answer can quote it.
     pub directive: String,
+    /// What the grammar expected instead.
     pub reason: String,
 }
 

@@ -2,6 +2,17 @@
 //!
 //! `spec/contract.toml` is the single source of truth. This crate loads and validates it, applies
 //! environment overrides, and renders everything derived from it (OpenAPI, JSON Schemas, docs).
+//!
+//! ## Doc comments and the published schemas
+//!
+//! The doc comments of the types that derive [`schemars::JsonSchema`] are the descriptions in
+//! the checked-in JSON Schemas and OpenAPI document. Items documented after those were
+//! published carry `#[schemars(description = "")]`, which keeps the doc comment out of the
+//! schema, and the unit variants of schema enums stay undocumented (`#[expect(missing_docs)]`:
+//! schemars turns a documented variant into a `oneOf` entry of its own). Publishing either is a
+//! schema change of its own: drop the attribute, document the variants, regenerate.
+
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 pub mod design;
 pub mod hooks;

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
 pub enum MetricName {
     #[serde(rename = "plimsoll_workers_busy")]
     WorkersBusy,
@@ -29,6 +33,7 @@ pub enum MetricName {
 }
 
 impl MetricName {
+    /// Every metric, in the contract's order; validation proves each is listed exactly once.
     pub const ALL: [MetricName; 7] = [
         MetricName::WorkersBusy,
         MetricName::WorkersLimit,
@@ -71,15 +76,19 @@ impl fmt::Display for MetricName {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Pool {
+    /// The digitize endpoint's workers and queue (T1, T2).
     Digitize,
+    /// The export endpoint's workers and queue (T1, T2).
     Export,
     /// The relay bridge's worker pool (R1).
     Relay,
 }
 
 impl Pool {
+    /// Every pool, in label order; each has its own series of every per-pool metric.
     pub const ALL: [Pool; 3] = [Pool::Digitize, Pool::Export, Pool::Relay];
 
+    /// The label value (`pool="digitize"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Pool::Digitize => "digitize",
@@ -101,16 +110,24 @@ impl fmt::Display for Pool {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The work was done and its answer sent.
     Ok,
+    /// Refused at admission (T3).
     Overloaded,
+    /// Stopped by its deadline (B1).
     Timeout,
+    /// Stopped by its memory cap (B2).
     MemoryCapExceeded,
+    /// A stage failed or panicked (F1).
     StageFailed,
+    /// Answered with any other error code: bad input (F2), a body too slow to arrive (B1).
     Invalid,
+    /// Stopped because its client went away (B3).
     Cancelled,
 }
 
 impl Outcome {
+    /// Every outcome; a finished request counts under exactly one.
     pub const ALL: [Outcome; 7] = [
         Outcome::Ok,
         Outcome::Overloaded,
@@ -121,6 +138,7 @@ impl Outcome {
         Outcome::Cancelled,
     ];
 
+    /// The label value (`outcome="ok"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",

@@ -7,12 +7,17 @@ use crate::model::Contract;
 /// Why an override was refused; names the variable.
 #[derive(Debug, thiserror::Error)]
 pub enum OverrideError {
+    /// A variable's text is not a value of the field's type, or the result is no contract.
     #[error("{env}={raw}: {message}")]
     BadValue {
+        /// The variable (the last one applied when the whole result does not parse).
         env: String,
+        /// Its text as set (empty when the whole result does not parse).
         raw: String,
+        /// What was expected instead.
         message: String,
     },
+    /// Every value parsed, but together they break the effective-value rules.
     #[error("overrides make the contract invalid:\n{}", .0.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<Violation>),
 }
@@ -20,10 +25,15 @@ pub enum OverrideError {
 /// One applied override, for reports ("the run was scaled").
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Applied {
+    /// The clause whose value changed.
     pub clause: crate::ClauseId,
+    /// The variable that changed it.
     pub env: String,
+    /// The field of the clause's value it replaced.
     pub field: String,
+    /// The contract's own value.
     pub from: serde_json::Value,
+    /// The value the deployment runs with.
     pub to: serde_json::Value,
 }
 

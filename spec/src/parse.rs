@@ -1,5 +1,5 @@
-//! Parsing a contract: TOML → [`Contract`], then [`crate::validate`]'s rules. Every refusal
-//! names the field and, when the contract came from text, its line.
+//! Parsing a contract: TOML → [`Contract`], then the rules of [`Contract::violations`]. Every
+//! refusal names the field and, when the contract came from text, its line.
 
 use std::fmt;
 use std::path::Path;
@@ -15,16 +15,29 @@ pub const EMBEDDED_TOML: &str = include_str!("../contract.toml");
 /// Why a contract was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ContractError {
+    /// The file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file, as given.
         path: String,
+        /// Why reading failed.
         source: std::io::Error,
     },
+    /// The text is not TOML, or not of the contract's shape (a missing, unknown or mistyped
+    /// field); the message has the line.
     #[error("{origin}: {message}")]
-    Syntax { origin: String, message: String },
+    Syntax {
+        /// Where the text came from.
+        origin: String,
+        /// The TOML parser's message, with its line and a caret.
+        message: String,
+    },
+    /// The contract parses but breaks validation rules.
     #[error("{origin}: invalid contract:\n{}", list(.violations))]
     Invalid {
+        /// Where the text came from.
         origin: String,
+        /// Every broken rule, each with its line where it could be found.
         violations: Vec<Violation>,
     },
 }
@@ -40,8 +53,12 @@ fn list(violations: &[Violation]) -> String {
 /// One broken rule: the dotted field path, the line it is on, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
+    /// The dotted path of the field, e.g. `clauses.B1.value.digitize_timeout_ms`.
     pub field: String,
+    /// The 1-based line of the field (or its nearest ancestor) when the contract came from
+    /// text; `None` for a contract built in memory, e.g. after overrides.
     pub line: Option<usize>,
+    /// What is wrong, with the offending value.
     pub message: String,
 }
 

@@ -24,6 +24,20 @@ pub struct Difference {
     pub theirs: Option<Value>,
 }
 
+impl Difference {
+    /// Whether both values are numbers (both non-negative integers, or neither) or both
+    /// booleans: a claimed value of any other kind is never adopted.
+    fn same_type(&self) -> bool {
+        matches!(
+            (&self.ours, &self.theirs),
+            (Some(Value::Number(a)), Some(Value::Number(b))) if a.is_u64() == b.is_u64()
+        ) || matches!(
+            (&self.ours, &self.theirs),
+            (Some(Value::Bool(_)), Some(Value::Bool(_)))
+        )
+    }
+}
+
 impl std::fmt::Display for Difference {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let show = |v: &Option<Value>| v.as_ref().map_or("(absent)".to_owned(), Value::to_string);
@@ -40,7 +54,9 @@ impl std::fmt::Display for Difference {
 /// A difference taken over as the target's effective value.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Adopted {
+    /// The field and both values.
     pub difference: Difference,
+    /// The clause whose value the field is.
     pub clause: ClauseId,
     /// The environment variable that overrides this field.
     pub env: String,
@@ -49,7 +65,9 @@ pub struct Adopted {
 /// A difference the checker does not accept, and why.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Refused {
+    /// The field and both values.
     pub difference: Difference,
+    /// Why the contract's own value applies instead, for the report.
     pub reason: String,
 }
 
@@ -58,7 +76,9 @@ pub struct Refused {
 pub struct Reconciliation {
     /// The contract with the adopted values: the expectations of every check.
     pub effective: Contract,
+    /// The claimed values the checks judge by, each an allowed override.
     pub adopted: Vec<Adopted>,
+    /// The claimed values the checks ignore; any of them makes the claim unacceptable.
     pub refused: Vec<Refused>,
     /// The claim could not be read as a contract at all (then nothing is adopted).
     pub unreadable: Option<String>,
@@ -79,77 +99,87 @@ impl Contract {
     pub fn reconcile(&self, claimed: &Value, allow_overrides: bool) -> Reconciliation {
         let mut ours = serde_json::to_value(self).expect("a contract serializes");
         strip_load(&mut ours);
+        let (theirs, unreadable) = self.normalized_claim(claimed);
+        let mut adopted = Vec::new();
+        let mut refused = Vec::new();
+        for difference in differences(&ours, &theirs) {
+            match self.judge(difference, unreadable.is_none(), allow_overrides) {
+                Ok(adoption) => adopted.push(adoption),
+                Err(refusal) => refused.push(refusal),
+            }
+        }
+        let effective = self.with_adopted(&mut adopted, &mut refused);
+        Reconciliation {
+            effective,
+            adopted,
+            refused,
+            unreadable,
+        }
+    }
+
+    /// The claim as this contract's serialization spells it (schema defaults filled in, no
+    /// `[load]`), and why it does not parse as a contract, if it does not.
+    fn normalized_claim(&self, claimed: &Value) -> (Value, Option<String>) {
         let mut theirs = claimed.clone();
         strip_load(&mut theirs);
-        let mut unreadable = None;
         if let Some(map) = theirs.as_object_mut() {
             map.insert(
                 "load".to_owned(),
                 serde_json::to_value(&self.load).expect("serializes"),
             );
         }
-        match serde_json::from_value::<Contract>(theirs.clone()) {
+        let unreadable = match serde_json::from_value::<Contract>(theirs.clone()) {
             Ok(parsed) => {
                 theirs = serde_json::to_value(parsed).expect("a contract serializes");
-                strip_load(&mut theirs);
+                None
             }
-            Err(e) => {
-                unreadable = Some(format!("the claimed contract does not parse: {e}"));
-                strip_load(&mut theirs);
-            }
-        }
+            Err(e) => Some(format!("the claimed contract does not parse: {e}")),
+        };
+        strip_load(&mut theirs);
+        (theirs, unreadable)
+    }
 
-        let mut adopted = Vec::new();
-        let mut refused = Vec::new();
+    /// One difference adopted (`Ok`) or refused (`Err`, with the reason), judged on its own.
+    fn judge(
+        &self,
+        difference: Difference,
+        readable: bool,
+        allow_overrides: bool,
+    ) -> Result<Adopted, Refused> {
+        let reason = match self.overridable(&difference.path) {
+            _ if !readable => "the claim is not a readable contract".into(),
+            None => "not an overridable field: the contract's own value applies".into(),
+            Some(_) if !allow_overrides => {
+                "overridable, but overrides are not allowed (--allow-overrides)".into()
+            }
+            Some((_, env)) if !difference.same_type() => {
+                format!("{env} takes a value of the contract's type")
+            }
+            Some((clause, env)) => {
+                return Ok(Adopted {
+                    difference,
+                    clause,
+                    env,
+                });
+            }
+        };
+        Err(Refused { difference, reason })
+    }
+
+    /// This contract with the adopted values, if they still make a valid effective contract;
+    /// otherwise this contract as it is, every adoption moved to `refused` with the reason.
+    fn with_adopted(&self, adopted: &mut Vec<Adopted>, refused: &mut Vec<Refused>) -> Contract {
         let mut effective_doc = serde_json::to_value(self).expect("a contract serializes");
-        for difference in differences(&ours, &theirs) {
-            match self.overridable(&difference.path) {
-                _ if unreadable.is_some() => refused.push(Refused {
-                    reason: "the claim is not a readable contract".into(),
-                    difference,
-                }),
-                None => refused.push(Refused {
-                    reason: "not an overridable field: the contract's own value applies".into(),
-                    difference,
-                }),
-                Some(_) if !allow_overrides => refused.push(Refused {
-                    reason: "overridable, but overrides are not allowed (--allow-overrides)".into(),
-                    difference,
-                }),
-                Some((clause, env)) => {
-                    let same_type = matches!(
-                        (&difference.ours, &difference.theirs),
-                        (Some(Value::Number(a)), Some(Value::Number(b)))
-                            if a.is_u64() == b.is_u64()
-                    ) || matches!(
-                        (&difference.ours, &difference.theirs),
-                        (Some(Value::Bool(_)), Some(Value::Bool(_)))
-                    );
-                    if !same_type {
-                        refused.push(Refused {
-                            reason: format!("{env} takes a value of the contract's type"),
-                            difference,
-                        });
-                        continue;
-                    }
-                    let pointer = format!("/{}", difference.path.replace('.', "/"));
-                    if let (Some(slot), Some(v)) =
-                        (effective_doc.pointer_mut(&pointer), &difference.theirs)
-                    {
-                        *slot = v.clone();
-                    }
-                    adopted.push(Adopted {
-                        difference,
-                        clause,
-                        env,
-                    });
-                }
+        for adoption in adopted.iter() {
+            let difference = &adoption.difference;
+            let pointer = format!("/{}", difference.path.replace('.', "/"));
+            if let (Some(slot), Some(v)) = (effective_doc.pointer_mut(&pointer), &difference.theirs)
+            {
+                *slot = v.clone();
             }
         }
-
-        // Adopted values must still make a valid effective contract; if not, none is adopted.
-        let effective = match serde_json::from_value::<Contract>(effective_doc) {
-            Ok(c) if c.effective_violations().is_empty() => c,
+        let reason = match serde_json::from_value::<Contract>(effective_doc) {
+            Ok(c) if c.effective_violations().is_empty() => return c,
             Ok(c) => {
                 let why = c
                     .effective_violations()
@@ -157,26 +187,15 @@ impl Contract {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ");
-                refused.extend(adopted.drain(..).map(|a| Refused {
-                    difference: a.difference,
-                    reason: format!("the claimed values break the contract's rules: {why}"),
-                }));
-                self.clone()
+                format!("the claimed values break the contract's rules: {why}")
             }
-            Err(e) => {
-                refused.extend(adopted.drain(..).map(|a| Refused {
-                    difference: a.difference,
-                    reason: format!("the claimed values do not form a contract: {e}"),
-                }));
-                self.clone()
-            }
+            Err(e) => format!("the claimed values do not form a contract: {e}"),
         };
-        Reconciliation {
-            effective,
-            adopted,
-            refused,
-            unreadable,
-        }
+        refused.extend(adopted.drain(..).map(|a| Refused {
+            difference: a.difference,
+            reason: reason.clone(),
+        }));
+        self.clone()
     }
 
     /// The clause and environment variable that may override the field at `path`, if any.
@@ -193,6 +212,7 @@ impl Contract {
     }
 }
 
+/// Drops `[load]`: the checker's own settings, never a claim's.
 fn strip_load(v: &mut Value) {
     if let Some(map) = v.as_object_mut() {
         map.remove("load");

@@ -22,10 +22,14 @@ pub struct RelayRequest {
     pub kind: String,
     /// Chosen by the sender; every response frame repeats it.
     pub request_id: String,
+    /// The HTTP method of the inner request.
+    #[schemars(description = "")]
     pub method: String,
     /// Path and query, e.g. `/v1/export?format=svg`.
     pub path: String,
+    /// Headers of the inner request (none by default).
     #[serde(default)]
+    #[schemars(description = "")]
     pub headers: BTreeMap<String, String>,
     /// UTF-8 request body.
     #[serde(default)]
@@ -44,6 +48,8 @@ pub struct RelayResponse {
     pub request_id: String,
     /// 0, 1, 2, ... per request_id, without gaps.
     pub seq: u64,
+    /// The inner response's HTTP status (on every frame of it).
+    #[schemars(description = "")]
     pub status: u16,
     /// Present on the first frame only.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

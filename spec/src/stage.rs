@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
 pub enum Stage {
     Queue,
     Decode,
@@ -41,6 +45,7 @@ impl Stage {
         Stage::Relay,
     ];
 
+    /// The name in `failed_stage`, logs and hook directives (`decode`).
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Queue => "queue",

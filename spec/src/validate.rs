@@ -2,6 +2,8 @@
 //! every error code exactly once, placeholders that resolve. Each broken rule is a
 //! [`Violation`] naming its dotted field; [`crate::parse`] adds the line.
 
+use std::collections::BTreeSet;
+
 use crate::model::Contract;
 use crate::parse::Violation;
 use crate::{ClauseId, ErrorCode, MetricName, Stage};
@@ -51,8 +53,24 @@ impl Contract {
 
     /// The rules every effective contract (document or after overrides) must satisfy.
     pub fn effective_violations(&self) -> Vec<Violation> {
+        [
+            self.clause_violations(),
+            self.rule_violations(),
+            self.range_violations(),
+            self.connection_cap_violations(),
+            self.api_violations(),
+            self.error_table_violations(),
+            self.stage_violations(),
+            self.metric_violations(),
+        ]
+        .concat()
+    }
+
+    /// Every clause's prose is present and its placeholders resolve, its source is a key of
+    /// `[sources]`, and each override names one scalar field with a variable of its own.
+    fn clause_violations(&self) -> Vec<Violation> {
         let mut out = Vec::new();
-        let mut envs = std::collections::BTreeSet::new();
+        let mut envs = BTreeSet::new();
         for clause in self.clause_list() {
             let at = |f: &str| format!("clauses.{}.{f}", clause.id);
             for (field, text) in [
@@ -98,8 +116,14 @@ impl Contract {
                 }
             }
         }
+        out
+    }
 
-        let mut ids = std::collections::BTreeSet::new();
+    /// Every implementation rule has a well-formed id of its own and a non-empty text whose
+    /// placeholders resolve.
+    fn rule_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        let mut ids = BTreeSet::new();
         for (i, rule) in self.implementation.iter().enumerate() {
             let at = |f: &str| format!("implementation.{i}.{f}");
             let well_formed = !rule.id.is_empty()
@@ -126,9 +150,13 @@ impl Contract {
                 out.push(violation(&at("rule"), e));
             }
         }
+        out
+    }
 
+    /// Every bounded number lies in the range where it makes sense at all.
+    fn range_violations(&self) -> Vec<Violation> {
         let (c, b3) = (&self.clauses, &self.clauses.b3.value);
-        // (field, value, min, max): the ranges a value must fall in to make sense at all.
+        // (field, value, min, max)
         #[rustfmt::skip]
         let ranges: [(&str, u64, u64, u64); 20] = [
             ("clauses.T1.value.digitize_workers", c.t1.value.digitize_workers.into(), 1, 1024),
@@ -152,32 +180,40 @@ impl Contract {
             ("tolerances.trials", self.tolerances.trials.into(), 1, 100),
             ("api.digitize.max_pixels", self.api.digitize.max_pixels, 1, 1 << 32),
         ];
-        for (field, value, min, max) in ranges {
-            if !(min..=max).contains(&value) {
-                out.push(violation(
-                    field,
-                    format!("{value} is out of range {min}..={max}"),
-                ));
-            }
-        }
+        ranges
+            .into_iter()
+            .filter(|(_, value, min, max)| !(min..=max).contains(&value))
+            .map(|(field, value, min, max)| {
+                violation(field, format!("{value} is out of range {min}..={max}"))
+            })
+            .collect()
+    }
 
-        // Every request a pool may hold sits on an open connection: the connection cap must leave
-        // room for all of them and one more (a /healthz probe, a /metrics scrape).
+    /// Every request a pool may hold sits on an open connection: the connection cap must leave
+    /// room for all of them and one more (a /healthz probe, a /metrics scrape).
+    fn connection_cap_violations(&self) -> Vec<Violation> {
+        let c = &self.clauses;
         let held = u64::from(c.t1.value.digitize_workers)
             + u64::from(c.t2.value.digitize_queue_capacity)
             + u64::from(c.t1.value.export_workers)
             + u64::from(c.t2.value.export_queue_capacity);
-        if u64::from(c.b4.value.max_connections) <= held {
-            out.push(violation(
-                "clauses.B4.value.max_connections",
-                format!(
-                    "{} must exceed the requests the pools can hold (workers + queue of both \
-                     pools: {held})",
-                    c.b4.value.max_connections
-                ),
-            ));
+        if u64::from(c.b4.value.max_connections) > held {
+            return Vec::new();
         }
+        vec![violation(
+            "clauses.B4.value.max_connections",
+            format!(
+                "{} must exceed the requests the pools can hold (workers + queue of both \
+                 pools: {held})",
+                c.b4.value.max_connections
+            ),
+        )]
+    }
 
+    /// Every digitize parameter's default lies in its range, and export's default format is one
+    /// it offers.
+    fn api_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
         for (name, p) in self.api.digitize.params.iter() {
             if !(p.min <= p.default && p.default <= p.max) {
                 out.push(violation(
@@ -200,7 +236,13 @@ impl Contract {
                 "is not one of `formats`".into(),
             ));
         }
+        out
+    }
 
+    /// `[[errors]]` lists every code exactly once with an error status (`Retry-After` on 503
+    /// only), and F2's codes are F2 errors.
+    fn error_table_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
         for code in ErrorCode::ALL {
             let n = self.errors.iter().filter(|e| e.code == code).count();
             if n != 1 {
@@ -225,7 +267,7 @@ impl Contract {
                 ));
             }
         }
-        for code in &c.f2.value.codes {
+        for code in &self.clauses.f2.value.codes {
             if self
                 .errors
                 .iter()
@@ -238,42 +280,56 @@ impl Contract {
                 ));
             }
         }
+        out
+    }
 
-        for (name, stages) in [
+    /// Each pipeline has distinct stages of its own: none of them the pseudo-stages `queue` and
+    /// `relay`.
+    fn stage_violations(&self) -> Vec<Violation> {
+        [
             ("digitize", &self.stages.digitize),
             ("export", &self.stages.export),
-        ] {
-            let unique: std::collections::BTreeSet<_> = stages.iter().collect();
-            if stages.is_empty()
+        ]
+        .into_iter()
+        .filter(|(_, stages)| {
+            let unique: BTreeSet<_> = stages.iter().collect();
+            stages.is_empty()
                 || unique.len() != stages.len()
                 || stages.contains(&Stage::Queue)
                 || stages.contains(&Stage::Relay)
-            {
-                out.push(violation(
-                    &format!("stages.{name}"),
-                    "needs distinct stages, none of them `queue` or `relay`".into(),
-                ));
-            }
-        }
+        })
+        .map(|(name, _)| {
+            violation(
+                &format!("stages.{name}"),
+                "needs distinct stages, none of them `queue` or `relay`".into(),
+            )
+        })
+        .collect()
+    }
 
-        for name in MetricName::ALL {
-            let n = self
-                .observability
-                .metrics
-                .iter()
-                .filter(|m| m.name == name)
-                .count();
-            if n != 1 {
-                out.push(violation(
-                    "observability.metrics",
-                    format!("metric `{name}` must appear exactly once, found {n}"),
-                ));
-            }
-        }
-        out
+    /// `[[observability.metrics]]` lists every metric exactly once.
+    fn metric_violations(&self) -> Vec<Violation> {
+        MetricName::ALL
+            .into_iter()
+            .filter_map(|name| {
+                let n = self
+                    .observability
+                    .metrics
+                    .iter()
+                    .filter(|m| m.name == name)
+                    .count();
+                (n != 1).then(|| {
+                    violation(
+                        "observability.metrics",
+                        format!("metric `{name}` must appear exactly once, found {n}"),
+                    )
+                })
+            })
+            .collect()
     }
 }
 
+/// A broken rule of `field`, its line unknown until [`Contract::from_toml`] looks it up.
 fn violation(field: &str, message: String) -> Violation {
     Violation {
         field: field.to_owned(),

@@ -22,19 +22,33 @@ pub use values::*;
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Plimsoll contract")]
 pub struct Contract {
+    /// What the contract is called and which version it is.
+    #[schemars(description = "")]
     pub contract: Meta,
     /// Documents the clauses cite, by key (`seed-000`, `decision`, ...).
     pub sources: BTreeMap<String, Source>,
+    /// Every clause, by id; [`Contract::clause`] sees one without its value type.
+    #[schemars(description = "")]
     pub clauses: Clauses,
+    /// The routes the clauses apply to and their input limits.
+    #[schemars(description = "")]
     pub api: Api,
+    /// Each pipeline's stages, in order.
+    #[schemars(description = "")]
     pub stages: Stages,
     /// Every error code with its HTTP status: the only place a status is written.
     pub errors: Vec<ErrorSpec>,
+    /// The headers and metrics every implementation exposes for black-box checks.
+    #[schemars(description = "")]
     pub observability: Observability,
+    /// The test-hook header and its gate.
+    #[schemars(description = "")]
     pub hooks: Hooks,
     /// What an implementation does that no clause's sentence spells out: the rules an
     /// implementer would otherwise guess, each with the clause that judges it.
     pub implementation: Vec<ImplementationRule>,
+    /// The slack of the checker's timing judgements.
+    #[schemars(description = "")]
     pub tolerances: Tolerances,
     /// The load profiles `plimsoll load` runs, sized relative to capacity. Optional: they are
     /// the conformance kit's settings, not the service's, so an implementation's
@@ -43,17 +57,29 @@ pub struct Contract {
     pub load: Load,
 }
 
+/// `[contract]`: the contract's name and version, as the docs and OpenAPI head them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(description = "")]
 pub struct Meta {
+    /// Short stable name, the OpenAPI document's `x-plimsoll.contract`.
+    #[schemars(description = "")]
     pub name: String,
+    /// The docs' heading and the OpenAPI `info.title`.
+    #[schemars(description = "")]
     pub title: String,
+    /// The contract's version: in the docs' heading and the OpenAPI `info.version`.
+    #[schemars(description = "")]
     pub version: String,
+    /// One sentence on what the contract promises, under the docs' heading.
+    #[schemars(description = "")]
     pub summary: String,
 }
 
+/// A document the clauses cite (`[sources.KEY]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(description = "")]
 pub struct Source {
     /// The document's title: sources are cited by title only (they are not files of this
     /// repository).
@@ -64,7 +90,11 @@ pub struct Source {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Clause<V> {
+    /// The heading the docs give the clause (after its id).
+    #[schemars(description = "")]
     pub title: String,
+    /// The docs section the clause is listed under.
+    #[schemars(description = "")]
     pub category: Category,
     /// The clause in one sentence, with its numbers.
     pub statement: String,
@@ -72,15 +102,26 @@ pub struct Clause<V> {
     pub rationale: String,
     /// How the conformance suite checks it (the docs print the same sentence).
     pub verification: String,
+    /// Where the clause comes from.
+    #[schemars(description = "")]
     pub source: SourceRef,
     /// Environment variables that override a field of `value` at deployment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,
+    /// What the clause promises, field by field: the values the server enforces and the checker
+    /// expects.
+    #[schemars(description = "")]
     pub value: V,
 }
 
+/// The docs section a clause is listed under, in the docs' order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(description = "")]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
 pub enum Category {
     Throughput,
     Bounds,
@@ -89,6 +130,7 @@ pub enum Category {
 }
 
 impl Category {
+    /// The heading of the category's section in the docs.
     pub fn title(self) -> &'static str {
         match self {
             Category::Throughput => "Throughput",
@@ -99,8 +141,10 @@ impl Category {
     }
 }
 
+/// Where a clause comes from: a document of `[sources]` and a place in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(description = "")]
 pub struct SourceRef {
     /// A key of `[sources]`.
     pub doc: String,
@@ -108,8 +152,11 @@ pub struct SourceRef {
     pub section: String,
 }
 
+/// An environment variable that replaces one field of a clause's value at deployment; the server
+/// and the checker apply it alike ([`Contract::with_overrides`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(description = "")]
 pub struct Override {
     /// Environment variable name.
     pub env: String,
@@ -121,38 +168,72 @@ pub struct Override {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Clauses {
+    /// T1: how many jobs each pool runs at once.
     #[serde(rename = "T1")]
+    #[schemars(description = "")]
     pub t1: Clause<WorkerLimits>,
+    /// T2: each pool's queue order and capacity.
     #[serde(rename = "T2")]
+    #[schemars(description = "")]
     pub t2: Clause<QueuePolicy>,
+    /// T3: what a refusal carries (`Retry-After` and how it is estimated).
     #[serde(rename = "T3")]
+    #[schemars(description = "")]
     pub t3: Clause<Backpressure>,
+    /// B1: the per-request timeouts and the reference durations they must leave room for.
     #[serde(rename = "B1")]
+    #[schemars(description = "")]
     pub b1: Clause<Timeouts>,
+    /// B2: the per-request memory cap.
     #[serde(rename = "B2")]
+    #[schemars(description = "")]
     pub b2: Clause<MemoryCap>,
+    /// B3: how soon a disconnected client's job stops.
     #[serde(rename = "B3")]
+    #[schemars(description = "")]
     pub b3: Clause<Cancellation>,
+    /// B4: the request-head timeout and the connection cap.
     #[serde(rename = "B4")]
+    #[schemars(description = "")]
     pub b4: Clause<ConnectionBounds>,
+    /// F1: what a failing stage's answer carries.
     #[serde(rename = "F1")]
+    #[schemars(description = "")]
     pub f1: Clause<StageFailure>,
+    /// F2: the codes bad input is answered with.
     #[serde(rename = "F2")]
+    #[schemars(description = "")]
     pub f2: Clause<InvalidInput>,
+    /// F3: the error log line.
     #[serde(rename = "F3")]
+    #[schemars(description = "")]
     pub f3: Clause<ErrorLogs>,
+    /// F4: the request id header and which client-supplied ids are kept.
     #[serde(rename = "F4")]
+    #[schemars(description = "")]
     pub f4: Clause<RequestId>,
+    /// R1: the relay's worker pool and its overflow policy.
     #[serde(rename = "R1")]
+    #[schemars(description = "")]
     pub r1: Clause<RelayPool>,
+    /// R2: no head-of-line blocking on one connection (behaviour only).
     #[serde(rename = "R2")]
+    #[schemars(description = "")]
     pub r2: Clause<Empty>,
+    /// R3: how response frames are matched to their requests.
     #[serde(rename = "R3")]
+    #[schemars(description = "")]
     pub r3: Clause<RelayMatching>,
+    /// R4: how far past the pool size the overflow check goes.
     #[serde(rename = "R4")]
+    #[schemars(description = "")]
     pub r4: Clause<RelayOverflow>,
+    /// R5: the largest body one frame carries.
     #[serde(rename = "R5")]
+    #[schemars(description = "")]
     pub r5: Clause<FrameAtomicity>,
+    /// R6: surviving a reconnect with work in flight (behaviour only).
     #[serde(rename = "R6")]
+    #[schemars(description = "")]
     pub r6: Clause<Empty>,
 }

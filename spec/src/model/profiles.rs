@@ -22,15 +22,23 @@ pub struct Load {
     pub max_hold_factor: u32,
     /// Attempts sent before this are left out of the prediction (the system starts empty).
     pub warm_up_ms: u64,
+    /// What `plimsoll load --profile burst` runs.
+    #[schemars(description = "")]
     pub burst: BurstProfile,
+    /// What `plimsoll load --profile steady` runs.
+    #[schemars(description = "")]
     pub steady: SteadyProfile,
+    /// What `plimsoll load --profile overload` runs.
+    #[schemars(description = "")]
     pub overload: OverloadProfile,
+    /// What `plimsoll load --profile soak` runs.
+    #[schemars(description = "")]
     pub soak: SoakProfile,
 }
 
 impl Default for Load {
     /// The embedded contract's `[load]` (read on its own, so this never recurses into
-    /// [`Contract::embedded`]).
+    /// [`crate::Contract::embedded`]).
     fn default() -> Load {
         #[derive(Deserialize)]
         struct OnlyLoad {
@@ -46,9 +54,13 @@ impl Default for Load {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BurstProfile {
+    /// What the profile proves, in one sentence (the docs list it).
+    #[schemars(description = "")]
     pub purpose: String,
     /// Requests per wave = digitize workers x this.
     pub factor: u32,
+    /// How many waves are fired; each is judged on its own.
+    #[schemars(description = "")]
     pub waves: u32,
     /// Every request holds this long (fixed, so the admitted ones are still running while the
     /// whole wave arrives).
@@ -59,11 +71,15 @@ pub struct BurstProfile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SteadyProfile {
+    /// What the profile proves, in one sentence (the docs list it).
+    #[schemars(description = "")]
     pub purpose: String,
     /// Attempt rate as a multiple of capacity.
     pub load_factor: f64,
     /// Mean of the exponential hold.
     pub mean_hold_ms: u64,
+    /// How long the load runs, in seconds.
+    #[schemars(description = "")]
     pub duration_s: u64,
     /// p99 over admitted requests of (response time - the request's own hold).
     pub latency_overhead_p99_ms: u64,
@@ -73,9 +89,17 @@ pub struct SteadyProfile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OverloadProfile {
+    /// What the profile proves, in one sentence (the docs list it).
+    #[schemars(description = "")]
     pub purpose: String,
+    /// Attempt rate as a multiple of capacity.
+    #[schemars(description = "")]
     pub load_factor: f64,
+    /// Mean of the exponential hold.
+    #[schemars(description = "")]
     pub mean_hold_ms: u64,
+    /// How long the load runs, in seconds.
+    #[schemars(description = "")]
     pub duration_s: u64,
     /// Goodput must reach this fraction of the throughput the admission math allows.
     pub goodput_fraction: f64,
@@ -87,9 +111,17 @@ pub struct OverloadProfile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SoakProfile {
+    /// What the profile proves, in one sentence (the docs list it).
+    #[schemars(description = "")]
     pub purpose: String,
+    /// Attempt rate as a multiple of capacity.
+    #[schemars(description = "")]
     pub load_factor: f64,
+    /// Mean of the exponential hold.
+    #[schemars(description = "")]
     pub mean_hold_ms: u64,
+    /// How long the load runs, in seconds.
+    #[schemars(description = "")]
     pub duration_s: u64,
     /// Share of requests whose client gives up halfway through the hold.
     pub cancel_fraction: f64,

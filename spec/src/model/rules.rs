@@ -14,6 +14,8 @@ use crate::ClauseId;
 pub struct ImplementationRule {
     /// Short stable name (lowercase letters, digits and `-`), unique: the docs cite it.
     pub id: String,
+    /// The part of an implementation the rule is about: its heading in the docs.
+    #[schemars(description = "")]
     pub topic: Topic,
     /// The clause whose check judges the rule; absent for the API as a whole (e.g. the contract
     /// endpoint, judged by the `contract` check).
@@ -30,6 +32,10 @@ pub struct ImplementationRule {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
 pub enum Topic {
     Endpoints,
     Input,
@@ -44,6 +50,7 @@ pub enum Topic {
 }
 
 impl Topic {
+    /// Every topic, in the docs' order.
     pub const ALL: [Topic; 10] = [
         Topic::Endpoints,
         Topic::Input,

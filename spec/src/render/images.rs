@@ -10,11 +10,11 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAUUlEQVR42mP8/
 const JPEG: &str = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAMCAgMCAgMDAwMEAwMEBQgFBQQEBQoHBwYIDAoMDAsKCwsNDhIQDQ4RDgsLEBYQERMUFRUVDA8XGBYUGBIUFRT/2wBDAQMEBAUEBQkFBQkUDQsNFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBT/wAARCAAQABADASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAj/xAAgEAACAgEDBQAAAAAAAAAAAAABAgMEBgUIEgAHERMz/8QAFQEBAQAAAAAAAAAAAAAAAAAABQf/xAAiEQABAgMJAAAAAAAAAAAAAAAREhMAFGEWJCZBQoGCkdH/2gAMAwEAAhEDEQA/AKJ3h7w8g7ZZg+EYQ9Srer1o5dQ1SaAyzV5XKyJFGjj1/PiSxDgibwOLIT02ebw8g7m5gmEZu9S1esVpJdP1SGAxTWJULSPFIiD1/PkQwCACHweTOD03h7PMg7m5g+b4QlS1esVo4tQ0uacxTWJUKxpLG7n1/PiCpKACHyOTOR02ebPMg7ZZgmb5ulSrer1pItP0uGcyzV5XLRvLI6H1/PkAoLgibyeLIB0He5vNJ2HsWLDVmtL6aOODtJ4prH//2Q==";
 
 /// What the examples show.
-pub const SUMMARY: &str = "A red disc on white, 16×16 pixels";
+pub(super) const SUMMARY: &str = "A red disc on white, 16×16 pixels";
 
 /// The example image for an upload media type as a `data:` URI (an Example Object's
 /// `externalValue`: raw bytes have no JSON spelling), if there is one for that type.
-pub fn data_uri(media_type: &str) -> Option<String> {
+pub(super) fn data_uri(media_type: &str) -> Option<String> {
     let base64 = match media_type {
         "image/png" => PNG,
         "image/jpeg" => JPEG,

@@ -9,8 +9,40 @@ use crate::model::{Category, Contract, Topic};
 /// Renders the whole document.
 pub fn concurrency_md(contract: &Contract) -> String {
     let mut md = String::new();
-    let meta = &contract.contract;
     let clauses = contract.clause_list();
+    heading(&mut md, contract);
+    summary_section(&mut md, contract, &clauses);
+    for category in [
+        Category::Throughput,
+        Category::Bounds,
+        Category::Failure,
+        Category::Relay,
+    ] {
+        let _ = writeln!(md, "## {}\n", category.title());
+        for c in clauses.iter().filter(|c| c.category == category) {
+            clause_section(&mut md, contract, c);
+        }
+    }
+    errors_section(&mut md, contract);
+    endpoints_section(&mut md, contract);
+    observability_section(&mut md, contract);
+    hooks_section(&mut md, contract);
+    rules_section(&mut md, contract);
+    tolerances_section(&mut md, contract);
+    load_section(&mut md, contract);
+    sources_section(&mut md, contract);
+    md
+}
+
+/// A table's header row and the delimiter row under it.
+fn table_head(md: &mut String, columns: &[&str]) {
+    let _ = writeln!(md, "| {} |", columns.join(" | "));
+    let _ = writeln!(md, "|{}", "---|".repeat(columns.len()));
+}
+
+/// The title, the do-not-edit notes and the contract's summary.
+fn heading(md: &mut String, contract: &Contract) {
+    let meta = &contract.contract;
     let _ = writeln!(md, "# {} ({} {})\n", meta.title, meta.name, meta.version);
     let _ = writeln!(
         md,
@@ -23,11 +55,13 @@ pub fn concurrency_md(contract: &Contract) -> String {
          and the conformance suite (`plimsoll check`).\n"
     );
     let _ = writeln!(md, "{}\n", meta.summary);
+}
 
+/// `## Summary`: one row per clause, linking to its section.
+fn summary_section(md: &mut String, contract: &Contract, clauses: &[ClauseRef<'_>]) {
     let _ = writeln!(md, "## Summary\n");
-    let _ = writeln!(md, "| id | clause | value | override |");
-    let _ = writeln!(md, "|---|---|---|---|");
-    for c in &clauses {
+    table_head(md, &["id", "clause", "value", "override"]);
+    for c in clauses {
         let envs: Vec<String> = c.overrides.iter().map(|o| format!("`{}`", o.env)).collect();
         let _ = writeln!(
             md,
@@ -44,19 +78,10 @@ pub fn concurrency_md(contract: &Contract) -> String {
         );
     }
     md.push('\n');
+}
 
-    for category in [
-        Category::Throughput,
-        Category::Bounds,
-        Category::Failure,
-        Category::Relay,
-    ] {
-        let _ = writeln!(md, "## {}\n", category.title());
-        for c in clauses.iter().filter(|c| c.category == category) {
-            clause_section(&mut md, contract, c);
-        }
-    }
-
+/// `## Error codes`: the error body's shape and every code with its status.
+fn errors_section(md: &mut String, contract: &Contract) {
     let _ = writeln!(md, "## Error codes\n");
     let _ = writeln!(
         md,
@@ -65,11 +90,17 @@ pub fn concurrency_md(contract: &Contract) -> String {
          ([schema](../spec/schemas/problem.schema.json); unknown members are allowed).\n",
         crate::PROBLEM_CONTENT_TYPE
     );
-    let _ = writeln!(
+    table_head(
         md,
-        "| code | status | clause | endpoints | Retry-After | meaning |"
+        &[
+            "code",
+            "status",
+            "clause",
+            "endpoints",
+            "Retry-After",
+            "meaning",
+        ],
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
     for e in &contract.errors {
         let _ = writeln!(
             md,
@@ -87,11 +118,14 @@ pub fn concurrency_md(contract: &Contract) -> String {
         );
     }
     md.push('\n');
+}
 
+/// `## Endpoints and limits`: the routes, the input limits, the digitize parameters and the
+/// stage names.
+fn endpoints_section(md: &mut String, contract: &Contract) {
     let api = &contract.api;
     let _ = writeln!(md, "## Endpoints and limits\n");
-    let _ = writeln!(md, "| endpoint | path | what |");
-    let _ = writeln!(md, "|---|---|---|");
+    table_head(md, &["endpoint", "path", "what"]);
     let _ = writeln!(
         md,
         "| digitize | `{} {}` | {} |",
@@ -134,12 +168,24 @@ pub fn concurrency_md(contract: &Contract) -> String {
         api.export.default_format.as_str(),
         contract.clauses.b1.value.upload_read_timeout_ms,
     );
-    let _ = writeln!(
+    params_and_stages(md, contract);
+}
+
+/// The digitize parameters' table and the stage names of both pipelines.
+fn params_and_stages(md: &mut String, contract: &Contract) {
+    table_head(
         md,
-        "| digitize parameter | kind | min | max | default | unit | meaning |"
+        &[
+            "digitize parameter",
+            "kind",
+            "min",
+            "max",
+            "default",
+            "unit",
+            "meaning",
+        ],
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    for (name, p) in api.digitize.params.iter() {
+    for (name, p) in contract.api.digitize.params.iter() {
         let _ = writeln!(
             md,
             "| `{name}` | {:?} | {} | {} | {} | {} | {} |",
@@ -160,7 +206,10 @@ pub fn concurrency_md(contract: &Contract) -> String {
         stage_list(&contract.stages.digitize),
         stage_list(&contract.stages.export)
     );
+}
 
+/// `## Observability`: the headers every response carries and the metrics table.
+fn observability_section(md: &mut String, contract: &Contract) {
     let obs = &contract.observability;
     let _ = writeln!(md, "## Observability\n");
     let _ = writeln!(
@@ -174,10 +223,9 @@ pub fn concurrency_md(contract: &Contract) -> String {
             .map(|m| format!("{m};dur=…"))
             .collect::<Vec<_>>()
             .join(", "),
-        api.metrics.path
+        contract.api.metrics.path
     );
-    let _ = writeln!(md, "| metric | type | labels | meaning |");
-    let _ = writeln!(md, "|---|---|---|---|");
+    table_head(md, &["metric", "type", "labels", "meaning"]);
     for m in &obs.metrics {
         let _ = writeln!(
             md,
@@ -189,7 +237,10 @@ pub fn concurrency_md(contract: &Contract) -> String {
         );
     }
     md.push('\n');
+}
 
+/// `## Test hooks`: the gate and the grammar.
+fn hooks_section(md: &mut String, contract: &Contract) {
     let h = &contract.hooks;
     let _ = writeln!(md, "## Test hooks\n");
     let _ = writeln!(
@@ -200,13 +251,13 @@ pub fn concurrency_md(contract: &Contract) -> String {
          charges megabytes to the request's memory budget.\n",
         h.env, h.header, h.disabled_code, h.grammar
     );
+}
 
-    rules_section(&mut md, contract);
-
+/// `## Tolerances of the conformance suite`: the slack of the timing checks.
+fn tolerances_section(md: &mut String, contract: &Contract) {
     let t = &contract.tolerances;
     let _ = writeln!(md, "## Tolerances of the conformance suite\n");
-    let _ = writeln!(md, "| what | allowed |");
-    let _ = writeln!(md, "|---|---|");
+    table_head(md, &["what", "allowed"]);
     let _ = writeln!(
         md,
         "| refusal latency (503 `overloaded`) | ≤ {} ms |",
@@ -233,14 +284,14 @@ pub fn concurrency_md(contract: &Contract) -> String {
         t.trials
     );
     md.push('\n');
+}
 
-    load_section(&mut md, contract);
-
+/// `## Sources`: every document a clause cites, by key.
+fn sources_section(md: &mut String, contract: &Contract) {
     let _ = writeln!(md, "## Sources\n");
     for (key, s) in &contract.sources {
         let _ = writeln!(md, "- `{key}`: {}", s.title);
     }
-    md
 }
 
 fn anchor(c: &ClauseRef<'_>) -> String {
@@ -260,31 +311,11 @@ fn slug(heading: &str) -> String {
         .collect()
 }
 
+/// `### ID Title`: one clause, with its values, rationale, rules, source, HTTP answers and check.
 fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
     let _ = writeln!(md, "### {} {}\n", c.id, c.title);
     let _ = writeln!(md, "**{}**\n", contract.text(c, c.statement));
-    if !c.value.is_empty() {
-        let _ = writeln!(md, "| value | setting | override |");
-        let _ = writeln!(md, "|---|---|---|");
-        for (field, value) in &c.value {
-            let env = c
-                .overrides
-                .iter()
-                .find(|o| &o.field == field)
-                .map(|o| format!("`{}`", o.env))
-                .unwrap_or_else(|| "—".into());
-            let shown = match value {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let _ = writeln!(
-                md,
-                "| `{field}` | `{}` | {env} |",
-                shown.replace('|', "\\|")
-            );
-        }
-        md.push('\n');
-    }
+    value_table(md, c);
     let _ = writeln!(md, "**Rationale.** {}\n", contract.text(c, c.rationale));
     let rules: Vec<String> = contract
         .implementation
@@ -309,45 +340,77 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
         "**Source.** `{}` — {}: {}.\n",
         c.source.doc, source, c.source.section
     );
-
-    let errors: Vec<_> = contract
-        .errors
-        .iter()
-        .filter(|e| e.clause == c.id)
-        .collect();
-    if !errors.is_empty() {
-        let _ = writeln!(md, "**HTTP shape.**\n");
-        for e in errors {
-            let mut headers = vec![
-                format!("Content-Type: {}", crate::PROBLEM_CONTENT_TYPE),
-                format!("{}: <id>", contract.observability.request_id_header),
-            ];
-            if e.retry_after {
-                headers.push(format!(
-                    "{}: <delay-seconds>",
-                    contract.clauses.t3.value.retry_after_header
-                ));
-            }
-            let body = serde_json::to_string_pretty(&example_problem(contract, e.code))
-                .expect("serializes");
-            let _ = writeln!(
-                md,
-                "`{}` {} — {}\n\n```http\nHTTP/1.1 {}\n{}\n\n{}\n```\n",
-                e.code,
-                e.status,
-                e.title,
-                e.status,
-                headers.join("\n"),
-                body
-            );
-        }
-    }
+    http_shapes(md, contract, c);
     let _ = writeln!(
         md,
         "**How it is checked.** {} (`plimsoll check --only {}`)\n",
         contract.text(c, c.verification),
         c.id
     );
+}
+
+/// A clause's value, field by field, with the variable that overrides each (none for a clause
+/// whose value is behaviour only).
+fn value_table(md: &mut String, c: &ClauseRef<'_>) {
+    if c.value.is_empty() {
+        return;
+    }
+    table_head(md, &["value", "setting", "override"]);
+    for (field, value) in &c.value {
+        let env = c
+            .overrides
+            .iter()
+            .find(|o| &o.field == field)
+            .map(|o| format!("`{}`", o.env))
+            .unwrap_or_else(|| "—".into());
+        let shown = match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "| `{field}` | `{}` | {env} |",
+            shown.replace('|', "\\|")
+        );
+    }
+    md.push('\n');
+}
+
+/// `**HTTP shape.**`: an example answer, headers and body, of every error code of the clause.
+fn http_shapes(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
+    let errors: Vec<_> = contract
+        .errors
+        .iter()
+        .filter(|e| e.clause == c.id)
+        .collect();
+    if errors.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "**HTTP shape.**\n");
+    for e in errors {
+        let mut headers = vec![
+            format!("Content-Type: {}", crate::PROBLEM_CONTENT_TYPE),
+            format!("{}: <id>", contract.observability.request_id_header),
+        ];
+        if e.retry_after {
+            headers.push(format!(
+                "{}: <delay-seconds>",
+                contract.clauses.t3.value.retry_after_header
+            ));
+        }
+        let body =
+            serde_json::to_string_pretty(&example_problem(contract, e.code)).expect("serializes");
+        let _ = writeln!(
+            md,
+            "`{}` {} — {}\n\n```http\nHTTP/1.1 {}\n{}\n\n{}\n```\n",
+            e.code,
+            e.status,
+            e.title,
+            e.status,
+            headers.join("\n"),
+            body
+        );
+    }
 }
 
 /// `## Load profiles`: what `plimsoll load` runs and judges, every number from `[load]`.
@@ -369,8 +432,7 @@ fn load_section(md: &mut String, contract: &Contract) {
          limit.\n",
         l.hold_stage, l.max_hold_factor, l.users, l.sigma, l.scrape_interval_ms
     );
-    let _ = writeln!(md, "| profile | load | hold | duration | judged by |");
-    let _ = writeln!(md, "|---|---|---|---|---|");
+    table_head(md, &["profile", "load", "hold", "duration", "judged by"]);
     let _ = writeln!(
         md,
         "| `burst` | {} waves of {} x workers = {} requests at once | {} ms fixed | until the waves are done | exactly workers + queue = {} admitted per wave, the rest `{}` with a valid `Retry-After` |",

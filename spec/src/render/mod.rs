@@ -19,7 +19,9 @@ pub use openapi::{hook_pattern, openapi};
 /// A generated file: its path relative to the repository root and its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output {
+    /// Where the file is checked in, relative to the repository root.
     pub path: &'static str,
+    /// What the file must hold, byte for byte.
     pub contents: String,
 }
 
@@ -98,97 +100,11 @@ fn pretty(value: &serde_json::Value) -> String {
 /// validates.
 pub fn example_problem(contract: &Contract, code: ErrorCode) -> Problem {
     let spec = contract.error(code);
-    let digitize = &contract.stages.digitize;
-    let api = &contract.api;
-    let density = &api.digitize.params.density_mm;
-    let (detail, failed, completed) = match code {
-        ErrorCode::Overloaded => (
-            format!(
-                "all {} digitize workers are busy and the queue is full; retry after 2 s",
-                contract.clauses.t1.value.digitize_workers
-            ),
-            None,
-            None,
-        ),
-        ErrorCode::Timeout => (
-            format!(
-                "digitize exceeded its {} ms timeout during {}",
-                contract.clauses.b1.value.digitize_timeout_ms, digitize[3]
-            ),
-            Some(digitize[3]),
-            Some(digitize[..3].to_vec()),
-        ),
-        ErrorCode::UploadTimeout => (
-            format!(
-                "the request body did not arrive within {} ms",
-                contract.clauses.b1.value.upload_read_timeout_ms
-            ),
-            None,
-            None,
-        ),
-        ErrorCode::MemoryCapExceeded => (
-            format!(
-                "the image needs an estimated 1536 MB, over the {} MB cap",
-                contract.clauses.b2.value.memory_cap_mb
-            ),
-            Some(Stage::Decode),
-            Some(vec![]),
-        ),
-        ErrorCode::StageFailed => (
-            format!("{} failed: region table overflow", digitize[2]),
-            Some(digitize[2]),
-            Some(digitize[..2].to_vec()),
-        ),
-        ErrorCode::MalformedImage => (
-            "the PNG data is truncated".into(),
-            Some(Stage::Decode),
-            Some(vec![]),
-        ),
-        ErrorCode::UnsupportedFormat => (
-            "expected PNG or JPEG, found GIF".into(),
-            Some(Stage::Decode),
-            Some(vec![]),
-        ),
-        ErrorCode::PayloadTooLarge => (
-            format!(
-                "the upload is larger than {} bytes",
-                api.digitize.max_upload_bytes
-            ),
-            None,
-            None,
-        ),
-        ErrorCode::EmptyBody => ("the request body is empty".into(), None, None),
-        ErrorCode::InvalidParameter => (
-            format!(
-                "`density_mm` must be between {} and {} mm, got 5",
-                density.min, density.max
-            ),
-            None,
-            None,
-        ),
-        ErrorCode::MalformedDesign => (
-            "stitches[3].cmd: unknown variant `sew`".into(),
-            Some(Stage::Parse),
-            Some(vec![]),
-        ),
-        ErrorCode::HooksDisabled => (
-            format!(
-                "{} is only honoured when {}=1",
-                contract.hooks.header, contract.hooks.env
-            ),
-            None,
-            None,
-        ),
-        ErrorCode::NotFound => ("no route for GET /v2/digitize".into(), None, None),
-        ErrorCode::UpgradeRequired => (
-            format!(
-                "{} is a WebSocket endpoint: send a WebSocket upgrade request",
-                api.relay.path
-            ),
-            None,
-            None,
-        ),
-    };
+    let ExampleFailure {
+        detail,
+        failed_stage,
+        completed_stages,
+    } = example_failure(contract, code);
     Problem {
         type_uri: code.type_uri(),
         title: spec.title.clone(),
@@ -196,8 +112,103 @@ pub fn example_problem(contract: &Contract, code: ErrorCode) -> Problem {
         detail: detail.clone(),
         error: detail,
         code,
-        failed_stage: failed,
-        completed_stages: completed,
+        failed_stage,
+        completed_stages,
         request_id: "01JDQ3V8K2M6Z9X4T7R5N0B1C8".into(),
+    }
+}
+
+/// What an example body says went wrong, and where in the pipeline.
+struct ExampleFailure {
+    detail: String,
+    failed_stage: Option<Stage>,
+    completed_stages: Option<Vec<Stage>>,
+}
+
+impl ExampleFailure {
+    /// A request answered before any stage ran: the body names no stage.
+    fn unstaged(detail: String) -> Self {
+        ExampleFailure {
+            detail,
+            failed_stage: None,
+            completed_stages: None,
+        }
+    }
+
+    /// A request stopped in `stage`, after the stages `completed`.
+    fn staged(detail: String, stage: Stage, completed: &[Stage]) -> Self {
+        ExampleFailure {
+            detail,
+            failed_stage: Some(stage),
+            completed_stages: Some(completed.to_vec()),
+        }
+    }
+}
+
+/// The failure each code's example describes, told with the contract's own numbers.
+fn example_failure(contract: &Contract, code: ErrorCode) -> ExampleFailure {
+    let clauses = &contract.clauses;
+    let api = &contract.api;
+    let digitize = &contract.stages.digitize;
+    let density = &api.digitize.params.density_mm;
+    match code {
+        ErrorCode::Overloaded => ExampleFailure::unstaged(format!(
+            "all {} digitize workers are busy and the queue is full; retry after 2 s",
+            clauses.t1.value.digitize_workers
+        )),
+        ErrorCode::Timeout => ExampleFailure::staged(
+            format!(
+                "digitize exceeded its {} ms timeout during {}",
+                clauses.b1.value.digitize_timeout_ms, digitize[3]
+            ),
+            digitize[3],
+            &digitize[..3],
+        ),
+        ErrorCode::UploadTimeout => ExampleFailure::unstaged(format!(
+            "the request body did not arrive within {} ms",
+            clauses.b1.value.upload_read_timeout_ms
+        )),
+        ErrorCode::MemoryCapExceeded => ExampleFailure::staged(
+            format!(
+                "the image needs an estimated 1536 MB, over the {} MB cap",
+                clauses.b2.value.memory_cap_mb
+            ),
+            Stage::Decode,
+            &[],
+        ),
+        ErrorCode::StageFailed => ExampleFailure::staged(
+            format!("{} failed: region table overflow", digitize[2]),
+            digitize[2],
+            &digitize[..2],
+        ),
+        ErrorCode::MalformedImage => {
+            ExampleFailure::staged("the PNG data is truncated".into(), Stage::Decode, &[])
+        }
+        ErrorCode::UnsupportedFormat => {
+            ExampleFailure::staged("expected PNG or JPEG, found GIF".into(), Stage::Decode, &[])
+        }
+        ErrorCode::PayloadTooLarge => ExampleFailure::unstaged(format!(
+            "the upload is larger than {} bytes",
+            api.digitize.max_upload_bytes
+        )),
+        ErrorCode::EmptyBody => ExampleFailure::unstaged("the request body is empty".into()),
+        ErrorCode::InvalidParameter => ExampleFailure::unstaged(format!(
+            "`density_mm` must be between {} and {} mm, got 5",
+            density.min, density.max
+        )),
+        ErrorCode::MalformedDesign => ExampleFailure::staged(
+            "stitches[3].cmd: unknown variant `sew`".into(),
+            Stage::Parse,
+            &[],
+        ),
+        ErrorCode::HooksDisabled => ExampleFailure::unstaged(format!(
+            "{} is only honoured when {}=1",
+            contract.hooks.header, contract.hooks.env
+        )),
+        ErrorCode::NotFound => ExampleFailure::unstaged("no route for GET /v2/digitize".into()),
+        ErrorCode::UpgradeRequired => ExampleFailure::unstaged(format!(
+            "{} is a WebSocket endpoint: send a WebSocket upgrade request",
+            api.relay.path
+        )),
     }
 }
