@@ -50,7 +50,7 @@ pub fn run(args: DocsArgs) -> u8 {
             eprintln!("stale: {path}");
         }
         eprintln!(
-            "plimsoll docs: {} generated file(s) are stale; run `cargo run -p plimsoll-conformance -- docs`",
+            "plimsoll docs: {} generated file(s) are stale; run `cargo run -p plimsoll -- docs`",
             stale.len()
         );
         return 1;

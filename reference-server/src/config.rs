@@ -62,13 +62,14 @@ impl Config {
         let (contract, overrides) = Contract::embedded().with_overrides(&lookup)?;
         let mut config = Config::new(contract);
         config.overrides = overrides;
-        if let Some(value) = lookup("PLIMSOLL_TEST_HOOKS") {
+        let hooks_env = &Contract::embedded().hooks.env;
+        if let Some(value) = lookup(hooks_env) {
             config.hooks_enabled = match value.trim() {
                 "1" | "true" => true,
                 "0" | "false" | "" => false,
                 _ => {
                     return Err(ConfigError::Setting {
-                        name: "PLIMSOLL_TEST_HOOKS",
+                        name: hooks_env,
                         value,
                         message: "expected 1 or 0",
                     });

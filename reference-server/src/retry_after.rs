@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use plimsoll_spec::Pool;
-use plimsoll_spec::model::Backpressure;
+use plimsoll_spec::model::{Backpressure, Estimator};
 
 /// Turns queue waits into the advertised Retry-After of one pool.
 pub trait WaitEstimator: Debug + Send {
@@ -32,6 +32,7 @@ pub struct MedianWait;
 impl RetryAfterPolicy for MedianWait {
     fn estimator(&self, _pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator> {
         Box::new(RetryAfterEstimator::new(
+            t3.estimator,
             t3.window_samples as usize,
             t3.min_seconds,
             t3.empty_window_seconds,
@@ -42,6 +43,7 @@ impl RetryAfterPolicy for MedianWait {
 /// A sliding window of queue-wait samples.
 #[derive(Debug, Clone)]
 pub struct RetryAfterEstimator {
+    estimator: Estimator,
     window: VecDeque<Duration>,
     capacity: usize,
     min_seconds: u64,
@@ -49,8 +51,14 @@ pub struct RetryAfterEstimator {
 }
 
 impl RetryAfterEstimator {
-    pub fn new(capacity: usize, min_seconds: u64, empty_seconds: u64) -> Self {
+    pub fn new(
+        estimator: Estimator,
+        capacity: usize,
+        min_seconds: u64,
+        empty_seconds: u64,
+    ) -> Self {
         RetryAfterEstimator {
+            estimator,
             window: VecDeque::with_capacity(capacity),
             capacity: capacity.max(1),
             min_seconds,
@@ -86,11 +94,11 @@ impl WaitEstimator for RetryAfterEstimator {
                 .empty_seconds
                 .clamp(self.min_seconds, max_seconds.max(self.min_seconds));
         }
-        let mut sorted: Vec<Duration> = self.window.iter().copied().collect();
-        sorted.sort_unstable();
-        let rank = sorted.len().div_ceil(2);
-        let p50 = sorted[rank - 1];
-        let seconds = p50.as_secs() + u64::from(p50.subsec_nanos() > 0);
+        let wait = self
+            .estimator
+            .of(self.window.iter().copied())
+            .unwrap_or_default();
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         seconds.clamp(self.min_seconds, max_seconds.max(self.min_seconds))
     }
 
@@ -111,28 +119,28 @@ mod tests {
     #[test]
     fn empty_window_answers_the_empty_value() {
         assert_eq!(
-            RetryAfterEstimator::new(64, 1, 1).retry_after_seconds(60),
+            RetryAfterEstimator::new(Estimator::P50, 64, 1, 1).retry_after_seconds(60),
             1
         );
     }
 
     #[test]
     fn median_is_rounded_up_and_clamped() {
-        let mut e = RetryAfterEstimator::new(64, 1, 1);
+        let mut e = RetryAfterEstimator::new(Estimator::P50, 64, 1, 1);
         for v in [100, 2500, 2600, 9000, 10] {
             e.record(ms(v));
         }
         // sorted: 10, 100, 2500, 2600, 9000 → median 2500 ms → 3 s
         assert_eq!(e.retry_after_seconds(60), 3);
         assert_eq!(e.retry_after_seconds(2), 2);
-        let mut zero = RetryAfterEstimator::new(64, 1, 1);
+        let mut zero = RetryAfterEstimator::new(Estimator::P50, 64, 1, 1);
         zero.record(Duration::ZERO);
         assert_eq!(zero.retry_after_seconds(60), 1);
     }
 
     #[test]
     fn window_forgets_old_samples() {
-        let mut e = RetryAfterEstimator::new(4, 1, 1);
+        let mut e = RetryAfterEstimator::new(Estimator::P50, 4, 1, 1);
         for _ in 0..4 {
             e.record(ms(30_000));
         }

@@ -9,7 +9,6 @@ use axum::extract::Request;
 use axum::http::HeaderName;
 use axum::response::Response;
 use plimsoll_spec::Pool;
-use plimsoll_spec::model::OverflowPolicy;
 use tokio_util::sync::CancellationToken;
 use tower::util::BoxCloneSyncService;
 use tracing::Dispatch;
@@ -55,46 +54,19 @@ impl std::ops::Deref for AppState {
 impl AppState {
     pub fn new(config: Config, dispatch: Dispatch, log: LogWriter) -> AppState {
         let metrics = Metrics::new(&config.contract);
-        let c = &config.contract.clauses;
-        let timeout_s = |ms: u64| Duration::from_millis(ms).as_secs().max(1);
-        let [digitize, export] = [
-            (
-                Pool::Digitize,
-                c.t1.value.digitize_workers,
-                c.t2.value.digitize_queue_capacity,
-                c.b1.value.digitize_timeout_ms,
-            ),
-            (
-                Pool::Export,
-                c.t1.value.export_workers,
-                c.t2.value.export_queue_capacity,
-                c.b1.value.export_timeout_ms,
-            ),
-        ]
-        .map(|(pool, workers, queue, timeout_ms)| {
+        let t3 = &config.contract.clauses.t3.value;
+        // clause: R1 — requests beyond the relay workers queue, never refused
+        let [digitize, export, relay] = [Pool::Digitize, Pool::Export, Pool::Relay].map(|pool| {
+            let limits = config.contract.pool(pool);
             build_pool(
                 &config,
                 &metrics,
                 pool,
-                workers,
-                queue as usize,
-                timeout_s(timeout_ms),
+                limits.workers,
+                limits.queue_capacity.map_or(usize::MAX / 2, |q| q as usize),
+                t3.max.seconds(&limits, t3.min_seconds),
             )
         });
-        let r1 = &c.r1.value;
-        // clause: R1 — requests beyond the relay workers queue, never refused
-        let relay_queue = match r1.overflow {
-            OverflowPolicy::Queue => usize::MAX / 2,
-            OverflowPolicy::Reject => 0,
-        };
-        let relay = build_pool(
-            &config,
-            &metrics,
-            Pool::Relay,
-            r1.relay_concurrency,
-            relay_queue,
-            1,
-        );
         let started = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();

@@ -29,6 +29,7 @@ pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
 pub use stage::Stage;
 
 pub mod clause;
+pub mod limits;
 pub mod model;
 pub mod overrides;
 pub mod parse;
@@ -36,6 +37,7 @@ pub mod reconcile;
 mod validate;
 
 pub use clause::{ClauseId, ClauseRef, UnknownClause};
+pub use limits::PoolLimits;
 pub use model::Contract;
 pub use overrides::{Applied, OverrideError};
 pub use parse::{ContractError, EMBEDDED_TOML, Violation};

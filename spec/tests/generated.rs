@@ -16,7 +16,7 @@ fn generated_files_are_fresh() {
     let stale = render::stale(&contract, &root());
     assert!(
         stale.is_empty(),
-        "stale generated files: {stale:?}\nregenerate with `cargo run -p plimsoll-conformance -- docs` and commit them"
+        "stale generated files: {stale:?}\nregenerate with `cargo run -p plimsoll -- docs` and commit them"
     );
 }
 

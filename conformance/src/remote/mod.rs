@@ -361,49 +361,29 @@ impl Target {
 
     /// A pool's worker slots (T1); the relay's are R1's.
     pub fn workers(&self, pool: Pool) -> usize {
-        let c = &self.expected.clauses;
-        (match pool {
-            Pool::Digitize => c.t1.value.digitize_workers,
-            Pool::Export => c.t1.value.export_workers,
-            Pool::Relay => c.r1.value.relay_concurrency,
-        }) as usize
+        self.expected.pool(pool).workers as usize
     }
 
     /// A pool's queue places (T2); the relay queues without a bound, so 0 here.
     pub fn queue_capacity(&self, pool: Pool) -> usize {
-        let t2 = &self.expected.clauses.t2.value;
-        (match pool {
-            Pool::Digitize => t2.digitize_queue_capacity,
-            Pool::Export => t2.export_queue_capacity,
-            Pool::Relay => 0,
-        }) as usize
+        self.expected.pool(pool).queue_capacity.unwrap_or(0) as usize
     }
 
     /// A pool's deadline (B1), counted from admission; the relay has none (zero).
     pub fn deadline(&self, pool: Pool) -> Duration {
-        let b1 = &self.expected.clauses.b1.value;
-        Duration::from_millis(match pool {
-            Pool::Digitize => b1.digitize_timeout_ms,
-            Pool::Export => b1.export_timeout_ms,
-            Pool::Relay => 0,
-        })
+        self.expected.pool(pool).deadline.unwrap_or_default()
     }
 
     /// A pool's stages, in order.
     pub fn stages(&self, pool: Pool) -> &[Stage] {
-        match pool {
-            Pool::Digitize => &self.expected.stages.digitize,
-            Pool::Export => &self.expected.stages.export,
-            Pool::Relay => &[],
-        }
+        self.expected.pool(pool).stages
     }
 
     /// The longest `Retry-After` a pool may advertise: its timeout in whole seconds (T3), at
     /// least the minimum.
     pub fn max_retry_after_s(&self, pool: Pool) -> u64 {
-        self.deadline(pool)
-            .as_secs()
-            .max(self.expected.clauses.t3.value.min_seconds)
+        let t3 = &self.expected.clauses.t3.value;
+        t3.max.seconds(&self.expected.pool(pool), t3.min_seconds)
     }
 
     pub fn server_timing_header(&self) -> &str {

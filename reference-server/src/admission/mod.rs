@@ -283,7 +283,12 @@ mod tests {
                 discipline,
                 max_retry_after_s: 60,
             },
-            Box::new(RetryAfterEstimator::new(64, 1, 1)),
+            Box::new(RetryAfterEstimator::new(
+                plimsoll_spec::model::Estimator::P50,
+                64,
+                1,
+                1,
+            )),
             &Metrics::new(contract),
         )
     }

@@ -127,7 +127,7 @@ mod tests {
             window in 1usize..10,
             events in proptest::collection::vec(event(), 1..400),
         ) {
-            let estimator = RetryAfterEstimator::new(window, 1, 1);
+            let estimator = RetryAfterEstimator::new(plimsoll_spec::model::Estimator::P50, window, 1, 1);
             let mut bounded = Samples { open: OpenRefusals::new(window), estimator: estimator.clone() };
             let mut unbounded = Samples { open: OpenRefusals::new(usize::MAX), estimator };
             let mut now = Instant::now();

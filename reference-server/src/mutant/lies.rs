@@ -151,14 +151,7 @@ pub struct ClampToLimit;
 
 impl MetricsLie for ClampToLimit {
     fn rewrite(&self, exposition: String, effective: &Contract) -> String {
-        let c = &effective.clauses;
-        let limit = |pool: Pool| {
-            f64::from(match pool {
-                Pool::Digitize => c.t1.value.digitize_workers,
-                Pool::Export => c.t1.value.export_workers,
-                Pool::Relay => c.r1.value.relay_concurrency,
-            })
-        };
+        let limit = |pool: Pool| f64::from(effective.pool(pool).workers);
         let clamped = rewrite_samples(&exposition, MetricName::WorkersBusy, |p, v| v.min(limit(p)));
         rewrite_samples(&clamped, MetricName::WorkersLimit, |p, _| limit(p))
     }

@@ -56,10 +56,10 @@ pub struct Backpressure {
     #[schemars(description = "")]
     pub retry_after_header: String,
     /// RFC 9110 `delay-seconds` (never an HTTP-date).
-    pub format: String,
+    pub format: RetryAfterFormat,
     /// Which statistic of the recent queue waits the delay is (`p50`: the median).
     #[schemars(description = "")]
-    pub estimator: String,
+    pub estimator: Estimator,
     /// How many recent queue-wait samples each pool keeps for the estimate.
     #[schemars(description = "")]
     pub window_samples: u32,
@@ -69,9 +69,116 @@ pub struct Backpressure {
     /// The delay sent while the pool has no sample yet, in seconds.
     #[schemars(description = "")]
     pub empty_window_seconds: u64,
-    /// The largest delay, as prose (the pool's timeout).
+    /// The largest delay: the pool's timeout.
     #[schemars(description = "")]
-    pub max: String,
+    pub max: RetryAfterMax,
+}
+
+/// How the delay is written in the header. Only `delay-seconds`: an HTTP-date depends on the
+/// client's clock, and a refusal's delay is a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
+pub enum RetryAfterFormat {
+    #[serde(rename = "delay-seconds")]
+    DelaySeconds,
+}
+
+impl RetryAfterFormat {
+    /// The name the contract spells it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryAfterFormat::DelaySeconds => "delay-seconds",
+        }
+    }
+
+    /// The header value for `seconds`.
+    pub fn render(self, seconds: u64) -> String {
+        match self {
+            RetryAfterFormat::DelaySeconds => seconds.to_string(),
+        }
+    }
+
+    /// The seconds a header value says, if it is in this format (RFC 9110: `1*DIGIT`, nothing
+    /// else; surrounding whitespace is the field's, not the value's).
+    pub fn parse(self, value: &str) -> Option<u64> {
+        match self {
+            RetryAfterFormat::DelaySeconds => {
+                let v = value.trim();
+                (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| v.parse().ok())
+                    .flatten()
+            }
+        }
+    }
+}
+
+/// Which order statistic of the window of queue waits a refusal's delay is. The server
+/// computes it and the checker recomputes it from its own observations, both through
+/// `Estimator::of`, so the rule (nearest rank) is written once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
+pub enum Estimator {
+    #[serde(rename = "p50")]
+    P50,
+}
+
+impl Estimator {
+    /// The name the contract spells it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Estimator::P50 => "p50",
+        }
+    }
+
+    /// The percentile this estimator takes, 1 to 100.
+    pub fn percentile(self) -> usize {
+        match self {
+            Estimator::P50 => 50,
+        }
+    }
+
+    /// The nearest-rank percentile of `samples` (the smallest sample with at least the
+    /// percentile of the samples at or below it); `None` for no sample.
+    pub fn of(
+        self,
+        samples: impl IntoIterator<Item = std::time::Duration>,
+    ) -> Option<std::time::Duration> {
+        let mut sorted: Vec<_> = samples.into_iter().collect();
+        sorted.sort_unstable();
+        let rank = (sorted.len() * self.percentile()).div_ceil(100);
+        sorted.get(rank.checked_sub(1)?).copied()
+    }
+}
+
+/// The largest delay a refusal may carry: the pool's own deadline (B1), since waiting longer
+/// than a request may take serves no one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
+pub enum RetryAfterMax {
+    #[serde(rename = "pool timeout")]
+    PoolTimeout,
+}
+
+impl RetryAfterMax {
+    /// The bound in whole seconds for a pool of `limits`, at least `min_seconds`.
+    pub fn seconds(self, limits: &crate::PoolLimits<'_>, min_seconds: u64) -> u64 {
+        match self {
+            RetryAfterMax::PoolTimeout => limits
+                .deadline
+                .unwrap_or_default()
+                .as_secs()
+                .max(min_seconds),
+        }
+    }
 }
 
 /// B1: the per-request deadlines, and the reference durations they must leave room for.
@@ -265,3 +372,64 @@ pub struct FrameAtomicity {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Empty {}
+
+impl std::fmt::Display for RetryAfterFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Estimator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_names_are_the_serde_names() {
+        for (value, name) in [
+            (
+                serde_json::to_value(RetryAfterFormat::DelaySeconds),
+                "delay-seconds",
+            ),
+            (serde_json::to_value(Estimator::P50), "p50"),
+        ] {
+            assert_eq!(value.unwrap(), name);
+        }
+        assert_eq!(RetryAfterFormat::DelaySeconds.to_string(), "delay-seconds");
+        assert_eq!(Estimator::P50.to_string(), "p50");
+    }
+
+    #[test]
+    fn delay_seconds_are_digits_only() {
+        let f = RetryAfterFormat::DelaySeconds;
+        assert_eq!(f.parse(&f.render(7)), Some(7));
+        assert_eq!(f.parse(" 3 "), Some(3));
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            "1.5",
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(f.parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn p50_is_the_nearest_rank_median() {
+        let ms = Duration::from_millis;
+        let p50 = |v: &[u64]| Estimator::P50.of(v.iter().map(|&x| ms(x)));
+        assert_eq!(p50(&[10, 2500, 100, 2600, 9000]), Some(ms(2500)));
+        assert_eq!(p50(&[1, 2, 3, 4]), Some(ms(2)));
+        assert_eq!(p50(&[7]), Some(ms(7)));
+        assert_eq!(p50(&[]), None);
+    }
+}

@@ -389,9 +389,13 @@ impl<'a> Parts<'a> {
     /// example body.
     fn error_responses(&self, endpoint: &str) -> Map<String, Value> {
         let contract = self.contract;
+        let t3 = &contract.clauses.t3.value;
         let retry_after = json!({
-            "description": "T3: RFC 9110 delay-seconds: the p50 queue wait, rounded up, at least 1, at most the pool's timeout.",
-            "schema": { "type": "integer", "minimum": contract.clauses.t3.value.min_seconds }
+            "description": format!(
+                "T3: RFC 9110 {}: the {} queue wait, rounded up, at least {}, at most the pool's timeout.",
+                t3.format, t3.estimator, t3.min_seconds
+            ),
+            "schema": { "type": "integer", "minimum": t3.min_seconds }
         });
         let upgrade = json!({
             "description": "RFC 9110: the protocol the endpoint needs (a WebSocket upgrade).",

@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool};
+use plimsoll_spec::{ClauseId, Contract, ErrorCode, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
 use crate::checks::pool::{
@@ -50,13 +50,14 @@ fn ceil_s(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// The nearest-rank median, as the contract's estimator takes it.
+/// The contract's estimator of `samples` (nearest-rank p50), as the server must compute it.
 fn p50(samples: &[Duration]) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    sorted
-        .get(sorted.len().div_ceil(2).saturating_sub(1))
-        .copied()
+    Contract::embedded()
+        .clauses
+        .t3
+        .value
+        .estimator
+        .of(samples.iter().copied())
         .unwrap_or_default()
 }
 
@@ -170,16 +171,16 @@ fn judge_refusal(t: &Target, c: &mut Ctx, pool: Pool, label: &str, reply: &Reply
         c.fail(format!("{label}: no {header} header"));
         return None;
     };
-    match raw.trim().parse::<u64>() {
-        Ok(n) if (t3.min_seconds..=max_s).contains(&n) => Some(n),
-        Ok(n) => {
+    match t3.format.parse(raw) {
+        Some(n) if (t3.min_seconds..=max_s).contains(&n) => Some(n),
+        Some(n) => {
             c.fail(format!(
                 "{label}: {header} {n} outside {}..={max_s}",
                 t3.min_seconds
             ));
             None
         }
-        Err(_) => {
+        None => {
             c.fail(format!("{label}: {header} `{raw}` is not {}", t3.format));
             None
         }
