@@ -137,46 +137,6 @@ const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
         "conformance/src/load/verdicts/ending.rs::statuses",
         PHASES_PENDING,
     ),
-    // 95 lines.
-    (
-        "reference-server/engine/src/export/parse.rs::validate_design",
-        PHASES_PENDING,
-    ),
-    // 108 lines.
-    (
-        "reference-server/engine/src/pipeline/decode.rs::decode",
-        PHASES_PENDING,
-    ),
-    // 162 lines.
-    (
-        "reference-server/engine/src/pipeline/fill.rs::fill",
-        PHASES_PENDING,
-    ),
-    // 105 lines.
-    (
-        "reference-server/engine/src/pipeline/quantize.rs::run",
-        PHASES_PENDING,
-    ),
-    // 114 lines.
-    (
-        "reference-server/engine/src/pipeline/segment.rs::segment",
-        PHASES_PENDING,
-    ),
-    // 81 lines.
-    (
-        "reference-server/engine/src/pipeline/segment.rs::merge_specks",
-        PHASES_PENDING,
-    ),
-    // 129 lines.
-    (
-        "reference-server/engine/src/pipeline/sequence.rs::sequence",
-        PHASES_PENDING,
-    ),
-    // 89 lines.
-    (
-        "reference-server/src/relay/envelope.rs::parse",
-        PHASES_PENDING,
-    ),
     // 235 lines.
     (
         "spec/src/render/markdown.rs::concurrency_md",

@@ -11,6 +11,8 @@
 //! HTTP, metrics or the broken variants, so a clause the server enforces around a job (a slot,
 //! a response, a log line) cannot leak into the pixel work.
 
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
+
 pub mod export;
 pub mod job;
 pub mod pipeline;

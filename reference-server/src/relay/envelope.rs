@@ -53,93 +53,151 @@ pub struct Malformed {
 
 /// Parses and validates one text message.
 pub fn parse(text: &str, hook_header: &str) -> Result<Envelope, Malformed> {
+    let (envelope, blame) = read_envelope(text)?;
+    let (method, uri) = request_line(&envelope, &blame)?;
+    let headers = Headers::copy(
+        Request::builder().method(method).uri(uri),
+        &envelope,
+        hook_header,
+        &blame,
+    )?;
+    let body = if headers.base64_body {
+        decode_body(&envelope.body).map_err(|e| blame.bad(format!("`body` is not base64: {e}")))?
+    } else {
+        envelope.body.into_bytes()
+    };
+    let mut request = headers.request;
+    if !body.is_empty() {
+        request = request.header(header::CONTENT_LENGTH, body.len());
+    }
+    let request = request
+        .body(Body::from(body))
+        .map_err(|e| blame.bad(format!("the request cannot be built: {e}")))?;
+    Ok(Envelope {
+        request_id: envelope.request_id,
+        request,
+        hook: headers.hook,
+    })
+}
+
+/// Whom a [`Malformed`] answer goes to: the message's `request_id` when it had a string one, so
+/// the client can match the error to its request.
+struct Blame {
+    request_id: String,
+}
+
+impl Blame {
+    /// The refusal of this message, with `detail`.
+    fn bad(&self, detail: String) -> Malformed {
+        Malformed {
+            request_id: self.request_id.clone(),
+            detail,
+        }
+    }
+}
+
+/// Reads the message as a `relay-http-request` envelope with a non-empty id.
+fn read_envelope(text: &str) -> Result<(RelayRequest, Blame), Malformed> {
     let value: Value = serde_json::from_str(text).map_err(|e| Malformed {
         request_id: String::new(),
         detail: format!("the message is not JSON: {e}"),
     })?;
-    let request_id = value
-        .get("request_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let bad = |detail: String| Malformed {
-        request_id: request_id.clone(),
-        detail,
+    let blame = Blame {
+        request_id: value
+            .get("request_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
     };
     match value.get("type") {
         Some(Value::String(kind)) if kind == RELAY_REQUEST => {}
         other => {
-            return Err(bad(format!(
+            return Err(blame.bad(format!(
                 "`type` must be `{RELAY_REQUEST}`, got {}",
                 other.map_or_else(|| "nothing".to_owned(), Value::to_string)
             )));
         }
     }
     let envelope: RelayRequest = serde_json::from_value(value)
-        .map_err(|e| bad(format!("not a relay request envelope: {e}")))?;
+        .map_err(|e| blame.bad(format!("not a relay request envelope: {e}")))?;
     if envelope.request_id.is_empty() {
-        return Err(bad("`request_id` must not be empty".to_owned()));
+        return Err(blame.bad("`request_id` must not be empty".to_owned()));
     }
+    Ok((envelope, blame))
+}
+
+/// The envelope's method and path, which must be an HTTP method and an origin-form path.
+fn request_line(envelope: &RelayRequest, blame: &Blame) -> Result<(Method, Uri), Malformed> {
     let method = Method::from_bytes(envelope.method.as_bytes()).map_err(|_| {
-        bad(format!(
+        blame.bad(format!(
             "`method` `{}` is not an HTTP method",
             envelope.method
         ))
     })?;
     if !envelope.path.starts_with('/') || envelope.path.starts_with("//") {
-        return Err(bad(format!(
+        return Err(blame.bad(format!(
             "`path` must be a path and query starting with `/`, got `{}`",
             envelope.path
         )));
     }
     let uri: Uri = envelope.path.parse().map_err(|e| {
-        bad(format!(
+        blame.bad(format!(
             "`path` `{}` is not a valid path: {e}",
             envelope.path
         ))
     })?;
-    let mut request = Request::builder().method(method).uri(uri);
-    let mut base64_body = false;
-    let mut hook = None;
-    for (name, value) in &envelope.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| bad(format!("header name `{name}` is not valid")))?;
-        let value = HeaderValue::from_str(value)
-            .map_err(|_| bad(format!("header `{name}` has an invalid value")))?;
-        if name == TRANSFER_ENCODING {
-            base64_body = value.as_bytes().eq_ignore_ascii_case(b"base64");
-            if !base64_body {
-                return Err(bad(format!(
-                    "`{TRANSFER_ENCODING}` must be `base64` when present"
-                )));
+    Ok((method, uri))
+}
+
+/// The request with the envelope's headers, and what two of them said.
+struct Headers {
+    request: axum::http::request::Builder,
+    /// The body is base64 (`content-transfer-encoding: base64`).
+    base64_body: bool,
+    /// The raw value of the contract's hook header.
+    hook: Option<String>,
+}
+
+impl Headers {
+    /// Copies the envelope's headers onto `request`, except the transfer encoding (the relay's,
+    /// not the request's) and a content length (the relay knows the body's).
+    fn copy(
+        mut request: axum::http::request::Builder,
+        envelope: &RelayRequest,
+        hook_header: &str,
+        blame: &Blame,
+    ) -> Result<Self, Malformed> {
+        let mut base64_body = false;
+        let mut hook = None;
+        for (name, value) in &envelope.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| blame.bad(format!("header name `{name}` is not valid")))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| blame.bad(format!("header `{name}` has an invalid value")))?;
+            if name == TRANSFER_ENCODING {
+                base64_body = value.as_bytes().eq_ignore_ascii_case(b"base64");
+                if !base64_body {
+                    return Err(blame.bad(format!(
+                        "`{TRANSFER_ENCODING}` must be `base64` when present"
+                    )));
+                }
+                continue;
             }
-            continue;
+            if name == header::CONTENT_LENGTH {
+                // The relay knows the body's length; a stale one would only confuse the handler.
+                continue;
+            }
+            if name.as_str().eq_ignore_ascii_case(hook_header) {
+                hook = Some(value.to_str().unwrap_or_default().to_owned());
+            }
+            request = request.header(name, value);
         }
-        if name == header::CONTENT_LENGTH {
-            // The relay knows the body's length; a stale one would only confuse the handler.
-            continue;
-        }
-        if name.as_str().eq_ignore_ascii_case(hook_header) {
-            hook = Some(value.to_str().unwrap_or_default().to_owned());
-        }
-        request = request.header(name, value);
+        Ok(Headers {
+            request,
+            base64_body,
+            hook,
+        })
     }
-    let body = if base64_body {
-        decode_body(&envelope.body).map_err(|e| bad(format!("`body` is not base64: {e}")))?
-    } else {
-        envelope.body.into_bytes()
-    };
-    if !body.is_empty() {
-        request = request.header(header::CONTENT_LENGTH, body.len());
-    }
-    let request = request
-        .body(Body::from(body))
-        .map_err(|e| bad(format!("the request cannot be built: {e}")))?;
-    Ok(Envelope {
-        request_id: envelope.request_id,
-        request,
-        hook,
-    })
 }
 
 /// How long the relay worker itself holds the envelope (`hold=relay:MS`), or why the hook header

@@ -24,7 +24,8 @@ use crate::job::Interrupt;
 
 /// Largest move of one record, per axis.
 pub const DST_LIMIT: i32 = 121;
-pub const DST_HEADER_LEN: usize = 512;
+/// The fixed size of the DST text header, padded with spaces.
+pub(crate) const DST_HEADER_LEN: usize = 512;
 /// The label written in `LA:`.
 pub const DST_LABEL: &str = "plimsoll";
 

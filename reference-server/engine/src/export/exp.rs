@@ -16,10 +16,14 @@ use crate::job::Interrupt;
 
 /// Largest move of one record, per axis.
 pub const EXP_LIMIT: i32 = 127;
-pub const ESCAPE: u8 = 0x80;
-pub const COLOR_CHANGE: [u8; 4] = [0x80, 0x01, 0x00, 0x00];
-pub const JUMP: u8 = 0x04;
-pub const TRIM: [u8; 4] = [0x80, 0x80, 0x07, 0x00];
+/// Starts a control record (a move byte never takes this value: moves stop at ±127).
+pub(crate) const ESCAPE: u8 = 0x80;
+/// The control record that changes thread.
+pub(crate) const COLOR_CHANGE: [u8; 4] = [0x80, 0x01, 0x00, 0x00];
+/// After [`ESCAPE`], marks the next move as a jump (needle up).
+pub(crate) const JUMP: u8 = 0x04;
+/// The control record that cuts the thread.
+pub(crate) const TRIM: [u8; 4] = [0x80, 0x80, 0x07, 0x00];
 
 /// Encodes a design as EXP.
 pub fn encode_exp(design: &Design) -> Vec<u8> {

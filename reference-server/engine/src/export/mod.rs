@@ -29,6 +29,7 @@ pub use svg::render_svg;
 pub struct ExportOutput {
     /// Inside the job's temp directory.
     pub path: PathBuf,
+    /// The file's contents, for the response body without reading the file back.
     pub bytes: Vec<u8>,
     /// `design.dst`, `design.exp` or `design.svg`.
     pub file_name: String,

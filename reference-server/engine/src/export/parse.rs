@@ -40,7 +40,9 @@ pub fn parse(ctx: &JobContext, json: &[u8]) -> Result<Design, StageError> {
 /// Why [`validate_design`] refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Invalid {
+    /// The design breaks a rule; the message says which.
     Design(String),
+    /// A checkpoint stopped the validation.
     Interrupted(Interrupt),
 }
 
@@ -58,6 +60,27 @@ pub fn validate_design(
     design: &Design,
     check: &mut dyn FnMut() -> Result<(), Interrupt>,
 ) -> Result<(), Invalid> {
+    check_header(design)?;
+    let tally = StitchTally::of(design, check)?;
+    if tally.stitches != design.stitch_count {
+        return Err(Invalid::Design(format!(
+            "stitch_count is {} but there are {} stitch commands",
+            design.stitch_count, tally.stitches
+        )));
+    }
+    if tally.blocks_with_stitches > design.threads.len() {
+        return Err(Invalid::Design(format!(
+            "{} stitched colour blocks but {} threads",
+            tally.blocks_with_stitches,
+            design.threads.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks everything but the stitches: the format, the size, the physical dimensions, the thread
+/// colours and the extents.
+fn check_header(design: &Design) -> Result<(), Invalid> {
     let bad = |m: String| Err(Invalid::Design(m));
     if design.format != DESIGN_FORMAT {
         return bad(format!(
@@ -99,55 +122,65 @@ pub fn validate_design(
             return bad(format!("extents.{name} is {v}, beyond ±{MAX_COORDINATE}"));
         }
     }
-    let mut stitches = 0u64;
-    let mut blocks_with_stitches = 0usize;
-    let mut block_has_stitch = false;
-    let last = design.stitches.len().saturating_sub(1);
-    for (i, s) in design.stitches.iter().enumerate() {
-        if i % 65536 == 0 {
-            check()?;
-        }
-        if s.x.unsigned_abs() > MAX_COORDINATE as u32 || s.y.unsigned_abs() > MAX_COORDINATE as u32
-        {
-            return bad(format!(
-                "command {i} at ({}, {}) is beyond ±{MAX_COORDINATE}",
-                s.x, s.y
-            ));
-        }
-        if s.x < e.min_x || s.x > e.max_x || s.y < e.min_y || s.y > e.max_y {
-            return bad(format!(
-                "command {i} at ({}, {}) lies outside the extents",
-                s.x, s.y
-            ));
-        }
-        match s.cmd {
-            StitchCommand::Stitch => {
-                stitches += 1;
-                if !block_has_stitch {
-                    block_has_stitch = true;
-                    blocks_with_stitches += 1;
-                }
-            }
-            StitchCommand::ColorChange => block_has_stitch = false,
-            StitchCommand::End if i != last => {
-                return bad(format!("`end` at command {i} is not the last command"));
-            }
-            _ => {}
-        }
-    }
-    if stitches != design.stitch_count {
-        return bad(format!(
-            "stitch_count is {} but there are {stitches} stitch commands",
-            design.stitch_count
-        ));
-    }
-    if blocks_with_stitches > design.threads.len() {
-        return bad(format!(
-            "{blocks_with_stitches} stitched colour blocks but {} threads",
-            design.threads.len()
-        ));
-    }
     Ok(())
+}
+
+/// What the stitch commands add up to, to compare with what the design claims.
+struct StitchTally {
+    stitches: u64,
+    blocks_with_stitches: usize,
+}
+
+impl StitchTally {
+    /// Checks every command (within the limits and the extents, `end` only last) while counting
+    /// the stitches and the colour blocks that have any; checks in every 64K commands.
+    fn of(
+        design: &Design,
+        check: &mut dyn FnMut() -> Result<(), Interrupt>,
+    ) -> Result<Self, Invalid> {
+        let bad = |m: String| Err(Invalid::Design(m));
+        let e = design.extents;
+        let mut tally = StitchTally {
+            stitches: 0,
+            blocks_with_stitches: 0,
+        };
+        let mut block_has_stitch = false;
+        let last = design.stitches.len().saturating_sub(1);
+        for (i, s) in design.stitches.iter().enumerate() {
+            if i % 65536 == 0 {
+                check()?;
+            }
+            if s.x.unsigned_abs() > MAX_COORDINATE as u32
+                || s.y.unsigned_abs() > MAX_COORDINATE as u32
+            {
+                return bad(format!(
+                    "command {i} at ({}, {}) is beyond ±{MAX_COORDINATE}",
+                    s.x, s.y
+                ));
+            }
+            if s.x < e.min_x || s.x > e.max_x || s.y < e.min_y || s.y > e.max_y {
+                return bad(format!(
+                    "command {i} at ({}, {}) lies outside the extents",
+                    s.x, s.y
+                ));
+            }
+            match s.cmd {
+                StitchCommand::Stitch => {
+                    tally.stitches += 1;
+                    if !block_has_stitch {
+                        block_has_stitch = true;
+                        tally.blocks_with_stitches += 1;
+                    }
+                }
+                StitchCommand::ColorChange => block_has_stitch = false,
+                StitchCommand::End if i != last => {
+                    return bad(format!("`end` at command {i} is not the last command"));
+                }
+                _ => {}
+            }
+        }
+        Ok(tally)
+    }
 }
 
 /// Parses with the fast stitch scanner; `None` when the document is not in the plain shape (the

@@ -59,6 +59,7 @@ pub struct Charge<'a> {
 }
 
 impl Charge<'_> {
+    /// The bytes this charge holds against the budget.
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

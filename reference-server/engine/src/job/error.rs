@@ -6,14 +6,18 @@ use plimsoll_spec::{ErrorCode, Stage};
 /// Why a job must stop now, found at a checkpoint or when charging memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Interrupt {
+    /// The job's cancellation token fired (a disconnect or a shutdown).
     #[error("cancelled")]
     Cancelled,
+    /// The job is past its deadline (B1).
     #[error("deadline exceeded")]
     DeadlineExceeded,
     /// `requested_bytes` is the total the job would hold had the charge been granted.
     #[error("memory cap exceeded: {requested_bytes} bytes needed, cap is {cap_bytes} bytes")]
     MemoryCapExceeded {
+        /// The total the job would have held.
         requested_bytes: u64,
+        /// The job's memory cap.
         cap_bytes: u64,
     },
 }
@@ -21,17 +25,27 @@ pub enum Interrupt {
 /// How a stage's own code reports failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StageError {
+    /// A checkpoint or a charge stopped the stage.
     #[error(transparent)]
     Interrupted(#[from] Interrupt),
     /// The input is at fault (answered with a 400 and `code`).
     #[error("{message}")]
-    Invalid { code: ErrorCode, message: String },
+    Invalid {
+        /// The contract's error code for the refusal.
+        code: ErrorCode,
+        /// What is wrong with the input, for the client.
+        message: String,
+    },
     /// The stage itself failed (answered with `stage_failed`).
     #[error("{message}")]
-    Failed { message: String },
+    Failed {
+        /// What failed, for the log and the client.
+        message: String,
+    },
 }
 
 impl StageError {
+    /// The input is at fault: a refusal with `code`.
     pub fn invalid(code: ErrorCode, message: impl Into<String>) -> Self {
         StageError::Invalid {
             code,
@@ -39,6 +53,7 @@ impl StageError {
         }
     }
 
+    /// The stage itself failed, through no fault of the input.
     pub fn failed(message: impl Into<String>) -> Self {
         StageError::Failed {
             message: message.into(),
@@ -50,7 +65,9 @@ impl StageError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} (stage `{failed_stage}`)")]
 pub struct JobError {
+    /// What went wrong.
     pub kind: JobErrorKind,
+    /// The stage it went wrong in (F1: every failure names its stage).
     pub failed_stage: Stage,
     /// The stages that completed before `failed_stage`, in order.
     pub completed_stages: Vec<Stage>,
@@ -60,14 +77,33 @@ pub struct JobError {
 /// failed" cannot be confused when the server chooses the answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JobErrorKind {
+    /// The job was stopped: cancelled, timed out or over its memory cap.
     #[error(transparent)]
     Interrupted(#[from] Interrupt),
+    /// The input is at fault (a 400 with `code`).
     #[error("{message}")]
-    Invalid { code: ErrorCode, message: String },
+    Invalid {
+        /// The contract's error code for the refusal.
+        code: ErrorCode,
+        /// What is wrong with the input, for the client.
+        message: String,
+    },
+    /// A stage failed through no fault of the input.
     #[error("{message}")]
-    Failed { message: String, backtrace: String },
+    Failed {
+        /// What failed.
+        message: String,
+        /// Where it failed, for the log.
+        backtrace: String,
+    },
+    /// A stage panicked; the panic was caught so the worker survives it.
     #[error("panicked: {message}")]
-    Panicked { message: String, backtrace: String },
+    Panicked {
+        /// The panic's message.
+        message: String,
+        /// Where it panicked, for the log.
+        backtrace: String,
+    },
 }
 
 impl JobErrorKind {

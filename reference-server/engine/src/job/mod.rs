@@ -132,6 +132,7 @@ impl JobContext {
         self.deadline
     }
 
+    /// The job's memory cap (B2), for refusals that name it.
     pub fn memory_cap_bytes(&self) -> u64 {
         self.budget.cap
     }
@@ -159,6 +160,7 @@ impl JobContext {
         self.temp
     }
 
+    /// The job's progress, shared so the server can report the stage a job is in.
     pub fn progress(&self) -> Arc<Progress> {
         Arc::clone(&self.progress)
     }

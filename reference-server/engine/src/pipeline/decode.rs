@@ -10,14 +10,14 @@
 use std::io::Cursor;
 
 use image::error::LimitErrorKind;
-use image::{DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
+use image::{ColorType, DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
 use plimsoll_spec::ErrorCode;
 
 use super::{
     DigitizeParams, ESTIMATED_BYTES_PER_PIXEL, HeapSize, MAX_COORDINATE, UNITS_PER_MM,
     invalid_parameter, vec_bytes,
 };
-use crate::job::{Interrupt, JobContext, StageError};
+use crate::job::{Charge, Interrupt, JobContext, StageError};
 
 /// Name of the spooled upload inside the job's temp directory.
 pub const UPLOAD_FILE_NAME: &str = "upload.bin";
@@ -25,16 +25,23 @@ pub const UPLOAD_FILE_NAME: &str = "upload.bin";
 /// Decoded pixels, 8- or 16-bit, 1 to 4 channels, rows packed without padding.
 #[derive(Debug)]
 pub struct DecodedImage {
+    /// Width in pixels.
     pub width: u32,
+    /// Height in pixels.
     pub height: u32,
     /// 1 = luma, 2 = luma + alpha, 3 = RGB, 4 = RGBA.
     pub channels: u8,
+    /// The pixels, row by row, channels interleaved.
     pub samples: Samples,
 }
 
+/// The pixels at the depth the image has, so a 16-bit PNG is not converted (and doubled in
+/// memory) before `quantize` reads it.
 #[derive(Debug)]
 pub enum Samples {
+    /// 8 bits per channel.
     U8(Vec<u8>),
+    /// 16 bits per channel.
     U16(Vec<u16>),
 }
 
@@ -135,24 +142,14 @@ fn map_image_error(err: ImageError, ctx: &JobContext) -> StageError {
     }
 }
 
+/// Decodes an upload: spool, sniff, check the header, then decode under the budget's limits.
 pub fn decode(
     ctx: &JobContext,
     bytes: &[u8],
     params: &DigitizeParams,
 ) -> Result<DecodedImage, StageError> {
     check_params(params)?;
-    if bytes.is_empty() {
-        return Err(StageError::invalid(
-            ErrorCode::EmptyBody,
-            "the request body is empty",
-        ));
-    }
-    // The upload is the job's: it stays in memory for decoding and is charged as such.
-    let _upload = ctx.charge(bytes.len() as u64)?;
-    std::fs::write(ctx.temp_dir().join(UPLOAD_FILE_NAME), bytes)
-        .map_err(|e| StageError::failed(format!("spooling the upload failed: {e}")))?;
-    ctx.checkpoint()?;
-
+    let _upload = spool(ctx, bytes)?;
     let Some(format) = sniff(bytes) else {
         return Err(StageError::invalid(
             ErrorCode::UnsupportedFormat,
@@ -162,60 +159,115 @@ pub fn decode(
             ),
         ));
     };
-
-    // Header only. The allocation limit still applies (metadata chunks such as a compressed ICC
-    // profile are expanded here), but not the dimensions: a bomb must be measured, not fail to
-    // open. The JPEG decoder copies the input, hence the second charge.
+    // The JPEG decoder copies the input, hence the second charge.
     let _header_copy = ctx.charge(if format == ImageFormat::Jpeg {
         bytes.len() as u64
     } else {
         0
     })?;
-    let mut header_limits = Limits::default();
-    header_limits.max_alloc = Some(ctx.memory_available_bytes());
-    let mut header_reader = ImageReader::with_format(Cursor::new(bytes), format);
-    header_reader.limits(header_limits);
-    let header = header_reader
-        .into_decoder()
-        .map_err(|e| map_image_error(e, ctx))?;
-    let (width, height) = header.dimensions();
-    let color = header.color_type();
-    drop(header);
-    if width == 0 || height == 0 {
-        return Err(malformed(format!("zero dimension {width}x{height}")));
-    }
-    let pixels = u64::from(width) * u64::from(height);
-    let estimate = pixels.saturating_mul(ESTIMATED_BYTES_PER_PIXEL);
-    // clause: B2 — enforced before decoding, from the image header
-    if estimate > ctx.memory_cap_bytes() {
-        return Err(Interrupt::MemoryCapExceeded {
-            requested_bytes: estimate,
-            cap_bytes: ctx.memory_cap_bytes(),
-        }
-        .into());
-    }
-    if pixels > params.max_pixels || pixels >= u64::from(u32::MAX) {
+    let header = Header::read(ctx, bytes, format)?;
+    let pixels = header.check(ctx, params)?;
+    // Charge the decoded buffer before the decoder allocates it.
+    let output_bytes = pixels * u64::from(header.color.bytes_per_pixel());
+    let _output = ctx.charge(output_bytes)?;
+    let image = decode_checked(ctx, bytes, format, &header, output_bytes)?;
+    into_decoded(ctx, image)
+}
+
+/// Refuses an empty body, then keeps the upload in the job's temp directory. The upload is the
+/// job's: it stays in memory for decoding and is charged as such (the charge is returned).
+fn spool<'c>(ctx: &'c JobContext, bytes: &[u8]) -> Result<Charge<'c>, StageError> {
+    if bytes.is_empty() {
         return Err(StageError::invalid(
-            ErrorCode::PayloadTooLarge,
-            format!(
-                "image is {width}x{height} = {pixels} pixels, more than the limit of {}",
-                params.max_pixels
-            ),
+            ErrorCode::EmptyBody,
+            "the request body is empty",
         ));
     }
-    let height_mm = params.width_mm * f64::from(height) / f64::from(width);
-    if height_mm * UNITS_PER_MM > f64::from(MAX_COORDINATE) {
-        return Err(invalid_parameter(format!(
-            "at width_mm {} this {width}x{height} image would be {height_mm:.0} mm tall, more than {} mm",
-            params.width_mm,
-            f64::from(MAX_COORDINATE) / UNITS_PER_MM
-        )));
+    let upload = ctx.charge(bytes.len() as u64)?;
+    std::fs::write(ctx.temp_dir().join(UPLOAD_FILE_NAME), bytes)
+        .map_err(|e| StageError::failed(format!("spooling the upload failed: {e}")))?;
+    ctx.checkpoint()?;
+    Ok(upload)
+}
+
+/// What the image header says, read before any pixel buffer exists.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    width: u32,
+    height: u32,
+    color: ColorType,
+}
+
+impl Header {
+    /// Header only. The allocation limit still applies (metadata chunks such as a compressed ICC
+    /// profile are expanded here), but not the dimensions: a bomb must be measured, not fail to
+    /// open.
+    fn read(ctx: &JobContext, bytes: &[u8], format: ImageFormat) -> Result<Self, StageError> {
+        let mut header_limits = Limits::default();
+        header_limits.max_alloc = Some(ctx.memory_available_bytes());
+        let mut header_reader = ImageReader::with_format(Cursor::new(bytes), format);
+        header_reader.limits(header_limits);
+        let header = header_reader
+            .into_decoder()
+            .map_err(|e| map_image_error(e, ctx))?;
+        let (width, height) = header.dimensions();
+        let color = header.color_type();
+        Ok(Header {
+            width,
+            height,
+            color,
+        })
     }
 
-    // Charge the decoded buffer, and give the decoder what is left of the budget as its own
-    // allocation limit (the buffer included), so it stops rather than overrun the cap.
-    let output_bytes = pixels * u64::from(color.bytes_per_pixel());
-    let _output = ctx.charge(output_bytes)?;
+    /// Refuses from the header alone what must not be decoded: zero dimensions, the memory
+    /// estimate (B2), the pixel limit and a design too tall; returns the pixel count.
+    fn check(&self, ctx: &JobContext, params: &DigitizeParams) -> Result<u64, StageError> {
+        let Header { width, height, .. } = *self;
+        if width == 0 || height == 0 {
+            return Err(malformed(format!("zero dimension {width}x{height}")));
+        }
+        let pixels = u64::from(width) * u64::from(height);
+        let estimate = pixels.saturating_mul(ESTIMATED_BYTES_PER_PIXEL);
+        // clause: B2 — enforced before decoding, from the image header
+        if estimate > ctx.memory_cap_bytes() {
+            return Err(Interrupt::MemoryCapExceeded {
+                requested_bytes: estimate,
+                cap_bytes: ctx.memory_cap_bytes(),
+            }
+            .into());
+        }
+        if pixels > params.max_pixels || pixels >= u64::from(u32::MAX) {
+            return Err(StageError::invalid(
+                ErrorCode::PayloadTooLarge,
+                format!(
+                    "image is {width}x{height} = {pixels} pixels, more than the limit of {}",
+                    params.max_pixels
+                ),
+            ));
+        }
+        let height_mm = params.width_mm * f64::from(height) / f64::from(width);
+        if height_mm * UNITS_PER_MM > f64::from(MAX_COORDINATE) {
+            return Err(invalid_parameter(format!(
+                "at width_mm {} this {width}x{height} image would be {height_mm:.0} mm tall, more than {} mm",
+                params.width_mm,
+                f64::from(MAX_COORDINATE) / UNITS_PER_MM
+            )));
+        }
+        Ok(pixels)
+    }
+}
+
+/// Decodes the pixels, giving the decoder what is left of the budget as its own allocation limit
+/// (the already charged `output_bytes` included), so it stops rather than overrun the cap, and
+/// reading through [`CheckedInput`] so it stops on a checkpoint's refusal.
+fn decode_checked(
+    ctx: &JobContext,
+    bytes: &[u8],
+    format: ImageFormat,
+    header: &Header,
+    output_bytes: u64,
+) -> Result<DynamicImage, StageError> {
+    let (width, height) = (header.width, header.height);
     let mut limits = Limits::default();
     limits.max_image_width = Some(width);
     limits.max_image_height = Some(height);
@@ -241,7 +293,7 @@ pub fn decode(
             image.height()
         )));
     }
-    into_decoded(ctx, image)
+    Ok(image)
 }
 
 /// The upload as the decoder's input, with a checkpoint whenever the decoder asks for more data

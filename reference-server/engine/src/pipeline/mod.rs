@@ -49,7 +49,9 @@ pub struct DigitizeParams {
 /// The result of a digitize job: the design and its JSON (what `/v1/digitize` answers).
 #[derive(Debug, Clone)]
 pub struct DigitizeOutput {
+    /// The design, for a caller that exports it without parsing the JSON back.
     pub design: Design,
+    /// The design as JSON, the response body.
     pub json: Vec<u8>,
 }
 

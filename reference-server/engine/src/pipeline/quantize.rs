@@ -12,7 +12,7 @@
 
 use super::decode::{DecodedImage, Samples};
 use super::{HeapSize, Ticker, reserve_charged, vec_bytes};
-use crate::job::{JobContext, StageError};
+use crate::job::{Charge, JobContext, StageError};
 
 /// Palette index of background (transparent) pixels; never stored in a run.
 pub const BACKGROUND: u8 = u8::MAX;
@@ -20,24 +20,31 @@ pub const BACKGROUND: u8 = u8::MAX;
 /// A horizontal run `[x0, x1)` of one palette colour in one image row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ColorRun {
+    /// First pixel of the run.
     pub x0: u32,
+    /// One past its last pixel.
     pub x1: u32,
+    /// Palette index.
     pub color: u8,
 }
 
 /// The image as thread colours: for each row, its non-background runs, left to right.
 #[derive(Debug)]
 pub struct Quantized {
+    /// Width in pixels.
     pub width: u32,
+    /// Height in pixels.
     pub height: u32,
     /// Thread colours as RGB.
     pub palette: Vec<[u8; 3]>,
     /// Runs of row `y` are `runs[row_start[y]..row_start[y + 1]]`.
     pub row_start: Vec<u32>,
+    /// The runs of all rows, row after row.
     pub runs: Vec<ColorRun>,
 }
 
 impl Quantized {
+    /// The runs of row `y`.
     pub fn row(&self, y: u32) -> &[ColorRun] {
         super::row_runs(&self.runs, &self.row_start, y)
     }
@@ -123,6 +130,7 @@ impl Histogram {
     }
 }
 
+/// Reduces the image to at most `colors` thread colours, as runs of palette indices.
 pub fn quantize(
     ctx: &JobContext,
     image: DecodedImage,
@@ -141,19 +149,47 @@ pub fn quantize(
     }
 }
 
+/// Quantizes pixels of `C` channels of sample type `T`: histogram, median cut, then runs.
 fn run<T: Sample, const C: usize>(
     ctx: &JobContext,
     image: &DecodedImage,
     samples: &[T],
     colors: u8,
 ) -> Result<Quantized, StageError> {
-    let width = image.width as usize;
-    let row_len = width * C;
+    let row_len = image.width as usize * C;
     let mut ticker = Ticker::new(ctx, 16 * 1024);
-
-    // Pass 1: histogram, accumulated per run of identical pixels.
+    // The histogram and the bin table; held until the stage ends.
     let hist_bytes = (BINS * (size_of::<u64>() + size_of::<[u64; 3]>() + 1)) as u64;
     let _hist_charge = ctx.charge(hist_bytes)?;
+    let bins = histogram::<T, C>(samples, row_len, &mut ticker)?;
+    let (palette, lut) = median_cut(ctx, bins, usize::from(colors))?;
+    let mut raster = Raster {
+        charge: ctx.charge(0)?,
+        row_start_bytes: (image.height as u64 + 1) * 4,
+        runs: Vec::new(),
+        row_start: Vec::with_capacity(image.height as usize + 1),
+    };
+    raster.row_start.push(0);
+    for row in samples.chunks_exact(row_len) {
+        raster.push_row::<T, C>(row, &lut, &mut ticker)?;
+    }
+    raster.runs.shrink_to_fit();
+    Ok(Quantized {
+        width: image.width,
+        height: image.height,
+        palette,
+        row_start: raster.row_start,
+        runs: raster.runs,
+    })
+}
+
+/// Pass 1: the occupied bins of the colour histogram, accumulated per run of identical pixels
+/// (flat artwork repeats a colour for long stretches).
+fn histogram<T: Sample, const C: usize>(
+    samples: &[T],
+    row_len: usize,
+    ticker: &mut Ticker<'_>,
+) -> Result<Vec<Bin>, StageError> {
     let mut hist = Histogram {
         count: vec![0; BINS],
         sum: vec![[0; 3]; BINS],
@@ -176,32 +212,46 @@ fn run<T: Sample, const C: usize>(
         }
         hist.add(last, n);
     }
-
-    let bins: Vec<Bin> = (0..BINS)
+    Ok((0..BINS)
         .filter(|&k| hist.count[k] > 0)
         .map(|k| Bin {
             key: k as u16,
             count: hist.count[k],
             sum: hist.sum[k],
         })
-        .collect();
-    drop(hist);
-    let (palette, lut) = median_cut(ctx, bins, usize::from(colors))?;
+        .collect())
+}
 
-    // Pass 2: map every pixel to its thread colour and emit runs.
-    let mut runs_charge = ctx.charge(0)?;
-    let row_start_bytes = (image.height as u64 + 1) * 4;
-    let mut runs: Vec<ColorRun> = Vec::new();
-    let mut row_start: Vec<u32> = Vec::with_capacity(image.height as usize + 1);
-    row_start.push(0);
-    for row in samples.chunks_exact(row_len) {
+/// Pass 2's product as it grows: the image as runs of palette indices, charged as it grows.
+struct Raster<'a> {
+    charge: Charge<'a>,
+    /// The row starts' bytes, charged alongside the runs.
+    row_start_bytes: u64,
+    runs: Vec<ColorRun>,
+    row_start: Vec<u32>,
+}
+
+impl Raster<'_> {
+    /// Maps one row of pixels to thread colours (through the bin table, with a one-pixel cache)
+    /// and appends its non-background runs.
+    fn push_row<T: Sample, const C: usize>(
+        &mut self,
+        row: &[T],
+        lut: &[u8],
+        ticker: &mut Ticker<'_>,
+    ) -> Result<(), StageError> {
         let mut last = NONE;
         let mut last_idx = BACKGROUND;
         let mut cur = BACKGROUND;
         let mut start = 0u32;
         let mut x = 0u32;
         for chunk in row.chunks(CHUNK * C) {
-            reserve_charged(&mut runs, CHUNK, &mut runs_charge, row_start_bytes)?;
+            reserve_charged(
+                &mut self.runs,
+                CHUNK,
+                &mut self.charge,
+                self.row_start_bytes,
+            )?;
             for px in chunk.chunks_exact(C) {
                 let p = pack::<T, C>(px);
                 if p != last {
@@ -214,7 +264,7 @@ fn run<T: Sample, const C: usize>(
                 }
                 if last_idx != cur {
                     if cur != BACKGROUND {
-                        runs.push(ColorRun {
+                        self.runs.push(ColorRun {
                             x0: start,
                             x1: x,
                             color: cur,
@@ -228,23 +278,16 @@ fn run<T: Sample, const C: usize>(
             ticker.tick((chunk.len() / C) as u64)?;
         }
         if cur != BACKGROUND {
-            reserve_charged(&mut runs, 1, &mut runs_charge, row_start_bytes)?;
-            runs.push(ColorRun {
+            reserve_charged(&mut self.runs, 1, &mut self.charge, self.row_start_bytes)?;
+            self.runs.push(ColorRun {
                 x0: start,
                 x1: x,
                 color: cur,
             });
         }
-        row_start.push(runs.len() as u32);
+        self.row_start.push(self.runs.len() as u32);
+        Ok(())
     }
-    runs.shrink_to_fit();
-    Ok(Quantized {
-        width: image.width,
-        height: image.height,
-        palette,
-        row_start,
-        runs,
-    })
 }
 
 /// Sums over a set of bins that give its between-bin squared error in O(1).

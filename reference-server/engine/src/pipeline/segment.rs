@@ -14,15 +14,20 @@ use crate::job::{JobContext, StageError};
 /// A run `[x0, x1)` of one region in one image row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionRun {
+    /// First pixel of the run.
     pub x0: u32,
+    /// One past its last pixel.
     pub x1: u32,
+    /// Region id, an index into [`Segmentation::regions`].
     pub region: u32,
 }
 
+/// A connected area of one colour: what `fill` covers with pieces and `sequence` orders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Region {
     /// Palette index.
     pub color: u8,
+    /// Area in pixels, for the speck test and the colour order.
     pub area_px: u64,
 }
 
@@ -30,15 +35,22 @@ pub struct Region {
 /// region are merged.
 #[derive(Debug)]
 pub struct Segmentation {
+    /// Width in pixels.
     pub width: u32,
+    /// Height in pixels.
     pub height: u32,
+    /// Thread colours as RGB.
     pub palette: Vec<[u8; 3]>,
+    /// The regions, by id.
     pub regions: Vec<Region>,
+    /// Runs of row `y` are `runs[row_start[y]..row_start[y + 1]]`.
     pub row_start: Vec<u32>,
+    /// The runs of all rows, row after row.
     pub runs: Vec<RegionRun>,
 }
 
 impl Segmentation {
+    /// The runs of row `y`.
     pub fn row(&self, y: u32) -> &[RegionRun] {
         super::row_runs(&self.runs, &self.row_start, y)
     }
@@ -114,6 +126,7 @@ fn for_each_overlap<A, B>(
     }
 }
 
+/// Segments the quantized image into regions, merging specks into their neighbours.
 pub fn segment(
     ctx: &JobContext,
     image: Quantized,
@@ -122,85 +135,144 @@ pub fn segment(
     let _input = ctx.charge(image.heap_bytes())?;
     let n = image.runs.len();
     let mut ticker = Ticker::new(ctx, 16 * 1024);
-    let span = |r: &ColorRun| (r.x0, r.x1);
-
-    // Connected components of same-coloured runs.
+    // The union-find and the labels; held until the stage ends.
     let _sets_charge = ctx.charge((n * 2 * size_of::<u32>()) as u64)?;
-    let mut sets = DisjointSets::new(n);
-    for y in 1..image.height {
-        let base_a = image.row_start[y as usize - 1] as usize;
-        let base_b = image.row_start[y as usize] as usize;
-        let (above, below) = (image.row(y - 1), image.row(y));
-        for_each_overlap(above, below, span, span, |i, j| {
-            if above[i].color == below[j].color {
-                sets.union((base_a + i) as u32, (base_b + j) as u32);
-            }
-        });
-        ticker.tick((above.len() + below.len()) as u64 + 64)?;
-    }
-    let mut region_of = vec![NONE; n];
-    let mut regions: Vec<Region> = Vec::new();
-    for i in 0..n {
-        let root = sets.find(i as u32) as usize;
-        let run = &image.runs[i];
-        if root == i {
-            region_of[i] = regions.len() as u32;
-            regions.push(Region {
-                color: run.color,
-                area_px: 0,
-            });
-        } else {
-            region_of[i] = region_of[root];
-        }
-        regions[region_of[i] as usize].area_px += u64::from(run.x1 - run.x0);
-        if i % 16384 == 0 {
-            ctx.checkpoint()?;
-        }
-    }
-    drop(sets);
+    let labels = Labels::new(ctx, &image, &mut ticker)?;
 
     // Specks: regions under the minimum physical area.
     let mm_per_px = width_mm / f64::from(image.width);
     let min_px = (MIN_REGION_MM2 / (mm_per_px * mm_per_px)).ceil().max(1.0) as u64;
+    let regions = &labels.regions;
     let is_speck = |r: u32| regions[r as usize].area_px < min_px;
     let final_of = if regions.iter().any(|r| r.area_px < min_px) {
-        merge_specks(ctx, &image, &region_of, &regions, min_px, &is_speck)?
+        merge_specks(ctx, &image, &labels.region_of, regions, min_px, &is_speck)?
     } else {
         (0..regions.len() as u32).collect()
     };
+    let dense = DenseRegions::new(regions, &final_of, &mut ticker)?;
 
-    // Final regions: dense ids, colour of the set's largest member.
-    let mut dense = vec![NONE; regions.len()];
-    let mut out_regions: Vec<Region> = Vec::new();
-    for (r, &f) in final_of.iter().enumerate() {
-        ticker.tick(1)?;
-        if f == NONE {
-            continue;
-        }
-        if dense[f as usize] == NONE {
-            dense[f as usize] = out_regions.len() as u32;
-            out_regions.push(Region {
-                color: regions[f as usize].color,
-                area_px: 0,
-            });
-        }
-        out_regions[dense[f as usize] as usize].area_px += regions[r].area_px;
-    }
-
-    // Relabel the runs, dropping removed specks and joining touching runs of one region.
     let _out_charge = ctx.charge(vec_bytes(&image.runs) + vec_bytes(&image.row_start))?;
-    let mut runs: Vec<RegionRun> = Vec::with_capacity(n);
+    let final_of_run = |i: usize| {
+        let f = final_of[labels.region_of[i] as usize];
+        (f != NONE).then(|| dense.id[f as usize])
+    };
+    let (row_start, runs) = relabel_runs(&image, final_of_run, &mut ticker)?;
+    Ok(Segmentation {
+        width: image.width,
+        height: image.height,
+        palette: image.palette,
+        regions: dense.regions,
+        row_start,
+        runs,
+    })
+}
+
+/// The connected components of same-coloured runs: a region per component, before specks are
+/// merged.
+struct Labels {
+    /// The region of every run.
+    region_of: Vec<u32>,
+    regions: Vec<Region>,
+}
+
+impl Labels {
+    /// Joins overlapping same-coloured runs of adjacent rows, then numbers the sets in run order.
+    fn new(
+        ctx: &JobContext,
+        image: &Quantized,
+        ticker: &mut Ticker<'_>,
+    ) -> Result<Self, StageError> {
+        let n = image.runs.len();
+        let span = |r: &ColorRun| (r.x0, r.x1);
+        let mut sets = DisjointSets::new(n);
+        for y in 1..image.height {
+            let base_a = image.row_start[y as usize - 1] as usize;
+            let base_b = image.row_start[y as usize] as usize;
+            let (above, below) = (image.row(y - 1), image.row(y));
+            for_each_overlap(above, below, span, span, |i, j| {
+                if above[i].color == below[j].color {
+                    sets.union((base_a + i) as u32, (base_b + j) as u32);
+                }
+            });
+            ticker.tick((above.len() + below.len()) as u64 + 64)?;
+        }
+        let mut region_of = vec![NONE; n];
+        let mut regions: Vec<Region> = Vec::new();
+        for i in 0..n {
+            let root = sets.find(i as u32) as usize;
+            let run = &image.runs[i];
+            if root == i {
+                region_of[i] = regions.len() as u32;
+                regions.push(Region {
+                    color: run.color,
+                    area_px: 0,
+                });
+            } else {
+                region_of[i] = region_of[root];
+            }
+            regions[region_of[i] as usize].area_px += u64::from(run.x1 - run.x0);
+            if i % 16384 == 0 {
+                ctx.checkpoint()?;
+            }
+        }
+        Ok(Labels { region_of, regions })
+    }
+}
+
+/// The final regions: dense ids for the sets that survive, each with its set's colour and area.
+struct DenseRegions {
+    /// The dense id of every set representative (`NONE` for the rest).
+    id: Vec<u32>,
+    regions: Vec<Region>,
+}
+
+impl DenseRegions {
+    /// Why dense: dropped specks and merged regions leave gaps the later stages need not carry.
+    fn new(
+        regions: &[Region],
+        final_of: &[u32],
+        ticker: &mut Ticker<'_>,
+    ) -> Result<Self, StageError> {
+        let mut dense = vec![NONE; regions.len()];
+        let mut out_regions: Vec<Region> = Vec::new();
+        for (r, &f) in final_of.iter().enumerate() {
+            ticker.tick(1)?;
+            if f == NONE {
+                continue;
+            }
+            if dense[f as usize] == NONE {
+                dense[f as usize] = out_regions.len() as u32;
+                out_regions.push(Region {
+                    color: regions[f as usize].color,
+                    area_px: 0,
+                });
+            }
+            out_regions[dense[f as usize] as usize].area_px += regions[r].area_px;
+        }
+        Ok(DenseRegions {
+            id: dense,
+            regions: out_regions,
+        })
+    }
+}
+
+/// Relabels the runs with their final region (`region_of_run` of a run's index; `None` drops
+/// it), joining touching runs of one region; returns the row starts and the runs.
+fn relabel_runs(
+    image: &Quantized,
+    region_of_run: impl Fn(usize) -> Option<u32>,
+    ticker: &mut Ticker<'_>,
+) -> Result<(Vec<u32>, Vec<RegionRun>), StageError> {
+    let mut runs: Vec<RegionRun> = Vec::with_capacity(image.runs.len());
     let mut row_start: Vec<u32> = Vec::with_capacity(image.height as usize + 1);
     row_start.push(0);
     for y in 0..image.height {
         let row_begin = runs.len();
         let base = image.row_start[y as usize] as usize;
         for (k, run) in image.row(y).iter().enumerate() {
-            let f = final_of[region_of[base + k] as usize];
-            if f == NONE {
+            let Some(region) = region_of_run(base + k) else {
                 continue;
-            }
-            let region = dense[f as usize];
+            };
             if runs.len() > row_begin
                 && let Some(last) = runs.last_mut()
                 && last.region == region
@@ -219,14 +291,7 @@ pub fn segment(
         ticker.tick(image.row(y).len() as u64 + 64)?;
     }
     runs.shrink_to_fit();
-    Ok(Segmentation {
-        width: image.width,
-        height: image.height,
-        palette: image.palette,
-        regions: out_regions,
-        row_start,
-        runs,
-    })
+    Ok((row_start, runs))
 }
 
 /// Returns, for every region, the region whose set it ends in (`NONE` if dropped).
@@ -238,11 +303,23 @@ fn merge_specks(
     min_px: u64,
     is_speck: &impl Fn(u32) -> bool,
 ) -> Result<Vec<u32>, StageError> {
-    let r = regions.len();
-    let _charge = ctx.charge((r * 16) as u64)?;
+    let _charge = ctx.charge((regions.len() * 16) as u64)?;
     let mut ticker = Ticker::new(ctx, 16 * 1024);
-    // The largest neighbour of every speck.
-    let mut best = vec![NONE; r];
+    let best = largest_neighbours(image, region_of, regions, is_speck, &mut ticker)?;
+    let merged = Merged::new(regions, &best, &mut ticker)?;
+    merged.final_of(min_px, &mut ticker)
+}
+
+/// The largest neighbour of every speck (`NONE` for the rest), from the runs that touch along a
+/// row or overlap between rows.
+fn largest_neighbours(
+    image: &Quantized,
+    region_of: &[u32],
+    regions: &[Region],
+    is_speck: &impl Fn(u32) -> bool,
+    ticker: &mut Ticker<'_>,
+) -> Result<Vec<u32>, StageError> {
+    let mut best = vec![NONE; regions.len()];
     let mut consider = |a: u32, b: u32| {
         if a == b {
             return;
@@ -274,40 +351,59 @@ fn merge_specks(
         }
         ticker.tick(below.len() as u64 + 64)?;
     }
+    Ok(best)
+}
 
-    // Merge each speck into its best neighbour; a set's representative is its largest member.
-    let mut sets = DisjointSets::new(r);
-    let mut area: Vec<u64> = regions.iter().map(|g| g.area_px).collect();
-    let mut rep: Vec<u32> = (0..r as u32).collect();
-    for s in 0..r as u32 {
-        ticker.tick(4)?;
-        let b = best[s as usize];
-        if b == NONE {
-            continue;
+/// The regions after each speck is merged into its best neighbour: sets whose representative is
+/// their largest member, with their total area.
+struct Merged {
+    sets: DisjointSets,
+    area: Vec<u64>,
+    rep: Vec<u32>,
+}
+
+impl Merged {
+    /// Merges every speck into its best neighbour's set, keeping the set's largest member.
+    fn new(regions: &[Region], best: &[u32], ticker: &mut Ticker<'_>) -> Result<Self, StageError> {
+        let r = regions.len();
+        let mut sets = DisjointSets::new(r);
+        let mut area: Vec<u64> = regions.iter().map(|g| g.area_px).collect();
+        let mut rep: Vec<u32> = (0..r as u32).collect();
+        for s in 0..r as u32 {
+            ticker.tick(4)?;
+            let b = best[s as usize];
+            if b == NONE {
+                continue;
+            }
+            let (rs, rb) = (sets.find(s), sets.find(b));
+            if rs == rb {
+                continue;
+            }
+            let (ra, rr) = (rep[rs as usize], rep[rb as usize]);
+            let winner = if regions[ra as usize].area_px >= regions[rr as usize].area_px {
+                ra
+            } else {
+                rr
+            };
+            let total = area[rs as usize] + area[rb as usize];
+            sets.union(rs, rb);
+            let root = sets.find(rs) as usize;
+            area[root] = total;
+            rep[root] = winner;
         }
-        let (rs, rb) = (sets.find(s), sets.find(b));
-        if rs == rb {
-            continue;
-        }
-        let (ra, rr) = (rep[rs as usize], rep[rb as usize]);
-        let winner = if regions[ra as usize].area_px >= regions[rr as usize].area_px {
-            ra
-        } else {
-            rr
-        };
-        let total = area[rs as usize] + area[rb as usize];
-        sets.union(rs, rb);
-        let root = sets.find(rs) as usize;
-        area[root] = total;
-        rep[root] = winner;
+        Ok(Merged { sets, area, rep })
     }
-    let mut out = vec![NONE; r];
-    for (g, slot) in out.iter_mut().enumerate() {
-        ticker.tick(1)?;
-        let root = sets.find(g as u32) as usize;
-        if area[root] >= min_px {
-            *slot = rep[root];
+
+    /// For every region, its set's representative, or `NONE` if the set is still a speck.
+    fn final_of(mut self, min_px: u64, ticker: &mut Ticker<'_>) -> Result<Vec<u32>, StageError> {
+        let mut out = vec![NONE; self.area.len()];
+        for (g, slot) in out.iter_mut().enumerate() {
+            ticker.tick(1)?;
+            let root = self.sets.find(g as u32) as usize;
+            if self.area[root] >= min_px {
+                *slot = self.rep[root];
+            }
         }
+        Ok(out)
     }
-    Ok(out)
 }

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::job::{Charge, JobContext, StageError};
 
+/// Sews the filled pieces into one needle program: colour blocks, largest area first.
 pub fn sequence(
     ctx: &JobContext,
     filled: Filled,
@@ -29,31 +30,73 @@ pub fn sequence(
     let _input = ctx.charge(filled.heap_bytes())?;
     let pitch = ((params.max_stitch_mm * UNITS_PER_MM).floor() as i64).max(1);
     let mut ticker = Ticker::new(ctx, 16 * 1024);
-
-    // Pieces grouped by region, regions by colour (counting sorts; pieces keep their order).
-    let n_regions = filled.regions.len();
-    let mut region_piece_start = vec![0u32; n_regions + 1];
-    for p in &filled.pieces {
-        region_piece_start[p.region as usize + 1] += 1;
-    }
-    for r in 0..n_regions {
-        region_piece_start[r + 1] += region_piece_start[r];
-    }
-    let mut fill_at = region_piece_start.clone();
-    let mut region_pieces = vec![0u32; filled.pieces.len()];
-    for (i, p) in filled.pieces.iter().enumerate() {
-        let slot = &mut fill_at[p.region as usize];
-        region_pieces[*slot as usize] = i as u32;
-        *slot += 1;
-    }
-    drop(fill_at);
-    let pieces_of = |r: usize| {
-        &region_pieces[region_piece_start[r] as usize..region_piece_start[r + 1] as usize]
+    let groups = RegionPieces::new(&filled);
+    let colors = colour_order(&filled, &groups);
+    let mut program = Program::new(ctx, filled.points.len() + filled.pieces.len() * 4 + 16)?;
+    let mut threads = Vec::with_capacity(colors.len());
+    let sewing = Sewing {
+        filled: &filled,
+        groups: &groups,
+        pitch,
     };
+    for (block, &color) in colors.iter().enumerate() {
+        let [r, g, b] = filled.palette[color];
+        threads.push(Thread {
+            color: format!("#{r:02x}{g:02x}{b:02x}"),
+        });
+        let mut block = Block {
+            index: block,
+            started: false,
+        };
+        sewing.block(&mut program, &mut block, color, &mut ticker)?;
+    }
+    finish(program, &filled, threads)
+}
 
+/// Pieces grouped by region (a counting sort; pieces keep their order), so that the pieces of a
+/// region are one slice.
+struct RegionPieces {
+    start: Vec<u32>,
+    pieces: Vec<u32>,
+}
+
+impl RegionPieces {
+    /// Why a counting sort: linear in the pieces, and it keeps each region's pieces in order.
+    fn new(filled: &Filled) -> Self {
+        let n_regions = filled.regions.len();
+        let mut region_piece_start = vec![0u32; n_regions + 1];
+        for p in &filled.pieces {
+            region_piece_start[p.region as usize + 1] += 1;
+        }
+        for r in 0..n_regions {
+            region_piece_start[r + 1] += region_piece_start[r];
+        }
+        let mut fill_at = region_piece_start.clone();
+        let mut region_pieces = vec![0u32; filled.pieces.len()];
+        for (i, p) in filled.pieces.iter().enumerate() {
+            let slot = &mut fill_at[p.region as usize];
+            region_pieces[*slot as usize] = i as u32;
+            *slot += 1;
+        }
+        drop(fill_at);
+        RegionPieces {
+            start: region_piece_start,
+            pieces: region_pieces,
+        }
+    }
+
+    /// The pieces of region `r`.
+    fn of(&self, r: usize) -> &[u32] {
+        &self.pieces[self.start[r] as usize..self.start[r + 1] as usize]
+    }
+}
+
+/// The colours that have pieces, largest stitched area first (ties by palette index), so the
+/// background and big fills go down before the details on them.
+fn colour_order(filled: &Filled, groups: &RegionPieces) -> Vec<usize> {
     let mut color_area = vec![0u64; filled.palette.len()];
     for (r, region) in filled.regions.iter().enumerate() {
-        if !pieces_of(r).is_empty() {
+        if !groups.of(r).is_empty() {
             color_area[usize::from(region.color)] += region.area_px;
         }
     }
@@ -61,75 +104,157 @@ pub fn sequence(
         .filter(|&c| color_area[c] > 0)
         .collect();
     colors.sort_by_key(|&c| (std::cmp::Reverse(color_area[c]), c));
+    colors
+}
 
-    let mut program = Program::new(ctx, filled.points.len() + filled.pieces.len() * 4 + 16)?;
-    let mut threads = Vec::with_capacity(colors.len());
-    // Either end of a piece can be its entry: stitched backwards it is the same fill.
-    let end_point = |piece: u32, end: usize| {
-        let p = filled.pieces[piece as usize];
-        filled.points[if end == 0 { p.start } else { p.end - 1 } as usize]
-    };
-    for (block, &color) in colors.iter().enumerate() {
-        let [r, g, b] = filled.palette[color];
-        threads.push(Thread {
-            color: format!("#{r:02x}{g:02x}{b:02x}"),
-        });
-        let regions: Vec<u32> = (0..n_regions as u32)
+/// Both ends of every piece of one colour, grouped by region: the points the nearest-region
+/// search runs over.
+struct BlockEnds {
+    /// The regions of the colour that have pieces.
+    regions: Vec<u32>,
+    /// The ends of region `regions[k]` are `ends[ends_start[k]..ends_start[k + 1]]`.
+    ends: Vec<Point>,
+    ends_start: Vec<usize>,
+    /// The index into `regions` of each end.
+    owner: Vec<u32>,
+}
+
+impl BlockEnds {
+    /// Why both ends: either end of a piece can be its entry (stitched backwards it is the same
+    /// fill).
+    fn new(filled: &Filled, groups: &RegionPieces, color: usize) -> Self {
+        let end_point = |piece: u32, end: usize| {
+            let p = filled.pieces[piece as usize];
+            filled.points[if end == 0 { p.start } else { p.end - 1 } as usize]
+        };
+        let regions: Vec<u32> = (0..filled.regions.len() as u32)
             .filter(|&r| {
                 usize::from(filled.regions[r as usize].color) == color
-                    && !pieces_of(r as usize).is_empty()
+                    && !groups.of(r as usize).is_empty()
             })
             .collect();
-        // Both ends of every piece of this colour, grouped by region.
         let mut ends: Vec<Point> = Vec::new();
         let mut ends_start: Vec<usize> = Vec::with_capacity(regions.len() + 1);
         let mut owner: Vec<u32> = Vec::new();
         for (k, &r) in regions.iter().enumerate() {
             ends_start.push(ends.len());
-            for &piece in pieces_of(r as usize) {
+            for &piece in groups.of(r as usize) {
                 ends.extend([end_point(piece, 0), end_point(piece, 1)]);
                 owner.extend([k as u32, k as u32]);
             }
         }
         ends_start.push(ends.len());
-        let mut nearest_region = NearestIndex::new(&ends);
-        let mut block_started = false;
-        while let Some(e) = nearest_region.take_nearest(program.position()) {
-            let k = owner[e] as usize;
-            for other in ends_start[k]..ends_start[k + 1] {
-                nearest_region.remove(other);
-            }
-            let pieces = pieces_of(regions[k] as usize);
-            let region_ends = &ends[ends_start[k]..ends_start[k + 1]];
-            let mut order = PieceOrder::new(region_ends);
-            while let Some(e) = order.next(program.position()) {
-                let p = filled.pieces[pieces[e / 2] as usize];
-                let stitches = &filled.points[p.start as usize..p.end as usize];
-                let reversed = e % 2 == 1;
-                let to = if reversed {
-                    stitches[stitches.len() - 1]
-                } else {
-                    stitches[0]
-                };
-                if !block_started {
-                    if block > 0 {
-                        program.push_here(StitchCommand::Trim)?;
-                        program.push_here(StitchCommand::ColorChange)?;
-                    }
-                    program.jump_to(to)?;
-                    block_started = true;
-                } else {
-                    program.travel_to(to, pitch)?;
-                }
-                if reversed {
-                    program.stitch_all(stitches.iter().rev())?;
-                } else {
-                    program.stitch_all(stitches.iter())?;
-                }
-                ticker.tick(stitches.len() as u64 + 16)?;
-            }
+        BlockEnds {
+            regions,
+            ends,
+            ends_start,
+            owner,
         }
     }
+
+    /// The end indices of region `regions[k]`.
+    fn of(&self, k: usize) -> std::ops::Range<usize> {
+        self.ends_start[k]..self.ends_start[k + 1]
+    }
+}
+
+/// A colour block being sewn: the first piece of a block is reached by jumps (after a trim and a
+/// colour change, but for the first block), later ones by travel.
+struct Block {
+    index: usize,
+    started: bool,
+}
+
+impl Block {
+    /// Moves the needle to `to`, the entry of the next piece of this block.
+    fn enter(
+        &mut self,
+        program: &mut Program<'_>,
+        to: Point,
+        pitch: i64,
+    ) -> Result<(), StageError> {
+        if !self.started {
+            if self.index > 0 {
+                program.push_here(StitchCommand::Trim)?;
+                program.push_here(StitchCommand::ColorChange)?;
+            }
+            program.jump_to(to)?;
+            self.started = true;
+            Ok(())
+        } else {
+            program.travel_to(to, pitch)
+        }
+    }
+}
+
+/// What sewing a block reads: the filled pieces, their grouping by region and the stitch pitch.
+struct Sewing<'f> {
+    filled: &'f Filled,
+    groups: &'f RegionPieces,
+    pitch: i64,
+}
+
+impl Sewing<'_> {
+    /// Sews the regions of one colour, nearest region first from where the needle is.
+    fn block(
+        &self,
+        program: &mut Program<'_>,
+        block: &mut Block,
+        color: usize,
+        ticker: &mut Ticker<'_>,
+    ) -> Result<(), StageError> {
+        let block_ends = BlockEnds::new(self.filled, self.groups, color);
+        let mut nearest_region = NearestIndex::new(&block_ends.ends);
+        while let Some(e) = nearest_region.take_nearest(program.position()) {
+            let k = block_ends.owner[e] as usize;
+            for other in block_ends.of(k) {
+                nearest_region.remove(other);
+            }
+            let pieces = self.groups.of(block_ends.regions[k] as usize);
+            let region_ends = &block_ends.ends[block_ends.of(k)];
+            self.region(program, block, pieces, region_ends, ticker)?;
+        }
+        Ok(())
+    }
+
+    /// Sews the pieces of one region, each entered at its end nearest the needle.
+    fn region(
+        &self,
+        program: &mut Program<'_>,
+        block: &mut Block,
+        pieces: &[u32],
+        region_ends: &[Point],
+        ticker: &mut Ticker<'_>,
+    ) -> Result<(), StageError> {
+        let mut order = PieceOrder::new(region_ends);
+        while let Some(e) = order.next(program.position()) {
+            let p = self.filled.pieces[pieces[e / 2] as usize];
+            let stitches = &self.filled.points[p.start as usize..p.end as usize];
+            let reversed = e % 2 == 1;
+            let to = if reversed {
+                stitches[stitches.len() - 1]
+            } else {
+                stitches[0]
+            };
+            block.enter(program, to, self.pitch)?;
+            if reversed {
+                program.stitch_all(stitches.iter().rev())?;
+            } else {
+                program.stitch_all(stitches.iter())?;
+            }
+            ticker.tick(stitches.len() as u64 + 16)?;
+        }
+        Ok(())
+    }
+}
+
+/// Ends the program (a trim if anything was stitched, then `end`), checks the stitch limit and
+/// builds the design.
+fn finish(
+    mut program: Program<'_>,
+    filled: &Filled,
+    threads: Vec<Thread>,
+) -> Result<Design, StageError> {
     if program.stitch_count > 0 {
         program.push_here(StitchCommand::Trim)?;
     }

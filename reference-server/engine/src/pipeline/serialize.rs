@@ -17,6 +17,7 @@ const BLOCK: usize = 4096;
 /// `{"x":-1000000,"y":-1000000,"cmd":"color_change"},`.
 const MAX_JSON_PER_STITCH: usize = 50;
 
+/// Writes the design as JSON, charging the buffer it writes into.
 pub fn serialize(ctx: &JobContext, design: &Design) -> Result<Vec<u8>, StageError> {
     let _design = ctx.charge(vec_bytes(&design.stitches))?;
     let failed =
