@@ -113,30 +113,6 @@ const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
         "conformance/src/checks/throughput/t3/mod.rs::t3",
         PHASES_PENDING,
     ),
-    // 153 lines.
-    ("conformance/src/load/locust/mod.rs::run", PHASES_PENDING),
-    // 86 lines.
-    (
-        "conformance/src/load/prediction/simulation.rs::simulate_once",
-        PHASES_PENDING,
-    ),
-    // 88 lines.
-    (
-        "conformance/src/load/profiles/soak.rs::verdicts",
-        PHASES_PENDING,
-    ),
-    // 147 lines.
-    ("conformance/src/load/runner.rs::attempt", PHASES_PENDING),
-    // 85 lines.
-    (
-        "conformance/src/load/verdicts/burst.rs::burst",
-        PHASES_PENDING,
-    ),
-    // 90 lines.
-    (
-        "conformance/src/load/verdicts/ending.rs::statuses",
-        PHASES_PENDING,
-    ),
     // 95 lines.
     (
         "reference-server/engine/src/export/parse.rs::validate_design",
