@@ -29,6 +29,9 @@ pub struct RunSpec {
     pub hold: HoldPlan,
     pub report: Option<String>,
     pub kind: RunKind,
+    /// The contract's status of an `overloaded` refusal (the goose users cannot borrow the
+    /// contract; they tell refusals from other answers for the progress display).
+    pub overloaded_status: u16,
     /// What sends the requests.
     pub engine: Engine,
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
+use plimsoll_spec::ErrorCode;
 
 use super::run::{
     Attempt, DrainWait, HoldPlan, Outcome, RequestTemplate, RunKind, RunOutput, RunSpec,
@@ -37,6 +38,8 @@ struct Shared {
     hold: HoldPlan,
     records: Mutex<Vec<Attempt>>,
     live: Arc<LiveCounts>,
+    /// The contract's status of an `overloaded` refusal, copied from the spec.
+    overloaded_status: u16,
     pacing: Pacing,
     /// Think time cut short by the deadline, µs: with the completed thinks it gives the
     /// realised mean think time (the exponential's censored-sample estimate).
@@ -117,6 +120,7 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<Ru
         hold: spec.hold,
         records: Mutex::new(Vec::new()),
         live,
+        overloaded_status: spec.overloaded_status,
         pacing,
         censored_think_us: AtomicU64::new(0),
     });
@@ -153,14 +157,52 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<Ru
 async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
     let index = shared.draws.fetch_add(1, Ordering::Relaxed);
     let mut rng = SplitMix64::stream(shared.seed, index);
-    let mut think_ms = 0.0;
     let wave = user.get_iterations();
+    let Some(think_ms) = pace(shared, &mut rng).await else {
+        return Ok(());
+    };
+    let planned = plan_request(user, shared, &mut rng)?;
+    shared.live.sent.fetch_add(1, Ordering::Relaxed);
+    let sent = Instant::now();
+    let sent_ms = (sent - shared.t0).as_secs_f64() * 1000.0;
+    let mut goose = user.request(planned.request).await?;
+    let mut record = Attempt {
+        user: user.weighted_users_index,
+        wave,
+        sent_ms,
+        latency_ms: 0.0,
+        think_ms,
+        hold_ms: planned.hold_ms,
+        abandon_planned: planned.abandon_after.is_some(),
+        outcome: Outcome::Error(String::new()),
+        retry_after: None,
+        code: None,
+        request_id: None,
+        timing: None,
+    };
+    let expected = match goose.response {
+        Ok(response) => read_answer(shared, &mut record, response, sent).await,
+        Err(e) => no_answer(shared, &mut record, &e, sent),
+    };
+    let failure = (!expected).then(|| failure_tag(&record));
+    keep(shared, record, wave);
+    // goose's own report counts `overloaded` refusals and planned abandonment as expected.
+    match failure {
+        None => user.set_success(&mut goose.request),
+        Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
+    }
+}
+
+/// Waits before an attempt as the profile paces it (a think, or the burst's barrier), so the
+/// attempts arrive as the prediction assumes; the think drawn, or `None` when this user's
+/// profile is over.
+async fn pace(shared: &Shared, rng: &mut SplitMix64) -> Option<f64> {
     match &shared.pacing {
         Pacing::Rate {
             mean_think_ms,
             deadline,
         } => {
-            think_ms = rng.exponential(*mean_think_ms);
+            let think_ms = rng.exponential(*mean_think_ms);
             let think = Duration::from_secs_f64(think_ms / 1000.0);
             let now = Instant::now();
             if now + think >= *deadline {
@@ -172,9 +214,10 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
                     .censored_think_us
                     .fetch_add(rest.as_micros() as u64, Ordering::Relaxed);
                 tokio::time::sleep(rest.max(Duration::from_millis(50))).await;
-                return Ok(());
+                return None;
             }
             tokio::time::sleep(think).await;
+            Some(think_ms)
         }
         Pacing::Burst {
             arrive,
@@ -186,9 +229,28 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
                 drain_failed.store(true, Ordering::Relaxed);
             }
             leave.wait().await;
+            Some(0.0)
         }
     }
-    let (hold_ms, abandon_after) = shared.hold.draw(&mut rng);
+}
+
+/// The request of one attempt and the hold it asks for, drawn after the pacing so each
+/// attempt's random stream is the same whatever the timing.
+struct PlannedRequest<'a> {
+    request: GooseRequest<'a>,
+    hold_ms: u64,
+    /// When the client gives up on it, if it is to be abandoned.
+    abandon_after: Option<Duration>,
+}
+
+/// Builds the template's request with a drawn hold (and timeout, for an abandoned one), so
+/// every attempt sends the same thing but for its hold.
+fn plan_request<'a>(
+    user: &GooseUser,
+    shared: &'a Shared,
+    rng: &mut SplitMix64,
+) -> Result<PlannedRequest<'a>, Box<TransactionError>> {
+    let (hold_ms, abandon_after) = shared.hold.draw(rng);
     let t = &shared.template;
     let mut builder = t.fill(
         user.get_request_builder(&GooseMethod::Post, &t.path)?,
@@ -203,83 +265,89 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         .name("digitize")
         .set_request_builder(builder)
         .build();
-    shared.live.sent.fetch_add(1, Ordering::Relaxed);
-    let sent = Instant::now();
-    let sent_ms = (sent - shared.t0).as_secs_f64() * 1000.0;
-    let mut goose = user.request(request).await?;
-    let mut record = Attempt {
-        user: user.weighted_users_index,
-        wave,
-        sent_ms,
-        latency_ms: 0.0,
-        think_ms,
+    Ok(PlannedRequest {
+        request,
         hold_ms,
-        abandon_planned: abandon_after.is_some(),
-        outcome: Outcome::Error(String::new()),
-        retry_after: None,
-        code: None,
-        request_id: None,
-        timing: None,
+        abandon_after,
+    })
+}
+
+/// Reads an HTTP answer into `record` (status, and for an error its code and headers), so the
+/// verdicts see what the client saw; whether it is an expected answer (200 or a refusal).
+async fn read_answer(
+    shared: &Shared,
+    record: &mut Attempt,
+    response: reqwest::Response,
+    sent: Instant,
+) -> bool {
+    let t = &shared.template;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
     };
-    let expected = match goose.response {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let headers = response.headers().clone();
-            let header = |name: &str| {
-                headers
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let body = response.bytes().await;
-            record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
-            record.timing = t.server_timing(&headers);
-            match body {
-                Ok(body) => {
-                    record.outcome = Outcome::Status(status);
-                    if status != 200 {
-                        record.code = problem_code(&body);
-                        record.request_id = header(&t.request_id_header);
-                        record.retry_after = header(&t.retry_after_header);
-                    }
-                }
-                Err(e) if record.abandon_planned && e.is_timeout() => {
-                    record.outcome = Outcome::Abandoned
-                }
-                Err(e) => record.outcome = Outcome::Error(format!("reading the body: {e}")),
-            }
-            match status {
-                200 => {
-                    shared.live.ok.fetch_add(1, Ordering::Relaxed);
-                    true
-                }
-                503 if record.code.as_deref() == Some("overloaded") => {
-                    shared.live.refused.fetch_add(1, Ordering::Relaxed);
-                    true
-                }
-                _ => {
-                    shared.live.other.fetch_add(1, Ordering::Relaxed);
-                    false
-                }
+    let body = response.bytes().await;
+    record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+    record.timing = t.server_timing(&headers);
+    match body {
+        Ok(body) => {
+            record.outcome = Outcome::Status(status);
+            if status != 200 {
+                record.code = problem_code(&body);
+                record.request_id = header(&t.request_id_header);
+                record.retry_after = header(&t.retry_after_header);
             }
         }
-        Err(e) => {
-            record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
-            if record.abandon_planned && e.is_timeout() {
-                record.outcome = Outcome::Abandoned;
-                true
-            } else {
-                record.outcome = Outcome::Error(e.to_string());
-                shared.live.other.fetch_add(1, Ordering::Relaxed);
-                false
-            }
-        }
-    };
-    let failure = (!expected).then(|| match &record.outcome {
+        Err(e) if record.abandon_planned && e.is_timeout() => record.outcome = Outcome::Abandoned,
+        Err(e) => record.outcome = Outcome::Error(format!("reading the body: {e}")),
+    }
+    count_answer(shared, status, record.code.as_deref())
+}
+
+/// Counts an answer for the progress display: 200, an `overloaded` refusal (the contract's
+/// status and code), or other; whether it is an expected answer.
+fn count_answer(shared: &Shared, status: u16, code: Option<&str>) -> bool {
+    let live = &shared.live;
+    if status == 200 {
+        live.ok.fetch_add(1, Ordering::Relaxed);
+        true
+    } else if status == shared.overloaded_status && code == Some(ErrorCode::Overloaded.as_str()) {
+        live.refused.fetch_add(1, Ordering::Relaxed);
+        true
+    } else {
+        live.other.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+}
+
+/// Records an attempt that got no answer: planned abandonment is expected, anything else is
+/// an error the verdicts name.
+fn no_answer(shared: &Shared, record: &mut Attempt, e: &reqwest::Error, sent: Instant) -> bool {
+    record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+    if record.abandon_planned && e.is_timeout() {
+        record.outcome = Outcome::Abandoned;
+        true
+    } else {
+        record.outcome = Outcome::Error(e.to_string());
+        shared.live.other.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+}
+
+/// The tag goose's report files an unexpected attempt under.
+fn failure_tag(record: &Attempt) -> String {
+    match &record.outcome {
         Outcome::Status(s) => format!("{s} {}", record.code.clone().unwrap_or_default()),
         Outcome::Error(e) => e.clone(),
         Outcome::Abandoned => String::new(),
-    });
+    }
+}
+
+/// Keeps the record for the verdicts and, in a burst, moves the progress display's wave on.
+fn keep(shared: &Shared, record: Attempt, wave: usize) {
     shared
         .records
         .lock()
@@ -290,11 +358,6 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
             .live
             .waves_done
             .fetch_max(wave as u64 + 1, Ordering::Relaxed);
-    }
-    // goose's own report counts 503 `overloaded` and planned abandonment as expected.
-    match failure {
-        None => user.set_success(&mut goose.request),
-        Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
     }
 }
 

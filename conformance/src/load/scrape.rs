@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use plimsoll_spec::MetricName;
 use tokio_util::sync::CancellationToken;
 
 use crate::remote::metric_value;
@@ -94,9 +95,9 @@ pub struct MetricsView {
 impl MetricsView {
     pub fn parse(text: &str, pool: &str) -> MetricsView {
         MetricsView {
-            busy: metric_value(text, "plimsoll_workers_busy", pool),
-            depth: metric_value(text, "plimsoll_queue_depth", pool),
-            temp_files: metric_value(text, "plimsoll_temp_files", ""),
+            busy: metric_value(text, MetricName::WorkersBusy.as_str(), pool),
+            depth: metric_value(text, MetricName::QueueDepth.as_str(), pool),
+            temp_files: metric_value(text, MetricName::TempFiles.as_str(), ""),
             rss_bytes: metric_value(text, RSS_METRIC, ""),
             fds: metric_value(text, FDS_METRIC, ""),
         }

@@ -40,17 +40,53 @@ pub struct LocustEngine {
 
 /// Runs a rate profile on Locust and returns what the verdicts read.
 pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, String> {
-    let RunKind::Rate {
-        mean_think_ms,
-        duration,
-    } = &spec.kind
-    else {
-        return Err("the burst profile needs goose (its waves leave from a barrier)".into());
-    };
-    let (mean_hold_ms, hold_cap_ms) = match spec.hold.hold {
-        Hold::Exponential { mean_ms, cap_ms } => (mean_ms, cap_ms),
-        Hold::Fixed { ms } => (ms as f64, ms),
-    };
+    let rate = RateSettings::of(spec)?;
+    check_installed(engine).await?;
+    let folder = write_folder(spec, &rate)?;
+    let mut processes = start(spec, engine, &folder, &rate)?;
+    let elapsed_ms = wait(&mut processes, &folder, &rate).await?;
+    collect(&folder, engine, elapsed_ms)
+}
+
+/// The numbers of a rate profile Locust runs, checked once so the later phases need no
+/// burst case.
+struct RateSettings {
+    mean_think_ms: f64,
+    duration: Duration,
+    mean_hold_ms: f64,
+    hold_cap_ms: u64,
+    /// How long the stop waits for the requests in flight, s.
+    stop_s: u64,
+}
+
+impl RateSettings {
+    /// Locust drives only the rate profiles: a burst's waves leave from goose's barrier.
+    fn of(spec: &RunSpec) -> Result<RateSettings, String> {
+        let RunKind::Rate {
+            mean_think_ms,
+            duration,
+        } = &spec.kind
+        else {
+            return Err("the burst profile needs goose (its waves leave from a barrier)".into());
+        };
+        let (mean_hold_ms, hold_cap_ms) = match spec.hold.hold {
+            Hold::Exponential { mean_ms, cap_ms } => (mean_ms, cap_ms),
+            Hold::Fixed { ms } => (ms as f64, ms),
+        };
+        Ok(RateSettings {
+            mean_think_ms: *mean_think_ms,
+            duration: *duration,
+            mean_hold_ms,
+            hold_cap_ms,
+            // The stop waits for every request in flight (at most the hold cap, plus margin)
+            // rather than killing it.
+            stop_s: hold_cap_ms.div_ceil(1000) + 5,
+        })
+    }
+}
+
+/// Fails early, with the install command, when the interpreter has no Locust.
+async fn check_installed(engine: &LocustEngine) -> Result<(), String> {
     let installed = Command::new(&engine.python)
         .args(["-c", "import locust"])
         .stdout(Stdio::null())
@@ -58,12 +94,37 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Str
         .status()
         .await
         .is_ok_and(|s| s.success());
-    if !installed {
-        return Err(format!(
-            "--engine locust needs Locust for {}: `{} -m pip install locust=={LOCUST_VERSION}` (or set PLIMSOLL_PYTHON)",
-            engine.python, engine.python
-        ));
+    if installed {
+        return Ok(());
     }
+    Err(format!(
+        "--engine locust needs Locust for {}: `{} -m pip install locust=={LOCUST_VERSION}` (or set PLIMSOLL_PYTHON)",
+        engine.python, engine.python
+    ))
+}
+
+/// The run's folder: the locustfile and its plan, and where the workers' records land (kept
+/// until the run is read back, then removed).
+struct Folder {
+    dir: tempfile::TempDir,
+    locustfile: PathBuf,
+    attempts_file: PathBuf,
+}
+
+impl Folder {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The master's log, for an error message.
+    fn master_log(&self) -> String {
+        tail(&self.path().join("master.log"))
+    }
+}
+
+/// Writes the locustfile and `plan.json` (every number of the run) into a fresh folder, so
+/// workers elsewhere can run the very same profile.
+fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, String> {
     let folder = tempfile::Builder::new()
         .prefix("plimsoll-locust-")
         .tempdir()
@@ -72,10 +133,10 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Str
     let t = &spec.template;
     let plan = serde_json::json!({
         "seed": spec.seed,
-        "duration_ms": duration.as_secs_f64() * 1000.0,
-        "mean_think_ms": mean_think_ms,
-        "mean_hold_ms": mean_hold_ms,
-        "hold_cap_ms": hold_cap_ms,
+        "duration_ms": rate.duration.as_secs_f64() * 1000.0,
+        "mean_think_ms": rate.mean_think_ms,
+        "mean_hold_ms": rate.mean_hold_ms,
+        "hold_cap_ms": rate.hold_cap_ms,
         "abandon_fraction": spec.hold.abandon_fraction,
         "pre_hold_ms": spec.hold.pre_hold_ms,
         "path": t.path,
@@ -92,16 +153,34 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Str
     };
     write("locustfile.py", LOCUSTFILE)?;
     write("plan.json", &plan.to_string())?;
-    let attempts_file = dir.join("attempts.jsonl");
+    Ok(Folder {
+        attempts_file: dir.join("attempts.jsonl"),
+        locustfile: dir.join("locustfile.py"),
+        dir: folder,
+    })
+}
 
+/// The master and the local workers while they run, and when the master was started.
+struct Processes {
+    master: Child,
+    workers: Vec<Child>,
+    started: Instant,
+}
+
+/// Starts the master (headless, CSV output, waiting for every expected worker) and the
+/// workers started here.
+fn start(
+    spec: &RunSpec,
+    engine: &LocustEngine,
+    folder: &Folder,
+    rate: &RateSettings,
+) -> Result<Processes, String> {
+    let dir = folder.path();
     let port = free_port(&engine.bind)?;
-    let locustfile = dir.join("locustfile.py");
-    // Users stop sending at the plan's end; the run lasts a second longer, and the stop waits
-    // for every request in flight (at most the hold cap, plus margin) rather than killing it.
-    let run_s = duration.as_secs_f64().ceil() as u64 + 1;
-    let stop_s = hold_cap_ms.div_ceil(1000) + 5;
+    // Users stop sending at the plan's end; the run lasts a second longer.
+    let run_s = rate.duration.as_secs_f64().ceil() as u64 + 1;
     let started = Instant::now();
-    let mut master = locust(&engine.python, &locustfile, dir, "master")
+    let master = locust(&engine.python, &folder.locustfile, dir, "master")
         .args(["--headless", "--master", "--master-bind-host", &engine.bind])
         .args(["--master-bind-port", &port.to_string()])
         .args(["--expect-workers", &engine.expect_workers.to_string()])
@@ -110,12 +189,12 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Str
             "-t",
             &format!("{run_s}s"),
             "--stop-timeout",
-            &stop_s.to_string(),
+            &rate.stop_s.to_string(),
         ])
         .args(["--host", &spec.host, "--only-summary"])
         .arg("--csv")
         .arg(dir.join("locust"))
-        .env("PLIMSOLL_ATTEMPTS_FILE", &attempts_file)
+        .env("PLIMSOLL_ATTEMPTS_FILE", &folder.attempts_file)
         .spawn()
         .map_err(|e| format!("starting the Locust master ({}): {e}", engine.python))?;
     println!(
@@ -127,16 +206,31 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Str
     );
     let mut workers: Vec<Child> = Vec::new();
     for i in 0..engine.workers {
-        let worker = locust(&engine.python, &locustfile, dir, &format!("worker-{i}"))
-            .args(["--worker", "--master-host", &engine.bind])
-            .args(["--master-port", &port.to_string()])
-            .spawn()
-            .map_err(|e| format!("starting Locust worker {i}: {e}"))?;
+        let worker = locust(
+            &engine.python,
+            &folder.locustfile,
+            dir,
+            &format!("worker-{i}"),
+        )
+        .args(["--worker", "--master-host", &engine.bind])
+        .args(["--master-port", &port.to_string()])
+        .spawn()
+        .map_err(|e| format!("starting Locust worker {i}: {e}"))?;
         workers.push(worker);
     }
-    let limit = *duration + Duration::from_secs(stop_s + 60);
-    let finished = tokio::time::timeout(limit, master.wait()).await;
-    for w in &mut workers {
+    Ok(Processes {
+        master,
+        workers,
+        started,
+    })
+}
+
+/// Waits for the master to finish (then the workers, killing stragglers), so nothing outlives
+/// the run; the run's length, ms.
+async fn wait(p: &mut Processes, folder: &Folder, rate: &RateSettings) -> Result<f64, String> {
+    let limit = rate.duration + Duration::from_secs(rate.stop_s + 60);
+    let finished = tokio::time::timeout(limit, p.master.wait()).await;
+    for w in &mut p.workers {
         if tokio::time::timeout(Duration::from_secs(10), w.wait())
             .await
             .is_err()
@@ -148,42 +242,30 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Str
         Ok(Ok(_)) => {}
         Ok(Err(e)) => return Err(format!("the Locust master: {e}")),
         Err(_) => {
-            let _ = master.kill().await;
+            let _ = p.master.kill().await;
             return Err(format!(
                 "the Locust master did not finish within {} s; its log: {}",
                 limit.as_secs(),
-                tail(&dir.join("master.log"))
+                folder.master_log()
             ));
         }
     }
-    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let (attempts, censored_think_ms) = read_attempts(&attempts_file)
-        .map_err(|e| format!("{e}; the master's log: {}", tail(&dir.join("master.log"))))?;
+    Ok(p.started.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// Reads back the workers' records and Locust's CSV counts, cross-checked so a lost record
+/// cannot leave the verdicts judging part of the run.
+fn collect(folder: &Folder, engine: &LocustEngine, elapsed_ms: f64) -> Result<RunOutput, String> {
+    let (attempts, censored_think_ms) = read_attempts(&folder.attempts_file)
+        .map_err(|e| format!("{e}; the master's log: {}", folder.master_log()))?;
     if attempts.is_empty() {
         return Err(format!(
             "Locust recorded no attempt; the master's log: {}",
-            tail(&dir.join("master.log"))
+            folder.master_log()
         ));
     }
-    let (summary, counted) = csv_summary(&dir.join("locust_stats.csv"), engine);
-    // Locust's count is a cross-check of the records: a record lost on its way to the master
-    // would leave the verdicts judging part of the run. Locust may count fewer than were sent
-    // (its workers report every few seconds, and the master writes the CSV without waiting for
-    // the last report), never more.
-    let summary = match counted {
-        Some(n) if n <= attempts.len() => format!(
-            "{summary}; the workers recorded {} ({} after Locust's last report)",
-            attempts.len(),
-            attempts.len() - n
-        ),
-        Some(n) => {
-            return Err(format!(
-                "Locust counted {n} requests but its workers recorded only {}: records were lost",
-                attempts.len()
-            ));
-        }
-        None => return Err(format!("Locust's CSV is unreadable: {summary}")),
-    };
+    let (summary, counted) = csv_summary(&folder.path().join("locust_stats.csv"), engine);
+    let summary = cross_checked(summary, counted, attempts.len())?;
     Ok(RunOutput {
         attempts,
         engine_summary: summary,
@@ -191,6 +273,27 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Str
         drain_failed: false,
         censored_think_ms,
     })
+}
+
+/// Locust's count is a cross-check of the records: a record lost on its way to the master
+/// would leave the verdicts judging part of the run. Locust may count fewer than were sent
+/// (its workers report every few seconds, and the master writes the CSV without waiting for
+/// the last report), never more.
+fn cross_checked(
+    summary: String,
+    counted: Option<usize>,
+    recorded: usize,
+) -> Result<String, String> {
+    match counted {
+        Some(n) if n <= recorded => Ok(format!(
+            "{summary}; the workers recorded {recorded} ({} after Locust's last report)",
+            recorded - n
+        )),
+        Some(n) => Err(format!(
+            "Locust counted {n} requests but its workers recorded only {recorded}: records were lost"
+        )),
+        None => Err(format!("Locust's CSV is unreadable: {summary}")),
+    }
 }
 
 /// `python -m locust -f FILE`, quiet, its output in `NAME.log` in the run's folder.

@@ -93,91 +93,124 @@ impl Ord for Event {
     }
 }
 
+/// The refused fraction of one simulated run of `attempts` attempts after a warm-up.
 fn simulate_once(model: &Model, attempts: usize, rng: &mut SplitMix64) -> f64 {
-    let c = model.workers as usize;
-    let k = model.queue as usize;
-    let s = model.mean_service_s;
-    let mut events = BinaryHeap::new();
-    let think = match model.arrivals {
-        Arrivals::Poisson { rate_per_s } => {
-            events.push(Event {
-                at: rng.exponential(1.0 / rate_per_s),
-                kind: Kind::Attempt(None),
-            });
-            1.0 / rate_per_s
-        }
-        Arrivals::Closed {
-            users,
-            mean_think_s,
-        } => {
-            for u in 0..users {
-                events.push(Event {
-                    at: rng.exponential(mean_think_s),
-                    kind: Kind::Attempt(Some(u)),
-                });
-            }
-            mean_think_s
-        }
-    };
+    let mut sim = Sim::start(model, rng);
     let warm_up = attempts / 5 + 20;
-    let count = model.fleet.map_or(1, |f| f.replicas as usize);
-    let mut replicas: Vec<Replica> = (0..count).map(|_| Replica::default()).collect();
     let (mut seen, mut refused) = (0usize, 0usize);
     while seen < attempts + warm_up {
-        let Some(Event { at, kind }) = events.pop() else {
+        let Some(Event { at, kind }) = sim.events.pop() else {
             break;
         };
         match kind {
             Kind::Attempt(who) => {
                 seen += 1;
-                let counted = seen > warm_up;
-                if who.is_none() {
-                    events.push(Event {
-                        at: at + rng.exponential(think),
-                        kind: Kind::Attempt(None),
-                    });
-                }
-                let r = route(model, &replicas, rng);
-                let replica = &mut replicas[r];
-                if replica.busy < c {
-                    replica.busy += 1;
-                    events.push(Event {
-                        at: at + rng.exponential(s),
-                        kind: Kind::Departure(who, r),
-                    });
-                } else if replica.queue.len() < k {
-                    replica.queue.push_back(who);
-                } else {
-                    if counted {
-                        refused += 1;
-                    }
-                    if who.is_some() {
-                        events.push(Event {
-                            at: at + rng.exponential(think),
-                            kind: Kind::Attempt(who),
-                        });
-                    }
+                if sim.attempt(model, at, who, rng) && seen > warm_up {
+                    refused += 1;
                 }
             }
-            Kind::Departure(who, r) => {
-                if who.is_some() {
-                    events.push(Event {
-                        at: at + rng.exponential(think),
-                        kind: Kind::Attempt(who),
-                    });
-                }
-                let replica = &mut replicas[r];
-                match replica.queue.pop_front() {
-                    Some(next) => events.push(Event {
-                        at: at + rng.exponential(s),
-                        kind: Kind::Departure(next, r),
-                    }),
-                    None => replica.busy -= 1,
-                }
-            }
+            Kind::Departure(who, r) => sim.departure(at, who, r, rng),
         }
     }
     refused as f64 / attempts as f64
+}
+
+/// The state of one simulated run: pending events and every replica's workers and queue.
+struct Sim {
+    events: BinaryHeap<Event>,
+    replicas: Vec<Replica>,
+    workers: usize,
+    queue: usize,
+    mean_service_s: f64,
+    /// Mean time between a Poisson stream's attempts, or a closed user's mean think.
+    think: f64,
+}
+
+impl Sim {
+    /// Empty replicas and the first attempts: the Poisson stream's, or every user's.
+    fn start(model: &Model, rng: &mut SplitMix64) -> Sim {
+        let mut events = BinaryHeap::new();
+        let think = match model.arrivals {
+            Arrivals::Poisson { rate_per_s } => {
+                events.push(Event {
+                    at: rng.exponential(1.0 / rate_per_s),
+                    kind: Kind::Attempt(None),
+                });
+                1.0 / rate_per_s
+            }
+            Arrivals::Closed {
+                users,
+                mean_think_s,
+            } => {
+                for u in 0..users {
+                    events.push(Event {
+                        at: rng.exponential(mean_think_s),
+                        kind: Kind::Attempt(Some(u)),
+                    });
+                }
+                mean_think_s
+            }
+        };
+        let count = model.fleet.map_or(1, |f| f.replicas as usize);
+        Sim {
+            events,
+            replicas: (0..count).map(|_| Replica::default()).collect(),
+            workers: model.workers as usize,
+            queue: model.queue as usize,
+            mean_service_s: model.mean_service_s,
+            think,
+        }
+    }
+
+    /// The next attempt of `who` (a closed user) after a think from `at`.
+    fn think_then_attempt(&mut self, at: f64, who: Option<u32>, rng: &mut SplitMix64) {
+        self.events.push(Event {
+            at: at + rng.exponential(self.think),
+            kind: Kind::Attempt(who),
+        });
+    }
+
+    /// An attempt at `at`, routed as the balancer would and admitted to a worker, queued, or
+    /// refused; whether it was refused.
+    fn attempt(&mut self, model: &Model, at: f64, who: Option<u32>, rng: &mut SplitMix64) -> bool {
+        if who.is_none() {
+            self.think_then_attempt(at, None, rng);
+        }
+        let r = route(model, &self.replicas, rng);
+        let replica = &mut self.replicas[r];
+        if replica.busy < self.workers {
+            replica.busy += 1;
+            self.events.push(Event {
+                at: at + rng.exponential(self.mean_service_s),
+                kind: Kind::Departure(who, r),
+            });
+            false
+        } else if replica.queue.len() < self.queue {
+            replica.queue.push_back(who);
+            false
+        } else {
+            if who.is_some() {
+                self.think_then_attempt(at, who, rng);
+            }
+            true
+        }
+    }
+
+    /// A request leaves replica `r` at `at`: its user thinks again, and the queue's head (if
+    /// any) takes the worker.
+    fn departure(&mut self, at: f64, who: Option<u32>, r: usize, rng: &mut SplitMix64) {
+        if who.is_some() {
+            self.think_then_attempt(at, who, rng);
+        }
+        let replica = &mut self.replicas[r];
+        match replica.queue.pop_front() {
+            Some(next) => self.events.push(Event {
+                at: at + rng.exponential(self.mean_service_s),
+                kind: Kind::Departure(next, r),
+            }),
+            None => replica.busy -= 1,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         },
         report: args.goose_report(),
         engine: args.engine(),
+        overloaded_status: ctx.expect.overloaded_status,
         kind: RunKind::Burst { waves, drain },
     };
     let process = ProcessSource::Unavailable("not read in burst".into());

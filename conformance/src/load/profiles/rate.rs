@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::super::calibrate::Calibration;
-use super::super::prediction::{self, Arrivals, Model};
+use super::super::prediction::{self, Arrivals, Interval, Model};
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
 use super::super::run::{Attempt, Hold, HoldPlan};
@@ -15,7 +15,7 @@ use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, ProfileName, fleet};
 use super::{Observed, drive, soak};
 use crate::session::Fatal;
-use crate::verdict::CheckResult;
+use crate::verdict::{CheckResult, Lane};
 
 /// What a rate profile asks of the generator, from the contract and the calibration.
 struct Plan {
@@ -178,8 +178,57 @@ pub(in crate::load) async fn run(
     cal: &Calibration,
     process: &ProcessSource,
 ) -> Result<Vec<CheckResult>, Fatal> {
-    let l = ctx.section();
     let plan = Plan::new(args, ctx, cal)?;
+    announce(args, ctx, cal, &plan);
+    let temp_allowance = if args.profile == ProfileName::Soak {
+        ctx.section().soak.temp_files_growth
+    } else {
+        0
+    };
+    let temp_before = recovery::temp_counts(ctx).await;
+    let spec = run_spec(args, ctx, cal, &plan);
+    let goal = Goal::Seconds(plan.duration.as_secs());
+    let observed = drive(ctx, spec, process.clone(), goal).await?;
+    let drained = recovery::drain_all(ctx, &temp_before, plan.hold_cap_ms, temp_allowance).await;
+    let judged = Judged::new(args, ctx, &plan, &observed);
+    let mut results = Vec::new();
+    let mut push = |mut r: CheckResult| {
+        r.duration_ms = observed.out.elapsed_ms;
+        ctx.print(&r);
+        results.push(r);
+    };
+    match args.profile {
+        ProfileName::Steady | ProfileName::Overload => {
+            push(judged.refusals(evidence(cal, &judged)));
+        }
+        ProfileName::Soak | ProfileName::Burst => {}
+    }
+    match args.profile {
+        ProfileName::Steady => push(judged.latency()),
+        ProfileName::Overload => {
+            push(judged.goodput());
+            push(judged.refusal_latency());
+        }
+        ProfileName::Soak => {
+            for r in soak::verdicts(ctx, &observed, &drained[0], process, judged.run_ms) {
+                push(r);
+            }
+        }
+        ProfileName::Burst => {}
+    }
+    let end = Ending {
+        observed: &observed,
+        drained: &drained,
+        must_reach: args.profile == ProfileName::Overload,
+        temp_allowance,
+    };
+    results.extend(recovery::ending_verdicts(ctx, end).await);
+    Ok(results)
+}
+
+/// Says what the run will do before it starts: the plan's every figure, so a surprising
+/// verdict can be read against it.
+fn announce(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) {
     println!(
         "plimsoll load {}: {} x capacity ({:.1}/s = {}{} workers / ({} ms hold + {:.1} ms pipeline)) = {:.1} attempts/s from {} users thinking {:.0} ms on average, for {:.0} s against {}",
         args.profile.as_str(),
@@ -195,14 +244,11 @@ pub(in crate::load) async fn run(
         plan.duration.as_secs_f64(),
         ctx.target.base
     );
+}
 
-    let temp_allowance = if args.profile == ProfileName::Soak {
-        l.soak.temp_files_growth
-    } else {
-        0
-    };
-    let temp_before = recovery::temp_counts(ctx).await;
-    let spec = RunSpec {
+/// The plan as the engine runs it: exponential holds and thinks for the planned duration.
+fn run_spec(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) -> RunSpec {
+    RunSpec {
         host: ctx.target.base.clone(),
         users: plan.users as usize,
         seed: args.seed,
@@ -217,25 +263,112 @@ pub(in crate::load) async fn run(
         },
         report: args.goose_report(),
         engine: args.engine(),
+        overloaded_status: ctx.expect.overloaded_status,
         kind: RunKind::Rate {
             mean_think_ms: plan.think_s * 1000.0,
             duration: plan.duration,
         },
-    };
-    let goal = Goal::Seconds(plan.duration.as_secs());
-    let observed = drive(ctx, spec, process.clone(), goal).await?;
-    let drained = recovery::drain_all(ctx, &temp_before, plan.hold_cap_ms, temp_allowance).await;
-    let out = &observed.out;
-    let elapsed = out.elapsed_ms;
-    let run_ms = plan.duration.as_secs_f64() * 1000.0;
-    let warm = l.warm_up_ms as f64;
+    }
+}
 
-    let m = Measurement::new(ctx, &plan, &observed);
-    let model = &m.model;
-    let iv = prediction::interval(model, m.counted, l.sigma, args.seed);
+/// One finished rate run as its verdicts read it: the measurement, the prediction for it,
+/// and the window the timelines draw.
+struct Judged<'a> {
+    ctx: &'a Ctx,
+    plan: &'a Plan,
+    observed: &'a Observed,
+    m: Measurement<'a>,
+    iv: Interval,
+    /// The planned run's length, ms.
+    run_ms: f64,
+    warm: f64,
+}
+
+impl<'a> Judged<'a> {
+    /// Measures the run and predicts its refused fraction from what the run really did.
+    fn new(args: &LoadArgs, ctx: &'a Ctx, plan: &'a Plan, observed: &'a Observed) -> Judged<'a> {
+        let l = ctx.section();
+        let m = Measurement::new(ctx, plan, observed);
+        let iv = prediction::interval(&m.model, m.counted, l.sigma, args.seed);
+        Judged {
+            ctx,
+            plan,
+            observed,
+            m,
+            iv,
+            run_ms: plan.duration.as_secs_f64() * 1000.0,
+            warm: l.warm_up_ms as f64,
+        }
+    }
+
+    /// The timeline lanes: the second half of the run (after warm-up), 120 users at most.
+    fn lanes(&self) -> Vec<Lane> {
+        let slice_from = self.warm.max(self.run_ms / 2.0);
+        let out = &self.observed.out;
+        verdicts::lanes(&out.attempts, slice_from, 120, &self.ctx.expect)
+    }
+
+    /// The refused fraction against the prediction, with the prediction printed beside it.
+    fn refusals(&self, evidence: Vec<String>) -> CheckResult {
+        let (ctx, m, iv, model) = (self.ctx, &self.m, &self.iv, &self.m.model);
+        let attempts = &self.observed.out.attempts;
+        let mut r = verdicts::refusals(&ctx.expect, model, iv, m.refused, attempts, evidence);
+        r.timeline = self.lanes();
+        println!(
+            "prediction ({}, {}): refused {:.1}% ± {:.1}% ({}σ); measured {:.1}% of {} attempts",
+            model.formula(),
+            model.describe(),
+            iv.predicted * 100.0,
+            (iv.high - iv.predicted) * 100.0,
+            iv.z,
+            100.0 * m.refused as f64 / m.counted.max(1) as f64,
+            m.counted
+        );
+        r
+    }
+
+    /// Steady: admitted requests take their hold plus a bounded overhead.
+    fn latency(&self) -> CheckResult {
+        let l = self.ctx.section();
+        verdicts::latency(
+            &self.ctx.expect,
+            &self.m.window,
+            l.steady.latency_overhead_p99_ms,
+        )
+    }
+
+    /// Overload: the admitted rate stays near capacity.
+    fn goodput(&self) -> CheckResult {
+        let (l, m) = (self.ctx.section(), &self.m);
+        verdicts::goodput(
+            &self.ctx.expect,
+            &m.model,
+            m.counted as f64 / m.window_s,
+            m.ok,
+            m.window_s,
+            l.overload.goodput_fraction,
+            l.sigma,
+        )
+    }
+
+    /// Overload: refusals come fast.
+    fn refusal_latency(&self) -> CheckResult {
+        let l = self.ctx.section();
+        let mut r =
+            verdicts::refusal_latency(&self.ctx.expect, &self.m.window, l.overload.refusal_p99_ms);
+        r.timeline = self.lanes();
+        r
+    }
+}
+
+/// The refused-fraction verdict's evidence: the rates planned, realised and modelled, the
+/// open-loop comparison, the window, and the engine's own counts.
+fn evidence(cal: &Calibration, j: &Judged) -> Vec<String> {
+    let (plan, m, model) = (j.plan, &j.m, &j.m.model);
     let open = model.open_loop_equivalent();
     let attempts_rate = m.window.len() as f64 / m.window_s;
-    let evidence = vec![
+    let (warm, run_ms) = (j.warm, j.run_ms);
+    vec![
         format!(
             "attempts {attempts_rate:.1}/s in the window (target {:.1}/s, model {:.1}/s); realised mean think {:.1} ms (planned {:.1}); mean service {:.1} ms (hold mean {} + calibrated pipeline {:.1})",
             plan.target_rate,
@@ -256,71 +389,6 @@ pub(in crate::load) async fn run(
             "window: attempts sent after {warm:.0} ms of {run_ms:.0} ms; {} excluded (abandoned or other answers)",
             m.window.len() - m.counted
         ),
-        out.engine_summary.clone(),
-    ];
-
-    let mut results = Vec::new();
-    let slice_from = warm.max(run_ms / 2.0);
-    let mut push = |mut r: CheckResult| {
-        r.duration_ms = elapsed;
-        ctx.print(&r);
-        results.push(r);
-    };
-    match args.profile {
-        ProfileName::Steady | ProfileName::Overload => {
-            let mut r =
-                verdicts::refusals(&ctx.expect, model, &iv, m.refused, &out.attempts, evidence);
-            r.timeline = verdicts::lanes(&out.attempts, slice_from, 120, &ctx.expect);
-            println!(
-                "prediction ({}, {}): refused {:.1}% ± {:.1}% ({}σ); measured {:.1}% of {} attempts",
-                model.formula(),
-                model.describe(),
-                iv.predicted * 100.0,
-                (iv.high - iv.predicted) * 100.0,
-                iv.z,
-                100.0 * m.refused as f64 / m.counted.max(1) as f64,
-                m.counted
-            );
-            push(r);
-        }
-        ProfileName::Soak | ProfileName::Burst => {}
-    }
-    match args.profile {
-        ProfileName::Steady => {
-            push(verdicts::latency(
-                &ctx.expect,
-                &m.window,
-                l.steady.latency_overhead_p99_ms,
-            ));
-        }
-        ProfileName::Overload => {
-            push(verdicts::goodput(
-                &ctx.expect,
-                model,
-                m.counted as f64 / m.window_s,
-                m.ok,
-                m.window_s,
-                l.overload.goodput_fraction,
-                l.sigma,
-            ));
-            let mut r =
-                verdicts::refusal_latency(&ctx.expect, &m.window, l.overload.refusal_p99_ms);
-            r.timeline = verdicts::lanes(&out.attempts, slice_from, 120, &ctx.expect);
-            push(r);
-        }
-        ProfileName::Soak => {
-            for r in soak::verdicts(ctx, &observed, &drained[0], process, run_ms) {
-                push(r);
-            }
-        }
-        ProfileName::Burst => {}
-    }
-    let end = Ending {
-        observed: &observed,
-        drained: &drained,
-        must_reach: args.profile == ProfileName::Overload,
-        temp_allowance,
-    };
-    results.extend(recovery::ending_verdicts(ctx, end).await);
-    Ok(results)
+        j.observed.out.engine_summary.clone(),
+    ]
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::super::Ctx;
-use super::super::run::Outcome;
+use super::super::run::{Attempt, Outcome};
 use super::super::scrape::{self, ProcessSource, Sample};
 use super::super::verdicts::{self, Drained, Resource};
 use super::Observed;
@@ -19,51 +19,14 @@ pub(super) fn verdicts(
     run_ms: f64,
 ) -> Vec<CheckResult> {
     let so = &ctx.section().soak;
-    let (attempts, samples) = (&observed.out.attempts, &observed.watched[0].samples);
-    let series = |f: fn(&Sample) -> Option<f64>| -> Vec<(f64, f64)> {
-        samples
-            .iter()
-            .filter_map(|s| f(s).map(|v| (s.t_ms, v)))
-            .collect()
+    let readings = Readings {
+        ctx,
+        samples: &observed.watched[0].samples,
+        process,
+        settled_ms: settled_ms(ctx, &observed.out.attempts),
+        run_ms,
     };
-    // Resources settle once the users have opened their connections: from the time 90 % of
-    // them had their first answer (the last few add a connection each, well within the
-    // allowance; waiting for all would take θ·ln N).
-    let mut first = BTreeMap::new();
-    for a in attempts {
-        let end = a.sent_ms + a.latency_ms;
-        first
-            .entry(a.user)
-            .and_modify(|t: &mut f64| *t = t.min(end))
-            .or_insert(end);
-    }
-    let firsts: Vec<f64> = first.into_values().collect();
-    let warm = ctx.section().warm_up_ms as f64;
-    let settled_ms = verdicts::percentile(&firsts, 90.0)
-        .unwrap_or(warm)
-        .max(warm);
-    let missing = |name: &str, v: &[(f64, f64)]| match process {
-        ProcessSource::Unavailable(why) => Some(why.clone()),
-        ProcessSource::Metrics if v.is_empty() => Some(format!(
-            "no --pid given and the target exposes no {name} in /metrics"
-        )),
-        _ => None,
-    };
-    let resource = |r: Resource<'_>, metric: &str, f: fn(&Sample) -> Option<f64>| {
-        let values = series(f);
-        let mut result = verdicts::stays_flat(
-            &ctx.expect,
-            r,
-            verdicts::settled_medians(&values, settled_ms, run_ms),
-            verdicts::settled_slope(&values, settled_ms, run_ms),
-            missing(metric, &values),
-        );
-        result
-            .evidence
-            .push(format!("read from {}", process.describe()));
-        result
-    };
-    let rss = resource(
+    let rss = readings.stays_flat(
         Resource {
             suffix: "rss",
             title: "Resident memory stays flat",
@@ -74,7 +37,7 @@ pub(super) fn verdicts(
         scrape::RSS_METRIC,
         |s| s.rss_bytes,
     );
-    let fds = resource(
+    let fds = readings.stays_flat(
         Resource {
             suffix: "fds",
             title: "Open file descriptors stay flat",
@@ -85,17 +48,98 @@ pub(super) fn verdicts(
         scrape::FDS_METRIC,
         |s| s.fds,
     );
+    let temp = temp_files(ctx, observed, drained);
+    vec![rss, fds, temp]
+}
+
+/// When resources have settled, ms: once the users have opened their connections, from the
+/// time 90 % of them had their first answer (the last few add a connection each, well within
+/// the allowance; waiting for all would take θ·ln N), and never before the warm-up ends.
+fn settled_ms(ctx: &Ctx, attempts: &[Attempt]) -> f64 {
+    let mut first = BTreeMap::new();
+    for a in attempts {
+        let end = a.sent_ms + a.latency_ms;
+        first
+            .entry(a.user)
+            .and_modify(|t: &mut f64| *t = t.min(end))
+            .or_insert(end);
+    }
+    let firsts: Vec<f64> = first.into_values().collect();
+    let warm = ctx.section().warm_up_ms as f64;
+    verdicts::percentile(&firsts, 90.0)
+        .unwrap_or(warm)
+        .max(warm)
+}
+
+/// The first watched server's resource readings and the settled part of the run they are
+/// judged over, shared by the memory and open-file verdicts.
+struct Readings<'a> {
+    ctx: &'a Ctx,
+    samples: &'a [Sample],
+    process: &'a ProcessSource,
+    settled_ms: f64,
+    run_ms: f64,
+}
+
+impl Readings<'_> {
+    /// `(time, value)` of every sample that has the figure.
+    fn series(&self, f: fn(&Sample) -> Option<f64>) -> Vec<(f64, f64)> {
+        self.samples
+            .iter()
+            .filter_map(|s| f(s).map(|v| (s.t_ms, v)))
+            .collect()
+    }
+
+    /// Why the figure cannot be judged, if it cannot: nothing to read it from.
+    fn missing(&self, name: &str, v: &[(f64, f64)]) -> Option<String> {
+        match self.process {
+            ProcessSource::Unavailable(why) => Some(why.clone()),
+            ProcessSource::Metrics if v.is_empty() => Some(format!(
+                "no --pid given and the target exposes no {name} in /metrics"
+            )),
+            _ => None,
+        }
+    }
+
+    /// The figure's verdict: its settled medians and slope within the allowance, with where
+    /// it was read from as evidence.
+    fn stays_flat(
+        &self,
+        r: Resource<'_>,
+        metric: &str,
+        f: fn(&Sample) -> Option<f64>,
+    ) -> CheckResult {
+        let values = self.series(f);
+        let (settled_ms, run_ms) = (self.settled_ms, self.run_ms);
+        let mut result = verdicts::stays_flat(
+            &self.ctx.expect,
+            r,
+            verdicts::settled_medians(&values, settled_ms, run_ms),
+            verdicts::settled_slope(&values, settled_ms, run_ms),
+            self.missing(metric, &values),
+        );
+        result
+            .evidence
+            .push(format!("read from {}", self.process.describe()));
+        result
+    }
+}
+
+/// `L-soak.temp-files`: temp files back to their count once drained, with the abandoned
+/// requests (those whose temp dirs are at risk) and the most read at once as evidence.
+fn temp_files(ctx: &Ctx, observed: &Observed, drained: &Drained) -> CheckResult {
+    let attempts = &observed.out.attempts;
+    let samples = &observed.watched[0].samples;
     let abandoned = attempts
         .iter()
         .filter(|a| a.outcome == Outcome::Abandoned)
         .count();
     let max_during = samples.iter().filter_map(|s| s.temp_files).reduce(f64::max);
-    let temp = verdicts::temp_files(
+    verdicts::temp_files(
         &ctx.expect,
         drained,
-        so.temp_files_growth,
+        ctx.section().soak.temp_files_growth,
         abandoned,
         max_during,
-    );
-    vec![rss, fds, temp]
+    )
 }

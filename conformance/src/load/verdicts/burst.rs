@@ -21,48 +21,11 @@ pub fn burst(
     for a in attempts {
         waves.entry(a.wave).or_default().push(a);
     }
-    let mut problems = Vec::new();
-    let mut observed = Vec::new();
-    let mut slowest_refusal = 0.0f64;
+    let mut tally = WaveTally::default();
     for (w, list) in &waves {
-        let ok = list.iter().filter(|a| a.status() == Some(200)).count();
-        let refused: Vec<&&Attempt> = list.iter().filter(|a| expect.is_refusal(a)).collect();
-        let other = list.len() - ok - refused.len();
-        observed.push(format!("{ok}/{}", list.len()));
-        if list.len() != per_wave {
-            problems.push(format!(
-                "wave {}: {} requests recorded, {per_wave} sent",
-                w + 1,
-                list.len()
-            ));
-        }
-        if ok != admit {
-            problems.push(format!(
-                "wave {}: {ok} admitted, expected exactly {admit}",
-                w + 1
-            ));
-        }
-        if other > 0 {
-            problems.push(format!(
-                "wave {}: {other} answer(s) neither 200 nor a refusal",
-                w + 1
-            ));
-        }
-        for r in &refused {
-            slowest_refusal = slowest_refusal.max(r.latency_ms);
-            if r.latency_ms > refusal_ms as f64 {
-                problems.push(format!(
-                    "wave {}: {} refused after {:.0} ms",
-                    w + 1,
-                    who(r),
-                    r.latency_ms
-                ));
-            }
-            if let Some(p) = expect.retry_after_problem(r) {
-                problems.push(format!("wave {}: {}: {p}", w + 1, who(r)));
-            }
-        }
+        tally.wave(expect, *w, list, per_wave, refusal_ms);
     }
+    let mut problems = tally.problems;
     if drain_failed {
         problems.push(
             "a wave started before the previous one drained (busy gauge never returned to 0)"
@@ -84,14 +47,73 @@ pub fn burst(
             expect.overloaded_status
         ),
         format!(
-            "admitted per wave {}; slowest refusal {slowest_refusal:.1} ms",
-            observed.join(", ")
+            "admitted per wave {}; slowest refusal {:.1} ms",
+            tally.observed.join(", "),
+            tally.slowest_refusal
         ),
         verdict,
     );
     r.evidence = problems.into_iter().take(30).collect();
     r.timeline = lanes(attempts, 0.0, usize::MAX, expect);
     r
+}
+
+/// What the waves showed, wave by wave: the problems in wave order (the first is the
+/// verdict's), each wave's admitted count, and the slowest refusal.
+#[derive(Default)]
+struct WaveTally {
+    problems: Vec<String>,
+    /// `admitted/recorded`, per wave.
+    observed: Vec<String>,
+    slowest_refusal: f64,
+}
+
+impl WaveTally {
+    /// Wave `w` (0-based): every request recorded, exactly `admit` admitted, the rest fast
+    /// refusals with a valid Retry-After.
+    fn wave(
+        &mut self,
+        expect: &Expectations,
+        w: usize,
+        list: &[&Attempt],
+        per_wave: usize,
+        refusal_ms: u64,
+    ) {
+        let admit = expect.admissible();
+        let ok = list.iter().filter(|a| a.status() == Some(200)).count();
+        let refused: Vec<&&Attempt> = list.iter().filter(|a| expect.is_refusal(a)).collect();
+        let other = list.len() - ok - refused.len();
+        self.observed.push(format!("{ok}/{}", list.len()));
+        let n = w + 1;
+        if list.len() != per_wave {
+            self.problems.push(format!(
+                "wave {n}: {} requests recorded, {per_wave} sent",
+                list.len()
+            ));
+        }
+        if ok != admit {
+            self.problems
+                .push(format!("wave {n}: {ok} admitted, expected exactly {admit}"));
+        }
+        if other > 0 {
+            self.problems.push(format!(
+                "wave {n}: {other} answer(s) neither 200 nor a refusal"
+            ));
+        }
+        for r in &refused {
+            self.slowest_refusal = self.slowest_refusal.max(r.latency_ms);
+            if r.latency_ms > refusal_ms as f64 {
+                self.problems.push(format!(
+                    "wave {n}: {} refused after {:.0} ms",
+                    who(r),
+                    r.latency_ms
+                ));
+            }
+            if let Some(p) = expect.retry_after_problem(r) {
+                self.problems.push(format!("wave {n}: {}: {p}", who(r)));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use plimsoll_spec::MetricName;
+
 use super::{Expectations, verdict_of, who};
 use crate::load::run::{Attempt, Outcome};
 use crate::load::scrape::Sample;
@@ -12,77 +14,16 @@ use crate::verdict::{CheckResult, Lane, LaneOutcome, Verdict};
 /// Every answer is a documented status; refusals carry the `overloaded` code and a valid
 /// Retry-After; nothing failed without an answer (planned abandonment aside).
 pub fn statuses(expect: &Expectations, attempts: &[Attempt]) -> CheckResult {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut problems = Vec::new();
-    let mut undocumented = 0usize;
-    let mut unexpected = 0usize;
-    let mut bad_retry = 0usize;
-    let mut errors = 0usize;
+    let mut tally = StatusTally::default();
     for a in attempts {
-        let key = match &a.outcome {
-            Outcome::Status(s) if *s == 200 => "200".to_owned(),
-            Outcome::Status(s) => format!("{s} {}", a.code.as_deref().unwrap_or("?")),
-            Outcome::Abandoned => "abandoned (planned)".to_owned(),
-            Outcome::Error(_) => "no answer".to_owned(),
-        };
-        *counts.entry(key).or_default() += 1;
-        match &a.outcome {
-            Outcome::Status(200) | Outcome::Abandoned => {}
-            Outcome::Status(s) if !expect.documented.contains(s) => {
-                undocumented += 1;
-                if problems.len() < 20 {
-                    problems.push(format!("{}: status {s} is not documented", who(a)));
-                }
-            }
-            Outcome::Status(_) if expect.is_refusal(a) => {
-                if let Some(p) = expect.retry_after_problem(a) {
-                    bad_retry += 1;
-                    if problems.len() < 20 {
-                        problems.push(format!("{}: {p}", who(a)));
-                    }
-                }
-            }
-            Outcome::Status(s) => {
-                unexpected += 1;
-                if problems.len() < 20 {
-                    problems.push(format!(
-                        "{}: {s} {} under load",
-                        who(a),
-                        a.code.as_deref().unwrap_or("?")
-                    ));
-                }
-            }
-            Outcome::Error(e) => {
-                errors += 1;
-                if problems.len() < 20 {
-                    problems.push(format!("{}: {e}", who(a)));
-                }
-            }
-        }
+        tally.add(expect, a);
     }
-    let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-    let mut why = Vec::new();
-    if attempts.is_empty() {
-        why.push("no attempt was made".to_owned());
-    }
-    if undocumented > 0 {
-        why.push(format!("{undocumented} undocumented status(es)"));
-    }
-    if unexpected > 0 {
-        why.push(format!(
-            "{unexpected} answer(s) other than 200 or {} {}",
-            expect.overloaded_status, expect.overloaded_code
-        ));
-    }
-    if bad_retry > 0 {
-        why.push(format!(
-            "{bad_retry} refusal(s) without a valid Retry-After"
-        ));
-    }
-    if errors > 0 {
-        why.push(format!("{errors} request(s) got no answer"));
-    }
-    let verdict = verdict_of(&why);
+    let summary: Vec<String> = tally
+        .counts
+        .iter()
+        .map(|(k, n)| format!("{k}: {n}"))
+        .collect();
+    let verdict = verdict_of(&tally.why(expect, attempts.is_empty()));
     let documented: Vec<String> = expect.documented.iter().map(u16::to_string).collect();
     let mut r = expect.result(
         "statuses",
@@ -98,8 +39,89 @@ pub fn statuses(expect: &Expectations, attempts: &[Attempt]) -> CheckResult {
         summary.join(", "),
         verdict,
     );
-    r.evidence = problems;
+    r.evidence = tally.problems;
     r
+}
+
+/// How the attempts were answered: a count per kind of answer (the observed line), the
+/// first problems by name (the evidence), and how many of each kind of problem (the verdict).
+#[derive(Default)]
+struct StatusTally {
+    counts: BTreeMap<String, usize>,
+    /// The first 20 problems.
+    problems: Vec<String>,
+    undocumented: usize,
+    unexpected: usize,
+    bad_retry: usize,
+    errors: usize,
+}
+
+impl StatusTally {
+    /// Counts one attempt, and names it if it is a problem.
+    fn add(&mut self, expect: &Expectations, a: &Attempt) {
+        let key = match &a.outcome {
+            Outcome::Status(s) if *s == 200 => "200".to_owned(),
+            Outcome::Status(s) => format!("{s} {}", a.code.as_deref().unwrap_or("?")),
+            Outcome::Abandoned => "abandoned (planned)".to_owned(),
+            Outcome::Error(_) => "no answer".to_owned(),
+        };
+        *self.counts.entry(key).or_default() += 1;
+        let problem = match &a.outcome {
+            Outcome::Status(200) | Outcome::Abandoned => None,
+            Outcome::Status(s) if !expect.documented.contains(s) => {
+                self.undocumented += 1;
+                Some(format!("{}: status {s} is not documented", who(a)))
+            }
+            Outcome::Status(_) if expect.is_refusal(a) => expect.retry_after_problem(a).map(|p| {
+                self.bad_retry += 1;
+                format!("{}: {p}", who(a))
+            }),
+            Outcome::Status(s) => {
+                self.unexpected += 1;
+                Some(format!(
+                    "{}: {s} {} under load",
+                    who(a),
+                    a.code.as_deref().unwrap_or("?")
+                ))
+            }
+            Outcome::Error(e) => {
+                self.errors += 1;
+                Some(format!("{}: {e}", who(a)))
+            }
+        };
+        if let Some(p) = problem
+            && self.problems.len() < 20
+        {
+            self.problems.push(p);
+        }
+    }
+
+    /// Why the verdict fails, one reason per kind of problem (none: it passes).
+    fn why(&self, expect: &Expectations, no_attempt: bool) -> Vec<String> {
+        let mut why = Vec::new();
+        if no_attempt {
+            why.push("no attempt was made".to_owned());
+        }
+        if self.undocumented > 0 {
+            why.push(format!("{} undocumented status(es)", self.undocumented));
+        }
+        if self.unexpected > 0 {
+            why.push(format!(
+                "{} answer(s) other than 200 or {} {}",
+                self.unexpected, expect.overloaded_status, expect.overloaded_code
+            ));
+        }
+        if self.bad_retry > 0 {
+            why.push(format!(
+                "{} refusal(s) without a valid Retry-After",
+                self.bad_retry
+            ));
+        }
+        if self.errors > 0 {
+            why.push(format!("{} request(s) got no answer", self.errors));
+        }
+        why
+    }
 }
 
 /// The busy gauge never exceeds the workers and the queue depth never exceeds its capacity;
@@ -119,7 +141,10 @@ pub fn busy_limit(
         .filter(|s| s.busy.is_some_and(|b| b > f64::from(expect.workers)))
         .collect();
     let verdict = if busy.is_empty() {
-        Verdict::Fail("no plimsoll_workers_busy reading for the digitize pool in /metrics".into())
+        Verdict::Fail(format!(
+            "no {} reading for the digitize pool in /metrics",
+            MetricName::WorkersBusy
+        ))
     } else if !over.is_empty() {
         Verdict::Fail(format!(
             "busy gauge reached {max_busy} with {} workers ({} of {} reads above the limit)",

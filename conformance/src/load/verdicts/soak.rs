@@ -1,6 +1,8 @@
 //! The soak profile's own verdicts: memory and file descriptors flat over the settled run
 //! (`rss`, `fds`), and no temp file left once the load has drained (`temp-files`).
 
+use plimsoll_spec::MetricName;
+
 use super::{Drained, Expectations, percentile, verdict_of};
 use crate::verdict::{CheckResult, Verdict};
 
@@ -133,10 +135,10 @@ pub fn temp_files(
 ) -> CheckResult {
     let (before, after) = (&drained.temp_before, &drained.temp_after);
     let verdict = if !after.comparable(before) {
-        Verdict::Skip(
-            "no plimsoll_temp_files in /metrics and no --temp-dir to look in, before and after the load"
-                .into(),
-        )
+        Verdict::Skip(format!(
+            "no {} in /metrics and no --temp-dir to look in, before and after the load",
+            MetricName::TempFiles
+        ))
     } else {
         verdict_of(&after.left_behind(before, allowed))
     };
