@@ -287,6 +287,23 @@ async fn connection_cap(
     let alive = |held: &[Held]| held.iter().filter(|h| !h.closed.is_finished()).count();
     let mut retry_until: Option<Instant> = None;
     let refused_at = loop {
+        // Only open connections count, and only they are kept: a server that closes each
+        // connection after its answer (no keep-alive) must not make the checker hold one handle
+        // per connection it ever opened.
+        held.retain(|h| !h.closed.is_finished());
+        // The cap can only be told from the head timeout if it is filled within it (judged
+        // below); a server whose connections close faster than they are opened (no keep-alive,
+        // or a head timer shorter than the fill) never reaches the cap, so the fill ends here.
+        if started.elapsed() >= head {
+            let open_now = held.len();
+            c.fail(format!(
+                "after {} ms (the head timeout) only {open_now} of {cap} connections stayed open: the server closes them (its head timer, or no keep-alive) faster than the checker opens them, so the cap cannot be judged",
+                head.as_millis()
+            ));
+            return format!(
+                "only {open_now} of {cap} connections stayed open within the head timeout"
+            );
+        }
         let mut next = match open(addr).await {
             Ok(next) => next,
             Err(e) => {
@@ -387,4 +404,52 @@ async fn connection_cap(
         if still_served { "yes" } else { "no" },
         served_again.map_or("never".to_owned(), |d| format!("after {:.0} ms", ms(d)))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::Verdict;
+
+    /// A target without keep-alive: it answers every request and closes the connection, as
+    /// Python's `http.server` and HTTP/1.0 stacks do.
+    async fn closes_after_each_answer() -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let _ = stream.read(&mut buf).await;
+                    let _ = stream
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        )
+                        .await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn the_cap_scan_ends_against_a_target_without_keep_alive() {
+        let addr = closes_after_each_answer().await;
+        let head = Duration::from_millis(800);
+        let mut c = Ctx::new(0.0);
+        let started = Instant::now();
+        let note = tokio::time::timeout(
+            Duration::from_secs(10),
+            connection_cap(&mut c, addr, "127.0.0.1", 512, head),
+        )
+        .await
+        .expect("the scan ends by itself");
+        let took = started.elapsed();
+        assert!(took < head + PROMPT, "took {took:?}");
+        assert!(note.contains("stayed open"), "{note}");
+        match c.verdict() {
+            Verdict::Fail(why) => assert!(why.contains("cannot be judged"), "{why}"),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
 }
