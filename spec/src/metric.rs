@@ -89,7 +89,7 @@ impl Pool {
     pub const ALL: [Pool; 3] = [Pool::Digitize, Pool::Export, Pool::Relay];
 
     /// The label value (`pool="digitize"`).
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Pool::Digitize => "digitize",
             Pool::Export => "export",

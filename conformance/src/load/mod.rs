@@ -34,7 +34,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plimsoll_spec::{Contract, ErrorCode};
+use plimsoll_spec::{Contract, ErrorCode, Pool};
 
 use crate::checks::contract::contract_result;
 use crate::report;
@@ -52,7 +52,7 @@ pub enum Engine {
 }
 
 /// The worker pool every profile loads (and whose gauges it reads).
-const POOL: &str = "digitize";
+const POOL: &str = Pool::Digitize.as_str();
 
 /// Goose logs through the `log` crate and installs its own logger unless one exists: set up
 /// tracing first (with the log bridge) so goose's per-request warnings stay out of the
@@ -165,6 +165,8 @@ impl Ctx {
 fn expectations(profile: ProfileName, expected: &Contract) -> Expectations {
     let api = &expected.api.digitize;
     let overloaded = expected.error(ErrorCode::Overloaded);
+    let digitize = expected.pool(Pool::Digitize);
+    let t3 = &expected.clauses.t3.value;
     let openapi = plimsoll_spec::render::openapi(expected);
     let documented: BTreeSet<u16> = openapi["paths"][api.path.as_str()]["post"]["responses"]
         .as_object()
@@ -172,15 +174,14 @@ fn expectations(profile: ProfileName, expected: &Contract) -> Expectations {
         .unwrap_or_default();
     Expectations {
         profile: profile.as_str(),
-        workers: expected.clauses.t1.value.digitize_workers,
-        queue: expected.clauses.t2.value.digitize_queue_capacity,
+        workers: digitize.workers,
+        queue: digitize.queue_capacity.unwrap_or(0),
         documented,
         overloaded_status: overloaded.status,
         overloaded_code: overloaded.code.as_str().to_owned(),
-        retry_after_min: expected.clauses.t3.value.min_seconds,
-        retry_after_max: Duration::from_millis(expected.clauses.b1.value.digitize_timeout_ms)
-            .as_secs()
-            .max(1),
+        retry_after_format: t3.format,
+        retry_after_min: t3.min_seconds,
+        retry_after_max: t3.max.seconds(&digitize, t3.min_seconds),
     }
 }
 

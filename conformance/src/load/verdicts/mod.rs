@@ -10,6 +10,8 @@ pub mod soak;
 
 use std::collections::BTreeSet;
 
+use plimsoll_spec::model::RetryAfterFormat;
+
 use super::run::Attempt;
 use crate::verdict::{CheckResult, Verdict};
 
@@ -30,7 +32,9 @@ pub struct Expectations {
     /// The status and code of a refusal.
     pub overloaded_status: u16,
     pub overloaded_code: String,
-    /// Retry-After must be an integer in this range (seconds).
+    /// How Retry-After is written (T3's `format`).
+    pub retry_after_format: RetryAfterFormat,
+    /// Retry-After must be in this range (seconds).
     pub retry_after_min: u64,
     pub retry_after_max: u64,
 }
@@ -85,13 +89,16 @@ impl Expectations {
     pub fn retry_after_problem(&self, a: &Attempt) -> Option<String> {
         match a.retry_after.as_deref() {
             None => Some("no Retry-After".into()),
-            Some(v) => match v.trim().parse::<u64>() {
-                Err(_) => Some(format!("Retry-After `{v}` is not delay-seconds")),
-                Ok(n) if n < self.retry_after_min || n > self.retry_after_max => Some(format!(
+            Some(v) => match self.retry_after_format.parse(v) {
+                None => Some(format!(
+                    "Retry-After `{v}` is not {}",
+                    self.retry_after_format
+                )),
+                Some(n) if n < self.retry_after_min || n > self.retry_after_max => Some(format!(
                     "Retry-After {n} outside {}..={}",
                     self.retry_after_min, self.retry_after_max
                 )),
-                Ok(_) => None,
+                Some(_) => None,
             },
         }
     }
@@ -141,6 +148,7 @@ pub(crate) mod tests {
             documented: [200, 400, 503, 504].into_iter().collect(),
             overloaded_status: 503,
             overloaded_code: "overloaded".into(),
+            retry_after_format: RetryAfterFormat::DelaySeconds,
             retry_after_min: 1,
             retry_after_max: 60,
         }
