@@ -184,6 +184,7 @@ fn every_path_the_rules_name_exists() {
         .map(|(at, _)| at.split_once("::").map_or(*at, |(file, _)| file))
         .collect();
     let mut missing = missing_paths(&root(), NAMED);
+    missing.extend(missing_paths(&root(), DOCUMENTS));
     missing.extend(missing_paths(&root(), &crates));
     missing.extend(missing_paths(&root(), &forbidden));
     missing.extend(missing_paths(&root(), &allowlisted));
@@ -195,6 +196,87 @@ fn a_stale_path_is_caught() {
     assert_eq!(
         missing_paths(&root(), &["conformance/src/target.rs", "spec"]),
         ["conformance/src/target.rs"]
+    );
+}
+
+/// The documents people read, whose repository paths must exist.
+const DOCUMENTS: &[&str] = &[
+    "README.md",
+    "ARCHITECTURE.md",
+    "docs",
+    "examples/python-service/README.md",
+];
+
+/// The repository paths `text` names in backticks (`` `conformance/cli/tests/tidy.rs` ``), without
+/// a `::item` or `:line` suffix; patterns (`{…}`, `*`) are not paths.
+fn named_paths(text: &str) -> Vec<String> {
+    const ROOTS: &[&str] = &[
+        "spec/",
+        "reference-server/",
+        "conformance/",
+        "ci/",
+        "docs/",
+        "examples/",
+        ".ci/",
+        ".config/",
+    ];
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| ROOTS.iter().any(|r| quoted.starts_with(r)))
+        .filter(|quoted| !quoted.contains(['{', '*', '…', ' ']))
+        .map(|quoted| {
+            let path = quoted.split("::").next().unwrap_or(quoted);
+            let path = path.split(':').next().unwrap_or(path);
+            path.trim_end_matches(['.', ',']).to_owned()
+        })
+        .collect()
+}
+
+/// Architecture invariant: a path the documentation names exists (a moved file leaves no
+/// pointer to nowhere).
+#[test]
+fn every_path_the_documents_name_exists() {
+    let mut stale = Vec::new();
+    for document in DOCUMENTS {
+        let path = root().join(document);
+        let files: Vec<PathBuf> = if path.is_dir() {
+            std::fs::read_dir(&path)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "md"))
+                .collect()
+        } else {
+            vec![path]
+        };
+        for file in files {
+            for named in named_paths(&read(&file)) {
+                if !root().join(&named).exists() {
+                    stale.push(format!("{}: `{named}`", relative(&file)));
+                }
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "paths named but missing:\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn a_stale_document_path_is_caught() {
+    let text =
+        "see `conformance/tests/mutants.rs` and `spec/src/lib.rs::Contract`, `docs/{a,b}.md`";
+    let named = named_paths(text);
+    assert_eq!(named, ["conformance/tests/mutants.rs", "spec/src/lib.rs"]);
+    assert_eq!(
+        missing_paths(
+            &root(),
+            &["conformance/tests/mutants.rs", "spec/src/lib.rs"]
+        ),
+        ["conformance/tests/mutants.rs"]
     );
 }
 
