@@ -89,7 +89,9 @@ pub(super) fn expectation(
         );
         model.extend(std::iter::repeat_n(Duration::ZERO, zeros));
         let keep = model.len().saturating_sub(window);
-        p50(&model[keep..])
+        t3.estimator
+            .of(model[keep..].iter().copied())
+            .unwrap_or_default()
     };
     let (p50_early, p50) = (p50_at(freed.earliest), p50_at(freed.latest));
     let jitter = Duration::from_millis(t.expected.tolerances.retry_after_jitter_ms);
