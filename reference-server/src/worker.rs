@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use plimsoll_spec::Pool;
+use plimsoll_spec::{Pool, Stage};
 use tokio::task::JoinHandle;
 
 use crate::admission::Slot;
-use plimsoll_engine::job::{JobContext, JobError, JobErrorKind};
+use plimsoll_engine::job::{JobConfig, JobContext, JobError, JobErrorKind};
 
 /// How a worker ended, for the teardown steps.
 #[derive(Debug, Clone, Copy)]
@@ -80,23 +80,48 @@ pub struct Teardown {
     pub slots: Arc<dyn SlotRelease>,
 }
 
-/// Runs `work` on a blocking thread, then tears the job down.
-pub fn spawn<T, F>(ctx: JobContext, teardown: Teardown, work: F) -> JoinHandle<Result<T, JobError>>
+/// Creates the job's context on a blocking thread (its temp dir touches the disk, which under
+/// writeback can stall for seconds: on an async thread that would stall every request the thread
+/// serves, refusals included), runs `work` there, then tears the job down. A context that cannot
+/// be created fails the job at `first_stage`, and the slot is given back.
+pub fn spawn<T, F>(
+    config: JobConfig,
+    first_stage: Stage,
+    teardown: Teardown,
+    work: F,
+) -> JoinHandle<Result<T, JobError>>
 where
     T: Send + 'static,
     F: FnOnce(&mut JobContext) -> Result<T, JobError> + Send + 'static,
 {
     tokio::task::spawn_blocking(move || {
-        let mut ctx = ctx;
-        let result = work(&mut ctx);
+        let deadline = config.deadline;
+        let (result, dir) = match JobContext::new(config) {
+            Ok(mut ctx) => (work(&mut ctx), Some(ctx.into_temp_dir())),
+            Err(e) => (Err(no_temp_dir(&e, first_stage)), None),
+        };
         let end = WorkerEnd {
             pool: teardown.pool,
             client_gone: teardown.client_gone.load(Ordering::SeqCst),
-            deadline_passed: Instant::now() >= ctx.deadline(),
+            deadline_passed: Instant::now() >= deadline,
             failure: result.as_ref().err().map(|e| &e.kind),
         };
-        teardown.cleaner.clean(ctx.into_temp_dir(), &end);
+        if let Some(dir) = dir {
+            teardown.cleaner.clean(dir, &end);
+        }
         teardown.slots.worker_stopped(&teardown.slot, &end);
         result
     })
+}
+
+/// The job's failure when its temp dir cannot be made (a full or read-only disk).
+fn no_temp_dir(e: &std::io::Error, stage: Stage) -> JobError {
+    JobError {
+        kind: JobErrorKind::Failed {
+            message: format!("cannot create the job's temp dir: {e}"),
+            backtrace: String::new(),
+        },
+        failed_stage: stage,
+        completed_stages: Vec::new(),
+    }
 }

@@ -117,6 +117,86 @@ const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
 
 /// Why a function written before the rule is still listed: it is to be cut into phases with
 /// typed intermediate state; the list only shrinks.
+/// Calls that touch the disk. Under writeback one can wait for seconds (an `rmdir` holds its
+/// parent directory, and a `read_dir` of it waits): on one of the server's async threads that
+/// stalls every request the thread serves — measured, refusals answered after 2.5 s while the
+/// disk flushed a build.
+const DISK_CALLS: &[&str] = &[
+    "fs::",
+    "OpenOptions",
+    "tempdir",
+    "temp::count",
+    "temp::remove_stale",
+    "JobContext::new",
+];
+
+/// The server's files that may touch the disk outside `spawn_blocking`, each with why.
+const DISK_ALLOWED: &[(&str, &str)] = &[
+    (
+        "reference-server/src/worker.rs",
+        "the worker's blocking thread: the job's temp dir is made and removed there",
+    ),
+    (
+        "reference-server/src/logging/writer.rs",
+        "the log writer's own thread (the sink is opened at start)",
+    ),
+    (
+        "reference-server/src/server.rs",
+        "before the server serves and after it stopped",
+    ),
+    (
+        "reference-server/src/embedded.rs",
+        "the embedded server's workspace, made before it starts",
+    ),
+    (
+        "reference-server/src/mutant",
+        "broken variants' temp cleaners, which run on the worker's thread",
+    ),
+];
+
+/// The lines of the server's `rel` (code, not tests or comments) that touch the disk outside a
+/// `spawn_blocking` and outside [`DISK_ALLOWED`].
+fn disk_calls_on_async_threads(rel: &str, text: &str) -> Vec<String> {
+    if !rel.starts_with("reference-server/src/")
+        || DISK_ALLOWED.iter().any(|(at, _)| rel.starts_with(at))
+    {
+        return Vec::new();
+    }
+    text.lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with("//") && !l.contains("spawn_blocking"))
+        .filter(|(_, l)| DISK_CALLS.iter().any(|call| l.contains(call)))
+        .map(|(i, l)| format!("{rel}:{}: {}", i + 1, l.trim()))
+        .collect()
+}
+
+#[test]
+fn the_server_touches_the_disk_only_on_blocking_threads() {
+    let wrong: Vec<String> = rust_files()
+        .iter()
+        .flat_map(|path| disk_calls_on_async_threads(&relative(path), &read(path)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "disk calls on an async thread (use spawn_blocking):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_disk_call_on_an_async_thread_is_caught() {
+    let handler = "pub async fn metrics(state: State) -> Response {\n    \
+                   let temp = plimsoll_engine::temp::count(&root);\n    \
+                   // temp::count is slow\n    \
+                   let ok = spawn_blocking(move || temp::count(&root));\n}\n";
+    assert_eq!(
+        disk_calls_on_async_threads("reference-server/src/http/info.rs", handler),
+        ["reference-server/src/http/info.rs:2: let temp = plimsoll_engine::temp::count(&root);"]
+    );
+    assert!(disk_calls_on_async_threads("reference-server/src/worker.rs", handler).is_empty());
+}
+
 const PHASES_PENDING: &str = "written before the rule; to be cut into phases";
 
 /// A function longer than this holds more than one phase; cut it into phases with typed state.
@@ -179,6 +259,7 @@ fn missing_paths<'a>(root: &Path, named: &[&'a str]) -> Vec<&'a str> {
 fn every_path_the_rules_name_exists() {
     let crates: Vec<&str> = CRATES.iter().map(|(dir, _, _)| *dir).collect();
     let forbidden: Vec<&str> = FORBIDDEN_IMPORTS.iter().map(|(dir, _)| *dir).collect();
+    let disk: Vec<&str> = DISK_ALLOWED.iter().map(|(at, _)| *at).collect();
     let allowlisted: Vec<&str> = LONG_FN_ALLOWLIST
         .iter()
         .map(|(at, _)| at.split_once("::").map_or(*at, |(file, _)| file))
@@ -187,6 +268,7 @@ fn every_path_the_rules_name_exists() {
     missing.extend(missing_paths(&root(), DOCUMENTS));
     missing.extend(missing_paths(&root(), &crates));
     missing.extend(missing_paths(&root(), &forbidden));
+    missing.extend(missing_paths(&root(), &disk));
     missing.extend(missing_paths(&root(), &allowlisted));
     assert!(missing.is_empty(), "named by tidy, missing: {missing:?}");
 }

@@ -253,6 +253,7 @@ fn config(temp_root: &std::path::Path) -> JobConfig {
         memory_cap_bytes: 4 << 30,
         temp_root: temp_root.to_path_buf(),
         hooks: Vec::new(),
+        progress: Default::default(),
     }
 }
 

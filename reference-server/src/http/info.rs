@@ -17,8 +17,15 @@ pub async fn contract(State(state): State<AppState>) -> Response {
     axum::Json(state.components().claims.contract(&state.config.contract)).into_response()
 }
 
+/// `GET /metrics`. `plimsoll_temp_files` is counted on the disk, on a blocking thread: the count
+/// reads the temp root, which waits while a worker removes a job dir there, and that can take
+/// seconds under writeback; on an async thread it would stall every request the thread serves
+/// (measured: refusals answered after 2.5 s while the disk flushed a build).
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    let temp = plimsoll_engine::temp::count(&state.config.temp_root);
+    let root = state.config.temp_root.clone();
+    let temp = tokio::task::spawn_blocking(move || plimsoll_engine::temp::count(&root))
+        .await
+        .unwrap_or_default();
     state
         .metrics
         .temp_files

@@ -77,11 +77,8 @@ where
     let started = permit.granted();
     let deadline = parts.deadline.deadline(arrived, started, job.timeout);
     let cancel = guard.job().clone();
-    let ctx = match job_context(state, &job, cancel.clone(), deadline, hooks) {
-        Ok(ctx) => ctx,
-        Err(kind) => return answer(Err(kind)),
-    };
-    let progress = ctx.progress();
+    let config = job_config(state, cancel.clone(), deadline, hooks);
+    let progress = config.progress.clone();
     let slot = Slot::new(permit);
     guard.running(&slot, deadline);
     let teardown = Teardown {
@@ -91,7 +88,9 @@ where
         cleaner: parts.temp_cleaner.clone(),
         slots: parts.slot_release.clone(),
     };
-    let handle = worker::spawn(ctx, teardown, move |ctx| work(ctx, body));
+    let handle = worker::spawn(config, job.first_stage, teardown, move |ctx| {
+        work(ctx, body)
+    });
 
     // clause: B1 — answered 504 at the deadline with the stage then running
     let joined = tokio::time::timeout_at(deadline.into(), handle).await;
@@ -145,33 +144,23 @@ async fn admit(
     }
 }
 
-/// The job's context: its deadline, its memory cap (the server's [`crate::bounds::MemoryCap`]),
-/// its test hooks and its own temp dir.
-fn job_context(
+/// What the job is allowed: its deadline, its memory cap (the server's
+/// [`crate::bounds::MemoryCap`]), its test hooks and where its temp dir goes (made by the worker).
+fn job_config(
     state: &AppState,
-    job: &Job,
     cancel: CancellationToken,
     deadline: Instant,
     hooks: Vec<HookDirective>,
-) -> Result<JobContext, ErrorKind> {
+) -> JobConfig {
     let contract_mb = state.config.contract.clauses.b2.value.memory_cap_mb;
-    JobContext::new(JobConfig {
+    JobConfig {
         cancel,
         deadline,
         memory_cap_bytes: state.components().memory_cap.cap_bytes(contract_mb),
         temp_root: state.config.temp_root.clone(),
         hooks,
-    })
-    .map_err(|e| {
-        ErrorKind::Job(Box::new(JobError {
-            kind: JobErrorKind::Failed {
-                message: format!("cannot create the job's temp dir: {e}"),
-                backtrace: String::new(),
-            },
-            failed_stage: job.first_stage,
-            completed_stages: Vec::new(),
-        }))
-    })
+        progress: Default::default(),
+    }
 }
 
 /// Where the job is: the running stage (or the first, before any ran) and the completed ones.

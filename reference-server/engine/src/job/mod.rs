@@ -44,6 +44,10 @@ pub struct JobConfig {
     pub temp_root: PathBuf,
     /// Test hooks (`X-Plimsoll-Hook`), already parsed and authorised by the server.
     pub hooks: Vec<HookDirective>,
+    /// Where the job reports its stages. The server makes it before the job's thread starts
+    /// (which is where the context, and its temp dir, are created), so a deadline that passes
+    /// meanwhile can still name the stage.
+    pub progress: Arc<Progress>,
 }
 
 /// One job's private state. Dropping it removes the temp directory (so does
@@ -66,7 +70,9 @@ pub struct JobContext {
 
 impl JobContext {
     /// Creates the job's temp directory ([`JOB_DIR_PREFIX`]`*` under `temp_root`). Also installs the
-    /// panic hook, so a panicking stage always reports its backtrace.
+    /// panic hook, so a panicking stage always reports its backtrace. It touches the disk, which
+    /// can stall for a long time under writeback: call it on a blocking thread, never on an
+    /// async one.
     pub fn new(config: JobConfig) -> std::io::Result<Self> {
         install_panic_hook();
         let temp = tempfile::Builder::new()
@@ -78,7 +84,7 @@ impl JobContext {
             budget: Budget::new(config.memory_cap_bytes),
             hooks: config.hooks,
             hooks_started: false,
-            progress: Arc::new(Progress::default()),
+            progress: config.progress,
             epoch: Instant::now(),
             last_check: AtomicU64::new(0),
             max_gap: AtomicU64::new(0),

@@ -99,6 +99,7 @@ fn config(root: &Path) -> JobConfig {
         memory_cap_bytes: 1 << 30,
         temp_root: root.to_path_buf(),
         hooks: Vec::new(),
+        progress: Default::default(),
     }
 }
 
