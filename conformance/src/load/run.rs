@@ -34,6 +34,17 @@ pub struct RunSpec {
     pub overloaded_status: u16,
     /// What sends the requests.
     pub engine: Engine,
+    /// How long a user keeps an idle connection for its next request ([`keep_alive`]).
+    pub keep_alive: Duration,
+}
+
+/// How long the generator keeps an idle connection: half of B4's `head_timeout_ms`, the time
+/// after an answer at which a server may close the connection. A request sent on a connection
+/// the server is closing at that moment is lost (a POST is not retried, RFC 9112 §9.3.1): it was
+/// seen as "no answer" from a conforming server, once in 551 attempts whose thinks straddled
+/// the bound.
+pub fn keep_alive(contract: &plimsoll_spec::Contract) -> Duration {
+    Duration::from_millis(contract.clauses.b4.value.head_timeout_ms / 2)
 }
 
 pub enum RunKind {

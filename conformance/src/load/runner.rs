@@ -41,6 +41,8 @@ struct Shared {
     /// The contract's status of an `overloaded` refusal, copied from the spec.
     overloaded_status: u16,
     pacing: Pacing,
+    /// Each user's idle connections are dropped after this ([`super::run::keep_alive`]).
+    keep_alive: Duration,
     /// Think time cut short by the deadline, µs: with the completed thinks it gives the
     /// realised mean think time (the exponential's censored-sample estimate).
     censored_think_us: AtomicU64,
@@ -68,6 +70,9 @@ pub(super) fn goose_error(e: GooseError) -> String {
     }
 }
 
+/// Abandoned requests set their own timeout; nothing else may take this long.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// The configuration every run shares: users started at once, no controllers, quiet.
 pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> GooseConfiguration {
     let mut c = GooseConfiguration::default();
@@ -80,7 +85,7 @@ pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> G
     c.no_print_metrics = true;
     c.report_file = report.into_iter().collect();
     // Abandoned requests set their own timeout; nothing else may take this long.
-    c.timeout = Some("120".into());
+    c.timeout = Some(REQUEST_TIMEOUT.as_secs().to_string());
     c
 }
 
@@ -122,6 +127,7 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<Ru
         live,
         overloaded_status: spec.overloaded_status,
         pacing,
+        keep_alive: spec.keep_alive,
         censored_think_us: AtomicU64::new(0),
     });
     let tx = shared.clone();
@@ -129,7 +135,11 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<Ru
         let shared = tx.clone();
         Box::pin(async move { attempt(user, &shared).await })
     });
+    let keep_alive = shared.keep_alive;
+    let client: TransactionFunction =
+        Arc::new(move |user| Box::pin(async move { own_client(user, keep_alive).await }));
     let scenario = Scenario::new("digitize")
+        .register_transaction(Transaction::new(client).set_on_start())
         .register_transaction(Transaction::new(function).set_name("digitize"));
     let started = Instant::now();
     let metrics = GooseAttack::initialize_with_config(config)
@@ -151,6 +161,16 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<Ru
         drain_failed,
         censored_think_ms: shared.censored_think_us.load(Ordering::Relaxed) as f64 / 1000.0,
     })
+}
+
+/// Gives the user goose's client settings but with idle connections dropped after
+/// `keep_alive`, before a conforming server may close them.
+async fn own_client(user: &mut GooseUser, keep_alive: Duration) -> TransactionResult {
+    let builder = reqwest::Client::builder()
+        .user_agent(concat!("plimsoll/", env!("CARGO_PKG_VERSION")))
+        .timeout(REQUEST_TIMEOUT)
+        .pool_idle_timeout(keep_alive);
+    user.set_client_builder(builder).await.map_err(Box::new)
 }
 
 /// One goose transaction: (think or line up), send, read, record.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
 use super::super::run::{DrainWait, Hold, HoldPlan};
-use super::super::run::{RunKind, RunSpec};
+use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, POOL};
@@ -50,6 +50,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         },
         report: args.goose_report(),
         engine: args.engine(),
+        keep_alive: keep_alive(&ctx.contract),
         overloaded_status: ctx.expect.overloaded_status,
         kind: RunKind::Burst { waves, drain },
     };

@@ -9,7 +9,7 @@ use super::super::prediction::{self, Arrivals, Interval, Model};
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
 use super::super::run::{Attempt, Hold, HoldPlan};
-use super::super::run::{RunKind, RunSpec};
+use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, ProfileName, fleet};
@@ -263,6 +263,7 @@ fn run_spec(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) -> RunSp
         },
         report: args.goose_report(),
         engine: args.engine(),
+        keep_alive: keep_alive(&ctx.contract),
         overloaded_status: ctx.expect.overloaded_status,
         kind: RunKind::Rate {
             mean_think_ms: plan.think_s * 1000.0,
