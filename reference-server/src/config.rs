@@ -25,6 +25,11 @@ pub struct Config {
     pub log: LogSink,
     /// On shutdown, in-flight jobs get this long to finish before they are cancelled.
     pub drain_timeout: Duration,
+    /// The relay the bridge dials (seed 003's direction), if any: `ws://` or `wss://`.
+    pub relay_url: Option<String>,
+    /// The bridge's local handler, if not this server: the base URL envelopes are performed
+    /// against.
+    pub relay_upstream: Option<String>,
     /// The pieces the server is built from: the contract's, unless a test build swapped one.
     pub(crate) components: Components,
 }
@@ -52,6 +57,8 @@ impl Config {
             temp_root: std::env::temp_dir().join("plimsoll"),
             log: LogSink::Stdout,
             drain_timeout: Duration::from_secs(10),
+            relay_url: None,
+            relay_upstream: None,
             components: Components::reference(),
         }
     }

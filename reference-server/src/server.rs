@@ -62,6 +62,12 @@ impl Server {
         let app = crate::http::Api::new(state.clone());
         state.api.set(ApiService::new(app.clone()));
         let _detach = DetachApi(state.clone());
+        // The bridge that dials its relay stops with the first signal, without waiting for its
+        // workers (seed 003: "without waiting for stragglers"); they end with the drain.
+        let _dialling = match &state.config.relay_url {
+            Some(url) => Some(spawn_dialling_bridge(&state, url, stopping.clone())?),
+            None => None,
+        };
         let policy = state.config.components().connections.clone();
         let bounds = state.config.contract.clauses.b4.value.clone();
         let mut serve = std::pin::pin!(crate::accept::serve(
@@ -121,6 +127,32 @@ impl Server {
             join,
             state,
         })
+    }
+}
+
+/// Starts the bridge that dials `url`, against the configured upstream or this server's API; it
+/// is aborted when the returned guard drops (serving ended, however it ended).
+fn spawn_dialling_bridge(
+    state: &AppState,
+    url: &str,
+    stop: CancellationToken,
+) -> std::io::Result<AbortOnDrop> {
+    let upstream = match &state.config.relay_upstream {
+        Some(base) => Some(crate::bridge::upstream::service(base).map_err(std::io::Error::other)?),
+        None => None,
+    };
+    let bridge = crate::bridge::dial::run(state.clone(), url.to_owned(), upstream, stop);
+    let bridge =
+        tracing::instrument::WithSubscriber::with_subscriber(bridge, state.dispatch.clone());
+    Ok(AbortOnDrop(tokio::spawn(bridge)))
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

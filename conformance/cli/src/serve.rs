@@ -19,9 +19,21 @@ pub struct ServeArgs {
     /// Port (default: the contract's `api.default_port`).
     #[arg(long, value_name = "PORT", help_heading = "Listen")]
     pub port: Option<u16>,
-    /// Relay workers (R1); same as RELAY_CONCURRENCY.
-    #[arg(long, value_name = "N", help_heading = "Settings")]
+    /// Relay workers (R1); wins over RELAY_CONCURRENCY and MESHNET_RELAY_CONCURRENCY.
+    #[arg(long, value_name = "N", help_heading = "Relay bridge")]
     pub relay_concurrency: Option<u32>,
+    /// Dial this relay (`ws://HOST:PORT/PATH`) and serve its envelopes, reconnecting when it
+    /// drops the bridge (seed 003's direction).
+    #[arg(long, value_name = "WS_URL", help_heading = "Relay bridge")]
+    pub relay_url: Option<String>,
+    /// Perform the relay's envelopes against this base URL instead of this server's own API.
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "Relay bridge",
+        requires = "relay_url"
+    )]
+    pub relay_upstream: Option<String>,
     /// Parent of per-request temp directories (default: $TMPDIR/plimsoll; env PLIMSOLL_TEMP_DIR).
     #[arg(long, value_name = "DIR", help_heading = "Settings")]
     pub temp_dir: Option<PathBuf>,
@@ -34,8 +46,16 @@ pub struct ServeArgs {
 /// (0 after a drain, 2 when it could not start).
 pub fn run(args: ServeArgs) -> u8 {
     let relay = args.relay_concurrency.map(|n| n.to_string());
+    // The flag stands in for every variable that sets the relay's workers.
+    let relay_envs: Vec<&str> = plimsoll_spec::Contract::embedded()
+        .clauses
+        .r1
+        .overrides
+        .iter()
+        .map(|o| o.env.as_str())
+        .collect();
     let config = Config::from_lookup(|k| {
-        if k == "RELAY_CONCURRENCY" && relay.is_some() {
+        if relay.is_some() && relay_envs.contains(&k) {
             return relay.clone();
         }
         std::env::var(k).ok()
@@ -53,6 +73,8 @@ pub fn run(args: ServeArgs) -> u8 {
     if let Some(path) = args.log_file {
         config.log = LogSink::File(path);
     }
+    config.relay_url = args.relay_url;
+    config.relay_upstream = args.relay_upstream;
     let port = args.port.unwrap_or(config.contract.api.default_port);
     let runtime = match plimsoll_conformance::session::runtime() {
         Ok(rt) => rt,

@@ -20,13 +20,15 @@
 //! - A message that is not an envelope gets a `relay-error` frame with a `code` (the contract's
 //!   `invalid_parameter`) and the connection carries on.
 
+pub mod dial;
+pub mod upstream;
 mod worker;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::response::Response;
 use futures_util::StreamExt;
 use plimsoll_spec::ErrorCode;
@@ -34,6 +36,7 @@ use plimsoll_spec::relay::RelayResponse;
 use tokio_util::sync::CancellationToken;
 use tracing::instrument::WithSubscriber;
 
+use crate::relay::socket::{Incoming, Socket};
 use crate::relay::writer::FrameWriter;
 use crate::relay::{envelope, frames};
 use crate::state::{ApiService, AppState};
@@ -45,7 +48,8 @@ pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Res
         async move {
             // Only missing once serving has ended: nothing is left to relay to.
             if let Some(api) = state.api.get() {
-                connection(state, api, socket).await;
+                let stop = state.shutdown.clone();
+                connection(state, api, Socket::accepted(socket), &stop).await;
             }
         }
         .with_subscriber(dispatch)
@@ -112,13 +116,14 @@ impl Connection {
     }
 }
 
-/// The receive loop of one socket.
-async fn connection(state: AppState, api: ApiService, socket: WebSocket) {
-    let (sink, mut stream) = socket.split();
+/// The receive loop of one socket, until the relay closes it or `stop` is cancelled (the server
+/// stops, or a dialling bridge does).
+async fn connection(state: AppState, api: ApiService, socket: Socket, stop: &CancellationToken) {
+    let Socket { sink, mut stream } = socket;
     let conn = Arc::new(Connection {
         api,
         writer: FrameWriter::new(sink),
-        gone: state.shutdown.child_token(),
+        gone: stop.child_token(),
         id: state.new_request_id(),
         delivered: AtomicU64::new(0),
         dropped: AtomicU64::new(0),
@@ -130,25 +135,25 @@ async fn connection(state: AppState, api: ApiService, socket: WebSocket) {
     loop {
         let message = tokio::select! {
             () = conn.gone.cancelled() => break,
-            message = stream.next() => message,
+            message = stream.next() => message.unwrap_or(Incoming::End),
         };
         match message {
-            Some(Ok(Message::Text(text))) => match envelope::parse(text.as_str(), &hook_header) {
+            Incoming::Text(text) => match envelope::parse(&text, &hook_header) {
                 Ok(envelope) => {
                     envelopes += 1;
                     worker::dispatch(&conn, envelope).await;
                 }
                 Err(malformed) => conn.reject(malformed),
             },
-            Some(Ok(Message::Binary(_))) => conn.reject(envelope::Malformed {
+            Incoming::Binary => conn.reject(envelope::Malformed {
                 request_id: String::new(),
                 detail: "binary messages are not envelopes: send JSON text".to_owned(),
             }),
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+            Incoming::Control => {}
+            Incoming::End => break,
         }
     }
-    let stopping = conn.state.shutdown.is_cancelled();
+    let stopping = stop.is_cancelled();
     conn.gone.cancel();
     if stopping {
         conn.writer.close().await;

@@ -4,23 +4,20 @@
 
 use std::fmt::Debug;
 
-use axum::extract::ws::{Message, WebSocket};
 use futures_util::SinkExt;
 use futures_util::future::BoxFuture;
-use futures_util::stream::SplitSink;
 use plimsoll_spec::relay::RelayResponse;
 use tokio::sync::Mutex;
 
-/// The socket is gone: the frame was not delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gone;
+pub use super::socket::Gone;
+use super::socket::{Outgoing, OutgoingSink};
 
 pub struct FrameWriter {
-    sink: Mutex<SplitSink<WebSocket, Message>>,
+    sink: Mutex<OutgoingSink>,
 }
 
 impl FrameWriter {
-    pub fn new(sink: SplitSink<WebSocket, Message>) -> FrameWriter {
+    pub fn new(sink: OutgoingSink) -> FrameWriter {
         FrameWriter {
             sink: Mutex::new(sink),
         }
@@ -35,15 +32,13 @@ impl FrameWriter {
     /// Writes one text message, holding the lock for that message only.
     pub async fn send_text(&self, text: String) -> Result<(), Gone> {
         let mut sink = self.sink.lock().await;
-        sink.send(Message::Text(text.into()))
-            .await
-            .map_err(|_| Gone)
+        sink.send(Outgoing::Text(text)).await
     }
 
     /// Says goodbye (server shutdown); errors mean the peer is already gone.
     pub async fn close(&self) {
         let mut sink = self.sink.lock().await;
-        let _ = sink.send(Message::Close(None)).await;
+        let _ = sink.send(Outgoing::Close).await;
         let _ = sink.close().await;
     }
 }

@@ -20,6 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod concurrency;
+mod dialling;
 mod errors;
 mod lifecycle;
 #[cfg(feature = "mutants")]

@@ -232,8 +232,8 @@ pub struct Clauses {
     #[serde(rename = "R5")]
     #[schemars(description = "")]
     pub r5: Clause<FrameAtomicity>,
-    /// R6: surviving a reconnect with work in flight (behaviour only).
+    /// R6: surviving a reconnect with work in flight, and how soon a dialling bridge is back.
     #[serde(rename = "R6")]
     #[schemars(description = "")]
-    pub r6: Clause<Empty>,
+    pub r6: Clause<RelayReconnect>,
 }

@@ -368,6 +368,20 @@ pub struct FrameAtomicity {
     pub max_frame_body_bytes: u64,
 }
 
+/// R6: how a bridge that dials its relay gets back after the relay drops it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(description = "")]
+pub struct RelayReconnect {
+    /// After the relay drops the socket (and accepts again at once), the bridge is connected
+    /// again within this.
+    pub reconnect_within_ms: u64,
+    /// The bridge's first retry waits this long after a drop or a failed dial.
+    pub backoff_initial_ms: u64,
+    /// Each failed dial doubles the wait, up to this.
+    pub backoff_max_ms: u64,
+}
+
 /// A clause whose value is behaviour only.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -349,7 +349,7 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
     );
 }
 
-/// A clause's value, field by field, with the variable that overrides each (none for a clause
+/// A clause's value, field by field, with the variables that override each (none for a clause
 /// whose value is behaviour only).
 fn value_table(md: &mut String, c: &ClauseRef<'_>) {
     if c.value.is_empty() {
@@ -357,12 +357,17 @@ fn value_table(md: &mut String, c: &ClauseRef<'_>) {
     }
     table_head(md, &["value", "setting", "override"]);
     for (field, value) in &c.value {
-        let env = c
+        let envs: Vec<String> = c
             .overrides
             .iter()
-            .find(|o| &o.field == field)
+            .filter(|o| &o.field == field)
             .map(|o| format!("`{}`", o.env))
-            .unwrap_or_else(|| "—".into());
+            .collect();
+        let env = if envs.is_empty() {
+            "—".to_owned()
+        } else {
+            envs.join(", ")
+        };
         let shown = match value {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),

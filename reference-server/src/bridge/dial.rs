@@ -1,0 +1,59 @@
+//! The bridge the way seed 003 runs it: it dials its relay (`--relay-url`), serves the relay
+//! protocol on that socket exactly as the relay endpoint does, and when the relay drops it, dials
+//! again — first after R6's `backoff_initial_ms`, doubling to `backoff_max_ms` while the relay
+//! is unreachable, so a routine drop is healed within `reconnect_within_ms`. Each socket has its
+//! own writer: workers of a dead socket fail their sends and drop their frames, so no orphan's
+//! frame ever goes out on the next socket (R6).
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::connection;
+use crate::relay::socket::Socket;
+use crate::state::{ApiService, AppState};
+
+/// Dials `url` and serves each socket until `stop` is cancelled, performing envelopes against
+/// `upstream`, or this server's own API when there is none.
+pub async fn run(
+    state: AppState,
+    url: String,
+    upstream: Option<ApiService>,
+    stop: CancellationToken,
+) {
+    let r6 = state.config.contract.clauses.r6.value.clone();
+    let initial = Duration::from_millis(r6.backoff_initial_ms);
+    let max = Duration::from_millis(r6.backoff_max_ms);
+    // A relay that accepts the TCP connection but never completes the handshake is one failed
+    // dial, not a hung bridge.
+    let handshake = Duration::from_millis(r6.backoff_max_ms.max(r6.reconnect_within_ms));
+    let mut wait = initial;
+    while !stop.is_cancelled() {
+        let dialled = tokio::select! {
+            () = stop.cancelled() => return,
+            dialled = tokio::time::timeout(handshake, tokio_tungstenite::connect_async(url.as_str())) => dialled,
+        };
+        match dialled {
+            Ok(Ok((ws, _))) => {
+                // Serving ended: nothing is left to relay to.
+                let Some(api) = upstream.clone().or_else(|| state.api.get()) else {
+                    return;
+                };
+                tracing::info!(relay = %url, "relay dialled");
+                connection(state.clone(), api, Socket::dialled(ws), &stop).await;
+                wait = initial;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(relay = %url, error = %e, retry_in_ms = wait.as_millis() as u64, "relay unreachable");
+            }
+            Err(_) => {
+                tracing::warn!(relay = %url, retry_in_ms = wait.as_millis() as u64, "relay handshake timed out");
+            }
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(max);
+    }
+}
