@@ -23,6 +23,12 @@ pub struct CheckArgs {
     /// readable at the start).
     #[arg(long, value_name = "FILE", help_heading = "Target")]
     pub server_log: Option<PathBuf>,
+    /// Play the relay on ADDR for a bridge that dials its relay (seed 003's direction): the
+    /// relay checks take the socket the bridge dials instead of dialling the target's relay
+    /// endpoint. The embedded server's bridge always dials the checker (on a free loopback port
+    /// unless this is given).
+    #[arg(long, value_name = "ADDR", help_heading = "Target")]
+    pub relay_listen: Option<std::net::SocketAddr>,
     /// Fail every check that skips, with its reason (a gate must not pass on missing evidence).
     /// Checks that do not apply to the target's values still pass, saying so.
     #[arg(long, help_heading = "Run")]
@@ -97,13 +103,16 @@ async fn run_suite(
     let style = args.reports.style();
     // What is checked, before the first request that could fail.
     println!("{}", terminal::header(&manifest, style));
-    let target = Arc::new(Target::new(
-        subject.url.clone(),
-        expected,
-        subject.temp_dir.clone(),
-        subject.server_log.clone(),
-        manifest.trials,
-    ));
+    let target = Arc::new(
+        Target::new(
+            subject.url.clone(),
+            expected,
+            subject.temp_dir.clone(),
+            subject.server_log.clone(),
+            manifest.trials,
+        )
+        .with_relay(subject.relay.clone()),
+    );
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them.
     let probe = target

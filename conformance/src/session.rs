@@ -7,11 +7,13 @@ use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use plimsoll_spec::{Contract, EMBEDDED_TOML, Reconciliation};
 
 use crate::checks::contract;
+use crate::remote::relay::RelayListener;
 use crate::report::ReportFiles;
 use crate::verdict::{Manifest, RunReport};
 
@@ -174,6 +176,8 @@ pub struct Subject {
     pub temp_dir: Option<PathBuf>,
     /// Its log file, when the checker can read it (F3).
     pub server_log: Option<PathBuf>,
+    /// The relay its bridge dials, when the checker plays it.
+    pub relay: Option<Arc<RelayListener>>,
     started: Option<Box<dyn Started>>,
 }
 
@@ -190,8 +194,15 @@ impl Subject {
             url,
             temp_dir: Some(temp_dir),
             server_log: Some(server_log),
+            relay: None,
             started: Some(started),
         }
+    }
+
+    /// The subject with its bridge dialling `relay`, which the checker plays.
+    pub fn with_relay(mut self, relay: Arc<RelayListener>) -> Subject {
+        self.relay = Some(relay);
+        self
     }
 
     /// Someone else's service at `url`. A temp folder or log file named on the command line
@@ -220,6 +231,7 @@ impl Subject {
             url: url.trim_end_matches('/').to_owned(),
             temp_dir,
             server_log,
+            relay: None,
             started: None,
         })
     }

@@ -12,6 +12,7 @@ use crate::connections::{ConnectionPolicy, ContractConnections};
 use crate::logging::{JsonLines, LogFormat};
 use crate::problem::{ContractAnswers, ErrorMapper};
 use crate::relay::dispatch::{Concurrent, RelayDispatch};
+use crate::relay::redial::{ContractBackoff, Redial};
 use crate::relay::writer::{FrameSender, WholeFrames};
 use crate::retry_after::{MedianWait, RetryAfterPolicy};
 use crate::worker::{ReleaseWhenStopped, RemoveTempDir, SlotRelease, TempCleaner};
@@ -48,6 +49,8 @@ pub struct Components {
     pub frame_sender: Arc<dyn FrameSender>,
     /// The head timeout and the connection cap (B4).
     pub connections: Arc<dyn ConnectionPolicy>,
+    /// When a bridge that lost its relay dials again (R6).
+    pub redial: Arc<dyn Redial>,
 }
 
 impl Components {
@@ -69,6 +72,7 @@ impl Components {
             relay_dispatch: Arc::new(Concurrent),
             frame_sender: Arc::new(WholeFrames),
             connections: Arc::new(ContractConnections),
+            redial: Arc::new(ContractBackoff),
         }
     }
 }

@@ -2,10 +2,13 @@
 //! given, in a workspace of its own (temp folder, log file) that the checker may read.
 
 use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::pin::Pin;
+use std::sync::Arc;
 
 use plimsoll_conformance::check::{self, CheckArgs};
 use plimsoll_conformance::load::{self, LoadArgs};
+use plimsoll_conformance::remote::relay::RelayListener;
 use plimsoll_conformance::session::{self, Fatal, Started, Subject, SubjectArgs};
 use plimsoll_server::{Config, Embedded};
 
@@ -28,17 +31,42 @@ fn config(overrides: &[(&str, &str)]) -> Result<Config, Fatal> {
     Ok(config)
 }
 
+/// Where the checker plays the embedded server's relay: a free loopback port.
+pub const RELAY_ON_LOOPBACK: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+
 /// Starts the reference server from `config` in a workspace of its own, as a run's subject.
-pub async fn start(config: Config) -> Result<Subject, Fatal> {
+/// With `relay`, the checker plays the relay there: the server's bridge dials it, as a mesh
+/// node's bridge dials its relay (seed 003), and the relay checks take that socket.
+pub async fn start(mut config: Config, relay: Option<SocketAddr>) -> Result<Subject, Fatal> {
+    let listener = match relay {
+        Some(addr) => {
+            let listener = listen(addr).await?;
+            config.relay_url = Some(listener.url().to_owned());
+            Some(listener)
+        }
+        None => None,
+    };
     let server = Embedded::start(config)
         .await
         .map_err(|e| Fatal::Embedded(e.to_string()))?;
-    Ok(Subject::started(
+    let subject = Subject::started(
         server.url(),
         server.temp_dir(),
         server.log_path(),
         Box::new(Running(server)),
-    ))
+    );
+    Ok(match listener {
+        Some(listener) => subject.with_relay(listener),
+        None => subject,
+    })
+}
+
+/// The checker's relay listener on `addr`.
+async fn listen(addr: SocketAddr) -> Result<Arc<RelayListener>, Fatal> {
+    RelayListener::bind(addr)
+        .await
+        .map(Arc::new)
+        .map_err(|e| Fatal::Usage(format!("cannot listen as the relay on {addr}: {e}")))
 }
 
 /// The embedded server seen as a [`Started`] subject.
@@ -53,21 +81,39 @@ impl Started for Running {
 }
 
 /// The subject `args` names: its `--target`, or the embedded server started from `config`.
+/// With `relay`, the checker plays the subject's relay there.
 async fn subject(
     args: &SubjectArgs,
     server_log: Option<std::path::PathBuf>,
+    relay: Option<SocketAddr>,
     config: impl FnOnce() -> Result<Config, Fatal>,
 ) -> Result<Subject, Fatal> {
     match &args.target {
-        Some(url) => Subject::external(url, args.temp_dir.clone(), server_log),
-        None => start(config()?).await,
+        Some(url) => {
+            let subject = Subject::external(url, args.temp_dir.clone(), server_log)?;
+            let Some(addr) = relay else {
+                return Ok(subject);
+            };
+            let listener = listen(addr).await?;
+            println!(
+                "Relay: start the bridge under test dialling {}",
+                listener.url()
+            );
+            Ok(subject.with_relay(listener))
+        }
+        None => start(config()?, relay).await,
     }
 }
 
 /// `plimsoll check` from the command line; returns the exit code.
 pub fn run_check(args: CheckArgs) -> u8 {
     session::run_command("check", async || {
-        let subject = subject(&args.subject, args.server_log.clone(), || {
+        // The embedded server's bridge always dials the checker, which plays its relay.
+        let relay = match (&args.subject.target, args.relay_listen) {
+            (None, None) => Some(RELAY_ON_LOOPBACK),
+            (_, relay) => relay,
+        };
+        let subject = subject(&args.subject, args.server_log.clone(), relay, || {
             check_config(args.full_timeouts)
         })
         .await?;
@@ -78,7 +124,7 @@ pub fn run_check(args: CheckArgs) -> u8 {
 /// `plimsoll load` from the command line; returns the exit code.
 pub fn run_load(args: LoadArgs) -> u8 {
     session::run_command("load", async || {
-        let subject = subject(&args.subject, None, load_config).await?;
+        let subject = subject(&args.subject, None, None, load_config).await?;
         load::execute(&args, subject).await
     })
 }

@@ -20,7 +20,7 @@ async fn run(profile: ProfileName, duration: Option<f64>, config: Config) -> Run
     args.duration = duration;
     args.waves = Some(3);
     let started = Instant::now();
-    let report = execute(&args, embedded::start(config).await.unwrap())
+    let report = execute(&args, embedded::start(config, None).await.unwrap())
         .await
         .unwrap();
     eprintln!(
@@ -110,7 +110,7 @@ async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> R
     args.duration = Some(duration);
     args.engine = plimsoll_conformance::load::EngineName::Locust;
     args.locust_workers = 2;
-    match execute(&args, embedded::start(config).await.unwrap()).await {
+    match execute(&args, embedded::start(config, None).await.unwrap()).await {
         Ok(report) => report,
         Err(e) => panic!(
             "the Locust run could not be judged (is locust installed? `python3 -m pip install locust`): {e}"

@@ -62,7 +62,9 @@ async fn failing_checks(mutant: Option<Mutant>) -> (BTreeSet<CheckId>, String) {
     if let Some(m) = mutant {
         config = config.with_mutant(m);
     }
-    let subject = embedded::start(config).await.unwrap();
+    let subject = embedded::start(config, Some(embedded::RELAY_ON_LOOPBACK))
+        .await
+        .unwrap();
     let report = execute(&args(mutant), subject).await.unwrap();
     let failed = report.results.iter().filter(|r| r.verdict.is_fail());
     let why = failed

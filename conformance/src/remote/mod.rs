@@ -1,5 +1,6 @@
 //! The implementation under test, seen only from outside: HTTP, `/metrics`, `/v1/contract`, and
-//! (when given) its temp folder and log file. Every reply is validated against the contract's
+//! (when given) its temp folder and log file; for a bridge that dials its relay, the checker is
+//! that relay ([`relay`]). Every reply is validated against the contract's
 //! OpenAPI statuses and problem schema as it arrives.
 
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
 mod exposition;
 mod images;
+pub mod relay;
 mod reply;
 mod seen;
 
@@ -45,6 +47,9 @@ pub struct Target {
     pub seen: std::sync::Mutex<Vec<Seen>>,
     /// Every OpenAPI / problem-schema violation of the run, for the API check.
     pub violations: std::sync::Mutex<Vec<String>>,
+    /// The relay the target's bridge dials, when the checker plays it (the relay checks then
+    /// take the bridge's socket instead of dialling the target's relay endpoint).
+    pub relay: Option<std::sync::Arc<relay::RelayListener>>,
 }
 
 impl Target {
@@ -74,7 +79,14 @@ impl Target {
             design: tokio::sync::OnceCell::new(),
             seen: std::sync::Mutex::new(Vec::new()),
             violations: std::sync::Mutex::new(Vec::new()),
+            relay: None,
         }
+    }
+
+    /// The target with its bridge dialling `relay` (see [`Target::relay`]).
+    pub fn with_relay(mut self, relay: Option<std::sync::Arc<relay::RelayListener>>) -> Target {
+        self.relay = relay;
+        self
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -22,12 +22,11 @@ pub async fn run(
     stop: CancellationToken,
 ) {
     let r6 = state.config.contract.clauses.r6.value.clone();
-    let initial = Duration::from_millis(r6.backoff_initial_ms);
-    let max = Duration::from_millis(r6.backoff_max_ms);
+    let redial = state.components().redial.backoff(&r6);
     // A relay that accepts the TCP connection but never completes the handshake is one failed
     // dial, not a hung bridge.
     let handshake = Duration::from_millis(r6.backoff_max_ms.max(r6.reconnect_within_ms));
-    let mut wait = initial;
+    let mut wait = redial.map(|b| b.initial).unwrap_or_default();
     while !stop.is_cancelled() {
         let dialled = tokio::select! {
             () = stop.cancelled() => return,
@@ -41,7 +40,7 @@ pub async fn run(
                 };
                 tracing::info!(relay = %url, "relay dialled");
                 connection(state.clone(), api, Socket::dialled(ws), &stop).await;
-                wait = initial;
+                wait = redial.map(|b| b.initial).unwrap_or_default();
             }
             Ok(Err(e)) => {
                 tracing::warn!(relay = %url, error = %e, retry_in_ms = wait.as_millis() as u64, "relay unreachable");
@@ -50,10 +49,14 @@ pub async fn run(
                 tracing::warn!(relay = %url, retry_in_ms = wait.as_millis() as u64, "relay handshake timed out");
             }
         }
+        let Some(backoff) = redial else {
+            tracing::warn!(relay = %url, "the bridge does not dial again");
+            return;
+        };
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(wait) => {}
         }
-        wait = (wait * 2).min(max);
+        wait = (wait * 2).min(backoff.max);
     }
 }

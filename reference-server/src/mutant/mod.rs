@@ -178,6 +178,12 @@ mutants! {
     RelaySplitFrames = "relay-split-frames", "frames written without the per-frame lock (split)",
         fails ["R5"],
         |c| c.frame_sender = Arc::new(relay::SplitFrames);
+    RelayNoRedial = "relay-no-redial", "the bridge never dials its relay again after a drop",
+        fails ["R6"],
+        |c| c.redial = Arc::new(relay::NoRedial);
+    RelaySlowRedial = "relay-slow-redial", "the bridge dials its relay again only after twice R6's bound",
+        fails ["R6"],
+        |c| c.redial = Arc::new(relay::SlowRedial);
     RelayLeakSlot = "relay-leak-slot", "a relay slot leaks when the socket drops mid-flight",
         fails ["R6"],
         |c| {

@@ -1,5 +1,5 @@
 //! A broken relay: one envelope at a time, frames split across messages, responses under each
-//! other's ids.
+//! other's ids, a bridge that does not dial its relay again or dials too late.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,11 +7,37 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use plimsoll_spec::model::RelayReconnect;
 use plimsoll_spec::relay::{RELAY_RESPONSE, RelayResponse};
 use tokio::sync::oneshot;
 
 use crate::relay::dispatch::RelayDispatch;
+use crate::relay::redial::{Backoff, Redial};
 use crate::relay::writer::{FrameSender, FrameWriter, Gone};
+
+/// R6: a bridge that dials once; after the relay drops it, it stays away.
+#[derive(Debug)]
+pub struct NoRedial;
+
+impl Redial for NoRedial {
+    fn backoff(&self, _r6: &RelayReconnect) -> Option<Backoff> {
+        None
+    }
+}
+
+/// R6: a bridge that comes back, but only after twice the bound.
+#[derive(Debug)]
+pub struct SlowRedial;
+
+impl Redial for SlowRedial {
+    fn backoff(&self, r6: &RelayReconnect) -> Option<Backoff> {
+        let late = Duration::from_millis(r6.reconnect_within_ms * 2);
+        Some(Backoff {
+            initial: late,
+            max: late.max(Duration::from_millis(r6.backoff_max_ms)),
+        })
+    }
+}
 
 /// R2: the receive loop waits for each envelope's whole job.
 #[derive(Debug)]

@@ -1,12 +1,13 @@
 //! The relay protocol (seed 003) as the server speaks it, with no server state: request envelopes
 //! parsed into HTTP requests ([`envelope`]), HTTP responses cut into `relay-http-response` frames
 //! ([`frames`]), the socket whichever end dialled ([`socket`]), its one writer ([`writer`], R5)
-//! and how an envelope's job is run
-//! ([`dispatch`], R2). The endpoint that puts them to work on the relay pool is
+//! how an envelope's job is run ([`dispatch`], R2) and when a dialling bridge dials again
+//! ([`redial`], R6). The endpoint that puts them to work on the relay pool is
 //! [`crate::bridge`].
 
 pub mod dispatch;
 pub mod envelope;
 pub mod frames;
+pub mod redial;
 pub mod socket;
 pub mod writer;

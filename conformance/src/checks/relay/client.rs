@@ -8,9 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures_util::{SinkExt, StreamExt};
 use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
 use plimsoll_spec::{MetricName, Pool, Stage};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::frames::Exchange;
 use super::sampler::{Samples, sample};
@@ -18,7 +16,7 @@ use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::hold;
 use crate::remote::Target;
 
-pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub use crate::remote::relay::Ws;
 
 /// The hold of R1 and R6: long against loopback jitter, short for the run time.
 pub const HOLD_MS: u64 = 400;
@@ -44,16 +42,25 @@ fn relay_url(t: &Target) -> String {
     format!("{base}{}", t.expected.api.relay.path)
 }
 
-/// Opens a socket (bounded to 3 s); returns it with the time the handshake took.
+/// Where the socket comes from, for the evidence.
+fn socket_source(t: &Target) -> String {
+    match &t.relay {
+        Some(relay) => format!("the bridge's socket to {}", relay.url()),
+        None => relay_url(t),
+    }
+}
+
+/// A relay socket (bounded to 3 s), with the time it took: dialled to the target's relay
+/// endpoint, or — when the checker plays the relay — the socket the target's bridge dialled.
 pub async fn connect(t: &Target) -> Result<(Ws, Duration), String> {
-    let url = relay_url(t);
     let started = Instant::now();
-    match tokio::time::timeout(
-        Duration::from_secs(3),
-        tokio_tungstenite::connect_async(url.as_str()),
-    )
-    .await
-    {
+    let limit = Duration::from_secs(3);
+    if let Some(relay) = &t.relay {
+        let dialled = relay.next(limit).await?;
+        return Ok((dialled.ws, started.elapsed()));
+    }
+    let url = relay_url(t);
+    match tokio::time::timeout(limit, tokio_tungstenite::connect_async(url.as_str())).await {
         Err(_) => Err(format!("connecting to {url} took more than 3 s")),
         Ok(Err(e)) => Err(format!("connecting to {url}: {e}")),
         Ok(Ok((ws, _))) => Ok((ws, started.elapsed())),
@@ -74,7 +81,7 @@ pub async fn open(t: &Target, c: &mut Ctx) -> Option<Ws> {
     match connect(t).await {
         Ok((ws, took)) => {
             c.evidence
-                .push(format!("{} opened in {:.1} ms", relay_url(t), ms(took)));
+                .push(format!("{} opened in {:.1} ms", socket_source(t), ms(took)));
             Some(ws)
         }
         Err(e) => {

@@ -41,6 +41,11 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// The problems quoted (at most a few; [`Exchange::problem_count`] counts them all).
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
     pub fn problem(&mut self, p: String) {
         self.problem_count += 1;
         if self.problems.len() < MAX_QUOTED {

@@ -1,4 +1,5 @@
-//! R6: the server survives a client reconnect with work in flight.
+//! R6: the bridge survives losing the relay's socket with work in flight; a bridge that dials
+//! its relay is back within the bound, and no orphan's frame reaches the new socket.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,9 +17,12 @@ use crate::remote::{Target, is_success, series};
 pub const CHECK: Check = Check::clause(
     ClauseId::R6,
     "A socket is dropped, without a close handshake, with N held requests in flight, and a new \
-     one opened at once: its requests are answered, the health endpoint answers, the relay busy \
-     gauge returns to 0 and the queue is empty within the cancellation bound plus the hold, and \
-     N held requests run at once again (no slot leaked).",
+     one opened at once — for a bridge that dials its relay (the embedded server's, or one \
+     given `--relay-listen`), the bridge's next socket, which must come within \
+     {reconnect_within_ms} ms: its requests are answered, the health endpoint answers, the relay \
+     busy gauge returns to 0 and the queue is empty within the cancellation bound plus the hold, \
+     N held requests run at once again (no slot leaked), and no frame of an orphan reaches the \
+     new socket.",
     |t, c| Box::pin(r6(t, c)),
 );
 
@@ -85,6 +89,18 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
         Ok(ok) => ok,
         Err(e) => return c.fail(format!("reconnecting right after the drop: {e}")),
     };
+    // A bridge that dials its relay: the new socket is the bridge's, and how soon it came is
+    // R6's reconnect bound.
+    if t.relay.is_some() {
+        let within = Duration::from_millis(t.expected.clauses.r6.value.reconnect_within_ms);
+        c.require(ms(reconnect) <= ms(within) + SLACK_MS, || {
+            format!(
+                "the bridge dialled the relay again {:.0} ms after it was dropped; the bound is {} ms",
+                ms(reconnect),
+                within.as_millis()
+            )
+        });
+    }
     let fresh = held_batch(t, &format!("r6-{tag:x}-new"), 2, 0);
     let limit = bound + Duration::from_millis(500);
     let ex = match exchange(&mut second, &fresh, limit).await {
@@ -149,6 +165,14 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
             })
             .count();
         c.require(usable == n, || format!("capacity not recovered: {usable} of {n} held requests ran at once after the reconnect"));
+        // By now the orphans have ended: a frame of theirs here went out on the new socket.
+        c.require(cap.problem_count == 0, || {
+            format!(
+                "{} protocol problem(s) on the new socket after the orphans ended (an orphan's frame resent?): {}",
+                cap.problem_count,
+                cap.problems().join("; ")
+            )
+        });
     }
     c.observed = format!(
         "reconnected in {:.1} ms; new requests answered after {}; healthz {}; busy gauge {} at {idle_ms:.0} ms after the drop; {usable}/{n} slots usable",

@@ -1,0 +1,145 @@
+//! The checker as the relay, for a bridge that dials its relay (seed 003's direction): a
+//! WebSocket listener on loopback. Sockets are accepted and their handshakes completed in the
+//! background as soon as the bridge dials, as a relay would, so a bridge is never left waiting on
+//! a check; a check takes the bridge's newest socket. A bridge holds one socket at a time, so an
+//! older one still queued is a dead one and is dropped.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Mutex, mpsc};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// A relay socket, whichever end dialled.
+pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// The path the bridge is told to dial; any path is accepted.
+const PATH: &str = "/relay";
+/// A bridge that opens a TCP connection but never completes its handshake is dropped after this.
+const HANDSHAKE: Duration = Duration::from_secs(3);
+/// Sockets accepted but not yet taken by a check; beyond this a new one is dropped, so a bridge
+/// that dials in a loop cannot grow the checker's memory.
+const WAITING: usize = 8;
+
+/// A bridge's socket, with when its handshake completed.
+pub struct Dialled {
+    pub ws: Ws,
+    pub at: Instant,
+    pub peer: SocketAddr,
+}
+
+/// The relay's listener.
+pub struct RelayListener {
+    url: String,
+    ready: Mutex<mpsc::Receiver<Dialled>>,
+    accepting: tokio::task::JoinHandle<()>,
+}
+
+impl RelayListener {
+    /// Listens on `addr` (port 0: a free one) and starts accepting.
+    pub async fn bind(addr: SocketAddr) -> std::io::Result<RelayListener> {
+        let listener = TcpListener::bind(addr).await?;
+        let url = format!("ws://{}{PATH}", listener.local_addr()?);
+        let (tx, rx) = mpsc::channel(WAITING);
+        Ok(RelayListener {
+            url,
+            ready: Mutex::new(rx),
+            accepting: tokio::spawn(accept(listener, tx)),
+        })
+    }
+
+    /// The URL a bridge dials.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The bridge's newest socket: one already accepted, or the next within `limit`.
+    pub async fn next(&self, limit: Duration) -> Result<Dialled, String> {
+        let mut ready = self.ready.lock().await;
+        let mut newest = None;
+        while let Ok(dialled) = ready.try_recv() {
+            newest = Some(dialled);
+        }
+        if let Some(dialled) = newest {
+            return Ok(dialled);
+        }
+        match tokio::time::timeout(limit, ready.recv()).await {
+            Ok(Some(dialled)) => Ok(dialled),
+            Ok(None) => Err(format!("the relay at {} stopped accepting", self.url)),
+            Err(_) => Err(format!(
+                "no bridge dialled the relay at {} within {:.1} s",
+                self.url,
+                limit.as_secs_f64()
+            )),
+        }
+    }
+}
+
+impl Drop for RelayListener {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
+}
+
+/// Accepts every connection and completes its handshake off the accept loop.
+async fn accept(listener: TcpListener, ready: mpsc::Sender<Dialled>) {
+    while let Ok((tcp, peer)) = listener.accept().await {
+        let ready = ready.clone();
+        tokio::spawn(async move {
+            let stream = MaybeTlsStream::Plain(tcp);
+            let handshake = tokio_tungstenite::accept_async(stream);
+            if let Ok(Ok(ws)) = tokio::time::timeout(HANDSHAKE, handshake).await {
+                let _ = ready.try_send(Dialled {
+                    ws,
+                    at: Instant::now(),
+                    peer,
+                });
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn listener() -> RelayListener {
+        RelayListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_check_takes_the_bridges_newest_socket() {
+        let relay = listener().await;
+        let mut dialled = Vec::new();
+        for _ in 0..3 {
+            let (ws, _) = tokio_tungstenite::connect_async(relay.url()).await.unwrap();
+            dialled.push(local(&ws));
+            // The handshake is done by the accept task; let it queue the socket.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let taken = relay.next(Duration::from_secs(1)).await.unwrap();
+        assert_eq!(Some(&taken.peer), dialled.last());
+        // The older two were dropped with it: nothing else is waiting.
+        assert!(relay.next(Duration::from_millis(50)).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn no_bridge_is_an_error_within_the_limit() {
+        let relay = listener().await;
+        let started = Instant::now();
+        let e = relay.next(Duration::from_millis(100)).await.err().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(e.contains("no bridge dialled"), "{e}");
+    }
+
+    /// The client side's local address: the peer the relay saw.
+    fn local(ws: &Ws) -> SocketAddr {
+        match ws.get_ref() {
+            MaybeTlsStream::Plain(tcp) => tcp.local_addr().unwrap(),
+            _ => unreachable!("loopback sockets are plain"),
+        }
+    }
+}
