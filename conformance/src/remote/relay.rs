@@ -18,8 +18,9 @@ pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 const PATH: &str = "/relay";
 /// A bridge that opens a TCP connection but never completes its handshake is dropped after this.
 const HANDSHAKE: Duration = Duration::from_secs(3);
-/// Sockets accepted but not yet taken by a check; beyond this a new one is dropped, so a bridge
-/// that dials in a loop cannot grow the checker's memory.
+/// Sockets accepted but not yet taken by a check, and handshakes in progress at once: beyond
+/// them a new socket is dropped, and further connections wait in the kernel's backlog, so a
+/// bridge that dials in a loop cannot grow the checker's memory or its tasks.
 const WAITING: usize = 8;
 
 /// A bridge's socket, with when its handshake completed.
@@ -82,11 +83,20 @@ impl Drop for RelayListener {
     }
 }
 
-/// Accepts every connection and completes its handshake off the accept loop.
+/// Accepts connections and completes their handshakes off the accept loop, at most
+/// [`WAITING`] at once.
 async fn accept(listener: TcpListener, ready: mpsc::Sender<Dialled>) {
-    while let Ok((tcp, peer)) = listener.accept().await {
+    let handshakes = std::sync::Arc::new(tokio::sync::Semaphore::new(WAITING));
+    loop {
+        let Ok(permit) = handshakes.clone().acquire_owned().await else {
+            return;
+        };
+        let Ok((tcp, peer)) = listener.accept().await else {
+            return;
+        };
         let ready = ready.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let stream = MaybeTlsStream::Plain(tcp);
             let handshake = tokio_tungstenite::accept_async(stream);
             if let Ok(Ok(ws)) = tokio::time::timeout(HANDSHAKE, handshake).await {

@@ -51,6 +51,17 @@ impl TestServer {
         self.server.state()
     }
 
+    /// The relay workers of the server's effective contract (R1).
+    pub fn relay_workers(&self) -> usize {
+        self.state()
+            .config
+            .contract
+            .clauses
+            .r1
+            .value
+            .relay_concurrency as usize
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.server.url(), path)
     }

@@ -192,14 +192,7 @@ async fn the_bridge_runs_at_most_its_pool_against_the_upstream_and_queues_the_re
     let upstream = Arc::new(Upstream::default());
     let base = upstream.serve().await;
     let bridge = bridge_to(&relay, &[], Some(base)).await;
-    let n = bridge
-        .state()
-        .config
-        .contract
-        .clauses
-        .r1
-        .value
-        .relay_concurrency as usize;
+    let n = bridge.relay_workers();
     let mut ws = relay.accept(Duration::from_secs(2)).await;
     let total = n * 2 + 2;
     for i in 0..total {

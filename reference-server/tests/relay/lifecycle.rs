@@ -7,15 +7,7 @@ use super::*;
 #[tokio::test]
 async fn a_dropped_socket_releases_every_slot_and_a_new_socket_works_at_once() {
     let s = TestServer::start(&[]).await;
-    let n = s
-        .server
-        .state()
-        .config
-        .contract
-        .clauses
-        .r1
-        .value
-        .relay_concurrency as usize;
+    let n = s.relay_workers();
     let state = s.state().clone();
     let mut ws = Ws::connect(&s).await;
     // n held plus two queued behind them.
