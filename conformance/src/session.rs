@@ -13,7 +13,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use plimsoll_spec::{Contract, EMBEDDED_TOML, Reconciliation};
 
 use crate::checks::contract;
+use crate::remote::bridge::BridgeProcess;
 use crate::remote::relay::RelayListener;
+use crate::remote::upstream::Upstream;
 use crate::report::ReportFiles;
 use crate::verdict::{Manifest, RunReport};
 
@@ -144,6 +146,8 @@ impl ContractSource {
 pub enum Mode {
     Embedded,
     External,
+    /// A relay bridge whose both ends the checker plays.
+    Bridge,
 }
 
 impl Mode {
@@ -151,6 +155,7 @@ impl Mode {
         match self {
             Mode::Embedded => "embedded",
             Mode::External => "external",
+            Mode::Bridge => "bridge",
         }
     }
 }
@@ -178,6 +183,10 @@ pub struct Subject {
     pub server_log: Option<PathBuf>,
     /// The relay its bridge dials, when the checker plays it.
     pub relay: Option<Arc<RelayListener>>,
+    /// The bridge's local handler, when the checker plays it too (bridge mode).
+    pub upstream: Option<Arc<Upstream>>,
+    /// The bridge's process, when the checker started it (`--bridge-command`).
+    pub bridge: Option<Arc<BridgeProcess>>,
     started: Option<Box<dyn Started>>,
 }
 
@@ -195,7 +204,31 @@ impl Subject {
             temp_dir: Some(temp_dir),
             server_log: Some(server_log),
             relay: None,
+            upstream: None,
+            bridge: None,
             started: Some(started),
+        }
+    }
+
+    /// A relay bridge dialling `relay` and relaying to `upstream`, both played by the checker;
+    /// `bridge` is its process when the checker started it (killed when the run ends).
+    pub fn bridge(
+        relay: Arc<RelayListener>,
+        upstream: Arc<Upstream>,
+        bridge: Option<Arc<BridgeProcess>>,
+    ) -> Subject {
+        let url = match &bridge {
+            Some(bridge) => format!("the relay bridge `{}`", bridge.command()),
+            None => format!("the relay bridge dialling {}", relay.url()),
+        };
+        Subject {
+            url,
+            temp_dir: None,
+            server_log: None,
+            relay: Some(relay),
+            upstream: Some(upstream),
+            bridge,
+            started: None,
         }
     }
 
@@ -232,14 +265,19 @@ impl Subject {
             temp_dir,
             server_log,
             relay: None,
+            upstream: None,
+            bridge: None,
             started: None,
         })
     }
 
-    /// Embedded when the checker started the subject, external otherwise.
+    /// Embedded when the checker started the reference server, bridge when it plays a bridge's
+    /// ends, external otherwise.
     pub fn mode(&self) -> Mode {
         if self.started.is_some() {
             Mode::Embedded
+        } else if self.upstream.is_some() {
+            Mode::Bridge
         } else {
             Mode::External
         }
@@ -249,6 +287,9 @@ impl Subject {
     pub async fn finish(self) {
         if let Some(started) = self.started {
             started.stop().await;
+        }
+        if let Some(bridge) = self.bridge {
+            bridge.kill();
         }
     }
 }
@@ -308,21 +349,36 @@ pub async fn open(
     source: &ContractSource,
     subject: &Subject,
 ) -> Result<Opening, Fatal> {
+    let allow_overrides = subject.mode() == Mode::Embedded || args.allow_overrides;
+    let reconciliation = reconcile(client, &subject.url, &source.contract, allow_overrides).await?;
+    let manifest = manifest(tool, source, subject, &reconciliation);
+    Ok(Opening {
+        reconciliation,
+        allow_overrides,
+        manifest,
+    })
+}
+
+/// The manifest of a run of `tool` on `subject`, judged by `reconciliation`'s effective values:
+/// `trials` 1, `seed` 0 and `strict` off until the command sets its own.
+pub fn manifest(
+    tool: String,
+    source: &ContractSource,
+    subject: &Subject,
+    reconciliation: &Reconciliation,
+) -> Manifest {
     let started_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis();
-    let mode = subject.mode();
-    let allow_overrides = mode == Mode::Embedded || args.allow_overrides;
-    let reconciliation = reconcile(client, &subject.url, &source.contract, allow_overrides).await?;
-    let manifest = Manifest {
+    Manifest {
         tool,
         version: env!("CARGO_PKG_VERSION").into(),
         target: subject.url.clone(),
-        mode: mode.as_str().into(),
+        mode: subject.mode().as_str().into(),
         contract_hash: source.hash(),
         contract_version: source.contract.contract.version.clone(),
-        differences: contract::differences(&reconciliation),
+        differences: contract::differences(reconciliation),
         scaled: !reconciliation.adopted.is_empty(),
         strict: false,
         effective: serde_json::to_value(&reconciliation.effective).expect("a contract serializes"),
@@ -332,12 +388,7 @@ pub async fn open(
         trials: 1,
         seed: 0,
         started_unix_ms,
-    };
-    Ok(Opening {
-        reconciliation,
-        allow_overrides,
-        manifest,
-    })
+    }
 }
 
 /// The runtime every command runs on.

@@ -13,6 +13,7 @@ use crate::logging::{JsonLines, LogFormat};
 use crate::problem::{ContractAnswers, ErrorMapper};
 use crate::relay::dispatch::{Concurrent, RelayDispatch};
 use crate::relay::redial::{ContractBackoff, Redial};
+use crate::relay::stop::{CutAtOnce, RelayStop};
 use crate::relay::writer::{FrameSender, WholeFrames};
 use crate::retry_after::{MedianWait, RetryAfterPolicy};
 use crate::worker::{ReleaseWhenStopped, RemoveTempDir, SlotRelease, TempCleaner};
@@ -51,6 +52,8 @@ pub struct Components {
     pub connections: Arc<dyn ConnectionPolicy>,
     /// When a bridge that lost its relay dials again (R6).
     pub redial: Arc<dyn Redial>,
+    /// How long relay work may run once the server is told to stop (R6).
+    pub relay_stop: Arc<dyn RelayStop>,
 }
 
 impl Components {
@@ -73,6 +76,7 @@ impl Components {
             frame_sender: Arc::new(WholeFrames),
             connections: Arc::new(ContractConnections),
             redial: Arc::new(ContractBackoff),
+            relay_stop: Arc::new(CutAtOnce),
         }
     }
 }

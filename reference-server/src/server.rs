@@ -81,6 +81,13 @@ impl Server {
             () = &mut serve => return Ok(()),
             () = shutdown => stopping.cancel(),
         }
+        // Relay work gets the grace R6's seam gives it (none), then is cut: the relay treats it
+        // as orphaned once the bridge goes.
+        let grace_until = tokio::time::Instant::now() + state.components().relay_stop.grace(drain);
+        while state.relay.load().0 > 0 && tokio::time::Instant::now() < grace_until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        state.relay_stop.cancel();
         let drain_until = tokio::time::Instant::now() + drain;
         if tokio::time::timeout_at(drain_until, &mut serve)
             .await
@@ -90,15 +97,11 @@ impl Server {
             state.shutdown.cancel();
             let _ = tokio::time::timeout(stop_within * 2, &mut serve).await;
         }
-        // Upgraded relay sockets are not tracked by the HTTP server: their in-flight work gets
-        // the rest of the drain time, then everything left is cancelled.
-        while state.relay.load().0 > 0 && tokio::time::Instant::now() < drain_until {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
         state.shutdown.cancel();
-        // Workers release their slots after removing their temp dirs; wait for the pools.
+        // Workers release their slots after removing their temp dirs; wait for the HTTP pools
+        // (relay workers hold no temp dir, and are not waited for).
         let deadline = tokio::time::Instant::now() + stop_within * 2;
-        let busy = |s: &AppState| s.digitize.load().0 + s.export.load().0 + s.relay.load().0;
+        let busy = |s: &AppState| s.digitize.load().0 + s.export.load().0;
         while busy(&state) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

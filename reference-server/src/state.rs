@@ -32,6 +32,9 @@ pub struct Inner {
     pub relay: Arc<WorkerPool>,
     /// Parent of every job's cancellation token: cancelled when a shutdown's drain time is up.
     pub shutdown: CancellationToken,
+    /// Cancelled at the first stop signal (and with `shutdown`): relay work is cut, not drained
+    /// (R6: the bridge stops without waiting for its workers).
+    pub relay_stop: CancellationToken,
     pub dispatch: Dispatch,
     /// The writer behind `dispatch` (its lines are written by a thread of their own).
     pub log: LogWriter,
@@ -70,13 +73,15 @@ impl AppState {
         let started = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
+        let shutdown = CancellationToken::new();
         AppState(Arc::new(Inner {
             headers: ContractHeaders::new(&config),
             metrics,
             digitize,
             export,
             relay,
-            shutdown: CancellationToken::new(),
+            relay_stop: shutdown.child_token(),
+            shutdown,
             dispatch,
             requests: RequestLog::new(config.components().log_format.clone(), log.clone()),
             log,
@@ -144,7 +149,7 @@ fn build_pool(
         PoolSpec {
             pool,
             workers: parts.sizing.workers(pool, workers as usize),
-            queue_capacity,
+            queue_capacity: parts.sizing.queue_capacity(pool, queue_capacity),
             discipline: parts.discipline.clone(),
             max_retry_after_s,
         },

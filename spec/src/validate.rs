@@ -158,7 +158,7 @@ impl Contract {
         let (c, b3) = (&self.clauses, &self.clauses.b3.value);
         // (field, value, min, max)
         #[rustfmt::skip]
-        let ranges: [(&str, u64, u64, u64); 23] = [
+        let ranges: [(&str, u64, u64, u64); 24] = [
             ("clauses.T1.value.digitize_workers", c.t1.value.digitize_workers.into(), 1, 1024),
             ("clauses.T1.value.export_workers", c.t1.value.export_workers.into(), 1, 1024),
             ("clauses.T2.value.digitize_queue_capacity", c.t2.value.digitize_queue_capacity.into(), 0, 100_000),
@@ -181,6 +181,7 @@ impl Contract {
             // The first retry comes before the bound, or no bridge could meet it.
             ("clauses.R6.value.backoff_initial_ms", c.r6.value.backoff_initial_ms, 1, c.r6.value.reconnect_within_ms.saturating_sub(1).max(1)),
             ("clauses.R6.value.backoff_max_ms", c.r6.value.backoff_max_ms, c.r6.value.backoff_initial_ms, 600_000),
+            ("clauses.R6.value.stop_within_ms", c.r6.value.stop_within_ms, 1, 60_000),
             ("tolerances.trials", self.tolerances.trials.into(), 1, 100),
             ("api.digitize.max_pixels", self.api.digitize.max_pixels, 1, 1 << 32),
         ];

@@ -157,6 +157,10 @@ fn check_help() -> StyledStr {
                 "plimsoll check --target http://127.0.0.1:8080 --strict --junit junit.xml",
                 "your own service, started with PLIMSOLL_TEST_HOOKS=1, as a CI gate",
             ),
+            (
+                "plimsoll check --bridge-command 'exec ./node --relay-url {relay_url} --upstream {upstream_url}'",
+                "a relay bridge: the checker plays its relay and its local handler (R1–R6)",
+            ),
         ],
     )
 }

@@ -108,6 +108,10 @@ async fn subject(
 /// `plimsoll check` from the command line; returns the exit code.
 pub fn run_check(args: CheckArgs) -> u8 {
     session::run_command("check", async || {
+        if args.bridge_mode() {
+            let subject = check::bridge::subject(&args).await?;
+            return check::execute(&args, subject).await;
+        }
         // The embedded server's bridge always dials the checker, which plays its relay.
         let relay = match (&args.subject.target, args.relay_listen) {
             (None, None) => Some(RELAY_ON_LOOPBACK),

@@ -81,7 +81,7 @@ pub async fn execute(args: &LoadArgs, subject: Subject) -> Result<RunReport, Fat
         async |source, subject| {
             let process = match subject.mode() {
                 Mode::Embedded => ProcessSource::this_process(),
-                Mode::External => ProcessSource::external(args.pid),
+                Mode::External | Mode::Bridge => ProcessSource::external(args.pid),
             };
             run_profile(args, source, subject, process).await
         },

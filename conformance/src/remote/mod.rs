@@ -10,11 +10,13 @@ use plimsoll_spec::{Contract, ErrorCode, MetricName, PROBLEM_CONTENT_TYPE, Pool,
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
+pub mod bridge;
 mod exposition;
 mod images;
 pub mod relay;
 mod reply;
 mod seen;
+pub mod upstream;
 
 pub use exposition::*;
 pub use images::*;
@@ -50,6 +52,11 @@ pub struct Target {
     /// The relay the target's bridge dials, when the checker plays it (the relay checks then
     /// take the bridge's socket instead of dialling the target's relay endpoint).
     pub relay: Option<std::sync::Arc<relay::RelayListener>>,
+    /// The bridge's local handler, when the checker plays it too (bridge mode): relayed
+    /// requests are held and counted there instead of by hooks and gauges.
+    pub upstream: Option<std::sync::Arc<upstream::Upstream>>,
+    /// The bridge process, when the checker started it (R6 stops it).
+    pub bridge: Option<std::sync::Arc<bridge::BridgeProcess>>,
 }
 
 impl Target {
@@ -80,7 +87,23 @@ impl Target {
             seen: std::sync::Mutex::new(Vec::new()),
             violations: std::sync::Mutex::new(Vec::new()),
             relay: None,
+            upstream: None,
+            bridge: None,
         }
+    }
+
+    /// The target as a bridge whose both ends the checker plays: it dials `relay` and relays
+    /// to `upstream`; `bridge` is its process when the checker started it.
+    pub fn with_bridge_ends(
+        mut self,
+        relay: std::sync::Arc<relay::RelayListener>,
+        upstream: std::sync::Arc<upstream::Upstream>,
+        bridge: Option<std::sync::Arc<bridge::BridgeProcess>>,
+    ) -> Target {
+        self.relay = Some(relay);
+        self.upstream = Some(upstream);
+        self.bridge = bridge;
+        self
     }
 
     /// The target with its bridge dialling `relay` (see [`Target::relay`]).

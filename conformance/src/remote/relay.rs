@@ -33,8 +33,27 @@ pub struct Dialled {
 /// The relay's listener.
 pub struct RelayListener {
     url: String,
-    ready: Mutex<mpsc::Receiver<Dialled>>,
+    ready: Mutex<Ready>,
     accepting: tokio::task::JoinHandle<()>,
+}
+
+/// Sockets whose handshake is done, not yet taken by a check.
+struct Ready {
+    queued: mpsc::Receiver<Dialled>,
+    /// One already received from the queue by [`RelayListener::dialled`] and kept for the next
+    /// check.
+    kept: Option<Dialled>,
+}
+
+impl Ready {
+    /// The newest socket waiting, if any; older ones are dropped.
+    fn newest(&mut self) -> Option<Dialled> {
+        let mut newest = self.kept.take();
+        while let Ok(dialled) = self.queued.try_recv() {
+            newest = Some(dialled);
+        }
+        newest
+    }
 }
 
 impl RelayListener {
@@ -45,7 +64,10 @@ impl RelayListener {
         let (tx, rx) = mpsc::channel(WAITING);
         Ok(RelayListener {
             url,
-            ready: Mutex::new(rx),
+            ready: Mutex::new(Ready {
+                queued: rx,
+                kept: None,
+            }),
             accepting: tokio::spawn(accept(listener, tx)),
         })
     }
@@ -58,22 +80,43 @@ impl RelayListener {
     /// The bridge's newest socket: one already accepted, or the next within `limit`.
     pub async fn next(&self, limit: Duration) -> Result<Dialled, String> {
         let mut ready = self.ready.lock().await;
-        let mut newest = None;
-        while let Ok(dialled) = ready.try_recv() {
-            newest = Some(dialled);
-        }
-        if let Some(dialled) = newest {
+        if let Some(dialled) = ready.newest() {
             return Ok(dialled);
         }
-        match tokio::time::timeout(limit, ready.recv()).await {
+        match tokio::time::timeout(limit, ready.queued.recv()).await {
             Ok(Some(dialled)) => Ok(dialled),
-            Ok(None) => Err(format!("the relay at {} stopped accepting", self.url)),
-            Err(_) => Err(format!(
-                "no bridge dialled the relay at {} within {:.1} s",
-                self.url,
-                limit.as_secs_f64()
-            )),
+            Ok(None) => Err(self.stopped()),
+            Err(_) => Err(self.nobody(limit)),
         }
+    }
+
+    /// Waits, at most `limit`, until the bridge has dialled, and keeps its socket for the next
+    /// check: a run learns that its bridge is there before the first check begins.
+    pub async fn dialled(&self, limit: Duration) -> Result<Instant, String> {
+        let mut ready = self.ready.lock().await;
+        let newest = match ready.newest() {
+            Some(dialled) => dialled,
+            None => match tokio::time::timeout(limit, ready.queued.recv()).await {
+                Ok(Some(dialled)) => dialled,
+                Ok(None) => return Err(self.stopped()),
+                Err(_) => return Err(self.nobody(limit)),
+            },
+        };
+        let at = newest.at;
+        ready.kept = Some(newest);
+        Ok(at)
+    }
+
+    fn stopped(&self) -> String {
+        format!("the relay at {} stopped accepting", self.url)
+    }
+
+    fn nobody(&self, limit: Duration) -> String {
+        format!(
+            "no bridge dialled the relay at {} within {:.1} s",
+            self.url,
+            limit.as_secs_f64()
+        )
     }
 }
 
@@ -134,6 +177,15 @@ mod tests {
         assert_eq!(Some(&taken.peer), dialled.last());
         // The older two were dropped with it: nothing else is waiting.
         assert!(relay.next(Duration::from_millis(50)).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_socket_seen_before_the_first_check_is_kept_for_it() {
+        let relay = listener().await;
+        let (ws, _) = tokio_tungstenite::connect_async(relay.url()).await.unwrap();
+        relay.dialled(Duration::from_secs(1)).await.unwrap();
+        let taken = relay.next(Duration::from_millis(50)).await.unwrap();
+        assert_eq!(taken.peer, local(&ws));
     }
 
     #[tokio::test]

@@ -9,6 +9,8 @@ use plimsoll_spec::Pool;
 pub trait PoolSizing: Debug + Send + Sync {
     /// `contract` is the contract's number for `pool` (after overrides).
     fn workers(&self, pool: Pool, contract: usize) -> usize;
+    /// `contract` is the contract's queue places for `pool` (`usize::MAX / 2`: unbounded).
+    fn queue_capacity(&self, pool: Pool, contract: usize) -> usize;
 }
 
 /// Exactly the contract's number of slots.
@@ -19,6 +21,11 @@ impl PoolSizing for ContractSizing {
     // clause: T1 — 4 digitize workers by default (`WORKER_POOL_SIZE`)
     // clause: R1 — 8 relay workers by default (`RELAY_CONCURRENCY`)
     fn workers(&self, _pool: Pool, contract: usize) -> usize {
+        contract
+    }
+
+    // clause: R1 — beyond the relay workers the queue is unbounded: never refused
+    fn queue_capacity(&self, _pool: Pool, contract: usize) -> usize {
         contract
     }
 }

@@ -48,7 +48,7 @@ pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Res
         async move {
             // Only missing once serving has ended: nothing is left to relay to.
             if let Some(api) = state.api.get() {
-                let stop = state.shutdown.clone();
+                let stop = state.relay_stop.clone();
                 connection(state, api, Socket::accepted(socket), &stop).await;
             }
         }

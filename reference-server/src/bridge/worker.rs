@@ -9,6 +9,8 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use plimsoll_spec::relay::RelayResponse;
 use plimsoll_spec::{ErrorCode, Outcome, Pool};
 use tower::ServiceExt;
 use tracing::instrument::WithSubscriber;
@@ -97,13 +99,16 @@ async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit:
     if !hold.is_zero() {
         tokio::select! {
             () = tokio::time::sleep(hold) => {}
-            // Server shutdown: the slot comes back now and nobody is left to answer.
-            () = state.shutdown.cancelled() => return,
+            // The server stops: the slot comes back now and nobody is left to answer.
+            () = state.relay_stop.cancelled() => return,
         }
     }
-    let response = match conn.api.clone().oneshot(envelope.request).await {
-        Ok(response) => response,
-        Err(never) => match never {},
+    let response = tokio::select! {
+        response = conn.api.clone().oneshot(envelope.request) => match response {
+            Ok(response) => response,
+            Err(never) => match never {},
+        },
+        () = state.relay_stop.cancelled() => return,
     };
     // clause: R3 — the response frames carry the envelope's request_id
     let delivered = respond(conn, &envelope.request_id, response).await;
@@ -122,30 +127,46 @@ async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit:
     state.components().slot_release.worker_stopped(&slot, &end);
 }
 
-/// Reads the whole response and sends it as frames; false when the socket is gone.
+/// The `relay-error` frame that ends a response whose body failed (`stage_failed`).
+fn body_failed(
+    state: &crate::state::AppState,
+    framer: &frames::Framer,
+    why: String,
+) -> RelayResponse {
+    let code = ErrorCode::StageFailed;
+    framer.error(state.config.contract.error(code).status, code.as_str(), why)
+}
+
+/// Sends the response as frames while its body arrives (R5: a frame goes once more than a
+/// frame's worth is held); false when the socket is gone, and then the rest of the body is not
+/// read. A body that fails ends the response with a `relay-error` frame.
 async fn respond(conn: &Connection, request_id: &str, response: axum::response::Response) -> bool {
     let state = &conn.state;
     let (parts, body) = response.into_parts();
-    let frames = match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(bytes) => frames::response(
-            request_id,
-            parts.status.as_u16(),
-            &parts.headers,
-            &bytes,
-            usize::try_from(state.config.contract.clauses.r5.value.max_frame_body_bytes)
-                .unwrap_or(usize::MAX),
-        ),
-        Err(e) => {
-            let code = ErrorCode::StageFailed;
-            vec![frames::error(
-                request_id,
-                state.config.contract.error(code).status,
-                code.as_str(),
-                format!("the response body could not be read: {e}"),
-            )]
+    let max = usize::try_from(state.config.contract.clauses.r5.value.max_frame_body_bytes)
+        .unwrap_or(usize::MAX);
+    let mut framer = frames::Framer::new(request_id, parts.status.as_u16(), &parts.headers, max);
+    let mut body = body.into_data_stream();
+    let delivered = loop {
+        let ready = match body.next().await {
+            Some(Ok(bytes)) => framer.push(&bytes),
+            Some(Err(e)) => Err(format!("the response body could not be read: {e}")),
+            None => {
+                break conn
+                    .send_frames(
+                        &framer
+                            .finish()
+                            .unwrap_or_else(|why| vec![body_failed(state, &framer, why)]),
+                    )
+                    .await;
+            }
+        };
+        match ready {
+            Ok(frames) if conn.send_frames(&frames).await => {}
+            Ok(_) => break false,
+            Err(why) => break conn.send_frames(&[body_failed(state, &framer, why)]).await,
         }
     };
-    let delivered = conn.send_frames(&frames).await;
     if delivered {
         conn.delivered.fetch_add(1, Ordering::Relaxed);
     } else {

@@ -24,6 +24,10 @@ impl PoolSizing for Unbounded {
             contract
         }
     }
+
+    fn queue_capacity(&self, _pool: Pool, contract: usize) -> usize {
+        contract
+    }
 }
 
 /// T1: one slot more than the contract says.
@@ -33,6 +37,24 @@ pub struct PlusOne(pub &'static [Pool]);
 impl PoolSizing for PlusOne {
     fn workers(&self, pool: Pool, contract: usize) -> usize {
         contract + usize::from(self.0.contains(&pool))
+    }
+
+    fn queue_capacity(&self, _pool: Pool, contract: usize) -> usize {
+        contract
+    }
+}
+
+/// R1: the seed's rejected alternative — a full pool refuses instead of queueing.
+#[derive(Debug)]
+pub struct RejectWhenFull(pub &'static [Pool]);
+
+impl PoolSizing for RejectWhenFull {
+    fn workers(&self, _pool: Pool, contract: usize) -> usize {
+        contract
+    }
+
+    fn queue_capacity(&self, pool: Pool, contract: usize) -> usize {
+        if self.0.contains(&pool) { 0 } else { contract }
     }
 }
 

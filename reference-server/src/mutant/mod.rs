@@ -31,13 +31,16 @@ use crate::components::Components;
 const JOB_POOLS: &[Pool] = &[Pool::Digitize, Pool::Export];
 
 /// Declares the broken variants: each entry is `Variant = "name", "what is broken", fails
-/// [check ids] (, also [check ids])?, |components| swap;`. Check ids are the checker's
-/// (`T1`…`R6`, `API`, `contract`): the server cannot see the checker's types, so the mutation
-/// matrix's test parses them and fails on one it does not know.
+/// [check ids] (, also [check ids])? (, bridge [check ids])?, |components| swap;`. Check ids are
+/// the checker's (`T1`…`R6`, `API`, `contract`): the server cannot see the checker's types, so
+/// the mutation matrix's test parses them and fails on one it does not know. `bridge` lists what
+/// the variant must fail when its bridge is judged in bridge mode (`plimsoll check
+/// --bridge-command` against `plimsoll serve --relay-url … --relay-upstream …`).
 macro_rules! mutants {
     ($(
         $variant:ident = $name:literal, $what:literal,
-        fails [$($fail:literal),* $(,)?] $(, also [$($also:literal),* $(,)?])?,
+        fails [$($fail:literal),* $(,)?] $(, also [$($also:literal),* $(,)?])?
+            $(, bridge [$($bridge:literal),* $(,)?])?,
         |$c:ident| $swap:expr;
     )*) => {
         /// One broken piece each. The name is what `PLIMSOLL_MUTANT` takes.
@@ -71,6 +74,14 @@ macro_rules! mutants {
             pub fn fails(self) -> &'static [&'static str] {
                 match self {
                     $(Mutant::$variant => &[$($fail),*],)*
+                }
+            }
+
+            /// The relay checks this variant's bridge must fail in bridge mode, where the checker
+            /// plays its relay and its local handler: no more, no fewer (empty: not judged so).
+            pub fn bridge_fails(self) -> &'static [&'static str] {
+                match self {
+                    $(Mutant::$variant => &[$($($bridge),*)?],)*
                 }
             }
 
@@ -170,22 +181,35 @@ mutants! {
     // Serial dispatch breaks the bound's premise too: N never run at once, overflow and
     // orphans after a reconnect drain one at a time.
     RelaySerial = "relay-serial", "the relay handles envelopes one at a time",
-        fails ["R1", "R2", "R4", "R6"],
+        fails ["R1", "R2", "R4", "R6"], bridge ["R1", "R2", "R4", "R5", "R6"],
         |c| c.relay_dispatch = Arc::new(relay::Serial);
     RelayUnbounded = "relay-unbounded", "the relay pool has no bound",
-        fails ["R1", "R4"],
+        fails ["R1", "R4"], bridge ["R1", "R4"],
         |c| c.sizing = Arc::new(admission::Unbounded(&[Pool::Relay]));
     RelaySplitFrames = "relay-split-frames", "frames written without the per-frame lock (split)",
-        fails ["R5"],
+        fails ["R5"], bridge ["R5"],
         |c| c.frame_sender = Arc::new(relay::SplitFrames);
+    // In bridge mode every check takes a socket the bridge dialled after the last one closed.
     RelayNoRedial = "relay-no-redial", "the bridge never dials its relay again after a drop",
-        fails ["R6"],
+        fails ["R6"], bridge ["R2", "R3", "R4", "R5", "R6"],
         |c| c.redial = Arc::new(relay::NoRedial);
     RelaySlowRedial = "relay-slow-redial", "the bridge dials its relay again only after twice R6's bound",
-        fails ["R6"],
+        fails ["R6"], bridge ["R6"],
         |c| c.redial = Arc::new(relay::SlowRedial);
+    RelayRejectWhenFull = "relay-reject-when-full", "a full relay pool refuses instead of queueing (the seed's rejected alternative)",
+        fails ["R1", "R4"], bridge ["R1", "R4", "R6"],
+        |c| c.sizing = Arc::new(admission::RejectWhenFull(&[Pool::Relay]));
+    RelayLifo = "relay-lifo", "the relay queue serves the newest envelope first",
+        fails ["R4"], bridge ["R4"],
+        |c| c.discipline = Arc::new(admission::Lifo(&[Pool::Relay]));
+    RelayBuffered = "relay-buffered", "the bridge buffers each whole response before its first frame",
+        fails [], bridge ["R5"],
+        |c| c.frame_sender = Arc::new(relay::Buffered::default());
+    RelayWaitsForStragglers = "relay-waits-for-stragglers", "told to stop, the bridge waits for its workers",
+        fails [], bridge ["R6"],
+        |c| c.relay_stop = Arc::new(relay::WaitsForStragglers);
     RelayLeakSlot = "relay-leak-slot", "a relay slot leaks when the socket drops mid-flight",
-        fails ["R6"],
+        fails ["R6"], bridge ["R6"],
         |c| {
             c.slot_release = Arc::new(bounds::LeakWhenClientGone(&[Pool::Relay]));
         };
@@ -225,7 +249,7 @@ mutants! {
         fails ["F4"], also ["T3", "B1"],
         |c| c.answers = answers::BODY_ID_MISMATCH.arc();
     RelayWrongId = "relay-wrong-id", "concurrent relay responses go out under each other's ids",
-        fails ["R3"],
+        fails ["R3"], bridge ["R3", "R5"],
         |c| {
             c.frame_sender = Arc::new(relay::SwapIds::new(Duration::from_millis(100)));
         };

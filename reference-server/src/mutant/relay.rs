@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::relay::dispatch::RelayDispatch;
 use crate::relay::redial::{Backoff, Redial};
+use crate::relay::stop::RelayStop;
 use crate::relay::writer::{FrameSender, FrameWriter, Gone};
 
 /// R6: a bridge that dials once; after the relay drops it, it stays away.
@@ -35,6 +36,49 @@ impl Redial for SlowRedial {
         Some(Backoff {
             initial: late,
             max: late.max(Duration::from_millis(r6.backoff_max_ms)),
+        })
+    }
+}
+
+/// R6: a stopping bridge waits for its stragglers, as long as the server drains HTTP requests.
+#[derive(Debug)]
+pub struct WaitsForStragglers;
+
+impl RelayStop for WaitsForStragglers {
+    fn grace(&self, drain: Duration) -> Duration {
+        drain
+    }
+}
+
+/// R5: frames of a response are held back until its last one exists, then sent together: the
+/// whole response buffered, though each frame is still whole.
+#[derive(Debug, Default)]
+pub struct Buffered {
+    held: Mutex<HashMap<String, Vec<RelayResponse>>>,
+}
+
+impl FrameSender for Buffered {
+    fn send<'a>(
+        &'a self,
+        writer: &'a FrameWriter,
+        frame: &'a RelayResponse,
+        _of: usize,
+    ) -> BoxFuture<'a, Result<(), Gone>> {
+        let earlier = {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            if !frame.r#final {
+                held.entry(frame.request_id.clone())
+                    .or_default()
+                    .push(frame.clone());
+                return Box::pin(async { Ok(()) });
+            }
+            held.remove(&frame.request_id).unwrap_or_default()
+        };
+        Box::pin(async move {
+            for f in earlier.iter().chain(std::iter::once(frame)) {
+                writer.send(f).await?;
+            }
+            Ok(())
         })
     }
 }
@@ -63,7 +107,9 @@ impl FrameSender for SplitFrames {
         of: usize,
     ) -> BoxFuture<'a, Result<(), Gone>> {
         Box::pin(async move {
-            if of < 2 {
+            // A response's only frame (`seq` 0 and final) stays whole; `of` counts only the
+            // frames sent together, which a streamed response sends one at a time.
+            if of < 2 && frame.seq == 0 && frame.r#final {
                 return writer.send(frame).await;
             }
             let text = serde_json::to_string(frame).map_err(|_| Gone)?;

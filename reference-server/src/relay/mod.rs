@@ -1,8 +1,8 @@
 //! The relay protocol (seed 003) as the server speaks it, with no server state: request envelopes
 //! parsed into HTTP requests ([`envelope`]), HTTP responses cut into `relay-http-response` frames
 //! ([`frames`]), the socket whichever end dialled ([`socket`]), its one writer ([`writer`], R5)
-//! how an envelope's job is run ([`dispatch`], R2) and when a dialling bridge dials again
-//! ([`redial`], R6). The endpoint that puts them to work on the relay pool is
+//! how an envelope's job is run ([`dispatch`], R2), when a dialling bridge dials again
+//! ([`redial`], R6) and how long its work may run once the server stops ([`stop`], R6). The endpoint that puts them to work on the relay pool is
 //! [`crate::bridge`].
 
 pub mod dispatch;
@@ -10,4 +10,5 @@ pub mod envelope;
 pub mod frames;
 pub mod redial;
 pub mod socket;
+pub mod stop;
 pub mod writer;

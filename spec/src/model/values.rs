@@ -380,6 +380,9 @@ pub struct RelayReconnect {
     pub backoff_initial_ms: u64,
     /// Each failed dial doubles the wait, up to this.
     pub backoff_max_ms: u64,
+    /// Told to stop (SIGTERM) with workers in flight, the bridge exits within this, without
+    /// waiting for them.
+    pub stop_within_ms: u64,
 }
 
 /// A clause whose value is behaviour only.

@@ -15,6 +15,7 @@ use super::sampler::{Samples, sample};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::hold;
 use crate::remote::Target;
+use crate::remote::upstream::Ask;
 
 pub use crate::remote::relay::Ws;
 
@@ -67,14 +68,23 @@ pub async fn connect(t: &Target) -> Result<(Ws, Duration), String> {
     }
 }
 
+/// Waits, at most `limit`, until no relayed request is running: by the upstream's count when the
+/// checker plays the bridge's local handler, else by the relay busy gauge.
+pub async fn idle(t: &Target, limit: Duration) -> Result<Duration, String> {
+    match &t.upstream {
+        Some(upstream) => upstream.wait_in_flight(limit, |n| n == 0).await,
+        None => {
+            t.wait_metric(MetricName::WorkersBusy, Pool::Relay, limit, |v| v == 0.0)
+                .await
+        }
+    }
+}
+
 /// Waits (bounded) for the relay pool to be idle, then connects; records a failure and returns
 /// None when the socket cannot be opened.
 pub async fn open(t: &Target, c: &mut Ctx) -> Option<Ws> {
     let limit = t.stop_within() * 2 + Duration::from_millis(LONGEST_HOLD_MS);
-    if let Err(e) = t
-        .wait_metric(MetricName::WorkersBusy, Pool::Relay, limit, |v| v == 0.0)
-        .await
-    {
+    if let Err(e) = idle(t, limit).await {
         c.evidence
             .push(format!("relay pool not idle before the check: {e}"));
     }
@@ -111,7 +121,8 @@ pub fn request(id: String, method: &str, path: &str) -> RelayRequest {
     }
 }
 
-/// The envelope with a hook holding its relay worker `hold_ms` (0: not held).
+/// The envelope with a hook holding its relay worker `hold_ms` (0: not held): for a target whose
+/// bridge relays to its own API.
 pub fn with_hold(t: &Target, mut r: RelayRequest, hold_ms: u64) -> RelayRequest {
     if hold_ms > 0 {
         r.headers
@@ -120,15 +131,24 @@ pub fn with_hold(t: &Target, mut r: RelayRequest, hold_ms: u64) -> RelayRequest 
     r
 }
 
-/// `GET {healthz}`, held `hold_ms` by the relay worker (0: not held).
-pub fn healthz(t: &Target, id: String, hold_ms: u64) -> RelayRequest {
-    with_hold(t, request(id, "GET", &t.expected.api.healthz.path), hold_ms)
+/// A request whose relay worker is busy `hold_ms` (0: not held): `GET {healthz}` held by a relay
+/// hook on the target's own API, or — when the checker plays the bridge's local handler — a
+/// request the upstream itself holds, answering under the same id.
+pub fn held(t: &Target, id: String, hold_ms: u64) -> RelayRequest {
+    let hold = Duration::from_millis(hold_ms);
+    match &t.upstream {
+        Some(_) => {
+            let path = Ask::new(id.clone()).held(hold).path();
+            request(id, "GET", &path)
+        }
+        None => with_hold(t, request(id, "GET", &t.expected.api.healthz.path), hold_ms),
+    }
 }
 
-/// `count` envelopes `GET {healthz}` with ids `{prefix}-{i}`, each held `hold_ms`.
+/// `count` [`held`] envelopes with ids `{prefix}-{i}`.
 pub fn held_batch(t: &Target, prefix: &str, count: usize, hold_ms: u64) -> Vec<RelayRequest> {
     (0..count)
-        .map(|i| healthz(t, format!("{prefix}-{i}"), hold_ms))
+        .map(|i| held(t, format!("{prefix}-{i}"), hold_ms))
         .collect()
 }
 
@@ -179,6 +199,7 @@ pub async fn exchange(
     limit: Duration,
 ) -> Result<Exchange, String> {
     let mut ex = Exchange::default();
+    ex.began = Some(Instant::now());
     let at = send_all(ws, requests).await?;
     ex.record_sent(requests, at);
     receive(ws, &mut ex, Instant::now() + limit).await;

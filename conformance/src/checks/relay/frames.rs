@@ -23,10 +23,14 @@ const TRANSFER_ENCODING: &str = "content-transfer-encoding";
 /// Everything one socket answered to a set of envelopes.
 #[derive(Default)]
 pub struct Exchange {
+    /// When sending began: nothing of this exchange can have reached the other end before.
+    pub began: Option<Instant>,
     /// Ids in send order, with when they were sent.
     pub sent: Vec<(String, Instant)>,
     ids: HashSet<String>,
     pub frames: HashMap<String, Vec<RelayResponse>>,
+    /// When each id's first frame arrived.
+    pub started: HashMap<String, Instant>,
     /// When each id's final frame arrived.
     pub done: HashMap<String, Instant>,
     /// Ids in completion order.
@@ -115,6 +119,7 @@ impl Exchange {
             self.interleavings += 1;
         }
         self.last_id = Some(id.clone());
+        self.started.entry(id.clone()).or_insert(at);
         if frame.r#final {
             self.done.insert(id.clone(), at);
             self.order.push(id.clone());

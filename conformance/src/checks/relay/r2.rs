@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use plimsoll_spec::ClauseId;
 
-use super::client::{LONGEST_HOLD_MS, SLACK_MS, healthz, nonce, relay_workers, round};
+use super::client::{LONGEST_HOLD_MS, SLACK_MS, held, nonce, relay_workers, round};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
@@ -35,10 +35,7 @@ async fn r2(t: &Arc<Target>, c: &mut Ctx) {
     let tag = nonce();
     let slow = format!("r2-{tag:x}-slow");
     let fast = format!("r2-{tag:x}-fast");
-    let requests = [
-        healthz(t, slow.clone(), SLOW_MS),
-        healthz(t, fast.clone(), 0),
-    ];
+    let requests = [held(t, slow.clone(), SLOW_MS), held(t, fast.clone(), 0)];
     let limit = Duration::from_millis(SLOW_MS * 2) + Duration::from_secs(1);
     let Some((ex, _)) = round(t, c, &requests, limit, false, "r2").await else {
         return;

@@ -7,11 +7,12 @@ use std::time::Duration;
 use plimsoll_spec::ClauseId;
 use plimsoll_spec::relay::RelayRequest;
 
-use super::client::{SLACK_MS, healthz, nonce, round};
+use super::client::{SLACK_MS, held, nonce, round};
 use super::frames::header;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
+use crate::remote::upstream::ID_HEADER;
 use crate::rng::SplitMix64;
 
 /// Holds are multiples of this, shuffled.
@@ -23,8 +24,9 @@ pub const CHECK: Check = Check::clause(
     ClauseId::R3,
     "Requests with a shuffled schedule of holds, each carrying a client-chosen trace id: every \
      response is matched by `{match_by}` to a request that was sent, each exactly once, echoes \
-     that request's trace id, and never arrives before its hold could have ended (which would \
-     make it another request's answer).",
+     that request's trace id (at the checker's upstream: carries the header naming the request \
+     it answers), and never arrives before its hold could have ended (which would make it \
+     another request's answer).",
     |t, c| Box::pin(r3(t, c)),
 );
 
@@ -45,6 +47,41 @@ fn inversions(order: &[usize]) -> usize {
         .sum()
 }
 
+/// The requests of `holds`, with the header that names each answer's request and the value each
+/// must carry in it: the checker's upstream names its request itself; the target's own API
+/// echoes a client-chosen request id.
+fn schedule(
+    t: &Target,
+    tag: u64,
+    holds: &[u64],
+) -> (Vec<RelayRequest>, String, HashMap<String, String>) {
+    let id_header = match &t.upstream {
+        Some(_) => ID_HEADER.to_owned(),
+        None => t.request_id_header().to_owned(),
+    };
+    let f4 = &t.expected.clauses.f4.value;
+    let mut echo = HashMap::new();
+    let requests = holds
+        .iter()
+        .enumerate()
+        .map(|(i, &hold)| {
+            let id = format!("r3-{tag:x}-{i}");
+            let mut r = held(t, id.clone(), hold);
+            if t.upstream.is_some() {
+                echo.insert(id.clone(), id);
+                return r;
+            }
+            let trace = format!("r3{tag:x}x{i}");
+            if f4.accepts(&trace) {
+                r.headers.insert(id_header.clone(), trace.clone());
+                echo.insert(id, trace);
+            }
+            r
+        })
+        .collect();
+    (requests, id_header, echo)
+}
+
 async fn r3(t: &Arc<Target>, c: &mut Ctx) {
     c.expected = format!(
         "{COUNT} requests with a shuffled hold schedule (0–{} ms): every response matched by `{}` to a request that was sent, each exactly once",
@@ -57,23 +94,7 @@ async fn r3(t: &Arc<Target>, c: &mut Ctx) {
     if holds.windows(2).all(|w| w[0] <= w[1]) {
         holds.reverse();
     }
-    let id_header = t.request_id_header().to_owned();
-    let f4 = &t.expected.clauses.f4.value;
-    let mut echo = HashMap::new();
-    let requests: Vec<RelayRequest> = holds
-        .iter()
-        .enumerate()
-        .map(|(i, &hold)| {
-            let id = format!("r3-{tag:x}-{i}");
-            let mut r = healthz(t, id.clone(), hold);
-            let trace = format!("r3{tag:x}x{i}");
-            if f4.accepts(&trace) {
-                r.headers.insert(id_header.clone(), trace.clone());
-                echo.insert(id, trace);
-            }
-            r
-        })
-        .collect();
+    let (requests, id_header, echo) = schedule(t, tag, &holds);
     let limit = Duration::from_millis(STEP_MS * COUNT as u64 * 2) + Duration::from_secs(1);
     let Some((ex, _)) = round(t, c, &requests, limit, false, "shuffled").await else {
         return;

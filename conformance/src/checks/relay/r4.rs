@@ -17,9 +17,10 @@ const WAVE_MS: u64 = 300;
 pub const CHECK: Check = Check::clause(
     ClauseId::R4,
     "{overflow_factor} x N held requests sent at once (N relay workers): all are answered, \
-     neither the busy gauge nor the response times (each request ran for its hold before it \
-     was answered) ever show more than N running, and completions come in waves of N in send \
-     order (FIFO start).",
+     neither the count of running requests (at the checker's upstream, or the busy gauge) nor \
+     the response times (each request ran for its hold before it was answered) ever show more \
+     than N running, and completions — and, at the checker's upstream, arrivals — come in waves \
+     of N in send order (FIFO start).",
     |t, c| Box::pin(r4(t, c)),
 );
 
@@ -62,31 +63,32 @@ async fn r4(t: &Arc<Target>, c: &mut Ctx) {
     let overlap = max_overlap(ex.done.values().map(since), WAVE_MS as f64, SLACK_MS);
     // FIFO: sorted by completion, the k-th group of n is the k-th n sent.
     let position = ex.send_positions();
-    let mut out_of_wave = Vec::new();
-    let mut wave_ends = Vec::new();
-    for (w, wave) in ex.order.chunks(n).enumerate() {
-        for id in wave {
-            if let Some(&p) = position.get(id.as_str())
-                && p / n != w
-            {
-                out_of_wave.push(format!("#{p} finished in wave {w} (expected {})", p / n));
-            }
-        }
-        if let Some(last) = wave.last().and_then(|id| ex.done.get(id)) {
-            wave_ends.push(format!("{:.0}", since(last)));
-        }
-    }
+    let mut out_of_wave = out_of_wave(&ex.order, &position, n, "finished");
+    let wave_ends: Vec<String> = ex
+        .order
+        .chunks(n)
+        .filter_map(|wave| wave.last().and_then(|id| ex.done.get(id)))
+        .map(|last| format!("{:.0}", since(last)))
+        .collect();
     c.evidence.push(format!(
         "waves ended at {} ms after sending",
         wave_ends.join(", ")
     ));
-    c.evidence.push(format!(
-        "{} gauge samples; busy max {}; queue depth max {}",
-        samples.count, samples.busy_max, samples.queued_max
-    ));
+    c.evidence.push(samples.describe());
+    // At the checker's upstream the start order is seen directly: the k-th n to arrive are the
+    // k-th n sent.
+    if let Some(upstream) = &t.upstream {
+        let arrivals: Vec<String> = upstream
+            .visits_since(ex.began.unwrap_or(origin))
+            .into_iter()
+            .map(|v| v.id)
+            .collect();
+        out_of_wave.extend(out_of_wave_at(&arrivals, &position, n));
+    }
     c.observed = format!(
-        "{}/{total} answered; busy gauge max {} and {overlap} at once by timing (limit {n}); {} of {total} out of FIFO start order",
+        "{}/{total} answered; {} max {} and {overlap} at once by timing (limit {n}); {} out of FIFO start order",
         ex.done.len(),
+        samples.what(),
         samples.busy_max,
         out_of_wave.len()
     );
@@ -95,7 +97,8 @@ async fn r4(t: &Arc<Target>, c: &mut Ctx) {
     }
     c.require(samples.busy_max <= n as f64, || {
         format!(
-            "busy gauge reached {} with {total} requests in flight; the limit is {n}",
+            "{} reached {} with {total} requests in flight; the limit is {n}",
+            samples.what(),
             samples.busy_max
         )
     });
@@ -110,6 +113,35 @@ async fn r4(t: &Arc<Target>, c: &mut Ctx) {
             .collect();
         c.fail(format!("start order is not FIFO: {}", shown.join(", ")));
     }
+}
+
+/// The ids of `order` not in the wave of n their send position puts them in, described.
+fn out_of_wave(
+    order: &[String],
+    position: &std::collections::HashMap<&str, usize>,
+    n: usize,
+    verb: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (w, wave) in order.chunks(n).enumerate() {
+        for id in wave {
+            if let Some(&p) = position.get(id.as_str())
+                && p / n != w
+            {
+                out.push(format!("#{p} {verb} in wave {w} (expected {})", p / n));
+            }
+        }
+    }
+    out
+}
+
+/// [`out_of_wave`] for arrivals at the checker's upstream.
+fn out_of_wave_at(
+    arrivals: &[String],
+    position: &std::collections::HashMap<&str, usize>,
+    n: usize,
+) -> Vec<String> {
+    out_of_wave(arrivals, position, n, "reached the upstream")
 }
 
 #[cfg(test)]

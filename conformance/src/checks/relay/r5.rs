@@ -3,17 +3,18 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use plimsoll_spec::relay::RelayRequest;
 use plimsoll_spec::{ClauseId, Design, Extents, Stitch, StitchCommand, Thread};
 use reqwest::header::CONTENT_TYPE;
 
-use super::client::{nonce, request, round, with_hold};
+use super::client::{nonce, relay_workers, request, round, with_hold};
 use super::frames::Exchange;
-use crate::checks::ctx::Ctx;
+use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
+use crate::remote::upstream::{Ask, Visit};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::R5,
@@ -21,7 +22,9 @@ pub const CHECK: Check = Check::clause(
      and exports of a large design, fetched over plain HTTP first): every message parses as a \
      whole frame, per request `seq` runs from 0 without gaps with `final` on the last, headers \
      come on the first frame only, no chunk exceeds the limit, at least one response is split, \
-     and each reassembled body equals the plain HTTP one.",
+     and each reassembled body equals the plain HTTP one. At the checker's upstream the bodies \
+     come in chunks 300 ms apart, and each response's first frame must arrive \
+     before the upstream has sent its last chunk: a bridge streams, it does not buffer.",
     |t, c| Box::pin(r5(t, c)),
 );
 
@@ -30,6 +33,28 @@ struct Kind {
     name: String,
     request: RelayRequest,
     body: Vec<u8>,
+}
+
+/// The chunks of a streamed upstream body (each one frame's worth) and the gap between them: a
+/// bridge that waits for the whole body sends its first frame only after the last gap.
+const STREAM_CHUNKS: usize = 4;
+const STREAM_GAP: Duration = Duration::from_millis(300);
+
+/// Bodies the checker's upstream streams, one frame's worth per chunk, as many at once as the
+/// relay runs (at most 4).
+fn streamed_responses(t: &Target, tag: u64, max: usize) -> Vec<Kind> {
+    let n = relay_workers(t).clamp(1, 4);
+    (0..n)
+        .map(|i| {
+            let id = format!("r5-{tag:x}-stream{i}");
+            let ask = Ask::new(id.clone()).streamed(STREAM_CHUNKS, max, STREAM_GAP);
+            Kind {
+                name: format!("stream{i}"),
+                request: request(id, "GET", &ask.path()),
+                body: ask.body(),
+            }
+        })
+        .collect()
 }
 
 /// Requests whose plain-HTTP bodies are large: the contract document twice, and a large
@@ -150,7 +175,11 @@ async fn r5(t: &Arc<Target>, c: &mut Ctx) {
     c.expected = format!(
         "concurrent responses over {max} bytes: every message parses as a frame, seq gapless from 0 with final last, chunks <= {max} bytes, bodies identical to plain HTTP"
     );
-    let kinds = large_responses(t, c, max).await;
+    let tag = nonce();
+    let kinds = match &t.upstream {
+        Some(_) => streamed_responses(t, tag, max),
+        None => large_responses(t, c, max).await,
+    };
     if kinds.is_empty() {
         return c.fail(
             "no large response to relay: GET contract and every export failed over plain HTTP",
@@ -169,13 +198,15 @@ async fn r5(t: &Arc<Target>, c: &mut Ctx) {
             "no response body over {max} bytes could be produced to relay"
         ));
     }
-    let tag = nonce();
     let mut requests = Vec::new();
     let mut want: HashMap<String, Kind> = HashMap::new();
     for mut kind in kinds {
-        kind.request.request_id = format!("r5-{tag:x}-{}", kind.name);
-        // The same short hold for all: their streams start together.
-        requests.push(with_hold(t, kind.request.clone(), 100));
+        if t.upstream.is_none() {
+            kind.request.request_id = format!("r5-{tag:x}-{}", kind.name);
+            // The same short hold for all: their streams start together.
+            kind.request = with_hold(t, kind.request, 100);
+        }
+        requests.push(kind.request.clone());
         want.insert(kind.request.request_id.clone(), kind);
     }
     let limit = Duration::from_secs(3);
@@ -193,6 +224,10 @@ async fn r5(t: &Arc<Target>, c: &mut Ctx) {
     c.require(multi > 0, || {
         format!("no response was split: none of the bodies exceeded {max} bytes as sent")
     });
+    if let Some(upstream) = &t.upstream {
+        let began = ex.began.unwrap_or_else(Instant::now);
+        streams(c, &ex, &upstream.visits_since(began));
+    }
     c.observed = format!(
         "{} concurrent responses in {frames_total} frames ({multi} multi-frame), {} messages, {} interleavings; largest chunk {largest} bytes (limit {max}); {} protocol problem(s)",
         requests.len(),
@@ -200,6 +235,39 @@ async fn r5(t: &Arc<Target>, c: &mut Ctx) {
         ex.interleavings,
         ex.problem_count
     );
+}
+
+/// At the checker's upstream: each response's first frame arrived before the upstream sent its
+/// last chunk (the bridge forwards the body as it comes instead of buffering it whole).
+fn streams(c: &mut Ctx, ex: &Exchange, visits: &[Visit]) {
+    let mut buffered = Vec::new();
+    for (id, _) in &ex.sent {
+        let last = visits
+            .iter()
+            .find(|v| v.id == *id)
+            .and_then(|v| v.last_chunk);
+        let (Some(first), Some(last)) = (ex.started.get(id), last) else {
+            continue;
+        };
+        if *first >= last {
+            buffered.push(format!(
+                "{id}: first frame {:.0} ms after the upstream's last chunk",
+                ms(first.saturating_duration_since(last))
+            ));
+        }
+    }
+    c.evidence.push(format!(
+        "streaming: {} of {} responses had their first frame out before the upstream's last chunk ({STREAM_CHUNKS} chunks, {} ms apart)",
+        ex.sent.len() - buffered.len(),
+        ex.sent.len(),
+        STREAM_GAP.as_millis()
+    ));
+    if !buffered.is_empty() {
+        c.fail(format!(
+            "the bridge buffered whole responses instead of streaming them: {}",
+            buffered.join("; ")
+        ));
+    }
 }
 
 /// A valid design of `stitches` stitch commands (one thread, a zigzag inside 100 x 100 mm), so

@@ -8,10 +8,12 @@ use plimsoll_spec::{ClauseId, MetricName, Pool};
 use reqwest::StatusCode;
 
 use super::client::{
-    HOLD_MS, SLACK_MS, connect, exchange, held_batch, nonce, open, relay_workers, send_all,
+    HOLD_MS, SLACK_MS, Ws, connect, exchange, held_batch, idle, nonce, open, relay_workers,
+    send_all,
 };
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
+use crate::remote::bridge::BridgeProcess;
 use crate::remote::{Target, is_success, series};
 
 pub const CHECK: Check = Check::clause(
@@ -22,7 +24,9 @@ pub const CHECK: Check = Check::clause(
      {reconnect_within_ms} ms: its requests are answered, the health endpoint answers, the relay \
      busy gauge returns to 0 and the queue is empty within the cancellation bound plus the hold, \
      N held requests run at once again (no slot leaked), and no frame of an orphan reaches the \
-     new socket.",
+     new socket. A bridge the checker started (`--bridge-command`) is then told to stop \
+     (SIGTERM) with N requests held far longer in flight, and must exit within \
+     {stop_within_ms} ms.",
     |t, c| Box::pin(r6(t, c)),
 );
 
@@ -61,16 +65,17 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
         Ok(at) => at,
         Err(e) => return c.fail(e),
     };
-    let all_busy = |v: f64| v >= n as f64;
-    match t
-        .wait_metric(
-            MetricName::WorkersBusy,
-            Pool::Relay,
-            Duration::from_millis(HOLD_MS / 2),
-            all_busy,
-        )
-        .await
-    {
+    let running = Duration::from_millis(HOLD_MS / 2);
+    let all_running = match &t.upstream {
+        Some(upstream) => upstream.wait_in_flight(running, |v| v >= n).await,
+        None => {
+            t.wait_metric(MetricName::WorkersBusy, Pool::Relay, running, |v| {
+                v >= n as f64
+            })
+            .await
+        }
+    };
+    match all_running {
         Ok(took) => c.evidence.push(format!(
             "{n} orphans running {:.0} ms after sending",
             ms(took)
@@ -112,7 +117,12 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
         return;
     }
     let answered = ex.slowest(&fresh).map(ms);
-    let health = health(t).await;
+    // A bridge of the checker's own has no HTTP API: that new envelopes are answered is its
+    // health.
+    let health = match t.upstream {
+        Some(_) => Ok(StatusCode::OK.as_u16()),
+        None => health(t).await,
+    };
     c.require(health.as_ref().is_ok_and(|s| *s == StatusCode::OK), || {
         format!(
             "{} after the reconnect: {health:?}",
@@ -120,13 +130,11 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
         )
     });
     let left = bound.saturating_sub(dropped.elapsed()) + Duration::from_millis(SLACK_MS as u64);
-    let idle = t
-        .wait_metric(MetricName::WorkersBusy, Pool::Relay, left, |v| v == 0.0)
-        .await;
+    let idle = idle(t, left).await;
     let idle_ms = ms(dropped.elapsed());
     match &idle {
         Ok(_) => c.evidence.push(format!(
-            "busy gauge 0 at {idle_ms:.0} ms after the drop (bound {} ms)",
+            "nothing running at {idle_ms:.0} ms after the drop (bound {} ms)",
             bound.as_millis()
         )),
         Err(e) => c.fail(format!(
@@ -134,16 +142,18 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
             bound.as_millis()
         )),
     }
-    let queued = t
-        .metric(MetricName::QueueDepth, Pool::Relay)
-        .await
-        .unwrap_or(f64::NAN);
-    c.require(queued == 0.0, || {
-        format!(
-            "{} is {queued} after the drop",
-            series(MetricName::QueueDepth, Pool::Relay)
-        )
-    });
+    if t.upstream.is_none() {
+        let queued = t
+            .metric(MetricName::QueueDepth, Pool::Relay)
+            .await
+            .unwrap_or(f64::NAN);
+        c.require(queued == 0.0, || {
+            format!(
+                "{} is {queued} after the drop",
+                series(MetricName::QueueDepth, Pool::Relay)
+            )
+        });
+    }
     // Capacity: n requests held briefly must all run at once (a leaked slot makes one wait).
     let short = 200u64;
     let probes = held_batch(t, &format!("r6-{tag:x}-cap"), n, short);
@@ -152,6 +162,10 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
         exchange(&mut second, &probes, cap_limit).await.ok()
     } else {
         None
+    };
+    let stopped = match &t.bridge {
+        Some(bridge) => Some(terminate(t, c, bridge, &mut second, tag).await),
+        None => None,
     };
     let _ = second.close(None).await;
     let mut usable = 0;
@@ -175,12 +189,63 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
         });
     }
     c.observed = format!(
-        "reconnected in {:.1} ms; new requests answered after {}; healthz {}; busy gauge {} at {idle_ms:.0} ms after the drop; {usable}/{n} slots usable",
+        "reconnected in {:.1} ms; new requests answered after {}; healthz {}; busy {} at {idle_ms:.0} ms after the drop; {usable}/{n} slots usable{}",
         ms(reconnect),
         answered
             .map(|a| format!("{a:.0} ms"))
             .unwrap_or_else(|| "never".into()),
         health.map(|s| s.to_string()).unwrap_or_else(|e| e),
-        if idle.is_ok() { "0" } else { "not 0" }
+        if idle.is_ok() { "0" } else { "not 0" },
+        stopped.unwrap_or_default()
     );
+}
+
+/// The bridge the checker started, told to stop (SIGTERM) with `n` held requests in flight,
+/// must exit within R6's `stop_within_ms` without waiting for them; returns the observation.
+async fn terminate(
+    t: &Target,
+    c: &mut Ctx,
+    bridge: &BridgeProcess,
+    ws: &mut Ws,
+    tag: u64,
+) -> String {
+    let n = relay_workers(t).max(1);
+    let within = Duration::from_millis(t.expected.clauses.r6.value.stop_within_ms);
+    // Held far longer than the bound: a bridge that waits for its workers cannot make it.
+    let hold = within * 5;
+    let stragglers = held_batch(
+        t,
+        &format!("r6-{tag:x}-straggler"),
+        n,
+        hold.as_millis() as u64,
+    );
+    if let Err(e) = send_all(ws, &stragglers).await {
+        c.fail(format!("sending the stragglers before the stop: {e}"));
+        return String::new();
+    }
+    if let Some(upstream) = &t.upstream
+        && let Err(e) = upstream
+            .wait_in_flight(Duration::from_secs(2), |v| v >= n)
+            .await
+    {
+        c.evidence.push(format!("before the stop: {e}"));
+    }
+    let limit = within + Duration::from_millis(SLACK_MS as u64);
+    match bridge.terminate(limit).await {
+        Ok((took, status)) => {
+            c.evidence.push(format!(
+                "SIGTERM with {n} requests in flight (held {} ms): exited in {:.0} ms ({status})",
+                hold.as_millis(),
+                ms(took)
+            ));
+            format!("; stopped {:.0} ms after SIGTERM", ms(took))
+        }
+        Err(e) => {
+            c.fail(format!(
+                "told to stop (SIGTERM) with {n} requests in flight: {e}; the bound is {} ms",
+                within.as_millis()
+            ));
+            "; did not stop in time".to_owned()
+        }
+    }
 }

@@ -1,5 +1,7 @@
-//! The relay pool's gauges, sampled from `/metrics` while a scenario runs: the client sees
-//! answers, the gauges say how many ran at once.
+//! How many relayed requests ran at once while a scenario ran: counted at the checker's own
+//! upstream when it plays the bridge's local handler (on the checker's clock: nothing to trust),
+//! else read from the relay pool's gauges, sampled from `/metrics` (the client sees answers, the
+//! gauges say how many ran at once).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,13 +10,26 @@ use plimsoll_spec::{MetricName, Pool};
 use tokio_util::sync::CancellationToken;
 
 use crate::checks::ctx::{Ctx, ms};
+use crate::remote::upstream::{Upstream, max_overlap};
 use crate::remote::{Target, metric_value, series};
 
 /// Sampling stops after this many samples whatever happens.
 const MAX_SAMPLES: usize = 4000;
 
+/// Where the counts come from.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The relay pool's gauges in the target's `/metrics`.
+    #[default]
+    Gauges,
+    /// The requests the checker's upstream received.
+    Upstream,
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct Samples {
+    pub source: Source,
+    /// Gauge samples read, or requests the upstream received.
     pub count: usize,
     pub errors: usize,
     /// The relay busy series existed in at least one sample.
@@ -26,8 +41,37 @@ pub struct Samples {
 }
 
 impl Samples {
-    /// Records a failure when `/metrics` was never read or has no relay busy series; true then.
+    /// What `busy_max` counts, for a verdict.
+    pub fn what(&self) -> &'static str {
+        match self.source {
+            Source::Gauges => "busy gauge",
+            Source::Upstream => "requests at the upstream",
+        }
+    }
+
+    /// One line of evidence.
+    pub fn describe(&self) -> String {
+        match self.source {
+            Source::Gauges => format!(
+                "{} gauge samples ({} errors); busy max {} first at {:.0} ms; queue depth max {}",
+                self.count, self.errors, self.busy_max, self.busy_max_at_ms, self.queued_max
+            ),
+            Source::Upstream => format!(
+                "{} requests reached the checker's upstream; at most {} at once, first at {:.0} ms",
+                self.count, self.busy_max, self.busy_max_at_ms
+            ),
+        }
+    }
+
+    /// Records a failure when nothing was counted (`/metrics` never read or without the relay
+    /// busy series; no request reached the upstream); true then.
     pub fn missing(&self, c: &mut Ctx) -> bool {
+        if self.source == Source::Upstream {
+            return !c.require(self.count > 0, || {
+                "no relayed request reached the checker's upstream: the bridge did not perform them"
+                    .to_owned()
+            });
+        }
         if self.count == 0 {
             c.fail(format!(
                 "/metrics could not be read while the relay worked ({} errors)",
@@ -44,14 +88,28 @@ impl Samples {
     }
 }
 
-pub struct Sampler {
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<Samples>,
+/// Counting under way; [`Sampler::finish`] ends it.
+pub enum Sampler {
+    Gauges {
+        stop: CancellationToken,
+        task: tokio::task::JoinHandle<Samples>,
+    },
+    Upstream {
+        upstream: Arc<Upstream>,
+        origin: Instant,
+    },
 }
 
-/// Polls `/metrics` every `metrics_poll_interval_ms` until stopped (or `limit`, or
-/// [`MAX_SAMPLES`]), keeping the maxima of the relay busy and queue gauges.
+/// Starts counting: at the upstream when the checker plays it, else by polling `/metrics` every
+/// `metrics_poll_interval_ms` until stopped (or `limit`, or [`MAX_SAMPLES`]), keeping the maxima
+/// of the relay busy and queue gauges.
 pub fn sample(t: &Arc<Target>, limit: Duration) -> Sampler {
+    if let Some(upstream) = &t.upstream {
+        return Sampler::Upstream {
+            upstream: upstream.clone(),
+            origin: Instant::now(),
+        };
+    }
     let stop = CancellationToken::new();
     let t = t.clone();
     let token = stop.clone();
@@ -87,12 +145,29 @@ pub fn sample(t: &Arc<Target>, limit: Duration) -> Sampler {
         }
         s
     });
-    Sampler { stop, task }
+    Sampler::Gauges { stop, task }
 }
 
 impl Sampler {
     pub async fn finish(self) -> Samples {
-        self.stop.cancel();
-        self.task.await.unwrap_or_default()
+        match self {
+            Sampler::Gauges { stop, task } => {
+                stop.cancel();
+                task.await.unwrap_or_default()
+            }
+            Sampler::Upstream { upstream, origin } => {
+                let visits = upstream.visits_since(origin);
+                let (max, at) = max_overlap(&visits);
+                Samples {
+                    source: Source::Upstream,
+                    count: visits.len(),
+                    errors: 0,
+                    present: true,
+                    busy_max: max as f64,
+                    queued_max: 0.0,
+                    busy_max_at_ms: at.map_or(0.0, |at| ms(at.saturating_duration_since(origin))),
+                }
+            }
+        }
     }
 }

@@ -1,5 +1,8 @@
 //! `plimsoll check`: runs the conformance checks against a target (or the embedded reference
-//! server) and reports clause by clause.
+//! server) and reports clause by clause; in bridge mode ([`bridge`]) the relay clauses against
+//! a relay bridge whose both ends the checker plays.
+
+pub mod bridge;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,6 +32,25 @@ pub struct CheckArgs {
     /// unless this is given).
     #[arg(long, value_name = "ADDR", help_heading = "Target")]
     pub relay_listen: Option<std::net::SocketAddr>,
+    /// Check a relay bridge instead of an HTTP service: start CMD (with `sh -c`), `{relay_url}`
+    /// and `{upstream_url}` filled in; the checker plays the relay it dials and the local handler
+    /// it relays to, runs R1–R6, and stops it (SIGTERM, timed) at the end.
+    #[arg(
+        long,
+        value_name = "CMD",
+        help_heading = "Bridge",
+        conflicts_with = "target"
+    )]
+    pub bridge_command: Option<String>,
+    /// Bridge mode for a bridge started by hand: serve its local handler on ADDR (the relay on
+    /// `--relay-listen`, else a free loopback port), print both URLs and wait for it to dial.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        help_heading = "Bridge",
+        conflicts_with = "target"
+    )]
+    pub upstream_listen: Option<std::net::SocketAddr>,
     /// Fail every check that skips, with its reason (a gate must not pass on missing evidence).
     /// Checks that do not apply to the target's values still pass, saying so.
     #[arg(long, help_heading = "Run")]
@@ -51,6 +73,11 @@ pub struct CheckArgs {
 }
 
 impl CheckArgs {
+    /// Whether a relay bridge is checked (`--bridge-command` or `--upstream-listen`).
+    pub fn bridge_mode(&self) -> bool {
+        self.bridge_command.is_some() || self.upstream_listen.is_some()
+    }
+
     /// The embedded reference server with every default and no progress display: what a test
     /// starts from (`CheckArgs { trials: Some(2), ..CheckArgs::embedded() }`).
     pub fn embedded() -> CheckArgs {
@@ -91,6 +118,9 @@ async fn run_suite(
     source: &ContractSource,
     subject: &Subject,
 ) -> Result<RunReport, Fatal> {
+    if subject.upstream.is_some() {
+        return bridge::run_suite(args, source, subject).await;
+    }
     let client = reqwest::Client::new();
     let Opening {
         reconciliation,
@@ -126,15 +156,36 @@ async fn run_suite(
         )));
     }
 
-    let selected: Vec<_> = selected(&args.only, &args.skip).collect();
-    let progress = terminal::Progress::new(selected.len(), style.color);
+    let checks: Vec<_> = selected(&args.only, &args.skip).collect();
+    let results = run_checks(args, &checks, &target, |_| {
+        contract_result(&reconciliation, allow_overrides)
+    })
+    .await;
+    let report = RunReport { manifest, results };
+    print!(
+        "{}",
+        terminal::summary(&report, args.reports.html.as_deref(), style)
+    );
+    Ok(report)
+}
+
+/// Runs `checks` in order against `target`, one progress line each (`session` answers the
+/// checks that judge the session rather than the target); `--strict` turns skips into failures.
+async fn run_checks(
+    args: &CheckArgs,
+    checks: &[&'static registry::Check],
+    target: &Arc<Target>,
+    session: impl Fn(&registry::Check) -> CheckResult,
+) -> Vec<CheckResult> {
+    let style = args.reports.style();
+    let progress = terminal::Progress::new(checks.len(), style.color);
     let mut results = Vec::new();
-    for check in selected {
+    for check in checks {
         let result = match check.run {
-            Run::Session => contract_result(&reconciliation, allow_overrides),
+            Run::Session => session(check),
             Run::Target(run) => {
                 progress.start(check.id.as_str(), &check.title(&target.expected));
-                registry::run(check, run, &target).await
+                registry::run(check, run, target).await
             }
         };
         let result = if args.strict {
@@ -150,11 +201,5 @@ async fn run_suite(
         results.push(result);
     }
     progress.finish();
-
-    let report = RunReport { manifest, results };
-    print!(
-        "{}",
-        terminal::summary(&report, args.reports.html.as_deref(), style)
-    );
-    Ok(report)
+    results
 }

@@ -1,0 +1,112 @@
+//! Bridge mode end to end: `plimsoll check --bridge-command` starts a bridge, plays the relay it
+//! dials and the local handler it relays to, and judges R1–R6 at those two ends. The reference
+//! bridge (`plimsoll serve --relay-url … --relay-upstream …`) passes; every broken variant with a
+//! bridge row (`bridge [...]` in the server's `mutant/mod.rs`) fails exactly that row; a bridge
+//! that exits before dialling stops the run with exit 2 and says why.
+
+use std::collections::BTreeSet;
+
+use plimsoll_conformance::check::{self, CheckArgs};
+use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::RunReport;
+use plimsoll_server::Mutant;
+
+/// The reference bridge, `mutant` swapped in when given, as a `--bridge-command`.
+fn reference_bridge(mutant: Option<Mutant>) -> String {
+    let env = mutant
+        .map(|m| format!("PLIMSOLL_MUTANT={} ", m.name()))
+        .unwrap_or_default();
+    format!(
+        "{env}exec {} serve --port 0 --log-file /dev/null --relay-url {{relay_url}} --relay-upstream {{upstream_url}}",
+        env!("CARGO_BIN_EXE_plimsoll")
+    )
+}
+
+async fn run(command: String) -> Result<RunReport, Fatal> {
+    let args = CheckArgs {
+        bridge_command: Some(command),
+        ..CheckArgs::embedded()
+    };
+    let subject = check::bridge::subject(&args).await?;
+    check::execute(&args, subject).await
+}
+
+fn failed(report: &RunReport) -> BTreeSet<String> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.verdict.is_fail())
+        .map(|r| r.id.clone())
+        .collect()
+}
+
+fn why(report: &RunReport) -> String {
+    report
+        .results
+        .iter()
+        .map(|r| format!("{} {:?}: {}", r.id, r.verdict, r.observed))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_bridge_passes_r1_to_r6_judged_at_both_ends() {
+    let report = run(reference_bridge(None)).await.unwrap();
+    let ids: Vec<&str> = report.results.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["R1", "R2", "R3", "R4", "R5", "R6"]);
+    assert_eq!(report.manifest.mode, "bridge");
+    assert!(failed(&report).is_empty(), "{}", why(&report));
+    // Judged at the checker's own ends: counts at its upstream, the stop timed by it.
+    let r1 = &report.results[0];
+    assert!(
+        r1.observed.contains("requests at the upstream"),
+        "{}",
+        r1.observed
+    );
+    let r6 = &report.results[5];
+    assert!(r6.observed.contains("after SIGTERM"), "{}", r6.observed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bridge_variant_fails_exactly_its_row() {
+    let variants: Vec<Mutant> = Mutant::ALL
+        .iter()
+        .copied()
+        .filter(|m| !m.bridge_fails().is_empty())
+        .collect();
+    assert!(variants.len() >= 10, "{variants:?}");
+    let mut wrong = Vec::new();
+    for m in variants {
+        let report = run(reference_bridge(Some(m))).await.unwrap();
+        let expected: BTreeSet<String> = m.bridge_fails().iter().map(|s| s.to_string()).collect();
+        let got = failed(&report);
+        if got != expected {
+            wrong.push(format!(
+                "{}: failed {got:?}, expected {expected:?}\n{}",
+                m.name(),
+                why(&report)
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+#[tokio::test]
+async fn a_bridge_that_exits_before_dialling_stops_the_run_saying_why() {
+    let e = run("echo no relay here; exit 3 # {relay_url}".to_owned())
+        .await
+        .expect_err("a bridge that never dials cannot be judged");
+    let text = e.to_string();
+    assert!(matches!(e, Fatal::Unreachable(_)), "{text}");
+    assert!(
+        text.contains("exited (exit status: 3) before it dialled"),
+        "{text}"
+    );
+    assert!(text.contains("no relay here"), "{text}");
+}
+
+#[tokio::test]
+async fn a_command_that_cannot_know_the_relay_is_a_usage_error() {
+    let e = run("true".to_owned()).await.unwrap_err();
+    assert!(matches!(e, Fatal::Usage(_)), "{e}");
+}
