@@ -4,8 +4,15 @@
 //! bridge row (`bridge [...]` in the server's `mutant/mod.rs`) fails exactly that row; a bridge
 //! that exits before dialling stops the run with exit 2 and says why.
 
+#[allow(
+    dead_code,
+    reason = "the shared helpers; this binary reads reports with two of them"
+)]
+mod common;
+
 use std::collections::BTreeSet;
 
+use common::{failed, why};
 use plimsoll_conformance::check::{self, CheckArgs};
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::RunReport;
@@ -29,24 +36,6 @@ async fn run(command: String) -> Result<RunReport, Fatal> {
     };
     let subject = check::bridge::subject(&args).await?;
     check::execute(&args, subject).await
-}
-
-fn failed(report: &RunReport) -> BTreeSet<String> {
-    report
-        .results
-        .iter()
-        .filter(|r| r.verdict.is_fail())
-        .map(|r| r.id.clone())
-        .collect()
-}
-
-fn why(report: &RunReport) -> String {
-    report
-        .results
-        .iter()
-        .map(|r| format!("{} {:?}: {}", r.id, r.verdict, r.observed))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -141,9 +141,13 @@ fn every_declared_variant_is_run() {
     assert_eq!(untested(&TESTED[1..]), [TESTED[0].name()]);
 }
 
-/// Renders the matrix section of docs/conformance.md: a column per check of the registry.
-fn matrix_markdown() -> String {
-    let columns: Vec<CheckId> = REGISTRY.iter().map(|c| c.id).collect();
+/// A matrix of docs/conformance.md: a column per check of `columns`, a first row for the
+/// `reference` (passing everything), then a row per variant with the checks `fails` gives it.
+fn matrix(
+    columns: &[CheckId],
+    reference: &str,
+    rows: impl Iterator<Item = (Mutant, BTreeSet<CheckId>)>,
+) -> String {
     let names: Vec<&str> = columns.iter().map(|id| id.as_str()).collect();
     let mut md = String::from("| broken variant | what is broken | ");
     md.push_str(&names.join(" | "));
@@ -151,11 +155,10 @@ fn matrix_markdown() -> String {
     md.push_str(&"---|".repeat(columns.len()));
     md.push('\n');
     md.push_str(&format!(
-        "| *(reference server)* | nothing | {} |\n",
+        "| *({reference})* | nothing | {} |\n",
         vec!["✓"; columns.len()].join(" | ")
     ));
-    for &m in Mutant::ALL {
-        let failing = must_fail(m);
+    for (m, failing) in rows {
         let cells: Vec<&str> = columns
             .iter()
             .map(|id| {
@@ -176,8 +179,15 @@ fn matrix_markdown() -> String {
     md
 }
 
-/// Renders the bridge-mode matrix of docs/conformance.md: the relay checks, and each variant
-/// with a bridge row (`tests/bridge.rs` runs them).
+/// The matrix section: a column per check of the registry, a row per variant.
+fn matrix_markdown() -> String {
+    let columns: Vec<CheckId> = REGISTRY.iter().map(|c| c.id).collect();
+    let rows = Mutant::ALL.iter().map(|&m| (m, must_fail(m)));
+    matrix(&columns, "reference server", rows)
+}
+
+/// The bridge-mode matrix: the relay checks, and each variant with a bridge row
+/// (`tests/bridge.rs` runs them).
 fn bridge_matrix_markdown() -> String {
     let columns: Vec<CheckId> = plimsoll_spec::ClauseId::ALL
         .into_iter()
@@ -186,36 +196,11 @@ fn bridge_matrix_markdown() -> String {
         })
         .map(Clause)
         .collect();
-    let names: Vec<&str> = columns.iter().map(|id| id.as_str()).collect();
-    let mut md = String::from("| broken variant | what is broken | ");
-    md.push_str(&names.join(" | "));
-    md.push_str(" |\n|---|---|");
-    md.push_str(&"---|".repeat(columns.len()));
-    md.push('\n');
-    md.push_str(&format!(
-        "| *(reference bridge)* | nothing | {} |\n",
-        vec!["✓"; columns.len()].join(" | ")
-    ));
-    for &m in Mutant::ALL.iter().filter(|m| !m.bridge_fails().is_empty()) {
-        let failing = check_ids(m, m.bridge_fails());
-        let cells: Vec<&str> = columns
-            .iter()
-            .map(|id| {
-                if failing.contains(id) {
-                    "**✗**"
-                } else {
-                    "✓"
-                }
-            })
-            .collect();
-        md.push_str(&format!(
-            "| `{}` | {} | {} |\n",
-            m.name(),
-            m.what(),
-            cells.join(" | ")
-        ));
-    }
-    md
+    let rows = Mutant::ALL
+        .iter()
+        .filter(|m| !m.bridge_fails().is_empty())
+        .map(|&m| (m, check_ids(m, m.bridge_fails())));
+    matrix(&columns, "reference bridge", rows)
 }
 
 /// Architecture invariant: every clause has at least one broken variant that must fail it, so
