@@ -136,7 +136,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
 /// Declared lengths totalling `total`, none above `max`.
 fn stalled_sizes(total: u64, max: u64) -> Vec<u64> {
     let mut sizes = vec![max; (total / max) as usize];
-    if total % max > 0 {
+    if !total.is_multiple_of(max) {
         sizes.push(total % max);
     }
     sizes
