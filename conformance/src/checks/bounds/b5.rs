@@ -71,42 +71,17 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
         return;
     }
     let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
-    let export_head = |len: u64| head(&export.path, &host, &export.content_types[0], len);
-
     let began = Instant::now();
-    let mut stalled = Vec::with_capacity(sizes.len());
-    for (i, &len) in sizes.iter().enumerate() {
-        match stall(addr, export_head(len), len).await {
-            Ok(stream) => stalled.push(stream),
-            Err(e) => {
-                c.fail(format!("stalled upload {} of {}: {e}", i + 1, sizes.len()));
-                return;
-            }
-        }
-    }
+    let stalled = match hold_budget(t, addr, &host, &sizes).await {
+        Ok(stalled) => stalled,
+        Err(e) => return c.fail(e),
+    };
     tokio::time::sleep(SETTLE).await;
 
     let probe = head(&digitize.path, &host, &digitize.content_types[0], large);
     let refused = first_answer(addr, probe, refusal.max(Duration::from_millis(500)) * 4).await;
     let refused_note = judge_refusal(t, c, refused, refusal, overloaded);
-
-    let small_note = match t.digitize(None).await {
-        Ok(reply) => {
-            c.reply(t, "small digitize while the budget is held", &reply);
-            c.require(reply.ok(), || {
-                format!(
-                    "a small digitize while the budget is held was answered {} {}: the budget must leave room for it",
-                    reply.status,
-                    reply.code()
-                )
-            });
-            format!("small digitize {}", reply.status)
-        }
-        Err(e) => {
-            c.fail(format!("small digitize while the budget is held: {e}"));
-            "small digitize: no answer".into()
-        }
-    };
+    let small_note = small_digitize(t, c).await;
     let held_for = began.elapsed();
     let answered = stalled.iter().filter(|s| has_answered(s)).count();
     c.require(answered == 0, || {
@@ -131,6 +106,46 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
         sizes.len(),
         budget_mb - 1
     );
+}
+
+/// Opens the stalled export uploads, one per declared length.
+async fn hold_budget(
+    t: &Target,
+    addr: SocketAddr,
+    host: &str,
+    sizes: &[u64],
+) -> Result<Vec<TcpStream>, String> {
+    let export = &t.expected.api.export;
+    let mut stalled = Vec::with_capacity(sizes.len());
+    for (i, &len) in sizes.iter().enumerate() {
+        let request = head(&export.path, host, &export.content_types[0], len);
+        let stream = stall(addr, request, len)
+            .await
+            .map_err(|e| format!("stalled upload {} of {}: {e}", i + 1, sizes.len()))?;
+        stalled.push(stream);
+    }
+    Ok(stalled)
+}
+
+/// A small digitize while the budget is held: the budget must leave room for it.
+async fn small_digitize(t: &Arc<Target>, c: &mut Ctx) -> String {
+    match t.digitize(None).await {
+        Ok(reply) => {
+            c.reply(t, "small digitize while the budget is held", &reply);
+            c.require(reply.ok(), || {
+                format!(
+                    "a small digitize while the budget is held was answered {} {}: the budget must leave room for it",
+                    reply.status,
+                    reply.code()
+                )
+            });
+            format!("small digitize {}", reply.status)
+        }
+        Err(e) => {
+            c.fail(format!("small digitize while the budget is held: {e}"));
+            "small digitize: no answer".into()
+        }
+    }
 }
 
 /// Declared lengths totalling `total`, none above `max`.
