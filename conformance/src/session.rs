@@ -46,10 +46,18 @@ pub struct SubjectArgs {
     /// start).
     #[arg(long, value_name = "DIR")]
     pub temp_dir: Option<PathBuf>,
-    /// Stop the whole run after this many seconds, writing the reports asked for, marked
-    /// incomplete (exit code 2). A stop signal (Ctrl-C, SIGTERM) does the same at once.
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_S, help_heading = "Run")]
-    pub timeout: u64,
+    /// Stop the whole run after this many seconds (default 1800), writing the reports asked
+    /// for, marked incomplete (exit code 2). A stop signal (Ctrl-C, SIGTERM) does the same at
+    /// once.
+    #[arg(long, value_name = "SECS", help_heading = "Run")]
+    pub timeout: Option<u64>,
+}
+
+impl SubjectArgs {
+    /// How long the whole run may take (`--timeout`, else [`DEFAULT_TIMEOUT_S`]).
+    pub fn run_timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+    }
 }
 
 /// `--timeout`'s default: a run of the full contract timeouts (`--full-timeouts`, B1 waiting
@@ -102,7 +110,7 @@ pub async fn judge(
     let result = match ContractSource::read(args.contract.as_deref()) {
         Ok(source) => tokio::select! {
             result = run(&source, &subject, &partial) => result,
-            why = stop_requested(Duration::from_secs(args.timeout)) => Err(Fatal::Stopped(why)),
+            why = stop_requested(args.run_timeout()) => Err(Fatal::Stopped(why)),
         },
         Err(e) => Err(e),
     };

@@ -178,7 +178,11 @@ async fn a_target_that_answers_garbage_is_unreachable_in_one_line() {
     let run = check_against(&url, 20).await;
     assert_eq!(run.output.status.code(), Some(2));
     assert!(run.stderr().contains("unreachable"), "{}", run.stderr());
-    assert!(run.stderr().contains("invalid HTTP"), "says why: {}", run.stderr());
+    assert!(
+        run.stderr().contains("invalid HTTP"),
+        "says why: {}",
+        run.stderr()
+    );
     assert!(run.took < Duration::from_secs(5), "{:?}", run.took);
 }
 
@@ -238,7 +242,11 @@ async fn a_head_of_100_mb_is_refused_by_the_checker_not_read() {
     .await;
     let run = check_against(&url, 20).await;
     assert_eq!(run.output.status.code(), Some(2), "{}", run.stderr());
-    assert!(run.stderr().contains("too large"), "says why: {}", run.stderr());
+    assert!(
+        run.stderr().contains("too large"),
+        "says why: {}",
+        run.stderr()
+    );
 }
 
 #[tokio::test]
@@ -269,6 +277,116 @@ async fn a_deeply_nested_contract_claim_is_unreadable_not_a_crash() {
     let all = format!("{}{}", run.stdout(), run.stderr());
     assert!(!all.contains("panicked"), "{all}");
     assert!(!all.contains("overflow"), "{all}");
+}
+
+/// A free loopback address (bound and released: the checker binds it next).
+fn free_addr() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// What a hostile relay bridge does once it has dialled the checker's relay.
+#[derive(Clone, Copy, Debug)]
+enum Bridge {
+    /// Reads every frame and answers none.
+    Silent,
+    /// Sends one 100 MB text frame.
+    Huge,
+    /// Answers every frame with text that is no relay frame, and binary garbage.
+    Malformed,
+}
+
+/// Runs the relay checks in bridge mode against a bridge that dials the checker's relay and
+/// then misbehaves as `bridge` says.
+async fn bridge_run(bridge: Bridge, timeout_s: u64) -> Run {
+    use futures_util::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let relay = free_addr();
+    let upstream = free_addr();
+    let url = format!("ws://{relay}/");
+    let dialler = tokio::spawn(async move {
+        // Dial until the checker listens, then misbehave until the run ends.
+        let ws = loop {
+            if let Ok((ws, _)) = tokio_tungstenite::connect_async(&url).await {
+                break ws;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let (mut tx, mut rx) = ws.split();
+        match bridge {
+            Bridge::Silent => while let Some(Ok(_)) = rx.next().await {},
+            Bridge::Huge => {
+                let _ = tx.send(Message::text("x".repeat(100 << 20))).await;
+                while let Some(Ok(_)) = rx.next().await {}
+            }
+            Bridge::Malformed => {
+                while let Some(Ok(_)) = rx.next().await {
+                    let _ = tx.send(Message::text("{not a relay frame")).await;
+                    let _ = tx.send(Message::binary(vec![0xff; 1024])).await;
+                }
+            }
+        }
+    });
+    let timeout = timeout_s.to_string();
+    let run = plimsoll(
+        &[
+            "check",
+            "--relay-listen",
+            &relay,
+            "--upstream-listen",
+            &upstream,
+            "--quiet",
+            "--timeout",
+            &timeout,
+        ],
+        Duration::from_secs(timeout_s + 10),
+        None,
+    )
+    .await;
+    dialler.abort();
+    println!(
+        "hostile bridge {bridge:?}: exit {:?} after {:.2} s, checker peak RSS {} MB: {}",
+        run.output.status.code(),
+        run.took.as_secs_f64(),
+        run.peak_rss_mb,
+        run.stderr().trim()
+    );
+    assert!(
+        run.took <= Duration::from_secs(timeout_s + 2),
+        "{bridge:?}: took {:?}",
+        run.took
+    );
+    assert!(
+        run.peak_rss_mb <= RSS_CEILING_MB,
+        "{bridge:?}: the checker reached {} MB",
+        run.peak_rss_mb
+    );
+    assert!(
+        matches!(run.output.status.code(), Some(1 | 2)),
+        "{bridge:?}: exit {:?}\n{}{}",
+        run.output.status.code(),
+        run.stdout(),
+        run.stderr()
+    );
+    let all = format!("{}{}", run.stdout(), run.stderr());
+    assert!(!all.contains("panicked"), "{all}");
+    run
+}
+
+#[tokio::test]
+async fn a_bridge_that_dials_and_goes_silent_fails_within_the_timeout() {
+    bridge_run(Bridge::Silent, 30).await;
+}
+
+#[tokio::test]
+async fn a_bridge_that_sends_a_100_mb_frame_costs_the_checker_a_bounded_amount() {
+    bridge_run(Bridge::Huge, 30).await;
+}
+
+#[tokio::test]
+async fn a_bridge_that_sends_malformed_frames_fails_within_the_timeout() {
+    bridge_run(Bridge::Malformed, 30).await;
 }
 
 #[cfg(unix)]
