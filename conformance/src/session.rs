@@ -8,7 +8,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plimsoll_spec::{Contract, EMBEDDED_TOML, Reconciliation};
 
@@ -17,7 +17,7 @@ use crate::remote::bridge::BridgeProcess;
 use crate::remote::relay::RelayListener;
 use crate::remote::upstream::Upstream;
 use crate::report::ReportFiles;
-use crate::verdict::{Manifest, RunReport};
+use crate::verdict::{CheckResult, Manifest, RunReport};
 
 /// Exit code: every verdict passed (skips allowed, unless `--strict`).
 pub const EXIT_PASS: u8 = 0;
@@ -46,7 +46,28 @@ pub struct SubjectArgs {
     /// start).
     #[arg(long, value_name = "DIR")]
     pub temp_dir: Option<PathBuf>,
+    /// Stop the whole run after this many seconds (default 1800), writing the reports asked
+    /// for, marked incomplete (exit code 2). A stop signal (Ctrl-C, SIGTERM) does the same at
+    /// once.
+    #[arg(long, value_name = "SECS", help_heading = "Run")]
+    pub timeout: Option<u64>,
 }
+
+impl SubjectArgs {
+    /// How long the whole run may take (`--timeout`, else [`DEFAULT_TIMEOUT_S`]).
+    pub fn run_timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+    }
+}
+
+/// `--timeout`'s default: a run of the full contract timeouts (`--full-timeouts`, B1 waiting
+/// 60 s per trial) takes about a quarter of it on a 2-core machine, so only a run that hangs
+/// reaches it.
+pub const DEFAULT_TIMEOUT_S: u64 = 1800;
+
+/// How long the subject may take to stop once the run was stopped: with the runtime's own
+/// shutdown after it, the process exits within 2 s of the signal.
+const STOPPED_FINISH: Duration = Duration::from_millis(1000);
 
 /// Runs a command that judges a target (`check`, `load`) from the command line: starts the
 /// runtime, runs `execute` on it, and maps the outcome to the exit code ([`EXIT_PASS`],
@@ -62,7 +83,10 @@ where
             return EXIT_CANNOT_PROCEED;
         }
     };
-    match runtime.block_on(execute()) {
+    let outcome = runtime.block_on(execute());
+    // Work the run left behind (a held job's blocking thread) must not keep the process alive.
+    runtime.shutdown_timeout(Duration::from_millis(300));
+    match outcome {
         Ok(report) if report.failed() > 0 => EXIT_FAIL,
         Ok(_) => EXIT_PASS,
         Err(e) => {
@@ -73,21 +97,104 @@ where
 }
 
 /// One judged run: reads the contract, runs `run` on it and the subject, stops the subject
-/// whatever happened, and writes the report files asked for.
+/// whatever happened, and writes the report files asked for. A stop signal or `--timeout`
+/// ends `run` where it is: what it recorded in its [`Partial`] is written, marked incomplete,
+/// and the run is [`Fatal::Stopped`].
 pub async fn judge(
     args: &SubjectArgs,
     subject: Subject,
     reports: &ReportFiles,
-    run: impl AsyncFnOnce(&ContractSource, &Subject) -> Result<RunReport, Fatal>,
+    run: impl AsyncFnOnce(&ContractSource, &Subject, &Partial) -> Result<RunReport, Fatal>,
 ) -> Result<RunReport, Fatal> {
+    let partial = Partial::default();
     let result = match ContractSource::read(args.contract.as_deref()) {
-        Ok(source) => run(&source, &subject).await,
+        Ok(source) => tokio::select! {
+            result = run(&source, &subject, &partial) => result,
+            why = stop_requested(args.run_timeout()) => Err(Fatal::Stopped(why)),
+        },
         Err(e) => Err(e),
     };
+    if let Err(Fatal::Stopped(why)) = &result {
+        let _ = tokio::time::timeout(STOPPED_FINISH, subject.finish()).await;
+        if let Some(report) = partial.take(why) {
+            println!("{}", crate::report::terminal::stopped_line(&report));
+            reports.write(&report)?;
+        }
+        return result;
+    }
     subject.finish().await;
     let report = result?;
     reports.write(&report)?;
     Ok(report)
+}
+
+/// What a run has finished so far, for the reports of a run that is stopped before its end.
+#[derive(Default)]
+pub struct Partial(std::sync::Mutex<PartialState>);
+
+#[derive(Default)]
+struct PartialState {
+    manifest: Option<Manifest>,
+    results: Vec<CheckResult>,
+    running: Option<String>,
+}
+
+impl Partial {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PartialState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The run's manifest, once it is known (nothing is written for a run stopped before).
+    pub fn begin(&self, manifest: &Manifest) {
+        self.lock().manifest = Some(manifest.clone());
+    }
+
+    /// The check (or phase) now running, named in the reason of a stop.
+    pub fn running(&self, what: &str) {
+        self.lock().running = Some(what.to_owned());
+    }
+
+    /// A finished check's result.
+    pub fn finished(&self, result: &CheckResult) {
+        let mut state = self.lock();
+        state.results.push(result.clone());
+        state.running = None;
+    }
+
+    /// The report so far, marked incomplete with `why` (and what was running then).
+    fn take(&self, why: &str) -> Option<RunReport> {
+        let mut state = self.lock();
+        let mut manifest = state.manifest.take()?;
+        manifest.incomplete = Some(match state.running.take() {
+            Some(what) => format!("{why} while {what} ran; later checks did not run"),
+            None => why.to_owned(),
+        });
+        Some(RunReport {
+            manifest,
+            results: std::mem::take(&mut state.results),
+        })
+    }
+}
+
+/// Resolves when the run must stop: Ctrl-C, SIGTERM, or `timeout` after the start; says which.
+async fn stop_requested(timeout: Duration) -> String {
+    let deadline = tokio::time::sleep(timeout);
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = deadline => format!("stopped by --timeout after {} s", timeout.as_secs()),
+        _ = tokio::signal::ctrl_c() => "stopped by Ctrl-C (SIGINT)".to_owned(),
+        _ = terminate => "stopped by SIGTERM".to_owned(),
+    }
 }
 
 /// Why a run could not proceed (exit code 2).
@@ -105,6 +212,10 @@ pub enum Fatal {
     Usage(String),
     #[error("writing reports: {0}")]
     Report(#[from] std::io::Error),
+    /// A stop signal or `--timeout` ended the run; the reports asked for are written, marked
+    /// incomplete.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 /// The contract a run judges by, with the text it came from (hashed into the report).
@@ -294,6 +405,9 @@ impl Subject {
     }
 }
 
+/// The most of a `/v1/contract` claim the checker reads (the honest one is about 40 kB).
+const MAX_CLAIM_BYTES: usize = 4 << 20;
+
 /// The target's claimed effective values (`GET /v1/contract`), reconciled with the contract:
 /// what the checks judge by, and what was adopted or refused on the way. Only an unreachable
 /// target stops the run; a claim that is no contract (a non-2xx answer, not JSON, not of the
@@ -307,13 +421,11 @@ pub async fn reconcile(
 ) -> Result<Reconciliation, Fatal> {
     let path = &contract.api.contract.path;
     let url = format!("{base}{path}");
-    let response = client
-        .get(&url)
-        .send()
-        .await
-        .map_err(|e| Fatal::Unreachable(format!("{base}: {e}")))?;
+    let response = client.get(&url).send().await.map_err(|e| {
+        Fatal::Unreachable(format!("{base}: {}", crate::remote::body::with_causes(&e)))
+    })?;
     let status = response.status();
-    let claim = match response.bytes().await {
+    let claim = match crate::remote::body::read_capped(response, MAX_CLAIM_BYTES).await {
         Err(e) => Err(format!("reading {url}: {e}")),
         Ok(_) if !status.is_success() => Err(format!("{url} answered {status}")),
         Ok(body) => serde_json::from_slice::<serde_json::Value>(&body)
@@ -388,6 +500,7 @@ pub fn manifest(
         trials: 1,
         seed: 0,
         started_unix_ms,
+        incomplete: None,
     }
 }
 

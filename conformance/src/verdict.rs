@@ -157,4 +157,8 @@ pub struct Manifest {
     pub trials: u32,
     pub seed: u64,
     pub started_unix_ms: u128,
+    /// Why the run stopped before its end (a stop signal, `--timeout`), when it did: the
+    /// results are the checks finished by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }

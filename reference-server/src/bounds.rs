@@ -1,6 +1,7 @@
 //! The per-request bounds (B1–B3) as seams: when a job's deadline falls, how much memory it may
-//! hold, and what a client that goes away does to its job. The contract's answers are
-//! [`FromArrival`], [`ContractCap`] and [`CancelJob`].
+//! hold, and what a client that goes away does to its job; and the bound on all requests'
+//! bodies together (B5). The contract's answers are [`FromArrival`], [`ContractCap`],
+//! [`CancelJob`] and [`ContractBudget`].
 
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
@@ -55,5 +56,22 @@ impl OnDisconnect for CancelJob {
     // clause: B3 — a client disconnect stops the worker within 1 s
     fn client_gone(&self, job: &CancellationToken) {
         job.cancel();
+    }
+}
+
+/// How many bytes of request bodies the server holds at once.
+pub trait UploadBudgetPolicy: Debug + Send + Sync {
+    /// `contract_mb` is the contract's budget (after overrides); `None` means no budget at all.
+    fn budget_bytes(&self, contract_mb: u64) -> Option<u64>;
+}
+
+/// The contract's budget.
+#[derive(Debug)]
+pub struct ContractBudget;
+
+impl UploadBudgetPolicy for ContractBudget {
+    // clause: B5 — 1024 MB of bodies in flight (`UPLOAD_BUDGET_MB`)
+    fn budget_bytes(&self, contract_mb: u64) -> Option<u64> {
+        Some(contract_mb.saturating_mul(1 << 20))
     }
 }

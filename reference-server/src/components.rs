@@ -6,7 +6,10 @@
 use std::sync::Arc;
 
 use crate::admission::{Admission, ContractSizing, Fifo, PoolSizing, QueueDiscipline, UploadFirst};
-use crate::bounds::{CancelJob, ContractCap, DeadlinePolicy, FromArrival, MemoryCap, OnDisconnect};
+use crate::bounds::{
+    CancelJob, ContractBudget, ContractCap, DeadlinePolicy, FromArrival, MemoryCap, OnDisconnect,
+    UploadBudgetPolicy,
+};
 use crate::claims::{Claims, Truthful};
 use crate::connections::{ConnectionPolicy, ContractConnections};
 use crate::logging::{JsonLines, LogFormat};
@@ -32,6 +35,8 @@ pub struct Components {
     pub deadline: Arc<dyn DeadlinePolicy>,
     /// How much memory a job may hold (B2).
     pub memory_cap: Arc<dyn MemoryCap>,
+    /// How many bytes of request bodies are held at once (B5).
+    pub upload_budget: Arc<dyn UploadBudgetPolicy>,
     /// What a client disconnect does to its job (B3).
     pub disconnect: Arc<dyn OnDisconnect>,
     /// Removing a finished job's temp dir (F1, B1, B3).
@@ -66,6 +71,7 @@ impl Components {
             admission: Arc::new(UploadFirst),
             deadline: Arc::new(FromArrival),
             memory_cap: Arc::new(ContractCap),
+            upload_budget: Arc::new(ContractBudget),
             disconnect: Arc::new(CancelJob),
             temp_cleaner: Arc::new(RemoveTempDir),
             slot_release: Arc::new(ReleaseWhenStopped),

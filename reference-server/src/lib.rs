@@ -33,6 +33,7 @@ pub mod retry_after;
 pub mod server;
 pub mod state;
 pub mod upload;
+pub mod upload_budget;
 pub mod worker;
 
 pub use config::{Config, ConfigError};

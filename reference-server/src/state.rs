@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::logging::{LogWriter, RequestLog};
 use crate::metrics::Metrics;
 use crate::problem::Responder;
+use crate::upload_budget::UploadBudget;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -30,6 +31,8 @@ pub struct Inner {
     pub export: Arc<WorkerPool>,
     /// The relay bridge's workers (R1): overflow queues (FIFO) unless the contract says `reject`.
     pub relay: Arc<WorkerPool>,
+    /// The bytes of request bodies held now, against the server's budget (B5).
+    pub upload_budget: Arc<UploadBudget>,
     /// Parent of every job's cancellation token: cancelled when a shutdown's drain time is up.
     pub shutdown: CancellationToken,
     /// Cancelled at the first stop signal (and with `shutdown`): relay work is cut, not drained
@@ -74,7 +77,16 @@ impl AppState {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let shutdown = CancellationToken::new();
+        let budget_mb = config.contract.clauses.b5.value.upload_budget_mb;
+        let upload_budget = UploadBudget::new(
+            config
+                .components()
+                .upload_budget
+                .budget_bytes(budget_mb)
+                .unwrap_or(u64::MAX),
+        );
         AppState(Arc::new(Inner {
+            upload_budget,
             headers: ContractHeaders::new(&config),
             metrics,
             digitize,

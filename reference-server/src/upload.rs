@@ -1,6 +1,8 @@
 //! A request body, read in full before admission (so a slow upload never holds a worker slot),
-//! bounded in size and in time.
+//! bounded in size and in time (F2, B1), and charged to the server's upload budget (B5) before
+//! a byte of it is kept.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -9,6 +11,7 @@ use http_body_util::BodyExt;
 use plimsoll_spec::ErrorCode;
 
 use crate::error::ErrorKind;
+use crate::upload_budget::{Reservation, UploadBudget};
 
 /// An unread body and its bounds.
 pub struct Upload {
@@ -17,10 +20,37 @@ pub struct Upload {
     declared: Option<u64>,
     limit: u64,
     read_timeout: Duration,
+    budget: Arc<UploadBudget>,
+}
+
+/// A body read in full, with the share of the upload budget it holds until it is dropped.
+pub struct Received {
+    pub body: Bytes,
+    pub reservation: Reservation,
+}
+
+/// Why a body was not taken.
+pub enum UploadError {
+    /// Bad or late input (F2, B1): answered with its own code.
+    Rejected(ErrorKind),
+    /// The upload budget has no room for it (B5): answered as an overload, body unread.
+    OverBudget,
+}
+
+impl From<ErrorKind> for UploadError {
+    fn from(kind: ErrorKind) -> Self {
+        UploadError::Rejected(kind)
+    }
 }
 
 impl Upload {
-    pub fn new(body: Body, headers: &HeaderMap, limit: u64, read_timeout: Duration) -> Upload {
+    pub fn new(
+        body: Body,
+        headers: &HeaderMap,
+        limit: u64,
+        read_timeout: Duration,
+        budget: &Arc<UploadBudget>,
+    ) -> Upload {
         let declared = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
@@ -30,46 +60,48 @@ impl Upload {
             declared,
             limit,
             read_timeout,
+            budget: budget.clone(),
         }
     }
 
-    /// Reads the whole body. An oversize body is still drained (up to a bound) before the 400 is
-    /// answered: a client that is still sending when the server closes would see a reset
-    /// instead of the answer.
+    /// Reads the whole body. A declared length is charged to the budget before anything is
+    /// read, a chunked body as its buffer grows. An oversize body is still drained (up to a
+    /// bound, nothing kept, nothing charged) before the 400 is answered: a client that is still
+    /// sending when the server closes would see a reset instead of the answer.
     // clause: F2 — `payload_too_large`, `empty_body` (and `upload_timeout` for a stalled body)
-    pub async fn read(self) -> Result<Bytes, ErrorKind> {
+    pub async fn read(self) -> Result<Received, UploadError> {
         let Upload {
             mut body,
             declared,
             limit,
             read_timeout,
+            budget,
         } = self;
+        let oversize_declared = declared.is_some_and(|n| n > limit);
+        let mut kept = Kept::new(budget.reservation());
+        // clause: B5 — a declared length past the budget is refused before its body is read
         // Past this much, stop draining and let the connection close.
         let drain_cap = limit.saturating_mul(4);
-        // A body that arrives as one frame (most do) is kept as that frame, without a copy.
-        let mut first: Option<Bytes> = None;
-        let mut kept = Vec::new();
+        if let Some(n) = declared.filter(|_| !oversize_declared)
+            && !kept.reserve(n)
+        {
+            drain_in_background(body, drain_cap, read_timeout);
+            return Err(UploadError::OverBudget);
+        }
         let mut seen: u64 = 0;
         let read = async {
             while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| e.to_string())?;
+                let frame = frame.map_err(|e| ReadError::Body(e.to_string()))?;
                 if let Ok(data) = frame.into_data() {
                     seen += data.len() as u64;
-                    if seen <= limit && declared.is_none_or(|n| n <= limit) {
-                        match first.take() {
-                            None if kept.is_empty() => first = Some(data),
-                            Some(earlier) => {
-                                kept.extend_from_slice(&earlier);
-                                kept.extend_from_slice(&data);
-                            }
-                            None => kept.extend_from_slice(&data),
-                        }
+                    if seen <= limit && !oversize_declared {
+                        kept.push(data, limit)?;
                     } else if seen > drain_cap {
                         break;
                     }
                 }
             }
-            Ok::<(), String>(())
+            Ok::<(), ReadError>(())
         };
         match tokio::time::timeout(read_timeout, read).await {
             Err(_) => {
@@ -79,29 +111,189 @@ impl Upload {
                         "the request body did not arrive within {} ms",
                         read_timeout.as_millis()
                     ),
-                ));
+                )
+                .into());
             }
-            Ok(Err(e)) => {
+            Ok(Err(ReadError::OverBudget)) => {
+                drain_in_background(body, drain_cap.saturating_sub(seen), read_timeout);
+                return Err(UploadError::OverBudget);
+            }
+            Ok(Err(ReadError::Body(e))) => {
                 return Err(ErrorKind::rejected(
                     ErrorCode::EmptyBody,
                     format!("the body could not be read: {e}"),
-                ));
+                )
+                .into());
             }
             Ok(Ok(())) => {}
         }
-        if seen > limit || declared.is_some_and(|n| n > limit) {
+        if seen > limit || oversize_declared {
             return Err(ErrorKind::rejected(
                 ErrorCode::PayloadTooLarge,
                 format!("the upload is larger than {limit} bytes"),
-            ));
+            )
+            .into());
         }
-        let body = first.unwrap_or_else(|| Bytes::from(kept));
-        if body.is_empty() {
-            return Err(ErrorKind::rejected(
-                ErrorCode::EmptyBody,
-                "the request body is empty",
-            ));
+        let received = kept.finish();
+        if received.body.is_empty() {
+            return Err(
+                ErrorKind::rejected(ErrorCode::EmptyBody, "the request body is empty").into(),
+            );
         }
-        Ok(body)
+        Ok(received)
+    }
+}
+
+/// Reads what is left of a refused body and keeps none of it, within the read timeout and up to
+/// a bound: the refusal is answered at once, and a client still sending sees it instead of the
+/// reset a close with unread bytes would cause.
+fn drain_in_background(mut body: Body, cap: u64, within: Duration) {
+    tokio::spawn(async move {
+        let mut seen: u64 = 0;
+        let drain = async {
+            while let Some(Ok(frame)) = body.frame().await {
+                if let Ok(data) = frame.into_data() {
+                    seen += data.len() as u64;
+                    if seen > cap {
+                        break;
+                    }
+                }
+            }
+        };
+        let _ = tokio::time::timeout(within, drain).await;
+    });
+}
+
+/// Why reading stopped early.
+enum ReadError {
+    Body(String),
+    OverBudget,
+}
+
+/// The bytes kept so far and the budget they are charged to. A body that arrives as one frame
+/// (most do) is kept as that frame, without a copy; otherwise frames are copied into a buffer
+/// whose whole capacity is charged, grown by doubling (up to the limit) only after the budget
+/// granted the growth.
+struct Kept {
+    first: Option<Bytes>,
+    buffer: Vec<u8>,
+    reservation: Reservation,
+}
+
+impl Kept {
+    fn new(reservation: Reservation) -> Kept {
+        Kept {
+            first: None,
+            buffer: Vec::new(),
+            reservation,
+        }
+    }
+
+    /// Charges `total` bytes up front (a declared length).
+    fn reserve(&mut self, total: u64) -> bool {
+        self.reservation.grow_to(total)
+    }
+
+    fn len(&self) -> u64 {
+        (self.first.as_ref().map_or(0, Bytes::len) + self.buffer.len()) as u64
+    }
+
+    // clause: B5 — a chunked body is charged as its buffer grows, cut off past the budget
+    fn push(&mut self, data: Bytes, limit: u64) -> Result<(), ReadError> {
+        let needed = self.len() + data.len() as u64;
+        if self.first.is_none() && self.buffer.is_empty() {
+            if !self.reservation.grow_to(needed) {
+                return Err(ReadError::OverBudget);
+            }
+            self.first = Some(data);
+            return Ok(());
+        }
+        if self.buffer.capacity() < needed as usize {
+            let held = self.reservation.bytes();
+            let capacity = if needed <= held {
+                held
+            } else {
+                needed.max(held.saturating_mul(2).min(limit))
+            };
+            if !self.reservation.grow_to(capacity) {
+                return Err(ReadError::OverBudget);
+            }
+            let capacity = usize::try_from(capacity).unwrap_or(usize::MAX);
+            self.buffer
+                .reserve_exact(capacity.saturating_sub(self.buffer.len()));
+        }
+        if let Some(earlier) = self.first.take() {
+            self.buffer.extend_from_slice(&earlier);
+        }
+        self.buffer.extend_from_slice(&data);
+        Ok(())
+    }
+
+    fn finish(self) -> Received {
+        let body = match self.first {
+            Some(first) if self.buffer.is_empty() => first,
+            _ => Bytes::from(self.buffer),
+        };
+        Received {
+            body,
+            reservation: self.reservation,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(n: usize) -> Bytes {
+        Bytes::from(vec![7u8; n])
+    }
+
+    #[test]
+    fn a_chunked_body_is_charged_its_whole_buffer_as_it_grows() {
+        let budget = UploadBudget::new(1 << 20);
+        let mut kept = Kept::new(budget.reservation());
+        for _ in 0..10 {
+            assert!(kept.push(chunk(10_000), 1 << 20).is_ok());
+            assert!(
+                budget.held() >= kept.buffer.capacity() as u64,
+                "held {} < buffer capacity {}",
+                budget.held(),
+                kept.buffer.capacity()
+            );
+        }
+        let received = kept.finish();
+        assert_eq!(received.body.len(), 100_000);
+        drop(received);
+        assert_eq!(budget.held(), 0, "the reservation goes back with the body");
+    }
+
+    #[test]
+    fn a_chunked_body_past_the_budget_is_cut_off_and_gives_back_what_it_held() {
+        let budget = UploadBudget::new(50_000);
+        let mut kept = Kept::new(budget.reservation());
+        let mut refused = false;
+        for _ in 0..10 {
+            if kept.push(chunk(10_000), 1 << 20).is_err() {
+                refused = true;
+                break;
+            }
+        }
+        assert!(refused, "100 kB of chunks never passed a 50 kB budget");
+        assert!(budget.held() <= 50_000);
+        drop(kept);
+        assert_eq!(budget.held(), 0);
+    }
+
+    #[test]
+    fn a_declared_length_is_charged_once_and_the_buffer_never_exceeds_it() {
+        let budget = UploadBudget::new(1 << 20);
+        let mut kept = Kept::new(budget.reservation());
+        assert!(kept.reserve(30_000));
+        for _ in 0..3 {
+            assert!(kept.push(chunk(10_000), 1 << 20).is_ok());
+        }
+        assert_eq!(budget.held(), 30_000);
+        assert_eq!(kept.finish().body.len(), 30_000);
     }
 }

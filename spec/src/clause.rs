@@ -28,6 +28,7 @@ pub enum ClauseId {
     B2,
     B3,
     B4,
+    B5,
     F1,
     F2,
     F3,
@@ -42,7 +43,7 @@ pub enum ClauseId {
 
 impl ClauseId {
     /// Every clause in id order (T, B, F, R): the order of the contract and the docs.
-    pub const ALL: [ClauseId; 17] = [
+    pub const ALL: [ClauseId; 18] = [
         ClauseId::T1,
         ClauseId::T2,
         ClauseId::T3,
@@ -50,6 +51,7 @@ impl ClauseId {
         ClauseId::B2,
         ClauseId::B3,
         ClauseId::B4,
+        ClauseId::B5,
         ClauseId::F1,
         ClauseId::F2,
         ClauseId::F3,
@@ -72,6 +74,7 @@ impl ClauseId {
             ClauseId::B2 => "B2",
             ClauseId::B3 => "B3",
             ClauseId::B4 => "B4",
+            ClauseId::B5 => "B5",
             ClauseId::F1 => "F1",
             ClauseId::F2 => "F2",
             ClauseId::F3 => "F3",
@@ -94,7 +97,7 @@ impl fmt::Display for ClauseId {
 
 /// An id that names no clause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a clause id (known: T1-T3, B1-B4, F1-F4, R1-R6)")]
+#[error("`{0}` is not a clause id (known: T1-T3, B1-B5, F1-F4, R1-R6)")]
 pub struct UnknownClause(
     /// The text that was parsed, as given.
     pub String,
@@ -172,6 +175,7 @@ impl Contract {
             ClauseId::B2 => ClauseRef::new(id, &c.b2),
             ClauseId::B3 => ClauseRef::new(id, &c.b3),
             ClauseId::B4 => ClauseRef::new(id, &c.b4),
+            ClauseId::B5 => ClauseRef::new(id, &c.b5),
             ClauseId::F1 => ClauseRef::new(id, &c.f1),
             ClauseId::F2 => ClauseRef::new(id, &c.f2),
             ClauseId::F3 => ClauseRef::new(id, &c.f3),

@@ -58,6 +58,7 @@ impl Contract {
             self.rule_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
+            self.upload_budget_violations(),
             self.api_violations(),
             self.error_table_violations(),
             self.stage_violations(),
@@ -158,7 +159,7 @@ impl Contract {
         let (c, b3) = (&self.clauses, &self.clauses.b3.value);
         // (field, value, min, max)
         #[rustfmt::skip]
-        let ranges: [(&str, u64, u64, u64); 24] = [
+        let ranges: [(&str, u64, u64, u64); 25] = [
             ("clauses.T1.value.digitize_workers", c.t1.value.digitize_workers.into(), 1, 1024),
             ("clauses.T1.value.export_workers", c.t1.value.export_workers.into(), 1, 1024),
             ("clauses.T2.value.digitize_queue_capacity", c.t2.value.digitize_queue_capacity.into(), 0, 100_000),
@@ -174,6 +175,7 @@ impl Contract {
             ("clauses.B3.value.checkpoint_interval_ms", b3.checkpoint_interval_ms, 1, b3.stop_within_ms.saturating_sub(1).max(1)),
             ("clauses.B4.value.head_timeout_ms", c.b4.value.head_timeout_ms, 100, 3_600_000),
             ("clauses.B4.value.max_connections", c.b4.value.max_connections.into(), 1, 1_000_000),
+            ("clauses.B5.value.upload_budget_mb", c.b5.value.upload_budget_mb, 1, 1 << 24),
             ("clauses.R1.value.relay_concurrency", c.r1.value.relay_concurrency.into(), 1, 1024),
             ("clauses.R4.value.overflow_factor", c.r4.value.overflow_factor.into(), 2, 100),
             ("clauses.R5.value.max_frame_body_bytes", c.r5.value.max_frame_body_bytes, 64, 1 << 24),
@@ -213,6 +215,52 @@ impl Contract {
                 c.b4.value.max_connections
             ),
         )]
+    }
+
+    /// The bodies the pools can hold (every worker and queue place of both job pools at its
+    /// endpoint's `max_upload_bytes`) plus one largest upload being read must fit the upload
+    /// budget: otherwise the budget, not the pools, would refuse requests the pools can take.
+    fn upload_budget_violations(&self) -> Vec<Violation> {
+        let needed = self.upload_budget_floor_bytes();
+        let budget = self
+            .clauses
+            .b5
+            .value
+            .upload_budget_mb
+            .saturating_mul(1 << 20);
+        if budget >= needed {
+            return Vec::new();
+        }
+        vec![violation(
+            "clauses.B5.value.upload_budget_mb",
+            format!(
+                "{} MB is below the bodies the pools can hold (workers + queue of both job \
+                 pools at their max_upload_bytes) plus one largest upload: {} MB",
+                self.clauses.b5.value.upload_budget_mb,
+                needed.div_ceil(1 << 20)
+            ),
+        )]
+    }
+
+    /// The least upload budget (bytes) the pools and limits need: see
+    /// `upload_budget_violations`. The B5 check stalls uploads up to the budget from here.
+    pub fn upload_budget_floor_bytes(&self) -> u64 {
+        let c = &self.clauses;
+        let (digitize, export) = (&self.api.digitize, &self.api.export);
+        let held = |workers: u32, queue: u32, max: u64| {
+            (u64::from(workers) + u64::from(queue)).saturating_mul(max)
+        };
+        held(
+            c.t1.value.digitize_workers,
+            c.t2.value.digitize_queue_capacity,
+            digitize.max_upload_bytes,
+        )
+        .saturating_add(held(
+            c.t1.value.export_workers,
+            c.t2.value.export_queue_capacity,
+            export.max_upload_bytes,
+        ))
+        .saturating_add(digitize.max_upload_bytes.max(export.max_upload_bytes))
     }
 
     /// Every digitize parameter's default lies in its range, and export's default format is one

@@ -27,12 +27,42 @@ fn embedded_contract_is_valid_and_carries_the_seed_values() {
     assert_eq!(c.clauses.b3.value.stop_within_ms, 1000);
     assert_eq!(c.clauses.b4.value.head_timeout_ms, 10_000);
     assert_eq!(c.clauses.b4.value.max_connections, 512);
+    assert_eq!(c.clauses.b5.value.upload_budget_mb, 1024);
     assert_eq!(c.clauses.r1.value.relay_concurrency, 8);
     assert_eq!(c.error(ErrorCode::Overloaded).status, 503);
     assert_eq!(c.error(ErrorCode::Timeout).status, 504);
     assert_eq!(c.error(ErrorCode::MalformedImage).status, 400);
     let ids: Vec<_> = c.clause_list().iter().map(|c| c.id).collect();
-    assert_eq!(ids.len(), 17);
+    assert_eq!(ids.len(), 18);
+}
+
+#[test]
+fn an_upload_budget_below_what_the_pools_hold_is_refused() {
+    let c = Contract::embedded();
+    let floor_mb = c.upload_budget_floor_bytes().div_ceil(1 << 20);
+    let at_floor = floor_mb.to_string();
+    assert!(
+        c.with_overrides(|k| (k == "UPLOAD_BUDGET_MB").then(|| at_floor.clone()))
+            .is_ok(),
+        "a budget of exactly the floor ({floor_mb} MB) is valid"
+    );
+    let below = (floor_mb - 1).to_string();
+    let err = c
+        .with_overrides(|k| (k == "UPLOAD_BUDGET_MB").then(|| below.clone()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("clauses.B5.value.upload_budget_mb"), "{err}");
+    assert!(err.contains(&format!("{floor_mb} MB")), "{err}");
+    // A larger queue raises the floor: the same budget no longer fits.
+    let err = c
+        .with_overrides(|k| match k {
+            "UPLOAD_BUDGET_MB" => Some(at_floor.clone()),
+            "QUEUE_CAPACITY" => Some("4".into()),
+            _ => None,
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("upload_budget_mb"), "{err}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::remote::bridge::{BridgeProcess, RELAY_URL, UPSTREAM_URL};
 use crate::remote::relay::RelayListener;
 use crate::remote::upstream::Upstream;
 use crate::report::terminal;
-use crate::session::{self, ContractSource, Fatal, Subject};
+use crate::session::{self, ContractSource, Fatal, Partial, Subject};
 use crate::verdict::RunReport;
 
 /// How long a bridge the checker started has to dial the relay for the first time.
@@ -68,6 +68,7 @@ pub(super) async fn run_suite(
     args: &CheckArgs,
     source: &ContractSource,
     subject: &Subject,
+    partial: &Partial,
 ) -> Result<RunReport, Fatal> {
     let (Some(relay), Some(upstream)) = (&subject.relay, &subject.upstream) else {
         return Err(Fatal::Usage("bridge mode without its two ends".into()));
@@ -82,6 +83,7 @@ pub(super) async fn run_suite(
     let mut manifest = session::manifest("plimsoll".into(), source, subject, &reconciliation);
     manifest.trials = args.trials.unwrap_or(expected.tolerances.trials);
     manifest.strict = args.strict;
+    partial.begin(&manifest);
     let style = args.reports.style();
     println!("{}", terminal::header(&manifest, style));
     first_dial(relay, subject.bridge.as_deref()).await?;
@@ -101,7 +103,7 @@ pub(super) async fn run_suite(
             _ => false,
         })
         .collect();
-    let results = run_checks(args, &checks, &target, |_| {
+    let results = run_checks(args, &checks, &target, partial, |_| {
         unreachable!("bridge mode runs only the relay clauses")
     })
     .await;

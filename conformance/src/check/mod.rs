@@ -14,7 +14,7 @@ use crate::checks::selected;
 use crate::remote::Target;
 use crate::report::{ReportFiles, terminal};
 pub use crate::session::Fatal;
-use crate::session::{self, ContractSource, Opening, Subject, SubjectArgs};
+use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectArgs};
 use crate::verdict::{CheckResult, RunReport};
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -101,6 +101,9 @@ pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static st
     v
 }
 
+/// How long the run's opening request may take before the target counts as unreachable.
+const OPENING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Runs the suite against `subject` (an external target, or a server the binary started with
 /// [`embedded_overrides`]).
 pub async fn execute(args: &CheckArgs, subject: Subject) -> Result<RunReport, Fatal> {
@@ -108,7 +111,7 @@ pub async fn execute(args: &CheckArgs, subject: Subject) -> Result<RunReport, Fa
         &args.subject,
         subject,
         &args.reports,
-        async |source, subject| run_suite(args, source, subject).await,
+        async |source, subject, partial| run_suite(args, source, subject, partial).await,
     )
     .await
 }
@@ -117,11 +120,17 @@ async fn run_suite(
     args: &CheckArgs,
     source: &ContractSource,
     subject: &Subject,
+    partial: &Partial,
 ) -> Result<RunReport, Fatal> {
     if subject.upstream.is_some() {
-        return bridge::run_suite(args, source, subject).await;
+        return bridge::run_suite(args, source, subject, partial).await;
     }
-    let client = reqwest::Client::new();
+    // The opening requests (`/v1/contract`) are answered at once by any honest target.
+    let client = reqwest::Client::builder()
+        .connect_timeout(OPENING_TIMEOUT)
+        .timeout(OPENING_TIMEOUT)
+        .build()
+        .map_err(|e| Fatal::Unreachable(e.to_string()))?;
     let Opening {
         reconciliation,
         allow_overrides,
@@ -130,6 +139,7 @@ async fn run_suite(
     let expected = reconciliation.effective.clone();
     manifest.trials = args.trials.unwrap_or(expected.tolerances.trials);
     manifest.strict = args.strict;
+    partial.begin(&manifest);
     let style = args.reports.style();
     // What is checked, before the first request that could fail.
     println!("{}", terminal::header(&manifest, style));
@@ -157,7 +167,7 @@ async fn run_suite(
     }
 
     let checks: Vec<_> = selected(&args.only, &args.skip).collect();
-    let results = run_checks(args, &checks, &target, |_| {
+    let results = run_checks(args, &checks, &target, partial, |_| {
         contract_result(&reconciliation, allow_overrides)
     })
     .await;
@@ -175,6 +185,7 @@ async fn run_checks(
     args: &CheckArgs,
     checks: &[&'static registry::Check],
     target: &Arc<Target>,
+    partial: &Partial,
     session: impl Fn(&registry::Check) -> CheckResult,
 ) -> Vec<CheckResult> {
     let style = args.reports.style();
@@ -184,6 +195,7 @@ async fn run_checks(
         let result = match check.run {
             Run::Session => session(check),
             Run::Target(run) => {
+                partial.running(check.id.as_str());
                 progress.start(check.id.as_str(), &check.title(&target.expected));
                 registry::run(check, run, target).await
             }
@@ -198,6 +210,7 @@ async fn run_checks(
         };
         // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
         progress.line(&terminal::progress_line(&result, style));
+        partial.finished(&result);
         results.push(result);
     }
     progress.finish();

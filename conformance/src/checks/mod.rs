@@ -30,6 +30,7 @@ pub static REGISTRY: &[Check] = &[
     bounds::b2::CHECK,
     bounds::b3::CHECK,
     bounds::b4::CHECK,
+    bounds::b5::CHECK,
     failure::f1::CHECK,
     failure::f2::CHECK,
     failure::f3::CHECK,

@@ -38,7 +38,7 @@ use plimsoll_spec::{Contract, ErrorCode, Pool};
 
 use crate::checks::contract::contract_result;
 use crate::report;
-use crate::session::{self, ContractSource, Fatal, Mode, Opening, Subject};
+use crate::session::{self, ContractSource, Fatal, Mode, Opening, Partial, Subject};
 use crate::verdict::{CheckResult, RunReport};
 use run::RequestTemplate;
 use scrape::ProcessSource;
@@ -78,12 +78,12 @@ pub async fn execute(args: &LoadArgs, subject: Subject) -> Result<RunReport, Fat
         &args.subject,
         subject,
         &args.reports,
-        async |source, subject| {
+        async |source, subject, partial| {
             let process = match subject.mode() {
                 Mode::Embedded => ProcessSource::this_process(),
                 Mode::External | Mode::Bridge => ProcessSource::external(args.pid),
             };
-            run_profile(args, source, subject, process).await
+            run_profile(args, source, subject, process, partial).await
         },
     )
     .await
@@ -210,6 +210,7 @@ async fn run_profile(
     source: &ContractSource,
     subject: &Subject,
     process: ProcessSource,
+    partial: &Partial,
 ) -> Result<RunReport, Fatal> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
@@ -232,6 +233,7 @@ async fn run_profile(
     manifest.seed = args.seed;
     manifest.target = subject.url.clone();
     manifest.mode = subject.mode().as_str().into();
+    partial.begin(&manifest);
     let expected = reconciliation.effective.clone();
 
     let style = args.reports.style();
@@ -258,7 +260,9 @@ async fn run_profile(
     };
     for r in &results {
         ctx.print(r);
+        partial.finished(r);
     }
+    partial.running(&format!("the {} profile", args.profile.as_str()));
     // Also the hooks probe: a target without hooks stops the run here (exit 2). In fleet mode
     // every replica is probed directly first, so one without hooks is named.
     for replica in &ctx.replicas {

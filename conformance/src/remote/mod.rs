@@ -10,6 +10,7 @@ use plimsoll_spec::{Contract, ErrorCode, MetricName, PROBLEM_CONTENT_TYPE, Pool,
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
+pub mod body;
 pub mod bridge;
 mod exposition;
 mod images;
@@ -68,11 +69,17 @@ impl Target {
         trials: u32,
     ) -> Target {
         let schema = plimsoll_spec::render::root_schema::<plimsoll_spec::Problem>();
+        // No honest reply takes longer than the longest pool deadline (a 504 at the latest);
+        // twice that and a minute leaves room for a slow machine, and bounds a target that
+        // accepts and never answers.
+        let b1 = &expected.clauses.b1.value;
+        let longest = Duration::from_millis(b1.digitize_timeout_ms.max(b1.export_timeout_ms));
         Target {
             base: base.trim_end_matches('/').to_owned(),
             client: reqwest::Client::builder()
                 .pool_max_idle_per_host(0)
-                .timeout(Duration::from_secs(600))
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(longest * 2 + Duration::from_secs(60))
                 .build()
                 .expect("a default reqwest client builds"),
             openapi: plimsoll_spec::render::openapi(&expected),
@@ -201,14 +208,10 @@ impl Target {
         let response = request
             .send()
             .await
-            .map_err(|e| format!("request failed: {e}"))?;
+            .map_err(|e| format!("request failed: {}", body::with_causes(&e)))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| format!("reading the body failed: {e}"))?
-            .to_vec();
+        let body = body::read_capped(response, body::MAX_REPLY_BYTES).await?;
         let elapsed = sent.elapsed();
         let obs = &self.expected.observability;
         let timing = headers
@@ -319,10 +322,10 @@ impl Target {
         if !response.status().is_success() {
             return Err(format!("GET {path} answered {}", response.status()));
         }
-        let text = response
-            .text()
+        let text = body::read_capped(response, body::MAX_REPLY_BYTES)
             .await
             .map_err(|e| format!("GET {path}: {e}"))?;
+        let text = String::from_utf8_lossy(&text);
         metric_value(&text, name.as_str(), pool.map_or("", Pool::as_str)).ok_or_else(|| {
             let series = pool.map_or_else(|| name.to_string(), |p| series(name, p));
             format!("{path} has no {series}")

@@ -96,6 +96,15 @@ pub fn build(report: &RunReport) -> Report {
         Property::new("started_unix_ms", m.started_unix_ms.to_string()),
     ]);
     suite.add_test_cases(report.results.iter().map(test_case));
+    // A stopped run must not read as a green one in a CI tool that only counts failures.
+    if let Some(why) = &m.incomplete {
+        suite.add_property(Property::new("incomplete", why.as_str()));
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        status.set_message(format!("the run is incomplete: {why}"));
+        let mut case = TestCase::new("run complete", status);
+        case.set_classname("run");
+        suite.add_test_case(case);
+    }
     let total_ms = super::total_ms(report);
     suite.set_time(duration_from_ms(total_ms));
 

@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         pools={n: {"workers": p.workers, "queue": p.queue_capacity, "timeout_ms": p.timeout_ms}
                for n, p in settings.pools.items()},
         connections={"head_timeout_ms": settings.head_timeout_ms, "max": settings.max_connections},
+        upload_budget_mb=settings.upload_budget_mb,
     )
     server = BoundedServer(
         make_app(svc),

@@ -116,6 +116,11 @@ class Pool:
         self.queue_wait.observe(now - arrived)
         return now
 
+    def retry_after(self) -> int:
+        """T3: the Retry-After this pool's overload refusal gives now. Reading it records nothing:
+        B5's upload-budget refusal asked for no slot, so it adds no sample to the window."""
+        return self.estimator.retry_after()
+
     async def acquire(self, arrived: float, deadline: float | None) -> float:
         """Takes a slot, waiting in FIFO order; returns the worker start time (loop clock).
 
@@ -128,7 +133,7 @@ class Pool:
             return self._started(arrived, now)
         if self.capacity is not None and self.queue_depth >= self.capacity:
             self.estimator.refused(now)
-            retry = self.estimator.retry_after()
+            retry = self.retry_after()
             queue = f"the queue ({self.capacity}) is full" if self.capacity else "nothing queues"
             raise Overloaded(
                 retry,

@@ -15,9 +15,10 @@ from aiohttp import web
 from . import export as export_mod
 from . import pipeline, relay
 from .admission import Overloaded, Pool, QueueTimeout, render_metrics
-from .contract import Settings
+from .contract import MB, Settings
 from .jobs import Job, job_problem, parse_hooks, run_job
 from .problems import JsonLog, Problem, RequestIds, problem_response
+from .uploads import UploadBudget, UploadShare
 
 OUTCOME = {
     "overloaded": "overloaded",
@@ -41,6 +42,7 @@ class Service:
             name: ThreadPoolExecutor(s.pools[name].workers, thread_name_prefix=name)
             for name in ("digitize", "export")
         }
+        self.uploads = UploadBudget(s.upload_budget_mb * MB)  # B5: shared by every request
         self.ids = RequestIds(s.client_id_max_len, s.client_id_extra_chars)
         self.self_url: str | None = None  # where the relay performs envelopes (set at start-up)
         self.http = None  # aiohttp.ClientSession for the relay
@@ -114,11 +116,19 @@ class Service:
             what = "images" if kind == "digitize" else "designs"
             raise Problem("unsupported_format", f"expected {' or '.join(allowed)} ({what}), got {got}")
 
-    async def read_body(self, request: web.Request, limit: int) -> bytes:
-        """B1: the body is read before admission, within the upload read timeout, and bounded."""
+    async def read_body(self, request: web.Request, limit: int, pool: Pool, share: UploadShare) -> bytes:
+        """B1: the body is read before admission, within the upload read timeout, and bounded.
+
+        B5: the body is charged to `share` of the upload budget, which the caller gives back when
+        the request ends. A declared length is reserved whole before a byte is read, so an upload
+        that would not fit is refused unread; a body without one is charged chunk by chunk, so the
+        charge is what is really held. Past the endpoint's limit is payload_too_large first."""
         too_large = Problem("payload_too_large", f"the upload is larger than {limit} bytes")
-        if request.content_length is not None and request.content_length > limit:
+        declared = request.content_length
+        if declared is not None and declared > limit:
             raise too_large
+        if declared is not None and not share.reserve(declared):
+            raise self.over_budget(pool)
         chunks, size = [], 0
         timeout_ms = self.settings.upload_read_timeout_ms
         try:
@@ -127,6 +137,8 @@ class Service:
                     size += len(chunk)
                     if size > limit:
                         raise too_large
+                    if not share.reserve(size):  # within a declared length: already reserved
+                        raise self.over_budget(pool)
                     chunks.append(chunk)
         except TimeoutError:
             raise Problem("upload_timeout", f"the request body did not arrive within {timeout_ms} ms") from None
@@ -134,9 +146,32 @@ class Service:
             raise Problem("empty_body", "the request body is empty")
         return b"".join(chunks)
 
+    def over_budget(self, pool: Pool) -> Problem:
+        """B5: the server is full of bytes rather than of workers, and the client's remedy is the
+        same: the pool's overload answer with its Retry-After. No slot was asked for, so nothing
+        goes into T3's window (`Pool.retry_after` records no sample)."""
+        retry = pool.retry_after()
+        return Problem(
+            "overloaded",
+            f"the request bodies held would exceed the upload budget of {self.settings.upload_budget_mb} MB; "
+            f"retry after {retry} s",
+            stage="admission",
+            retry_after=retry,
+        )
+
     # --- a pipeline request -----------------------------------------------------------------
 
     async def pipeline_request(self, request: web.Request, kind: str) -> web.Response:
+        """B5: the body's share of the upload budget is held from its first byte through the queue
+        wait and the job (the body is in memory all that time) and given back when the request
+        ends, on every path: answer, refusal, failure, timeout, client gone."""
+        share = self.uploads.share()
+        try:
+            return await self._pipeline_request(request, kind, share)
+        finally:
+            share.release()
+
+    async def _pipeline_request(self, request: web.Request, kind: str, share: UploadShare) -> web.Response:
         s = self.settings
         pool = self.pools[kind]
         rid = request["rid"]
@@ -149,9 +184,9 @@ class Service:
             else:
                 args = (self.export_format(request), s.design)
             self.check_content_type(request, kind)
-            body = await self.read_body(request, s.api[kind]["max_upload_bytes"])
+            body = await self.read_body(request, s.api[kind]["max_upload_bytes"], pool, share)
         except Problem as p:
-            pool.count("invalid")
+            pool.count(OUTCOME.get(p.code, "invalid"))  # B5's budget refusal counts as `overloaded`
             p.headers["Server-Timing"] = _timing(0.0, 0.0)  # never queued, never ran
             raise
 

@@ -22,6 +22,8 @@ DEFAULT_CONTRACT = Path(__file__).resolve().parents[3] / "spec" / "contract.toml
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
+MB = 1024 * 1024  # the contract's MB (B5's upload budget, as B2's memory cap in jobs.py)
+
 
 class ContractError(Exception):
     """The contract or an override is unusable: the service refuses to start."""
@@ -135,6 +137,7 @@ class Settings:
     hooks_enabled: bool
     head_timeout_ms: int
     max_connections: int
+    upload_budget_mb: int
     design: DesignLimits = field(default_factory=DesignLimits)
     errors: dict = field(default_factory=dict)
 
@@ -162,6 +165,16 @@ class Settings:
         return self.doc["observability"]["metrics"]
 
 
+def upload_budget_floor_bytes(api: dict, v: dict) -> int:
+    """B5: the least upload budget, in bytes, the pools and limits need: every worker and queue
+    place of both job pools holding a body at its endpoint's `max_upload_bytes`, plus one largest
+    upload still being read. A smaller budget would refuse requests the pools could take."""
+    held = sum(
+        (v[f"{p}_workers"] + v[f"{p}_queue_capacity"]) * api[p]["max_upload_bytes"] for p in ("digitize", "export")
+    )
+    return held + max(api["digitize"]["max_upload_bytes"], api["export"]["max_upload_bytes"])
+
+
 def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Settings:
     environ = os.environ if environ is None else environ
     doc, v, applied = load_contract(environ=environ)
@@ -182,6 +195,17 @@ def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Set
         raise ContractError(
             f"max_connections must exceed the requests the pools can hold (workers + queue of both "
             f"pools: {held}), got {v['max_connections']}"
+        )
+    # B5: the budget must cover what the pools can hold plus one upload being read, so only
+    # uploads beyond what the pools could take anyway are ever refused by it.
+    budget_mb = v["upload_budget_mb"]
+    if not 1 <= budget_mb <= 1 << 24:
+        raise ContractError(f"upload_budget_mb must be between 1 and {1 << 24} MB, got {budget_mb}")
+    needed = upload_budget_floor_bytes(doc["api"], v)
+    if budget_mb * MB < needed:
+        raise ContractError(
+            f"upload_budget_mb ({budget_mb} MB) is below the bodies the pools can hold (workers + queue "
+            f"of both pools at their max_upload_bytes) plus one largest upload: {-(-needed // MB)} MB"
         )
     if v["relay_concurrency"] and doc["clauses"]["R1"]["value"]["overflow"] != "queue":
         raise ContractError("this service implements only the relay overflow policy `queue`")
@@ -213,6 +237,7 @@ def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Set
         hooks_enabled=environ.get(hooks_env, "") == "1",
         head_timeout_ms=v["head_timeout_ms"],
         max_connections=v["max_connections"],
+        upload_budget_mb=budget_mb,
         design=DesignLimits.beside(contract_path(environ)),
         errors={e["code"]: e for e in doc["errors"]},
     )

@@ -251,6 +251,7 @@ fn config(temp_root: &std::path::Path) -> JobConfig {
         cancel: CancellationToken::new(),
         deadline: Instant::now() + Duration::from_secs(600),
         memory_cap_bytes: 4 << 30,
+        upload_bytes: 0,
         temp_root: temp_root.to_path_buf(),
         hooks: Vec::new(),
         progress: Default::default(),

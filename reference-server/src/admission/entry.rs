@@ -6,12 +6,11 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
 use futures_util::future::BoxFuture;
 
 use super::{Permit, Refused, WorkerPool};
 use crate::error::ErrorKind;
-use crate::upload::Upload;
+use crate::upload::{Received, Upload, UploadError};
 
 /// What a request brings to admission.
 pub struct Entry<'a> {
@@ -26,7 +25,8 @@ pub struct Entry<'a> {
 
 /// A request that holds a slot.
 pub struct Admitted {
-    pub body: Bytes,
+    /// The body, with the share of the upload budget (B5) it holds while the job runs.
+    pub upload: Received,
     pub permit: Permit,
     /// When it joined the pool's queue: its deadline and its queue wait count from here.
     pub arrived: Instant,
@@ -36,10 +36,21 @@ pub struct Admitted {
 pub enum Denied {
     /// The upload was refused (F2), before the request went near the pool.
     Upload(ErrorKind),
+    /// The upload budget had no room for the body (B5), before the request went near the pool.
+    OverBudget,
     /// The pool and its queue are full (T3).
     Full(Refused),
     /// The deadline passed while it waited in the queue (B1).
     QueueTimeout,
+}
+
+impl From<UploadError> for Denied {
+    fn from(e: UploadError) -> Self {
+        match e {
+            UploadError::Rejected(kind) => Denied::Upload(kind),
+            UploadError::OverBudget => Denied::OverBudget,
+        }
+    }
 }
 
 /// Reads the upload and takes a slot.
@@ -55,7 +66,7 @@ pub struct UploadFirst;
 impl Admission for UploadFirst {
     fn admit<'a>(&'a self, entry: Entry<'a>) -> BoxFuture<'a, Result<Admitted, Denied>> {
         Box::pin(async move {
-            let body = entry.upload.read().await.map_err(Denied::Upload)?;
+            let upload = entry.upload.read().await?;
             let arrived = Instant::now();
             (entry.on_arrival)(arrived);
             let deadline = arrived + entry.timeout;
@@ -63,7 +74,7 @@ impl Admission for UploadFirst {
                 Err(_) => Err(Denied::QueueTimeout),
                 Ok(Err(refused)) => Err(Denied::Full(refused)),
                 Ok(Ok(permit)) => Ok(Admitted {
-                    body,
+                    upload,
                     permit,
                     arrived,
                 }),

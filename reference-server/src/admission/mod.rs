@@ -117,6 +117,14 @@ impl WorkerPool {
         (st.busy, st.queue.len())
     }
 
+    /// The Retry-After a refusal would carry now, without counting one (B5's refusals ask for
+    /// no slot, so they add no sample).
+    pub fn retry_after_s(&self) -> u64 {
+        self.lock()
+            .estimator
+            .retry_after_seconds(self.spec.max_retry_after_s)
+    }
+
     /// Takes a slot: at once if one is free and nobody is waiting, after waiting in the queue if
     /// there is room, otherwise refused immediately. Dropping the returned future while queued
     /// (client gone) leaves the queue.

@@ -18,7 +18,7 @@ use super::timing::Timing;
 use crate::admission::{Admitted, Denied, Entry, Slot};
 use crate::error::{ApiError, ErrorKind};
 use crate::state::AppState;
-use crate::upload::Upload;
+use crate::upload::{Received, Upload};
 use crate::worker::{self, Teardown};
 use plimsoll_engine::job::{JobConfig, JobContext, JobError, JobErrorKind, Progress};
 
@@ -67,7 +67,7 @@ where
     };
 
     let Admitted {
-        body,
+        upload: Received { body, reservation },
         permit,
         arrived,
     } = match admit(state, &job, upload, &guard).await {
@@ -77,7 +77,7 @@ where
     let started = permit.granted();
     let deadline = parts.deadline.deadline(arrived, started, job.timeout);
     let cancel = guard.job().clone();
-    let config = job_config(state, cancel.clone(), deadline, hooks);
+    let config = job_config(state, cancel.clone(), deadline, hooks, body.len());
     let progress = config.progress.clone();
     let slot = Slot::new(permit);
     guard.running(&slot, deadline);
@@ -88,7 +88,9 @@ where
         cleaner: parts.temp_cleaner.clone(),
         slots: parts.slot_release.clone(),
     };
+    // The body's share of the upload budget goes back when the job has dropped the body.
     let handle = worker::spawn(config, job.first_stage, teardown, move |ctx| {
+        let _held = reservation;
         work(ctx, body)
     });
 
@@ -129,6 +131,16 @@ async fn admit(
     match state.components().admission.admit(entry).await {
         Ok(admitted) => Ok(admitted),
         Err(Denied::Upload(kind)) => Err(kind),
+        // clause: B5 — refused at once, as an overload, when the upload budget is full
+        Err(Denied::OverBudget) => {
+            let retry_after_s = state.pool(job.pool).retry_after_s();
+            Err(ErrorKind::Overloaded {
+                retry_after_s,
+                detail: format!(
+                    "the server holds as many request bodies as its upload budget allows; retry after {retry_after_s} s"
+                ),
+            })
+        }
         Err(Denied::QueueTimeout) => Err(job.timed_out(Stage::Queue, Vec::new())),
         // clause: T3 — 503 overloaded with Retry-After, answered at once
         Err(Denied::Full(refused)) => {
@@ -145,18 +157,21 @@ async fn admit(
 }
 
 /// What the job is allowed: its deadline, its memory cap (the server's
-/// [`crate::bounds::MemoryCap`]), its test hooks and where its temp dir goes (made by the worker).
+/// [`crate::bounds::MemoryCap`], already charged with the body it holds), its test hooks and
+/// where its temp dir goes (made by the worker).
 fn job_config(
     state: &AppState,
     cancel: CancellationToken,
     deadline: Instant,
     hooks: Vec<HookDirective>,
+    body_bytes: usize,
 ) -> JobConfig {
     let contract_mb = state.config.contract.clauses.b2.value.memory_cap_mb;
     JobConfig {
         cancel,
         deadline,
         memory_cap_bytes: state.components().memory_cap.cap_bytes(contract_mb),
+        upload_bytes: body_bytes as u64,
         temp_root: state.config.temp_root.clone(),
         hooks,
         progress: Default::default(),

@@ -135,9 +135,9 @@ impl Admission for SlotFirst {
                 Ok(Ok(permit)) => permit,
             };
             // Dropping the permit on a failed upload gives the slot back.
-            let body = entry.upload.read().await.map_err(Denied::Upload)?;
+            let upload = entry.upload.read().await?;
             Ok(Admitted {
-                body,
+                upload,
                 permit,
                 arrived,
             })

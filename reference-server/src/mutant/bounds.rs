@@ -7,7 +7,7 @@ use plimsoll_spec::Pool;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::Slot;
-use crate::bounds::{DeadlinePolicy, MemoryCap, OnDisconnect};
+use crate::bounds::{DeadlinePolicy, MemoryCap, OnDisconnect, UploadBudgetPolicy};
 use crate::connections::ConnectionPolicy;
 use crate::worker::{SlotRelease, TempCleaner, WorkerEnd};
 use plimsoll_engine::job::JobErrorKind;
@@ -50,6 +50,26 @@ pub struct HalfCap;
 impl MemoryCap for HalfCap {
     fn cap_bytes(&self, contract_mb: u64) -> u64 {
         contract_mb.saturating_mul(1 << 20) / 2
+    }
+}
+
+/// B5: no budget: every body is read into memory, however many there are.
+#[derive(Debug)]
+pub struct NoUploadBudget;
+
+impl UploadBudgetPolicy for NoUploadBudget {
+    fn budget_bytes(&self, _contract_mb: u64) -> Option<u64> {
+        None
+    }
+}
+
+/// B5: half the contract's budget, so uploads the contract lets in are refused.
+#[derive(Debug)]
+pub struct HalfBudget;
+
+impl UploadBudgetPolicy for HalfBudget {
+    fn budget_bytes(&self, contract_mb: u64) -> Option<u64> {
+        Some(contract_mb.saturating_mul(1 << 20) / 2)
     }
 }
 

@@ -152,6 +152,12 @@ mutants! {
     IgnoreMemoryCap = "ignore-memory-cap", "the memory cap is not enforced",
         fails ["B2"],
         |c| c.memory_cap = Arc::new(bounds::NoMemoryCap);
+    NoUploadBudget = "no-upload-budget", "request bodies are buffered without a budget",
+        fails ["B5"],
+        |c| c.upload_budget = Arc::new(bounds::NoUploadBudget);
+    UploadBudgetTooSmall = "upload-budget-too-small", "the upload budget is half the contract's",
+        fails ["B5"],
+        |c| c.upload_budget = Arc::new(bounds::HalfBudget);
     IgnoreDisconnect = "ignore-disconnect", "client disconnects do not reach the job",
         fails ["B3"],
         |c| c.disconnect = Arc::new(bounds::IgnoreDisconnect);

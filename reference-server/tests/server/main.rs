@@ -12,6 +12,8 @@ mod bounds;
 #[cfg(unix)]
 mod crash;
 mod failures;
+#[cfg(target_os = "linux")]
+mod flood;
 #[cfg(feature = "mutants")]
 mod mutants_bounds;
 #[cfg(feature = "mutants")]

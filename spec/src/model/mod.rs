@@ -196,6 +196,10 @@ pub struct Clauses {
     #[serde(rename = "B4")]
     #[schemars(description = "")]
     pub b4: Clause<ConnectionBounds>,
+    /// B5: the bytes of request bodies the server holds at once.
+    #[serde(rename = "B5")]
+    #[schemars(description = "")]
+    pub b5: Clause<UploadBudget>,
     /// F1: what a failing stage's answer carries.
     #[serde(rename = "F1")]
     #[schemars(description = "")]

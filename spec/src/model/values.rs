@@ -240,6 +240,16 @@ pub struct ConnectionBounds {
     pub max_connections: u32,
 }
 
+/// B5: how many bytes of request bodies the server holds at once, whoever sends them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(description = "")]
+pub struct UploadBudget {
+    /// Bodies being read, queued or running, all requests together; an upload that would go
+    /// past it is refused before its body is read.
+    pub upload_budget_mb: u64,
+}
+
 /// F1: what the answer of a failing stage carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

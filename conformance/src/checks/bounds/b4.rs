@@ -68,7 +68,7 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
 }
 
 /// The target's socket address and Host header, when it is plain HTTP.
-fn address(t: &Target) -> Option<(SocketAddr, String)> {
+pub(super) fn address(t: &Target) -> Option<(SocketAddr, String)> {
     let url = reqwest::Url::parse(&t.base).ok()?;
     if url.scheme() != "http" {
         return None;

@@ -137,6 +137,9 @@ fn header(report: &RunReport) -> Markup {
                 @if let Some(why) = &m.claim_unreadable {
                     dt { "Claim" } dd { "unreadable: " (why) }
                 }
+                @if let Some(why) = &m.incomplete {
+                    dt { "Incomplete" } dd { strong { (why) } }
+                }
                 dt { "Trials" } dd { (m.trials) }
                 dt { "Seed" } dd { code { (m.seed) } }
                 dt { "Tool" } dd { (m.tool) " " (m.version) }

@@ -25,7 +25,7 @@ pub use check_line::progress_line;
 pub use header::{adopted_words, header};
 pub use progress::Progress;
 pub use style::{Style, WIDTH, symbol};
-pub use summary::summary;
+pub use summary::{stopped_line, summary};
 pub use text::wrap;
 
 /// A duration as every terminal line shows it: seconds, two decimals under 10 s (`0.23 s`,

@@ -19,6 +19,18 @@ const LABEL_WIDTH: usize = 10;
 /// then one line of next steps. It repeats no line a passing check already printed.
 ///
 /// `html` is the `--html` file of the run, if any (the next steps point at it).
+/// The line a stopped run ends with: why, and how far it got.
+pub fn stopped_line(report: &RunReport) -> String {
+    format!(
+        "\nincomplete: {} ({} checks finished: {} passed, {} failed, {} skipped)",
+        report.manifest.incomplete.as_deref().unwrap_or("stopped"),
+        report.results.len(),
+        report.passed(),
+        report.failed(),
+        report.skipped()
+    )
+}
+
 pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String {
     let color = style.color;
     let not_applicable = match report.not_applicable() {

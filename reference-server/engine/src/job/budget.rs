@@ -13,11 +13,12 @@ pub(super) struct Budget {
 }
 
 impl Budget {
-    pub(super) fn new(cap: u64) -> Budget {
+    /// A budget of `cap` bytes with `held` already charged (the request body the job holds).
+    pub(super) fn charged(cap: u64, held: u64) -> Budget {
         Budget {
             cap,
-            used: AtomicU64::new(0),
-            peak: AtomicU64::new(0),
+            used: AtomicU64::new(held),
+            peak: AtomicU64::new(held),
         }
     }
 

@@ -40,6 +40,8 @@ pub struct JobConfig {
     pub deadline: Instant,
     /// The per-request memory budget (B2).
     pub memory_cap_bytes: u64,
+    /// The request body the job holds, charged to the budget from the start (B2).
+    pub upload_bytes: u64,
     /// Parent of the job's private temp directory.
     pub temp_root: PathBuf,
     /// Test hooks (`X-Plimsoll-Hook`), already parsed and authorised by the server.
@@ -81,7 +83,7 @@ impl JobContext {
         Ok(JobContext {
             cancel: config.cancel,
             deadline: config.deadline,
-            budget: Budget::new(config.memory_cap_bytes),
+            budget: Budget::charged(config.memory_cap_bytes, config.upload_bytes),
             hooks: config.hooks,
             hooks_started: false,
             progress: config.progress,

@@ -25,6 +25,7 @@ fn config(root: &Path) -> JobConfig {
         cancel: CancellationToken::new(),
         deadline: Instant::now() + Duration::from_secs(60),
         memory_cap_bytes: 1 << 30,
+        upload_bytes: 0,
         temp_root: root.to_path_buf(),
         hooks: Vec::new(),
         progress: Default::default(),

@@ -97,6 +97,7 @@ fn config(root: &Path) -> JobConfig {
         cancel: CancellationToken::new(),
         deadline: Instant::now() + Duration::from_secs(120),
         memory_cap_bytes: 1 << 30,
+        upload_bytes: 0,
         temp_root: root.to_path_buf(),
         hooks: Vec::new(),
         progress: Default::default(),

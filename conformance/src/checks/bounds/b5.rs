@@ -1,0 +1,342 @@
+//! B5: the bodies of all requests together fit the upload budget. Uploads whose declared lengths
+//! fill the budget but for 1 MB are stalled after a prefix; the next large upload must be refused
+//! at once, before its body is sent, while a small request is still served; once the stalled
+//! uploads are gone the same upload must be admitted. Judged by the client's own sockets and
+//! clock; the server reports nothing for this clause.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plimsoll_spec::{ClauseId, ErrorCode};
+use reqwest::header::CONTENT_TYPE;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use super::b4::address;
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::registry::Check;
+use crate::remote::{Op, Target};
+
+pub const CHECK: Check = Check::clause(
+    ClauseId::B5,
+    "Export uploads whose declared `Content-Length`s total the {upload_budget_mb} MB budget less \
+     1 MB are opened on raw connections, each sending its head and a 64 KiB prefix and then \
+     pausing (well inside the upload read timeout). A digitize upload declaring the endpoint's \
+     whole `max_upload_bytes` then sends its head only: it must be answered \
+     {status:overloaded} with a `Retry-After` within {tolerances.refusal_latency_ms} ms, before \
+     any of its body is sent. A small digitize must still be answered 200, and no stalled upload \
+     may have been answered (a budget smaller than the contract's refuses one of them). Once \
+     the stalled uploads are closed, the same large upload, sent whole, must be admitted \
+     (answered anything but {status:overloaded}) within a second.",
+    |t, c| Box::pin(b5(t, c)),
+);
+
+/// What each stalled upload sends before it pauses.
+const PREFIX: usize = 64 << 10;
+/// Time the server gets to take the stalled heads in before the probe (they are sent on
+/// connections of their own, so their order of arrival is not the order of handling).
+const SETTLE: Duration = Duration::from_millis(200);
+/// How long the freed budget may take to admit again, and the spacing of the retries.
+const PROMPT: Duration = Duration::from_secs(1);
+const RETRY_EVERY: Duration = Duration::from_millis(100);
+/// The most of a response the check reads (its head is all it needs).
+const HEAD_CAP: usize = 16 << 10;
+
+async fn b5(t: &Arc<Target>, c: &mut Ctx) {
+    let budget_mb = t.expected.clauses.b5.value.upload_budget_mb;
+    let refusal = Duration::from_millis(t.expected.tolerances.refusal_latency_ms);
+    let (digitize, export) = (&t.expected.api.digitize, &t.expected.api.export);
+    let large = digitize.max_upload_bytes;
+    let overloaded = t.status(ErrorCode::Overloaded);
+    c.expected = format!(
+        "with {} MB of uploads stalled, a {large}-byte upload refused {overloaded} within {} ms before its body; a small digitize 200; afterwards the same upload admitted",
+        budget_mb - 1,
+        refusal.as_millis()
+    );
+    let Some((addr, host)) = address(t) else {
+        c.skip(format!(
+            "B5 stalls uploads on raw HTTP/1 connections and needs a plain http:// target, not {}",
+            t.base
+        ));
+        return;
+    };
+    let sizes = stalled_sizes((budget_mb << 20) - (1 << 20), export.max_upload_bytes);
+    let cap = t.expected.clauses.b4.value.max_connections as usize;
+    if sizes.len() + 3 > cap {
+        c.skip(format!(
+            "{} stalled uploads and 3 probes need more connections than the cap of {cap}",
+            sizes.len()
+        ));
+        return;
+    }
+    let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let began = Instant::now();
+    let stalled = match hold_budget(t, addr, &host, &sizes).await {
+        Ok(stalled) => stalled,
+        Err(e) => return c.fail(e),
+    };
+    tokio::time::sleep(SETTLE).await;
+
+    let probe = head(&digitize.path, &host, &digitize.content_types[0], large);
+    let refused = first_answer(addr, probe, refusal.max(Duration::from_millis(500)) * 4).await;
+    let refused_note = judge_refusal(t, c, refused, refusal, overloaded);
+    let small_note = small_digitize(t, c).await;
+    let held_for = began.elapsed();
+    let answered = stalled.iter().filter(|s| has_answered(s)).count();
+    c.require(answered == 0, || {
+        format!(
+            "{answered} of the {} stalled uploads (declaring {} MB in all, within the budget) were answered before their bodies ended",
+            stalled.len(),
+            budget_mb - 1
+        )
+    });
+    if held_for + Duration::from_millis(100) > read_timeout {
+        c.skip(format!(
+            "holding the budget took {:.0} ms, too close to the {} ms upload read timeout to be sure the stalled uploads still held it",
+            ms(held_for),
+            read_timeout.as_millis()
+        ));
+    }
+    drop(stalled);
+
+    let after_note = admitted_again(t, c, large, overloaded).await;
+    c.observed = format!(
+        "{} uploads stalled ({} MB declared); {refused_note}; {small_note}; {after_note}",
+        sizes.len(),
+        budget_mb - 1
+    );
+}
+
+/// Opens the stalled export uploads, one per declared length.
+async fn hold_budget(
+    t: &Target,
+    addr: SocketAddr,
+    host: &str,
+    sizes: &[u64],
+) -> Result<Vec<TcpStream>, String> {
+    let export = &t.expected.api.export;
+    let mut stalled = Vec::with_capacity(sizes.len());
+    for (i, &len) in sizes.iter().enumerate() {
+        let request = head(&export.path, host, &export.content_types[0], len);
+        let stream = stall(addr, request, len)
+            .await
+            .map_err(|e| format!("stalled upload {} of {}: {e}", i + 1, sizes.len()))?;
+        stalled.push(stream);
+    }
+    Ok(stalled)
+}
+
+/// A small digitize while the budget is held: the budget must leave room for it.
+async fn small_digitize(t: &Arc<Target>, c: &mut Ctx) -> String {
+    match t.digitize(None).await {
+        Ok(reply) => {
+            c.reply(t, "small digitize while the budget is held", &reply);
+            c.require(reply.ok(), || {
+                format!(
+                    "a small digitize while the budget is held was answered {} {}: the budget must leave room for it",
+                    reply.status,
+                    reply.code()
+                )
+            });
+            format!("small digitize {}", reply.status)
+        }
+        Err(e) => {
+            c.fail(format!("small digitize while the budget is held: {e}"));
+            "small digitize: no answer".into()
+        }
+    }
+}
+
+/// Declared lengths totalling `total`, none above `max`.
+fn stalled_sizes(total: u64, max: u64) -> Vec<u64> {
+    let mut sizes = vec![max; (total / max) as usize];
+    if !total.is_multiple_of(max) {
+        sizes.push(total % max);
+    }
+    sizes
+}
+
+fn head(path: &str, host: &str, content_type: &str, len: u64) -> Vec<u8> {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// Sends a head and a prefix of the body, then leaves the connection open, stalled.
+async fn stall(addr: SocketAddr, head: Vec<u8>, len: u64) -> Result<TcpStream, String> {
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let prefix = vec![b' '; PREFIX.min(len as usize)];
+    let send = async {
+        stream.write_all(&head).await?;
+        stream.write_all(&prefix).await
+    };
+    tokio::time::timeout(PROMPT, send)
+        .await
+        .map_err(|_| "its head and prefix were not taken within a second".to_owned())?
+        .map_err(|e| format!("cannot send: {e}"))?;
+    Ok(stream)
+}
+
+/// Whether the server has written anything on a stalled upload's connection, or closed it.
+fn has_answered(stream: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    !matches!(stream.try_read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// A response head on a raw connection.
+struct RawAnswer {
+    after: Duration,
+    status: u16,
+    retry_after: Option<String>,
+}
+
+/// Sends `request` (a head only) and reads the first response head, timed from the end of the
+/// write; `None` when none came within `give_up`.
+async fn first_answer(
+    addr: SocketAddr,
+    request: Vec<u8>,
+    give_up: Duration,
+) -> Result<Option<RawAnswer>, String> {
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    stream
+        .write_all(&request)
+        .await
+        .map_err(|e| format!("cannot send its head: {e}"))?;
+    let sent = Instant::now();
+    let mut buf = Vec::with_capacity(4096);
+    let read = async {
+        let mut chunk = [0u8; 4096];
+        while buf.len() < HEAD_CAP && !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    if tokio::time::timeout(give_up, read).await.is_err() {
+        return Ok(None);
+    }
+    let after = sent.elapsed();
+    let text = String::from_utf8_lossy(&buf);
+    let mut lines = text.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "no HTTP status line in its answer ({} bytes, then {})",
+                buf.len(),
+                if buf.len() >= HEAD_CAP {
+                    "too long"
+                } else {
+                    "closed"
+                }
+            )
+        })?;
+    let retry_after = lines
+        .take_while(|line| !line.is_empty())
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("retry-after"))
+        .map(|(_, value)| value.trim().to_owned());
+    Ok(Some(RawAnswer {
+        after,
+        status,
+        retry_after,
+    }))
+}
+
+fn judge_refusal(
+    t: &Target,
+    c: &mut Ctx,
+    answer: Result<Option<RawAnswer>, String>,
+    refusal: Duration,
+    overloaded: u16,
+) -> String {
+    let label = "the large upload while the budget is held";
+    let max_retry = t.max_retry_after_s(plimsoll_spec::Pool::Digitize);
+    match answer {
+        Err(e) => {
+            c.fail(format!("{label}: {e}"));
+            "large upload: error".into()
+        }
+        Ok(None) => {
+            c.fail(format!(
+                "{label} got no answer before its body was sent: it was admitted to the read (no budget bounds the bodies in flight)"
+            ));
+            "large upload: not refused".into()
+        }
+        Ok(Some(a)) => {
+            c.trials_ms.push(ms(a.after));
+            c.require(a.status == overloaded, || {
+                format!("{label} was answered {} instead of {overloaded}", a.status)
+            });
+            c.require(a.after <= refusal, || {
+                format!(
+                    "{label} was refused after {:.0} ms, more than {} ms",
+                    ms(a.after),
+                    refusal.as_millis()
+                )
+            });
+            let delay = a.retry_after.as_deref().and_then(|v| v.parse::<u64>().ok());
+            c.require(delay.is_some_and(|d| (1..=max_retry).contains(&d)), || {
+                format!(
+                    "{label}: Retry-After {:?} is not a delay of 1..={max_retry} s",
+                    a.retry_after
+                )
+            });
+            format!(
+                "large upload answered {} after {:.0} ms (Retry-After {})",
+                a.status,
+                ms(a.after),
+                a.retry_after.as_deref().unwrap_or("absent")
+            )
+        }
+    }
+}
+
+/// With the stalled uploads gone, the large upload (sent whole) must be admitted within
+/// [`PROMPT`]: any answer but an overload.
+async fn admitted_again(t: &Arc<Target>, c: &mut Ctx, large: u64, overloaded: u16) -> String {
+    let api = &t.expected.api.digitize;
+    let body = hyper::body::Bytes::from(vec![0u8; large as usize]);
+    let start = Instant::now();
+    loop {
+        let request = t
+            .client
+            .post(t.url(&api.path))
+            .header(CONTENT_TYPE, api.content_types[0].as_str())
+            .body(body.clone());
+        match t.send(request, Op::Digitize).await {
+            Ok(reply) if reply.status != overloaded => {
+                c.reply(t, "the large upload once the budget is free", &reply);
+                return format!(
+                    "afterwards admitted ({} {}) after {:.0} ms",
+                    reply.status,
+                    reply.code(),
+                    ms(start.elapsed())
+                );
+            }
+            Ok(reply) if start.elapsed() >= PROMPT => {
+                c.reply(t, "the large upload once the budget is free", &reply);
+                c.fail(format!(
+                    "the large upload was still refused {} {} a second after the stalled uploads were closed",
+                    reply.status,
+                    reply.code()
+                ));
+                return "afterwards still refused".into();
+            }
+            Ok(_) => tokio::time::sleep(RETRY_EVERY).await,
+            Err(e) => {
+                c.fail(format!("the large upload once the budget is free: {e}"));
+                return "afterwards: no answer".into();
+            }
+        }
+    }
+}
