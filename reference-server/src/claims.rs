@@ -5,39 +5,33 @@
 use std::borrow::Cow;
 use std::fmt::Debug;
 
-use axum::http::HeaderValue;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use plimsoll_spec::Contract;
 
+/// What the server says about itself. Every method's default is the truth, so a broken
+/// variant overrides exactly the claim it lies in.
 pub trait Claims: Debug + Send + Sync {
-    /// The `X-Request-Id` of a response (F4).
-    fn request_id(&self, id: HeaderValue) -> Option<HeaderValue>;
+    /// Puts the request id on a response as `name` (F4): once, as it is.
+    fn stamp_request_id(&self, headers: &mut HeaderMap, name: &HeaderName, id: HeaderValue) {
+        headers.insert(name.clone(), id);
+    }
     /// The `Server-Timing` of a pipeline response (queue and run durations).
-    fn server_timing(&self, value: HeaderValue) -> Option<HeaderValue>;
+    fn server_timing(&self, value: HeaderValue) -> Option<HeaderValue> {
+        Some(value)
+    }
     /// The body of `GET /v1/contract`.
-    fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract>;
+    fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
+        Cow::Borrowed(effective)
+    }
     /// The body of `GET /metrics`: `exposition` is what the server measured, for a server that
     /// serves `effective`.
-    fn metrics(&self, exposition: String, effective: &Contract) -> String;
+    fn metrics(&self, exposition: String, _effective: &Contract) -> String {
+        exposition
+    }
 }
 
 /// Every claim as measured or configured.
 #[derive(Debug)]
 pub struct Truthful;
 
-impl Claims for Truthful {
-    fn request_id(&self, id: HeaderValue) -> Option<HeaderValue> {
-        Some(id)
-    }
-
-    fn server_timing(&self, value: HeaderValue) -> Option<HeaderValue> {
-        Some(value)
-    }
-
-    fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
-        Cow::Borrowed(effective)
-    }
-
-    fn metrics(&self, exposition: String, _effective: &Contract) -> String {
-        exposition
-    }
-}
+impl Claims for Truthful {}

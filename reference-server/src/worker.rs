@@ -43,15 +43,17 @@ impl TempCleaner for RemoveTempDir {
     }
 }
 
-/// When a slot is given back.
+/// When a slot is given back. The defaults are the contract's ([`ReleaseWhenStopped`]): only a
+/// stopped worker frees its slot, so a broken variant overrides the one moment it gets wrong.
 pub trait SlotRelease: Debug + Send + Sync {
-    /// The handler is answering; the worker may still be running.
-    fn answered(&self, slot: &Slot);
     /// The client of `pool` went away while its job held `slot`; the worker may still be
     /// running (it stops at its next checkpoint once cancelled).
-    fn client_gone(&self, slot: &Slot, pool: Pool);
+    fn client_gone(&self, _slot: &Slot, _pool: Pool) {}
     /// The worker stopped (its temp dir already cleaned).
-    fn worker_stopped(&self, slot: &Slot, end: &WorkerEnd<'_>);
+    // clause: T1 — a slot frees only when its worker has stopped
+    fn worker_stopped(&self, slot: &Slot, _end: &WorkerEnd<'_>) {
+        slot.release();
+    }
 }
 
 /// Only a stopped worker frees its slot: a timed-out or cancelled job keeps it until its next
@@ -59,16 +61,7 @@ pub trait SlotRelease: Debug + Send + Sync {
 #[derive(Debug)]
 pub struct ReleaseWhenStopped;
 
-impl SlotRelease for ReleaseWhenStopped {
-    fn answered(&self, _slot: &Slot) {}
-
-    fn client_gone(&self, _slot: &Slot, _pool: Pool) {}
-
-    // clause: T1 — a slot frees only when its worker has stopped
-    fn worker_stopped(&self, slot: &Slot, _end: &WorkerEnd<'_>) {
-        slot.release();
-    }
-}
+impl SlotRelease for ReleaseWhenStopped {}
 
 /// What a worker needs to end properly.
 pub struct Teardown {

@@ -10,8 +10,11 @@ use super::Reply;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seen {
     pub status: u16,
-    /// The request-id header.
+    /// The request-id header (its first value).
     pub header_id: Option<String>,
+    /// How many request-id headers the reply carried: exactly one, or which request it
+    /// answers is ambiguous on the wire.
+    pub header_ids: usize,
     /// An error body's `request_id`, `code` and `failed_stage` (strings only).
     pub body_id: Option<String>,
     pub code: Option<String>,
@@ -23,6 +26,7 @@ impl Seen {
         let mut seen = Seen {
             status: reply.status,
             header_id: reply.request_id(request_id_header),
+            header_ids: reply.headers.get_all(request_id_header).iter().count(),
             body_id: None,
             code: None,
             failed_stage: None,

@@ -102,8 +102,9 @@ impl Api {
         });
         // The id's own bytes become the header's, without a copy.
         let value = HeaderValue::from_maybe_shared(Bytes::from(id)).ok();
-        if let Some(value) = value.and_then(|v| state.components().claims.request_id(v)) {
-            response.headers_mut().insert(header.clone(), value);
+        if let Some(value) = value {
+            let claims = &state.components().claims;
+            claims.stamp_request_id(response.headers_mut(), header, value);
         }
         response
     }

@@ -96,7 +96,6 @@ where
 
     // clause: B1 — answered 504 at the deadline with the stage then running
     let joined = tokio::time::timeout_at(deadline.into(), handle).await;
-    parts.slot_release.answered(&slot);
     let ended = match joined {
         Err(_) => {
             // The worker stops at its next checkpoint and keeps its slot until then.

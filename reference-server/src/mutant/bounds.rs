@@ -123,10 +123,6 @@ impl TempCleaner for KeepWhenPanicked {
 pub struct LeakWhenClientGone(pub &'static [Pool]);
 
 impl SlotRelease for LeakWhenClientGone {
-    fn answered(&self, _slot: &Slot) {}
-
-    fn client_gone(&self, _slot: &Slot, _pool: Pool) {}
-
     fn worker_stopped(&self, slot: &Slot, end: &WorkerEnd<'_>) {
         if end.client_gone && self.0.contains(&end.pool) {
             std::mem::forget(slot.take());

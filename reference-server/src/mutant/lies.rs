@@ -8,14 +8,13 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::http::HeaderValue;
 use plimsoll_spec::{Contract, MetricName, Pool};
 use tokio_util::sync::CancellationToken;
 
 use super::JOB_POOLS;
 use crate::admission::Slot;
 use crate::bounds::OnDisconnect;
-use crate::claims::{Claims, Truthful};
+use crate::claims::Claims;
 use crate::worker::{SlotRelease, WorkerEnd};
 
 /// How a lying `/metrics` rewrites what the server measured.
@@ -28,18 +27,6 @@ pub trait MetricsLie: Debug + Send + Sync {
 pub struct LyingMetrics<L>(pub Arc<L>);
 
 impl<L: MetricsLie> Claims for LyingMetrics<L> {
-    fn request_id(&self, id: HeaderValue) -> Option<HeaderValue> {
-        Truthful.request_id(id)
-    }
-
-    fn server_timing(&self, value: HeaderValue) -> Option<HeaderValue> {
-        Truthful.server_timing(value)
-    }
-
-    fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
-        Truthful.contract(effective)
-    }
-
     fn metrics(&self, exposition: String, effective: &Contract) -> String {
         self.0.rewrite(exposition, effective)
     }
@@ -85,8 +72,6 @@ impl OnDisconnect for GaugeDropsOnDisconnect {
 }
 
 impl SlotRelease for GaugeDropsOnDisconnect {
-    fn answered(&self, _slot: &Slot) {}
-
     fn client_gone(&self, slot: &Slot, pool: Pool) {
         let mut hidden = lock(&self.hidden);
         if slot.is_held() {
@@ -118,10 +103,6 @@ pub struct SlotLeakHonestGauge {
 }
 
 impl SlotRelease for SlotLeakHonestGauge {
-    fn answered(&self, _slot: &Slot) {}
-
-    fn client_gone(&self, _slot: &Slot, _pool: Pool) {}
-
     fn worker_stopped(&self, slot: &Slot, end: &WorkerEnd<'_>) {
         if end.client_gone && JOB_POOLS.contains(&end.pool) {
             let mut leaked = lock(&self.leaked);
@@ -169,14 +150,6 @@ pub struct LooserContract {
 }
 
 impl Claims for LooserContract {
-    fn request_id(&self, id: HeaderValue) -> Option<HeaderValue> {
-        Truthful.request_id(id)
-    }
-
-    fn server_timing(&self, value: HeaderValue) -> Option<HeaderValue> {
-        Truthful.server_timing(value)
-    }
-
     fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
         let mut claimed = effective.clone();
         claimed.clauses.b3.value.stop_within_ms = self.claimed_stop_within_ms;
@@ -190,10 +163,6 @@ impl Claims for LooserContract {
             *ms = ms.saturating_mul(self.tolerance_factor);
         }
         Cow::Owned(claimed)
-    }
-
-    fn metrics(&self, exposition: String, effective: &Contract) -> String {
-        Truthful.metrics(exposition, effective)
     }
 }
 

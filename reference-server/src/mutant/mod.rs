@@ -176,6 +176,9 @@ mutants! {
     NoRequestId = "no-request-id", "no `X-Request-Id` header",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::NoRequestId);
+    DuplicateRequestId = "duplicate-request-id", "`X-Request-Id` twice, the second a proxy's",
+        fails ["F4"],
+        |c| c.claims = Arc::new(observe::DuplicateRequestId);
     PlainTextLogs = "plain-text-logs", "error logs are plain text",
         fails ["F3"],
         |c| c.log_format = Arc::new(observe::PlainText);

@@ -1,14 +1,12 @@
 //! Broken observability: no request id, no Server-Timing, plain-text logs.
 
-use std::borrow::Cow;
 use std::io::Write;
 use std::time::SystemTime;
 
-use axum::http::HeaderValue;
-use plimsoll_spec::Contract;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use tracing::Dispatch;
 
-use crate::claims::{Claims, Truthful};
+use crate::claims::Claims;
 use crate::logging::{LogFormat, LogWriter, RequestLine, subscriber, write_rfc3339};
 
 /// F4: no `X-Request-Id` (every other claim truthful).
@@ -16,20 +14,18 @@ use crate::logging::{LogFormat, LogWriter, RequestLine, subscriber, write_rfc333
 pub struct NoRequestId;
 
 impl Claims for NoRequestId {
-    fn request_id(&self, _id: HeaderValue) -> Option<HeaderValue> {
-        None
-    }
+    fn stamp_request_id(&self, _headers: &mut HeaderMap, _name: &HeaderName, _id: HeaderValue) {}
+}
 
-    fn server_timing(&self, value: HeaderValue) -> Option<HeaderValue> {
-        Truthful.server_timing(value)
-    }
+/// F4: the id twice, the second one a proxy's: a client library sees either the first, the
+/// last or both joined, so which request a reply answers is ambiguous on the wire.
+#[derive(Debug)]
+pub struct DuplicateRequestId;
 
-    fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
-        Truthful.contract(effective)
-    }
-
-    fn metrics(&self, exposition: String, effective: &Contract) -> String {
-        Truthful.metrics(exposition, effective)
+impl Claims for DuplicateRequestId {
+    fn stamp_request_id(&self, headers: &mut HeaderMap, name: &HeaderName, id: HeaderValue) {
+        headers.insert(name.clone(), id);
+        headers.append(name.clone(), HeaderValue::from_static("edge-proxy-0001"));
     }
 }
 
@@ -38,20 +34,8 @@ impl Claims for NoRequestId {
 pub struct NoServerTiming;
 
 impl Claims for NoServerTiming {
-    fn request_id(&self, id: HeaderValue) -> Option<HeaderValue> {
-        Truthful.request_id(id)
-    }
-
     fn server_timing(&self, _value: HeaderValue) -> Option<HeaderValue> {
         None
-    }
-
-    fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
-        Truthful.contract(effective)
-    }
-
-    fn metrics(&self, exposition: String, effective: &Contract) -> String {
-        Truthful.metrics(exposition, effective)
     }
 }
 

@@ -277,12 +277,36 @@ pub struct InvalidInput {
 pub struct ErrorLogs {
     /// The line's encoding (`json`: one object per line).
     #[schemars(description = "")]
-    pub format: String,
+    pub format: LogLineFormat,
     /// The members every error line has, `stack` included even when empty.
     #[schemars(description = "")]
     pub fields: Vec<String>,
     /// Whether error lines carry a backtrace in `stack`.
     pub stack: bool,
+}
+
+/// How an error log line is written. Only `json`, one object per line: a log pipeline reads
+/// each line without knowing the next, and a field is found by name, not by position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[expect(
+    missing_docs,
+    reason = "documented variants would change the published schemas"
+)]
+pub enum LogLineFormat {
+    #[serde(rename = "json")]
+    Json,
+}
+
+impl LogLineFormat {
+    /// A line's members, if it is a line of this format.
+    pub fn parse(self, line: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match self {
+            LogLineFormat::Json => match serde_json::from_str(line) {
+                Ok(serde_json::Value::Object(members)) => Some(members),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// F4: the request id every response carries, and which client-supplied ids are kept.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use image::ImageFormat;
+use plimsoll_spec::model::LogLineFormat;
 use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
 use reqwest::header::CONTENT_TYPE;
 
@@ -85,7 +86,7 @@ async fn f3(t: &Arc<Target>, c: &mut Ctx) {
                 return;
             }
         };
-        let (lines, bad) = parse(&text);
+        let (lines, bad) = parse(&text, f3.format);
         let index = index(&lines, &f3.fields);
         let complete = errors
             .iter()
@@ -211,8 +212,9 @@ async fn provoke(t: &Arc<Target>, c: &mut Ctx) {
     }
 }
 
-/// The log's JSON-object lines, and the (1-based) numbers of the lines that are not.
-fn parse(text: &str) -> (Vec<serde_json::Value>, Vec<usize>) {
+/// The log's lines in the contract's format (as JSON objects), and the (1-based) numbers of
+/// the lines that are not.
+fn parse(text: &str, format: LogLineFormat) -> (Vec<serde_json::Value>, Vec<usize>) {
     let mut lines = Vec::new();
     let mut bad = Vec::new();
     for (n, line) in text
@@ -220,9 +222,9 @@ fn parse(text: &str) -> (Vec<serde_json::Value>, Vec<usize>) {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        match serde_json::from_str::<serde_json::Value>(line) {
-            Ok(v) if v.is_object() => lines.push(v),
-            _ => bad.push(n + 1),
+        match format.parse(line) {
+            Some(members) => lines.push(serde_json::Value::Object(members)),
+            None => bad.push(n + 1),
         }
     }
     (lines, bad)
@@ -317,6 +319,7 @@ mod tests {
         Seen {
             status,
             header_id: Some("id-1".into()),
+            header_ids: 1,
             body_id: Some("id-1".into()),
             code: Some(code.into()),
             failed_stage: failed_stage.map(str::to_owned),

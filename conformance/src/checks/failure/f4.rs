@@ -16,7 +16,8 @@ use crate::remote::{Op, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::F4,
     "Every reply of the whole run is noted as it arrives, so F4 runs after the clause checks: \
-     each must carry `{header}`, and every error reply's body must repeat the header's id. A \
+     each must carry `{header}` exactly once (two values make the reply's request ambiguous to \
+     a client), and every error reply's body must repeat the header's id. A \
      well-formed client id comes back unchanged, also one of exactly {client_id_max_len} \
      allowed characters; one of {client_id_max_len} + 1 characters, and a malformed one, are \
      replaced by a well-formed id.",
@@ -102,6 +103,17 @@ async fn f4(t: &Arc<Target>, c: &mut Ctx) {
             seen.len()
         )
     });
+    let repeated: Vec<_> = seen.iter().filter(|s| s.header_ids > 1).collect();
+    if let Some(first) = repeated.first() {
+        c.fail(format!(
+            "{} of {} responses carried {header} more than once (first: {} {} with {}): a client library sees the first, the last or both joined, so which request a reply answers is ambiguous",
+            repeated.len(),
+            seen.len(),
+            first.status,
+            first.code.as_deref().unwrap_or("(no code)"),
+            first.header_ids
+        ));
+    }
     let errors = seen.iter().filter(|s| s.is_error()).count();
     let mismatched = mismatched(&seen);
     if !mismatched.is_empty() {
@@ -151,6 +163,7 @@ mod tests {
         Seen {
             status,
             header_id: header.map(str::to_owned),
+            header_ids: usize::from(header.is_some()),
             body_id: body.map(str::to_owned),
             code: Some("overloaded".into()),
             failed_stage: None,
