@@ -28,6 +28,7 @@ pub use metric::{MetricName, Outcome, Pool};
 pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
 pub use stage::Stage;
 
+pub mod changelog;
 pub mod clause;
 pub mod limits;
 pub mod model;
@@ -36,6 +37,7 @@ pub mod parse;
 pub mod reconcile;
 mod validate;
 
+pub use changelog::{Changelog, Release};
 pub use clause::{ClauseId, ClauseRef, UnknownClause};
 pub use limits::PoolLimits;
 pub use model::Contract;

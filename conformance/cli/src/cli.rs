@@ -38,7 +38,7 @@ pub enum Command {
     /// Run a goose load profile against an implementation, judged by the contract and a queueing prediction.
     #[command(after_help = load_help())]
     Load(plimsoll_conformance::load::LoadArgs),
-    /// Regenerate docs/concurrency.md, spec/openapi.json and spec/schemas/*.json from spec/contract.toml.
+    /// Regenerate docs/concurrency.md, docs/changelog.md, spec/openapi.json and spec/schemas/*.json from spec/contract.toml and spec/changelog.toml.
     #[command(after_help = docs_help())]
     Docs(plimsoll_conformance::docs::DocsArgs),
     /// Run the reference server; its settings come from the environment.

@@ -34,6 +34,38 @@ pub fn concurrency_md(contract: &Contract) -> String {
     md
 }
 
+/// `docs/changelog.md`: each release of the contract, newest first, with what an
+/// implementation of the previous version must change.
+pub fn changelog_md(changelog: &crate::Changelog) -> String {
+    let mut md = String::from("# Contract changelog\n\n");
+    let _ = writeln!(
+        md,
+        "<!-- Generated from spec/changelog.toml by `plimsoll docs`. Do not edit: change the changelog and regenerate. -->\n"
+    );
+    let _ = writeln!(
+        md,
+        "What each version of [`spec/contract.toml`](../spec/contract.toml) changed, newest first. \
+         Moving an implementation from one version to the next is the steps under **What you \
+         must change** of each version in between; the clauses themselves are in \
+         [concurrency.md](concurrency.md).\n"
+    );
+    for r in &changelog.release {
+        let _ = writeln!(md, "## {} ({})\n", r.version, r.date);
+        let _ = writeln!(md, "{}\n", r.summary);
+        if !r.clauses.is_empty() {
+            let ids: Vec<_> = r.clauses.iter().map(|c| format!("`{c}`")).collect();
+            let _ = writeln!(md, "Clauses: {}.\n", ids.join(", "));
+        }
+        let _ = writeln!(md, "**What you must change**\n");
+        for step in &r.must_change {
+            let _ = writeln!(md, "- {step}");
+        }
+        md.push('\n');
+    }
+    md.pop();
+    md
+}
+
 /// A table's header row and the delimiter row under it.
 fn table_head(md: &mut String, columns: &[&str]) {
     let _ = writeln!(md, "| {} |", columns.join(" | "));

@@ -13,7 +13,7 @@ use schemars::generate::SchemaSettings;
 use crate::model::Contract;
 use crate::{ErrorCode, Problem, Stage};
 
-pub use markdown::concurrency_md;
+pub use markdown::{changelog_md, concurrency_md};
 pub use openapi::{hook_pattern, openapi};
 
 /// A generated file: its path relative to the repository root and its contents.
@@ -31,6 +31,10 @@ pub fn outputs(contract: &Contract) -> Vec<Output> {
         Output {
             path: "docs/concurrency.md",
             contents: concurrency_md(contract),
+        },
+        Output {
+            path: "docs/changelog.md",
+            contents: changelog_md(crate::Changelog::embedded()),
         },
         Output {
             path: "spec/openapi.json",
