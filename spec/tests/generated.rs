@@ -186,3 +186,36 @@ fn the_implementers_checklist_cites_every_rule_at_its_heading() {
         "rules docs/conformance.md never cites: {missing:?}"
     );
 }
+
+/// The relay frames are described twice, as standalone schemas and inside the OpenAPI document:
+/// the two must require the same members (an implementer once found `headers` and `body`
+/// required in one and optional in the other).
+#[test]
+fn the_relay_frame_schemas_agree_with_the_openapi_document() {
+    let openapi = render::openapi(Contract::embedded());
+    let relay = openapi["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find_map(|item| {
+            item["get"]
+                .get("x-plimsoll")
+                .filter(|x| x.get("frames").is_some())
+        })
+        .expect("the relay operation carries x-plimsoll");
+    let required = |schema: &serde_json::Value| {
+        let mut names: Vec<String> = schema["required"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let request = render::received_schema::<plimsoll_spec::relay::RelayRequest>();
+    assert_eq!(required(&request), required(&relay["frames"]["request"]));
+    assert!(!required(&request).contains(&"headers".to_owned()));
+}

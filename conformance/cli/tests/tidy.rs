@@ -806,3 +806,49 @@ fn broken_variants_are_behind_the_mutants_feature() {
         );
     }
 }
+
+/// The sample run in README.md and the recommended run in conformance.md are of this contract:
+/// its version, as many checks as the registry has, every override the embedded server runs
+/// with. (A stale sample told an implementer they had one check fewer to pass.)
+fn stale_samples(readme: &str, conformance: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let version = format!("contract {} (", Contract::embedded().contract.version);
+    if !readme.contains(&version) {
+        out.push(format!("README.md's sample run does not show `{version}…`"));
+    }
+    let passed = format!("{} passed, 0 failed", REGISTRY.len());
+    if !readme.contains(&passed) {
+        out.push(format!("README.md's sample run does not say `{passed}`"));
+    }
+    for (env, value) in plimsoll_conformance::check::embedded_overrides(false) {
+        let set = format!("{env}={value}");
+        if !conformance.contains(&set) {
+            out.push(format!(
+                "conformance.md's recommended run does not set `{set}`, which the embedded server runs with"
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_documents_sample_runs_are_of_this_contract() {
+    let readme = read(&root().join("README.md"));
+    let conformance = read(&root().join("docs/conformance.md"));
+    let stale = stale_samples(&readme, &conformance);
+    assert!(stale.is_empty(), "{stale:#?}");
+}
+
+#[test]
+fn a_stale_sample_run_is_caught() {
+    let stale = stale_samples(
+        "contract 1.0.0 (8639fccc)\n18 passed, 0 failed",
+        "QUEUE_CAPACITY=2",
+    );
+    assert!(stale.iter().any(|s| s.contains("contract")), "{stale:?}");
+    assert!(stale.iter().any(|s| s.contains("passed")), "{stale:?}");
+    assert!(
+        stale.iter().any(|s| s.contains("HEAD_TIMEOUT_MS")),
+        "{stale:?}"
+    );
+}

@@ -50,7 +50,7 @@ pub fn outputs(contract: &Contract) -> Vec<Output> {
         },
         Output {
             path: "spec/schemas/relay-request.schema.json",
-            contents: pretty(&root_schema::<crate::relay::RelayRequest>()),
+            contents: pretty(&received_schema::<crate::relay::RelayRequest>()),
         },
         Output {
             path: "spec/schemas/relay-response.schema.json",
@@ -89,6 +89,16 @@ pub fn write_all(contract: &Contract, root: &Path) -> std::io::Result<Vec<&'stat
 pub fn root_schema<T: JsonSchema>() -> serde_json::Value {
     SchemaSettings::draft2020_12()
         .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+/// The schema of what a server *receives* (a relay envelope): fields with a serde default may be
+/// left out, as the OpenAPI document's frame schemas (schemars' deserialize view) say too.
+pub fn received_schema<T: JsonSchema>() -> serde_json::Value {
+    SchemaSettings::draft2020_12()
+        .for_deserialize()
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value()

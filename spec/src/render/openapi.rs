@@ -263,6 +263,7 @@ impl<'a> Parts<'a> {
             "B1": { "timeout_ms": timeout_ms },
             "B2": c.b2.value,
             "B3": c.b3.value,
+            "B5": c.b5.value,
             "F1": c.f1.value,
             "F2": c.f2.value,
             "F3": c.f3.value,

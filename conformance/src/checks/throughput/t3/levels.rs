@@ -26,10 +26,17 @@ pub(super) async fn fire(
     let pool = Pool::Digitize;
     let window = t.expected.clauses.t3.value.window_samples as usize;
     sleep_until(at).await;
-    let tasks: Vec<_> = (0..window).map(|_| spawn_in(t, pool, None)).collect();
+    // A window's worth at once, in waves that fit the connection cap beside the requests both
+    // pools hold (an adopted MAX_CONNECTIONS can be smaller than the window): a refusal is
+    // immediate, so the waves follow each other within milliseconds.
+    let mut replies = Vec::with_capacity(window);
+    for wave in waves(window, crowd_room(t)) {
+        let tasks: Vec<_> = (0..wave).map(|_| spawn_in(t, pool, None)).collect();
+        replies.extend(join_all(tasks).await);
+    }
     let mut refused = Vec::new();
     let mut not_refused = Vec::new();
-    for (i, r) in join_all(tasks).await.into_iter().enumerate() {
+    for (i, r) in replies.into_iter().enumerate() {
         let name = format!("{label}-{i}");
         match r {
             Ok(reply) if t.is_error(&reply, ErrorCode::Overloaded) => {
@@ -150,4 +157,38 @@ pub(super) fn judge_level(
             e.accepted.end()
         )
     });
+}
+
+/// How many requests the checker may have open at once beside what both pools hold: the
+/// connection cap less every worker and queue place and a few for the checker's probes.
+fn crowd_room(t: &Target) -> usize {
+    let held: usize = [Pool::Digitize, Pool::Export]
+        .into_iter()
+        .map(|p| t.workers(p) + t.queue_capacity(p))
+        .sum();
+    let cap = t.expected.clauses.b4.value.max_connections as usize;
+    cap.saturating_sub(held + 4).max(1)
+}
+
+/// `total` split into waves of at most `room`.
+fn waves(total: usize, room: usize) -> Vec<usize> {
+    let room = room.max(1);
+    let mut out = vec![room; total / room];
+    if !total.is_multiple_of(room) {
+        out.push(total % room);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::waves;
+
+    #[test]
+    fn a_crowd_is_split_into_waves_that_fit_the_room() {
+        assert_eq!(waves(64, 500), vec![64]);
+        assert_eq!(waves(64, 50), vec![50, 14]);
+        assert_eq!(waves(64, 32), vec![32, 32]);
+        assert_eq!(waves(3, 0), vec![1, 1, 1]);
+    }
 }
