@@ -148,6 +148,12 @@ async fn check_against(url: &str, timeout_s: u64) -> Run {
     run
 }
 
+/// The run could not proceed (exit 2) and its one line says `why`.
+fn cannot_proceed(run: &Run, why: &str) {
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.stderr());
+    assert!(run.stderr().contains(why), "says `{why}`: {}", run.stderr());
+}
+
 #[tokio::test]
 async fn a_target_that_accepts_and_never_answers_stops_at_the_timeout_saying_so() {
     let url = hostile(|stream| async move {
@@ -156,8 +162,7 @@ async fn a_target_that_accepts_and_never_answers_stops_at_the_timeout_saying_so(
     })
     .await;
     let run = check_against(&url, 4).await;
-    assert_eq!(run.output.status.code(), Some(2));
-    assert!(run.stderr().contains("--timeout"), "{}", run.stderr());
+    cannot_proceed(&run, "--timeout");
     assert_eq!(
         run.stderr().lines().count(),
         1,
@@ -176,13 +181,8 @@ async fn a_target_that_answers_garbage_is_unreachable_in_one_line() {
     })
     .await;
     let run = check_against(&url, 20).await;
-    assert_eq!(run.output.status.code(), Some(2));
-    assert!(run.stderr().contains("unreachable"), "{}", run.stderr());
-    assert!(
-        run.stderr().contains("invalid HTTP"),
-        "says why: {}",
-        run.stderr()
-    );
+    cannot_proceed(&run, "unreachable");
+    cannot_proceed(&run, "invalid HTTP");
     assert!(run.took < Duration::from_secs(5), "{:?}", run.took);
 }
 
@@ -199,7 +199,7 @@ async fn a_target_that_answers_one_byte_a_second_is_bounded() {
     })
     .await;
     let run = check_against(&url, 5).await;
-    assert_eq!(run.output.status.code(), Some(2), "{}", run.stderr());
+    cannot_proceed(&run, "--timeout");
 }
 
 #[tokio::test]
@@ -219,12 +219,7 @@ async fn endless_and_huge_bodies_cost_the_checker_a_bounded_amount() {
     })
     .await;
     let run = check_against(&url, 30).await;
-    assert_eq!(run.output.status.code(), Some(2), "{}", run.stderr());
-    assert!(
-        run.stderr().contains("MB"),
-        "names the cap: {}",
-        run.stderr()
-    );
+    cannot_proceed(&run, "16 MB");
 }
 
 #[tokio::test]
@@ -241,12 +236,7 @@ async fn a_head_of_100_mb_is_refused_by_the_checker_not_read() {
     })
     .await;
     let run = check_against(&url, 20).await;
-    assert_eq!(run.output.status.code(), Some(2), "{}", run.stderr());
-    assert!(
-        run.stderr().contains("too large"),
-        "says why: {}",
-        run.stderr()
-    );
+    cannot_proceed(&run, "too large");
 }
 
 #[tokio::test]
