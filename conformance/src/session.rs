@@ -14,6 +14,7 @@ use plimsoll_spec::{Contract, EMBEDDED_TOML, Reconciliation};
 
 use crate::checks::contract;
 use crate::remote::bridge::BridgeProcess;
+use crate::remote::process::ProcessSource;
 use crate::remote::relay::RelayListener;
 use crate::remote::upstream::Upstream;
 use crate::report::ReportFiles;
@@ -46,6 +47,10 @@ pub struct SubjectArgs {
     /// start).
     #[arg(long, value_name = "DIR")]
     pub temp_dir: Option<PathBuf>,
+    /// The implementation's process id, to read its memory (B5, soak) and open files (soak)
+    /// from /proc.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
     /// Stop the whole run after this many seconds (default 1800), writing the reports asked
     /// for, marked incomplete (exit code 2). A stop signal (Ctrl-C, SIGTERM) does the same at
     /// once.
@@ -391,6 +396,15 @@ impl Subject {
             Mode::Bridge
         } else {
             Mode::External
+        }
+    }
+
+    /// Where its memory and open files can be read: this process for the embedded server,
+    /// `/proc/PID` for an external one whose `--pid` was given, else its own metrics.
+    pub fn process(&self, pid: Option<u32>) -> ProcessSource {
+        match self.mode() {
+            Mode::Embedded => ProcessSource::this_process(),
+            Mode::External | Mode::Bridge => ProcessSource::external(pid),
         }
     }
 

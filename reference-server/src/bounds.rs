@@ -4,9 +4,12 @@
 //! [`CancelJob`] and [`ContractBudget`].
 
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
+
+use crate::upload_budget::UploadBudget;
 
 /// When a job is past its time.
 pub trait DeadlinePolicy: Debug + Send + Sync {
@@ -63,6 +66,12 @@ impl OnDisconnect for CancelJob {
 pub trait UploadBudgetPolicy: Debug + Send + Sync {
     /// `contract_mb` is the contract's budget (after overrides); `None` means no budget at all.
     fn budget_bytes(&self, contract_mb: u64) -> Option<u64>;
+
+    /// The budget an upload is charged to, `declared` its `Content-Length`: the server's, for
+    /// a body with a length and a chunked one alike (B5 bounds them together).
+    fn budget_for(&self, server: &Arc<UploadBudget>, _declared: Option<u64>) -> Arc<UploadBudget> {
+        server.clone()
+    }
 }
 
 /// The contract's budget.

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, header};
 use http_body_util::BodyExt;
 use plimsoll_spec::ErrorCode;
 
+use crate::bounds::UploadBudgetPolicy;
 use crate::error::ErrorKind;
 use crate::upload_budget::{Reservation, UploadBudget};
 
@@ -50,6 +51,7 @@ impl Upload {
         limit: u64,
         read_timeout: Duration,
         budget: &Arc<UploadBudget>,
+        policy: &dyn UploadBudgetPolicy,
     ) -> Upload {
         let declared = headers
             .get(header::CONTENT_LENGTH)
@@ -60,7 +62,7 @@ impl Upload {
             declared,
             limit,
             read_timeout,
-            budget: budget.clone(),
+            budget: policy.budget_for(budget, declared),
         }
     }
 

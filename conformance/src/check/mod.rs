@@ -151,7 +151,8 @@ async fn run_suite(
             subject.server_log.clone(),
             manifest.trials,
         )
-        .with_relay(subject.relay.clone()),
+        .with_relay(subject.relay.clone())
+        .with_process(subject.process(args.subject.pid)),
     );
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them.

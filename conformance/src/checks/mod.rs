@@ -72,6 +72,17 @@ pub fn markdown_table(contract: &Contract) -> String {
     md
 }
 
+/// `total` cut into pieces of at most `max` (at least 1), the last one the remainder: the
+/// stalled uploads that fill B5's budget, the waves of T3's crowd that fit the connection cap.
+pub(crate) fn pieces(total: u64, max: u64) -> Vec<u64> {
+    let max = max.max(1);
+    let mut out = vec![max; (total / max) as usize];
+    if !total.is_multiple_of(max) {
+        out.push(total % max);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

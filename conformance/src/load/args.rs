@@ -55,9 +55,6 @@ pub struct LoadArgs {
     /// What is loaded: `--target`, `--contract`, `--allow-overrides`, `--temp-dir`.
     #[command(flatten)]
     pub subject: SubjectArgs,
-    /// The implementation's process id, to read its memory and open files from /proc (soak).
-    #[arg(long, value_name = "PID", help_heading = "Target")]
-    pub pid: Option<u32>,
     /// Fleet mode: a replica behind the balancer `--target` names (repeat for each). Each is
     /// read and judged against the per-replica contract on its own.
     #[arg(long, value_name = "URL", help_heading = "Fleet")]
@@ -116,7 +113,6 @@ impl LoadArgs {
     pub fn new(profile: ProfileName) -> LoadArgs {
         LoadArgs {
             subject: SubjectArgs::default(),
-            pid: None,
             replica: Vec::new(),
             balancer: None,
             profile,

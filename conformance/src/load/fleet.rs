@@ -53,7 +53,7 @@ pub(super) fn validate(args: &LoadArgs) -> Result<(), Fatal> {
             );
         }
     }
-    if args.pid.is_some() || args.subject.temp_dir.is_some() {
+    if args.subject.pid.is_some() || args.subject.temp_dir.is_some() {
         return usage(
             "--pid and --temp-dir name one server; in fleet mode each replica's /metrics is read instead",
         );

@@ -37,11 +37,11 @@ use std::time::Duration;
 use plimsoll_spec::{Contract, ErrorCode, Pool};
 
 use crate::checks::contract::contract_result;
+use crate::remote::process::ProcessSource;
 use crate::report;
-use crate::session::{self, ContractSource, Fatal, Mode, Opening, Partial, Subject};
+use crate::session::{self, ContractSource, Fatal, Opening, Partial, Subject};
 use crate::verdict::{CheckResult, RunReport};
 use run::RequestTemplate;
-use scrape::ProcessSource;
 use verdicts::Expectations;
 
 /// The load engine: goose in this process, or Locust's master and workers.
@@ -79,10 +79,7 @@ pub async fn execute(args: &LoadArgs, subject: Subject) -> Result<RunReport, Fat
         subject,
         &args.reports,
         async |source, subject, partial| {
-            let process = match subject.mode() {
-                Mode::Embedded => ProcessSource::this_process(),
-                Mode::External | Mode::Bridge => ProcessSource::external(args.pid),
-            };
+            let process = subject.process(args.subject.pid);
             run_profile(args, source, subject, process, partial).await
         },
     )

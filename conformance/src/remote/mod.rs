@@ -14,6 +14,7 @@ pub mod body;
 pub mod bridge;
 mod exposition;
 mod images;
+pub mod process;
 pub mod relay;
 mod reply;
 mod seen;
@@ -58,6 +59,8 @@ pub struct Target {
     pub upstream: Option<std::sync::Arc<upstream::Upstream>>,
     /// The bridge process, when the checker started it (R6 stops it).
     pub bridge: Option<std::sync::Arc<bridge::BridgeProcess>>,
+    /// Where the implementation's memory can be read (B5), when the checker can see it.
+    pub process: process::ProcessSource,
 }
 
 impl Target {
@@ -96,7 +99,16 @@ impl Target {
             relay: None,
             upstream: None,
             bridge: None,
+            process: process::ProcessSource::Unavailable(
+                "the checker cannot see the implementation's process (no --pid)".into(),
+            ),
         }
+    }
+
+    /// The target whose process the checker can read through `process`.
+    pub fn with_process(mut self, process: process::ProcessSource) -> Target {
+        self.process = process;
+        self
     }
 
     /// The target as a bridge whose both ends the checker plays: it dials `relay` and relays

@@ -67,7 +67,14 @@ pub async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Request) ->
     let contract = &state.config.contract;
     let (content_types, limit) = E::upload_limits(contract);
     let read_timeout = Duration::from_millis(contract.clauses.b1.value.upload_read_timeout_ms);
-    let upload = Upload::new(body, headers, limit, read_timeout, &state.upload_budget);
+    let upload = Upload::new(
+        body,
+        headers,
+        limit,
+        read_timeout,
+        &state.upload_budget,
+        &*state.config.components().upload_budget,
+    );
     let ran = async {
         let Prepared { hooks, params } =
             intake::prepare(state, id, E::POOL, query, headers, content_types, |q| {

@@ -1,6 +1,8 @@
 //! Broken bounds and teardown: no deadline or one that forgets the queue, no memory cap or one
-//! too low, disconnects ignored, temp dirs and slots leaked.
+//! too low, an upload budget missing, too small or blind to chunked bodies, disconnects ignored,
+//! temp dirs and slots leaked.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plimsoll_spec::Pool;
@@ -9,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::Slot;
 use crate::bounds::{DeadlinePolicy, MemoryCap, OnDisconnect, UploadBudgetPolicy};
 use crate::connections::ConnectionPolicy;
+use crate::upload_budget::UploadBudget;
 use crate::worker::{SlotRelease, TempCleaner, WorkerEnd};
 use plimsoll_engine::job::JobErrorKind;
 use plimsoll_spec::model::ConnectionBounds;
@@ -70,6 +73,24 @@ pub struct HalfBudget;
 impl UploadBudgetPolicy for HalfBudget {
     fn budget_bytes(&self, contract_mb: u64) -> Option<u64> {
         Some(contract_mb.saturating_mul(1 << 20) / 2)
+    }
+}
+
+/// B5: only declared lengths are charged; a chunked body is read without a budget (the
+/// statement's "one without a length that grows past it is cut off the same way" forgotten).
+#[derive(Debug)]
+pub struct BudgetIgnoresChunked;
+
+impl UploadBudgetPolicy for BudgetIgnoresChunked {
+    fn budget_bytes(&self, contract_mb: u64) -> Option<u64> {
+        Some(contract_mb.saturating_mul(1 << 20))
+    }
+
+    fn budget_for(&self, server: &Arc<UploadBudget>, declared: Option<u64>) -> Arc<UploadBudget> {
+        match declared {
+            Some(_) => server.clone(),
+            None => UploadBudget::new(u64::MAX),
+        }
     }
 }
 

@@ -158,6 +158,10 @@ mutants! {
     UploadBudgetTooSmall = "upload-budget-too-small", "the upload budget is half the contract's",
         fails ["B5"],
         |c| c.upload_budget = Arc::new(bounds::HalfBudget);
+    BudgetIgnoresChunked = "budget-ignores-chunked",
+        "the upload budget charges declared lengths only, not chunked bodies",
+        fails ["B5"],
+        |c| c.upload_budget = Arc::new(bounds::BudgetIgnoresChunked);
     IgnoreDisconnect = "ignore-disconnect", "client disconnects do not reach the job",
         fails ["B3"],
         |c| c.disconnect = Arc::new(bounds::IgnoreDisconnect);

@@ -1,8 +1,10 @@
 //! B5: the bodies of all requests together fit the upload budget. Uploads whose declared lengths
-//! fill the budget but for 1 MB are stalled after a prefix; the next large upload must be refused
-//! at once, before its body is sent, while a small request is still served; once the stalled
-//! uploads are gone the same upload must be admitted. Judged by the client's own sockets and
-//! clock; the server reports nothing for this clause.
+//! fill the budget but for one export body and 1 MB are stalled after a prefix, and a chunked
+//! upload (no length to reserve) sends most of an export body and stalls too; the next large
+//! upload must be refused at once, before its body is sent, while a small request is still
+//! served; once the stalled uploads are gone the same upload must be admitted. Judged by the
+//! client's own sockets and clock; where the checker can see the process (embedded, `--pid`), its
+//! resident memory is read too. The server reports nothing for this clause.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,20 +17,26 @@ use tokio::net::TcpStream;
 
 use super::b4::address;
 use crate::checks::ctx::{Ctx, ms};
+use crate::checks::pieces;
 use crate::checks::registry::Check;
+use crate::remote::process::{ProcessSource, proc_rss_bytes};
 use crate::remote::{Op, Target};
 
 pub const CHECK: Check = Check::clause(
     ClauseId::B5,
     "Export uploads whose declared `Content-Length`s total the {upload_budget_mb} MB budget less \
-     1 MB are opened on raw connections, each sending its head and a 64 KiB prefix and then \
-     pausing (well inside the upload read timeout). A digitize upload declaring the endpoint's \
-     whole `max_upload_bytes` then sends its head only: it must be answered \
-     {status:overloaded} with a `Retry-After` within {tolerances.refusal_latency_ms} ms, before \
-     any of its body is sent. A small digitize must still be answered 200, and no stalled upload \
-     may have been answered (a budget smaller than the contract's refuses one of them). Once \
-     the stalled uploads are closed, the same large upload, sent whole, must be admitted \
-     (answered anything but {status:overloaded}) within a second.",
+     one export body and 1 MB are opened on raw connections, each sending its head and a 64 KiB \
+     prefix and then pausing (well inside the upload read timeout); a chunked export upload, \
+     which has no length to reserve, sends its body but for the last quarter of a digitize body \
+     and pauses too. A digitize upload declaring the endpoint's whole `max_upload_bytes` then \
+     sends its head only: it must be answered {status:overloaded} with a `Retry-After` within \
+     {tolerances.refusal_latency_ms} ms, before any of its body is sent (a server that does not \
+     charge the chunked body has room for it). A small digitize must still be answered 200, and \
+     no stalled upload may have been answered (a budget smaller than the contract's refuses one \
+     of them). Once the stalled uploads are closed, the same large upload, sent whole, must be \
+     admitted (answered anything but {status:overloaded}) within a second. Where the checker \
+     can read the implementation's process (the embedded server, `--pid`), its resident memory \
+     with the budget held may exceed what it was before by at most the budget and 64 MB.",
     |t, c| Box::pin(b5(t, c)),
 );
 
@@ -37,6 +45,13 @@ pub const CHECK: Check = Check::clause(
 const MAX_STALLED: usize = 1024;
 /// What each stalled upload sends before it pauses.
 const PREFIX: usize = 64 << 10;
+/// The chunks of the chunked upload.
+const CHUNK: usize = 1 << 20;
+/// The room the small digitize needs: the stalled uploads leave it free.
+const SLACK: u64 = 1 << 20;
+/// What the process's resident memory may grow by beyond the budget while it is held: the
+/// runtime, the answers, and (embedded) the checker's own buffers.
+const MEMORY_ALLOWANCE: u64 = 64 << 20;
 /// Time the server gets to take the stalled heads in before the probe (they are sent on
 /// connections of their own, so their order of arrival is not the order of handling).
 const SETTLE: Duration = Duration::from_millis(200);
@@ -46,60 +61,165 @@ const RETRY_EVERY: Duration = Duration::from_millis(100);
 /// The most of a response the check reads (its head is all it needs).
 const HEAD_CAP: usize = 16 << 10;
 
+/// What the check will send, decided from the contract before a connection is opened.
+struct Plan {
+    addr: SocketAddr,
+    host: String,
+    /// The declared lengths of the stalled uploads.
+    sizes: Vec<u64>,
+    /// The bytes the chunked upload sends before it pauses.
+    chunked: u64,
+    /// The probe's declared length: the digitize endpoint's `max_upload_bytes`.
+    large: u64,
+}
+
+/// The uploads holding the budget, open until dropped.
+struct Held {
+    stalled: Vec<TcpStream>,
+    chunked: TcpStream,
+}
+
 async fn b5(t: &Arc<Target>, c: &mut Ctx) {
-    let budget_mb = t.expected.clauses.b5.value.upload_budget_mb;
     let refusal = Duration::from_millis(t.expected.tolerances.refusal_latency_ms);
-    let (digitize, export) = (&t.expected.api.digitize, &t.expected.api.export);
-    let large = digitize.max_upload_bytes;
     let overloaded = t.status(ErrorCode::Overloaded);
+    let Some(plan) = plan(t, c) else { return };
     c.expected = format!(
-        "with {} MB of uploads stalled, a {large}-byte upload refused {overloaded} within {} ms before its body; a small digitize 200; afterwards the same upload admitted",
-        budget_mb - 1,
+        "with {} MB of uploads stalled ({} of them chunked), a {}-byte upload refused {overloaded} within {} ms before its body; a small digitize 200; afterwards the same upload admitted",
+        t.expected.clauses.b5.value.upload_budget_mb - 1,
+        plan.chunked >> 20,
+        plan.large,
         refusal.as_millis()
     );
+    let rss_before = rss(&t.process);
+    let began = Instant::now();
+    let held = match hold_budget(t, &plan).await {
+        Ok(held) => held,
+        Err(e) => return c.fail(e),
+    };
+    tokio::time::sleep(SETTLE).await;
+    let rss_held = rss(&t.process);
+
+    let digitize = &t.expected.api.digitize;
+    let probe = head(
+        &digitize.path,
+        &plan.host,
+        &digitize.content_types[0],
+        plan.large,
+    );
+    let give_up = refusal.max(Duration::from_millis(500)) * 4;
+    let refused = first_answer(plan.addr, probe, give_up).await;
+    let refused_note = judge_refusal(t, c, refused, refusal, overloaded);
+    let small_note = small_digitize(t, c).await;
+    judge_held(t, c, &held, began.elapsed());
+    drop(held);
+
+    let after_note = admitted_again(t, c, plan.large, overloaded).await;
+    let memory_note = judge_memory(t, c, rss_before, rss_held);
+    c.observed = format!(
+        "{} uploads stalled with declared lengths, 1 chunked ({} MB sent); {refused_note}; {small_note}; {after_note}; {memory_note}",
+        plan.sizes.len(),
+        plan.chunked >> 20,
+    );
+}
+
+/// The uploads that fill the budget, or `None` (the check skipped, saying why) when the target
+/// or the adopted values leave no way to fill it here.
+fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
+    let budget = t.expected.clauses.b5.value.upload_budget_mb << 20;
+    let (digitize, export) = (&t.expected.api.digitize, &t.expected.api.export);
+    let large = digitize.max_upload_bytes;
     let Some((addr, host)) = address(t) else {
         c.skip(format!(
             "B5 stalls uploads on raw HTTP/1 connections and needs a plain http:// target, not {}",
             t.base
         ));
-        return;
+        return None;
     };
-    let sizes = stalled_sizes((budget_mb << 20) - (1 << 20), export.max_upload_bytes);
+    // The chunked body leaves a quarter of the probe free: a server that charges it cannot take
+    // the probe, one that does not can. Charged at most at its endpoint's limit, as a buffer
+    // grown by doubling may be, it still leaves the small digitize its room.
+    let chunked = export.max_upload_bytes.saturating_sub(large / 4);
+    let declared = budget.checked_sub(SLACK + export.max_upload_bytes);
+    let Some(declared) = declared.filter(|_| large / 4 > SLACK && chunked > 0) else {
+        c.skip(format!(
+            "a budget of {budget} bytes with uploads of at most {large} and {} bytes leaves no way to hold it with a chunked upload among the stalled ones",
+            export.max_upload_bytes
+        ));
+        return None;
+    };
+    let sizes = pieces(declared, export.max_upload_bytes);
     if sizes.len() > MAX_STALLED {
         c.skip(format!(
-            "a budget of {budget_mb} MB takes {} stalled uploads to fill, more than the {MAX_STALLED} the checker opens",
+            "a budget of {} MB takes {} stalled uploads to fill, more than the {MAX_STALLED} the checker opens",
+            budget >> 20,
             sizes.len()
         ));
-        return;
+        return None;
     }
     let cap = t.expected.clauses.b4.value.max_connections as usize;
-    if sizes.len() + 3 > cap {
+    if sizes.len() + 4 > cap {
         c.skip(format!(
-            "{} stalled uploads and 3 probes need more connections than the cap of {cap}",
+            "{} stalled uploads, a chunked one and 3 probes need more connections than the cap of {cap}",
             sizes.len()
         ));
-        return;
+        return None;
     }
-    let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
-    let began = Instant::now();
-    let stalled = match hold_budget(t, addr, &host, &sizes).await {
-        Ok(stalled) => stalled,
-        Err(e) => return c.fail(e),
-    };
-    tokio::time::sleep(SETTLE).await;
+    Some(Plan {
+        addr,
+        host,
+        sizes,
+        chunked,
+        large,
+    })
+}
 
-    let probe = head(&digitize.path, &host, &digitize.content_types[0], large);
-    let refused = first_answer(addr, probe, refusal.max(Duration::from_millis(500)) * 4).await;
-    let refused_note = judge_refusal(t, c, refused, refusal, overloaded);
-    let small_note = small_digitize(t, c).await;
-    let held_for = began.elapsed();
-    let answered = stalled.iter().filter(|s| has_answered(s)).count();
+/// Opens the stalled export uploads, one per declared length, then the chunked one.
+async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, String> {
+    let export = &t.expected.api.export;
+    let content_type = &export.content_types[0];
+    let mut stalled = Vec::with_capacity(plan.sizes.len());
+    for (i, &len) in plan.sizes.iter().enumerate() {
+        let request = head(&export.path, &plan.host, content_type, len);
+        let prefix = vec![b' '; PREFIX.min(len as usize)];
+        let stream = stall(plan.addr, request, &prefix)
+            .await
+            .map_err(|e| format!("stalled upload {} of {}: {e}", i + 1, plan.sizes.len()))?;
+        stalled.push(stream);
+    }
+    let request = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n",
+        export.path, plan.host
+    );
+    let chunked = stall(plan.addr, request.into_bytes(), &chunks(plan.chunked))
+        .await
+        .map_err(|e| format!("the chunked upload: {e}"))?;
+    Ok(Held { stalled, chunked })
+}
+
+/// `total` bytes of body as 1 MB chunks of the chunked transfer coding, without the last chunk.
+fn chunks(total: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(total as usize + 1024);
+    for n in pieces(total, CHUNK as u64) {
+        out.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+        out.resize(out.len() + n as usize, b' ');
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// No stalled upload may have been answered while the budget was held; a hold that came too
+/// close to the upload read timeout proves nothing either way.
+fn judge_held(t: &Target, c: &mut Ctx, held: &Held, held_for: Duration) {
+    let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let answered = held.stalled.iter().filter(|s| has_answered(s)).count();
     c.require(answered == 0, || {
         format!(
-            "{answered} of the {} stalled uploads (declaring {} MB in all, within the budget) were answered before their bodies ended",
-            stalled.len(),
-            budget_mb - 1
+            "{answered} of the {} stalled uploads (within the budget together) were answered before their bodies ended",
+            held.stalled.len(),
         )
+    });
+    c.require(!has_answered(&held.chunked), || {
+        "the stalled chunked upload (within the budget with the others) was answered before its body ended".into()
     });
     if held_for + Duration::from_millis(100) > read_timeout {
         c.skip(format!(
@@ -108,33 +228,45 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
             read_timeout.as_millis()
         ));
     }
-    drop(stalled);
-
-    let after_note = admitted_again(t, c, large, overloaded).await;
-    c.observed = format!(
-        "{} uploads stalled ({} MB declared); {refused_note}; {small_note}; {after_note}",
-        sizes.len(),
-        budget_mb - 1
-    );
 }
 
-/// Opens the stalled export uploads, one per declared length.
-async fn hold_budget(
-    t: &Target,
-    addr: SocketAddr,
-    host: &str,
-    sizes: &[u64],
-) -> Result<Vec<TcpStream>, String> {
-    let export = &t.expected.api.export;
-    let mut stalled = Vec::with_capacity(sizes.len());
-    for (i, &len) in sizes.iter().enumerate() {
-        let request = head(&export.path, host, &export.content_types[0], len);
-        let stream = stall(addr, request, len)
-            .await
-            .map_err(|e| format!("stalled upload {} of {}: {e}", i + 1, sizes.len()))?;
-        stalled.push(stream);
+/// The process's resident memory, where the checker can read it.
+fn rss(process: &ProcessSource) -> Option<u64> {
+    match process {
+        ProcessSource::Proc { pid, .. } => proc_rss_bytes(*pid).map(|b| b as u64),
+        ProcessSource::Metrics | ProcessSource::Unavailable(_) => None,
     }
-    Ok(stalled)
+}
+
+/// With the budget held, the process may not have grown by more than the budget and
+/// [`MEMORY_ALLOWANCE`]: the bodies it holds are all that the budget lets it keep.
+fn judge_memory(t: &Target, c: &mut Ctx, before: Option<u64>, held: Option<u64>) -> String {
+    let (Some(before), Some(held)) = (before, held) else {
+        return match &t.process {
+            ProcessSource::Proc { pid, .. } => format!("memory: /proc/{pid} could not be read"),
+            ProcessSource::Metrics => "memory not read (no --pid; /metrics is a claim)".into(),
+            ProcessSource::Unavailable(why) => format!("memory not read: {why}"),
+        };
+    };
+    let budget = t.expected.clauses.b5.value.upload_budget_mb << 20;
+    let grew = held.saturating_sub(before);
+    c.require(grew <= budget + MEMORY_ALLOWANCE, || {
+        format!(
+            "with the budget held the process's resident memory grew by {} MB, more than the {} MB budget and {} MB",
+            grew >> 20,
+            budget >> 20,
+            MEMORY_ALLOWANCE >> 20
+        )
+    });
+    let whose = match t.process {
+        ProcessSource::Proc { embedded: true, .. } => " (this process: server and checker)",
+        _ => "",
+    };
+    format!(
+        "memory{whose}: {} MB before, {} MB with the budget held",
+        before >> 20,
+        held >> 20
+    )
 }
 
 /// A small digitize while the budget is held: the budget must leave room for it.
@@ -158,15 +290,6 @@ async fn small_digitize(t: &Arc<Target>, c: &mut Ctx) -> String {
     }
 }
 
-/// Declared lengths totalling `total`, none above `max`.
-fn stalled_sizes(total: u64, max: u64) -> Vec<u64> {
-    let mut sizes = vec![max; (total / max) as usize];
-    if !total.is_multiple_of(max) {
-        sizes.push(total % max);
-    }
-    sizes
-}
-
 fn head(path: &str, host: &str, content_type: &str, len: u64) -> Vec<u8> {
     format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\n\r\n"
@@ -174,19 +297,18 @@ fn head(path: &str, host: &str, content_type: &str, len: u64) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Sends a head and a prefix of the body, then leaves the connection open, stalled.
-async fn stall(addr: SocketAddr, head: Vec<u8>, len: u64) -> Result<TcpStream, String> {
+/// Sends a head and part of the body, then leaves the connection open, stalled.
+async fn stall(addr: SocketAddr, head: Vec<u8>, part: &[u8]) -> Result<TcpStream, String> {
     let mut stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
-    let prefix = vec![b' '; PREFIX.min(len as usize)];
     let send = async {
         stream.write_all(&head).await?;
-        stream.write_all(&prefix).await
+        stream.write_all(part).await
     };
     tokio::time::timeout(PROMPT, send)
         .await
-        .map_err(|_| "its head and prefix were not taken within a second".to_owned())?
+        .map_err(|_| "its head and body were not taken within a second".to_owned())?
         .map_err(|e| format!("cannot send: {e}"))?;
     Ok(stream)
 }

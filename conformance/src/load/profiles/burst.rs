@@ -7,10 +7,10 @@ use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
 use super::super::run::{DrainWait, Hold, HoldPlan};
 use super::super::run::{RunKind, RunSpec, keep_alive};
-use super::super::scrape::ProcessSource;
 use super::super::verdicts;
 use super::super::{Ctx, LoadArgs, POOL};
 use super::drive;
+use crate::remote::process::ProcessSource;
 use crate::session::Fatal;
 use crate::verdict::CheckResult;
 

@@ -13,8 +13,9 @@ use super::Engine;
 use super::progress::{Goal, Ticker};
 use super::run::{RunOutput, RunSpec};
 use super::runner::{self, LiveCounts};
-use super::scrape::{ProcessSource, Sample, Scraper};
+use super::scrape::{Sample, Scraper};
 use super::{Ctx, POOL};
+use crate::remote::process::ProcessSource;
 use crate::session::Fatal;
 
 /// What `/metrics` (and the process) of one watched server said throughout a run.

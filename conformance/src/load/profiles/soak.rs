@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use super::super::Ctx;
 use super::super::run::{Attempt, Outcome};
-use super::super::scrape::{self, ProcessSource, Sample};
+use super::super::scrape::Sample;
 use super::super::verdicts::{self, Drained, Resource};
 use super::Observed;
+use crate::remote::process::{self, ProcessSource};
 use crate::verdict::CheckResult;
 
 /// `L-soak.rss`, `L-soak.fds` and `L-soak.temp-files`, in that order.
@@ -34,7 +35,7 @@ pub(super) fn verdicts(
             scale: 1024.0 * 1024.0,
             allowed: so.rss_growth_mb,
         },
-        scrape::RSS_METRIC,
+        process::RSS_METRIC,
         |s| s.rss_bytes,
     );
     let fds = readings.stays_flat(
@@ -45,7 +46,7 @@ pub(super) fn verdicts(
             scale: 1.0,
             allowed: so.fd_growth,
         },
-        scrape::FDS_METRIC,
+        process::FDS_METRIC,
         |s| s.fds,
     );
     let temp = temp_files(ctx, observed, drained);

@@ -172,12 +172,10 @@ fn crowd_room(t: &Target) -> usize {
 
 /// `total` split into waves of at most `room`.
 fn waves(total: usize, room: usize) -> Vec<usize> {
-    let room = room.max(1);
-    let mut out = vec![room; total / room];
-    if !total.is_multiple_of(room) {
-        out.push(total % room);
-    }
-    out
+    crate::checks::pieces(total as u64, room as u64)
+        .into_iter()
+        .map(|n| n as usize)
+        .collect()
 }
 
 #[cfg(test)]
