@@ -7,6 +7,7 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use plimsoll_conformance::remote::process::proc_rss_bytes;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -31,12 +32,7 @@ impl Run {
 }
 
 fn rss_mb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kb| kb / 1024)
+    proc_rss_bytes(pid).map_or(0, |b| b as u64 >> 20)
 }
 
 /// Runs `plimsoll ARGS`, killed after `limit`; `signal_after` sends SIGTERM that long after
@@ -267,6 +263,81 @@ async fn a_deeply_nested_contract_claim_is_unreadable_not_a_crash() {
     let all = format!("{}{}", run.stdout(), run.stderr());
     assert!(!all.contains("panicked"), "{all}");
     assert!(!all.contains("overflow"), "{all}");
+}
+
+/// A target that answers every request `200` with `body(path)` and closes the connection after
+/// it (no keep-alive, as Python's `http.server` and HTTP/1.0 stacks do).
+async fn closing_after_each_answer(body: fn(&str) -> Vec<u8>) -> String {
+    hostile(move |mut stream| async move {
+        let mut buf = vec![0u8; 8192];
+        let n = stream.read(&mut buf).await.unwrap_or(0);
+        let head = String::from_utf8_lossy(&buf[..n]);
+        let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
+        let body = body(&path);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        if stream.write_all(head.as_bytes()).await.is_ok() {
+            let _ = stream.write_all(&body).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_target_that_closes_after_every_answer_is_judged_within_the_timeout() {
+    let url = closing_after_each_answer(|_| b"{}".to_vec()).await;
+    let run = check_against(&url, 20).await;
+    let all = format!("{}{}", run.stdout(), run.stderr());
+    assert!(!all.contains("panicked"), "{all}");
+}
+
+#[tokio::test]
+async fn a_metrics_page_of_50_mb_is_cut_at_the_body_cap() {
+    let url = closing_after_each_answer(|path| {
+        if path == "/metrics" {
+            vec![b'#'; 50 << 20]
+        } else {
+            b"{}".to_vec()
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let json = json.to_str().unwrap();
+    let args = ["check", "--target", &url, "--quiet", "--only", "T1"];
+    let run = plimsoll(
+        &[&args[..], &["--timeout", "20", "--json", json]].concat(),
+        Duration::from_secs(30),
+        None,
+    )
+    .await;
+    println!(
+        "hostile target: exit {:?} after {:.2} s, checker peak RSS {} MB",
+        run.output.status.code(),
+        run.took.as_secs_f64(),
+        run.peak_rss_mb,
+    );
+    assert!(run.took <= Duration::from_secs(22), "took {:?}", run.took);
+    assert!(run.peak_rss_mb <= RSS_CEILING_MB, "{} MB", run.peak_rss_mb);
+    assert_eq!(
+        run.output.status.code(),
+        Some(1),
+        "{}{}",
+        run.stdout(),
+        run.stderr()
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let t1 = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "T1")
+        .unwrap();
+    let why = t1["reason"].as_str().unwrap_or_default();
+    assert!(why.contains("GET /metrics: the body passed 16 MB"), "{t1}");
 }
 
 /// A free loopback address (bound and released: the checker binds it next).
