@@ -70,28 +70,6 @@ const FORBIDDEN_IMPORTS: &[(&str, &str)] = &[
 /// Functions allowed over [`MAX_FN_LINES`], each with why. Table-like or generated code only,
 /// and the functions written before this rule, until each is cut into phases.
 const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
-    // 95 lines.
-    (
-        "conformance/src/checks/bounds/b1.rs::past_the_deadline",
-        PHASES_PENDING,
-    ),
-    // 120 lines.
-    (
-        "conformance/src/checks/bounds/b1.rs::queue_time_and_stall",
-        PHASES_PENDING,
-    ),
-    // 215 lines.
-    ("conformance/src/checks/bounds/b3.rs::b3", PHASES_PENDING),
-    // 85 lines.
-    (
-        "conformance/src/checks/bounds/b4.rs::head_timeouts",
-        PHASES_PENDING,
-    ),
-    // 113 lines.
-    (
-        "conformance/src/checks/bounds/b4.rs::connection_cap",
-        PHASES_PENDING,
-    ),
     // 82 lines.
     (
         "conformance/src/checks/contract.rs::contract_result",

@@ -11,7 +11,7 @@ use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE};
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
 use crate::checks::pool::{
-    capacity_recovered, counter, hold, hold_in, join_all, rose, settle, spawn_in,
+    Pending, capacity_recovered, counter, hold, hold_in, join_all, rose, settle, spawn_in,
 };
 use crate::checks::registry::Check;
 use crate::remote::{Op, Reply, Target};
@@ -32,69 +32,116 @@ pub const CHECK: Check = Check::clause(
     |t, c| Box::pin(b1(t, c)),
 );
 
-/// Requires `reply` to be the timeout answer `deadline` after it was sent (within the
-/// tolerance), naming `stages[held]`.
-fn judge(
-    t: &Target,
-    c: &mut Ctx,
-    label: &str,
-    reply: &Reply,
-    deadline: Duration,
-    stages: &[Stage],
+/// Where a timeout trial is held: at `stages[held]` of `pool`, past the pool's `deadline`. The
+/// answer must then be the timeout on time, naming that stage and exactly the ones before it,
+/// so the hold and the judgement are built from the same values.
+struct HeldPastDeadline {
+    pool: Pool,
+    stages: Vec<Stage>,
     held: usize,
-) {
-    c.reply(t, label, reply);
-    let late = t.expected.tolerances.timeout_late_ms;
-    let elapsed = ms(reply.elapsed);
-    let deadline_ms = ms(deadline);
-    c.require(t.is_error(reply, ErrorCode::Timeout), || {
-        format!(
-            "{label}: expected {} {} after {deadline_ms:.0} ms, got {} {} after {elapsed:.0} ms",
-            t.status(ErrorCode::Timeout),
-            ErrorCode::Timeout,
-            reply.status,
-            reply.json()["code"]
+    deadline: Duration,
+}
+
+impl HeldPastDeadline {
+    /// Held at `stages[held]` of `pool`.
+    fn at(t: &Target, pool: Pool, held: usize) -> HeldPastDeadline {
+        HeldPastDeadline {
+            pool,
+            stages: t.stages(pool).to_vec(),
+            held,
+            deadline: t.deadline(pool),
+        }
+    }
+
+    /// Held at a stage in the middle of `pool`: some completed, some not.
+    fn in_the_middle(t: &Target, pool: Pool) -> HeldPastDeadline {
+        HeldPastDeadline::at(t, pool, t.stages(pool).len() / 2)
+    }
+
+    /// The hook holding the stage ten seconds past the deadline: only the deadline ends it.
+    fn hook(&self) -> String {
+        hold(
+            self.stages[self.held],
+            (self.deadline + Duration::from_secs(10)).as_millis() as u64,
         )
-    });
-    c.require(elapsed >= deadline_ms, || {
-        format!("{label}: answered {elapsed:.0} ms after it was sent, before the {deadline_ms:.0} ms deadline")
-    });
-    c.require(elapsed <= deadline_ms + late as f64, || {
-        format!("{label}: answered {elapsed:.0} ms after it was sent, more than {late} ms after the {deadline_ms:.0} ms deadline")
-    });
-    c.require_stages(label, &reply.json(), stages, held);
+    }
+
+    /// Judges one trial's `answer`, recording its time in `elapsed` when there is one.
+    fn judge(
+        &self,
+        t: &Target,
+        c: &mut Ctx,
+        label: &str,
+        answer: Result<Reply, String>,
+        elapsed: &mut Vec<f64>,
+    ) {
+        match answer {
+            Ok(reply) => {
+                elapsed.push(ms(reply.elapsed));
+                self.judge_reply(t, c, label, &reply);
+            }
+            Err(e) => c.fail(format!("{label}: no answer: {e}")),
+        }
+    }
+
+    /// Requires `reply` to be the timeout answer the deadline after it was sent (within the
+    /// tolerance), naming the held stage.
+    fn judge_reply(&self, t: &Target, c: &mut Ctx, label: &str, reply: &Reply) {
+        c.reply(t, label, reply);
+        let late = t.expected.tolerances.timeout_late_ms;
+        let elapsed = ms(reply.elapsed);
+        let deadline_ms = ms(self.deadline);
+        c.require(t.is_error(reply, ErrorCode::Timeout), || {
+            format!(
+                "{label}: expected {} {} after {deadline_ms:.0} ms, got {} {} after {elapsed:.0} ms",
+                t.status(ErrorCode::Timeout),
+                ErrorCode::Timeout,
+                reply.status,
+                reply.json()["code"]
+            )
+        });
+        c.require(elapsed >= deadline_ms, || {
+            format!("{label}: answered {elapsed:.0} ms after it was sent, before the {deadline_ms:.0} ms deadline")
+        });
+        c.require(elapsed <= deadline_ms + late as f64, || {
+            format!("{label}: answered {elapsed:.0} ms after it was sent, more than {late} ms after the {deadline_ms:.0} ms deadline")
+        });
+        c.require_stages(label, &reply.json(), &self.stages, self.held);
+    }
+}
+
+/// The export trial, sent before the digitize batches and judged after them, so its long
+/// deadline runs alongside theirs.
+struct ExportTrial {
+    held: HeldPastDeadline,
+    task: Pending,
+}
+
+/// Sends the export trial, held at its second stage (or its only one), once there is a design
+/// to export.
+async fn export_trial(t: &Arc<Target>, c: &mut Ctx) -> Option<ExportTrial> {
+    match t.design().await {
+        Ok(_) => {
+            let stage = 1.min(t.stages(Pool::Export).len() - 1);
+            let held = HeldPastDeadline::at(t, Pool::Export, stage);
+            let task = spawn_in(t, Pool::Export, Some(held.hook()));
+            Some(ExportTrial { held, task })
+        }
+        Err(e) => {
+            c.fail(format!("export deadline: {e}"));
+            None
+        }
+    }
 }
 
 /// Requests held past the deadline of both pools, the digitize ones in batches of at most
 /// the workers; each must time out on time, and the busy gauge must drop within the bound.
 async fn past_the_deadline(t: &Arc<Target>, c: &mut Ctx, count: usize, elapsed: &mut Vec<f64>) {
     let stop = t.stop_within();
-    let export = match t.design().await {
-        Ok(_) => {
-            let stage = 1.min(t.stages(Pool::Export).len() - 1);
-            let long = t.deadline(Pool::Export) + Duration::from_secs(10);
-            Some((
-                stage,
-                spawn_in(
-                    t,
-                    Pool::Export,
-                    Some(hold(t.stages(Pool::Export)[stage], long.as_millis() as u64)),
-                ),
-            ))
-        }
-        Err(e) => {
-            c.fail(format!("export deadline: {e}"));
-            None
-        }
-    };
-    let pool = Pool::Digitize;
-    let stages = t.stages(pool).to_vec();
-    let held = stages.len() / 2; // a stage in the middle: some completed, some not
-    let deadline = t.deadline(pool);
-    let hook = hold(
-        stages[held],
-        (deadline + Duration::from_secs(10)).as_millis() as u64,
-    );
+    let export = export_trial(t, c).await;
+    let digitize = HeldPastDeadline::in_the_middle(t, Pool::Digitize);
+    let pool = digitize.pool;
+    let hook = digitize.hook();
     let mut remaining = count;
     let mut trial = 0;
     while remaining > 0 {
@@ -103,63 +150,40 @@ async fn past_the_deadline(t: &Arc<Target>, c: &mut Ctx, count: usize, elapsed: 
             .map(|_| spawn_in(t, pool, Some(hook.clone())))
             .collect();
         for r in join_all(tasks).await {
-            match r {
-                Ok(reply) => {
-                    elapsed.push(ms(reply.elapsed));
-                    judge(
-                        t,
-                        c,
-                        &format!("trial-{trial}"),
-                        &reply,
-                        deadline,
-                        &stages,
-                        held,
-                    );
-                }
-                Err(e) => c.fail(format!("trial-{trial}: no answer: {e}")),
-            }
+            digitize.judge(t, c, &format!("trial-{trial}"), r, elapsed);
             trial += 1;
         }
         remaining -= batch;
-        // Cross-check: the gauge agrees the slots came back.
-        match t
-            .wait_metric(MetricName::WorkersBusy, pool, stop, |v| {
-                v <= c.baseline_busy
-            })
-            .await
-        {
-            Ok(took) => c.evidence.push(format!(
-                "busy gauge back {:.0} ms after the timeouts",
-                ms(took)
-            )),
-            Err(e) => c.fail(format!(
-                "slot not released within {} ms of the deadline: {e}",
-                stop.as_millis()
-            )),
-        }
-        if let Some(entries) = t.temp_entries() {
-            c.require(entries.is_empty(), || {
-                format!("temp files left after the timeout: {entries:?}")
-            });
-        }
+        released_after_timeouts(t, c, pool, stop).await;
     }
-    if let Some((held, task)) = export {
-        match task.await.unwrap_or_else(|e| Err(e.to_string())) {
-            Ok(reply) => {
-                elapsed.push(ms(reply.elapsed));
-                let stages = t.stages(Pool::Export).to_vec();
-                judge(
-                    t,
-                    c,
-                    "export",
-                    &reply,
-                    t.deadline(Pool::Export),
-                    &stages,
-                    held,
-                );
-            }
-            Err(e) => c.fail(format!("export: no answer: {e}")),
-        }
+    if let Some(ExportTrial { held, task }) = export {
+        let answer = task.await.unwrap_or_else(|e| Err(e.to_string()));
+        held.judge(t, c, "export", answer, elapsed);
+    }
+}
+
+/// After a batch of timeouts: the busy gauge agrees the slots came back within `stop` (a
+/// cross-check), and no temp file remains.
+async fn released_after_timeouts(t: &Target, c: &mut Ctx, pool: Pool, stop: Duration) {
+    match t
+        .wait_metric(MetricName::WorkersBusy, pool, stop, |v| {
+            v <= c.baseline_busy
+        })
+        .await
+    {
+        Ok(took) => c.evidence.push(format!(
+            "busy gauge back {:.0} ms after the timeouts",
+            ms(took)
+        )),
+        Err(e) => c.fail(format!(
+            "slot not released within {} ms of the deadline: {e}",
+            stop.as_millis()
+        )),
+    }
+    if let Some(entries) = t.temp_entries() {
+        c.require(entries.is_empty(), || {
+            format!("temp files left after the timeout: {entries:?}")
+        });
     }
 }
 
@@ -183,39 +207,74 @@ fn stalled_upload(t: &Target, stall_for: Duration) -> reqwest::RequestBuilder {
         .timeout(stall_for)
 }
 
-/// Queue time counts, and a stalled upload holds no slot: an upload stalls; meanwhile every
-/// worker is held for `hold` (they must all run at once), and a request sent behind them waits,
-/// then holds a middle stage: it must time out the deadline after it was sent.
-async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f64>) -> String {
-    let pool = Pool::Digitize;
-    let b1 = &t.expected.clauses.b1.value;
-    let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
-    let upload = Duration::from_millis(b1.upload_read_timeout_ms);
-    let deadline = t.deadline(pool);
-    let workers = t.workers(pool);
-    let stages = t.stages(pool).to_vec();
-    let held = stages.len() / 2;
-    // Long enough that a server counting from the worker's start is late by far more than the
-    // tolerance, and no longer than half the deadline.
-    let hold_for = (deadline / 2).min(upload.max(late * 2 + Duration::from_millis(100)));
+/// The queue-time and stalled-upload trial's durations, fixed before anything is sent.
+struct StallPlan {
+    /// The request sent behind the holders: it waits, then holds a middle digitize stage.
+    queued: HeldPastDeadline,
+    workers: usize,
+    /// The timeout tolerance.
+    late: Duration,
+    /// The upload read timeout.
+    upload: Duration,
+    /// How long every worker is held while the upload stalls.
+    hold_for: Duration,
+}
 
+impl StallPlan {
+    fn new(t: &Target) -> StallPlan {
+        let pool = Pool::Digitize;
+        let b1 = &t.expected.clauses.b1.value;
+        let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+        let upload = Duration::from_millis(b1.upload_read_timeout_ms);
+        let deadline = t.deadline(pool);
+        StallPlan {
+            queued: HeldPastDeadline::in_the_middle(t, pool),
+            workers: t.workers(pool),
+            late,
+            upload,
+            // Long enough that a server counting from the worker's start is late by far more
+            // than the tolerance, and no longer than half the deadline.
+            hold_for: (deadline / 2).min(upload.max(late * 2 + Duration::from_millis(100))),
+        }
+    }
+}
+
+/// What is in flight once the upload stalls and every worker is held.
+struct InFlight {
+    stall: Pending,
+    holders_sent: Instant,
+    holders: Vec<Pending>,
+    /// The request waiting behind the holders; none without queue places.
+    queued: Option<Pending>,
+}
+
+/// Stalls an upload, then holds every worker and sends one request to wait behind them.
+async fn stall_and_hold(t: &Arc<Target>, plan: &StallPlan) -> InFlight {
+    let pool = plan.queued.pool;
     let stall = {
         let t = t.clone();
-        let request = stalled_upload(&t, upload + late + Duration::from_secs(2));
+        let request = stalled_upload(&t, plan.upload + plan.late + Duration::from_secs(2));
         tokio::spawn(async move { t.send(request, Op::Digitize).await })
     };
     // Let the server take the headers and the first half of the body.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let holders_sent = Instant::now();
-    let holders: Vec<_> = (0..workers)
-        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, hold_for))))
+    let holders: Vec<_> = (0..plan.workers)
+        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, plan.hold_for))))
         .collect();
-    settle(t, pool, workers, 0, Duration::from_secs(1)).await;
+    settle(t, pool, plan.workers, 0, Duration::from_secs(1)).await;
     // Without queue places nothing waits, and there is no queue time to count.
-    let long = deadline + Duration::from_secs(10);
-    let queued = (t.queue_capacity(pool) > 0)
-        .then(|| spawn_in(t, pool, Some(hold(stages[held], long.as_millis() as u64))));
+    let queued = (t.queue_capacity(pool) > 0).then(|| spawn_in(t, pool, Some(plan.queued.hook())));
+    InFlight {
+        stall,
+        holders_sent,
+        holders,
+        queued,
+    }
+}
 
+/// How many holders ran at once: answered 200 well within one and a half holds.
+async fn ran_at_once(t: &Target, c: &mut Ctx, holders: Vec<Pending>, hold_for: Duration) -> usize {
     let mut ran = 0;
     for (i, r) in join_all(holders).await.into_iter().enumerate() {
         match r {
@@ -228,21 +287,20 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
             Err(e) => c.fail(format!("holder-{i}: {e}")),
         }
     }
-    match queued {
-        Some(task) => match task.await.unwrap_or_else(|e| Err(e.to_string())) {
-            Ok(reply) => {
-                elapsed.push(ms(reply.elapsed));
-                judge(t, c, "queued", &reply, deadline, &stages, held);
-            }
-            Err(e) => c.fail(format!("queued: no answer: {e}")),
-        },
-        None => c.evidence.push(
-            "queue time: not applicable, the digitize pool has no queue places (nothing waits)"
-                .into(),
-        ),
-    }
+    ran
+}
+
+/// The stalled upload's answer: a note for the observation, and when it came (if it did).
+struct StallAnswer {
+    note: String,
+    until: Option<Instant>,
+}
+
+/// Requires the stalled upload to be answered with the upload timeout, on time.
+async fn judge_stall(t: &Target, c: &mut Ctx, plan: &StallPlan, stall: Pending) -> StallAnswer {
+    let (upload, late) = (plan.upload, plan.late);
     let code = ErrorCode::UploadTimeout;
-    let (stall_note, stalled_until) = match stall.await.unwrap_or_else(|e| Err(e.to_string())) {
+    match stall.await.unwrap_or_else(|e| Err(e.to_string())) {
         Ok(reply) => {
             c.reply(t, "stalled upload", &reply);
             let took = reply.elapsed;
@@ -270,14 +328,14 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
                     upload.as_millis()
                 )
             });
-            (
-                format!(
+            StallAnswer {
+                note: format!(
                     "stalled upload answered {} after {:.0} ms",
                     reply.status,
                     ms(took)
                 ),
-                Some(reply.answered()),
-            )
+                until: Some(reply.answered()),
+            }
         }
         Err(e) => {
             c.fail(format!(
@@ -285,12 +343,27 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
                 t.status(code),
                 (upload + late).as_millis()
             ));
-            ("stalled upload not answered".into(), None)
+            StallAnswer {
+                note: "stalled upload not answered".into(),
+                until: None,
+            }
         }
-    };
+    }
+}
+
+/// Requires every holder to have run at once while the upload stalled (it holds no slot),
+/// when the stall lasted long enough to tell.
+fn judge_no_slot_held(
+    c: &mut Ctx,
+    plan: &StallPlan,
+    ran: usize,
+    until: Option<Instant>,
+    holders_sent: Instant,
+) {
+    let (workers, hold_for) = (plan.workers, plan.hold_for);
     // A holder kept waiting by a slot the upload holds answers at least half a hold late; that
     // shows only while the upload still stalls at least half a hold after the holders went out.
-    let judged = stalled_until.is_some_and(|until| until >= holders_sent + hold_for / 2);
+    let judged = until.is_some_and(|until| until >= holders_sent + hold_for / 2);
     if judged {
         c.require(ran == workers, || {
             format!(
@@ -300,11 +373,35 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
     } else {
         c.evidence.push(format!(
             "whether a stalled upload holds a slot was not judged: its read timeout ({} ms) is short beside the {} ms hold",
-            upload.as_millis(),
+            plan.upload.as_millis(),
             hold_for.as_millis()
         ));
     }
-    format!("{stall_note}; meanwhile {ran} of {workers} held requests ran at once")
+}
+
+/// Queue time counts, and a stalled upload holds no slot: an upload stalls; meanwhile every
+/// worker is held for `hold` (they must all run at once), and a request sent behind them waits,
+/// then holds a middle stage: it must time out the deadline after it was sent.
+async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f64>) -> String {
+    let plan = StallPlan::new(t);
+    let flight = stall_and_hold(t, &plan).await;
+    let ran = ran_at_once(t, c, flight.holders, plan.hold_for).await;
+    match flight.queued {
+        Some(task) => {
+            let answer = task.await.unwrap_or_else(|e| Err(e.to_string()));
+            plan.queued.judge(t, c, "queued", answer, elapsed);
+        }
+        None => c.evidence.push(
+            "queue time: not applicable, the digitize pool has no queue places (nothing waits)"
+                .into(),
+        ),
+    }
+    let stalled = judge_stall(t, c, &plan, flight.stall).await;
+    judge_no_slot_held(c, &plan, ran, stalled.until, flight.holders_sent);
+    format!(
+        "{}; meanwhile {ran} of {} held requests ran at once",
+        stalled.note, plan.workers
+    )
 }
 
 async fn b1(t: &Arc<Target>, c: &mut Ctx) {

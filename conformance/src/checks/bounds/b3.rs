@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool};
+use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool, Stage};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
@@ -37,102 +37,165 @@ const FILL_BUDGET: Duration = Duration::from_millis(800);
 /// the pool is full.
 const MAX_BEYOND: usize = 8;
 
+/// B3 in phases: saturate the pool, drop some of its requests, probe for the places they
+/// freed, judge.
 async fn b3(t: &Arc<Target>, c: &mut Ctx) {
-    let pool = Pool::Digitize;
-    let stop = t.stop_within();
-    let deadline = t.deadline(pool);
-    let (workers, queue) = (t.workers(pool), t.queue_capacity(pool));
-    let stages = t.stages(pool).to_vec();
-    // A place freed by anything but the disconnect must come later than this after the probes.
-    let margin = Duration::from_millis(2 * t.expected.tolerances.refusal_latency_ms);
-    c.expected = format!(
-        "a place frees within {} ms of a disconnect (running or queued): new requests sent then are admitted; counted once each, temp files gone",
-        stop.as_millis()
-    );
-    // Held past the bound and the margin, but ending (just) before the deadline would.
-    let hold_for = deadline
-        .saturating_sub(Duration::from_millis(100))
-        .min(FILL_BUDGET + stop + margin);
-    let min_fill = Duration::from_millis(200);
-    if hold_for < min_fill + stop + margin {
-        c.skip(format!(
-            "cannot judge: the {} ms deadline would free a place before the {} ms bound plus a {} ms margin could be told from it",
-            deadline.as_millis(),
-            stop.as_millis(),
-            margin.as_millis()
-        ));
+    let Some(plan) = Plan::new(t, c) else {
         return;
-    }
-    let long = hold_for.as_millis() as u64;
+    };
     // A cross-check only: a missing counter fails the clause, the client evidence still runs.
-    let before = counter(t, c, MetricName::CancellationsTotal, pool).await;
+    let before = counter(t, c, MetricName::CancellationsTotal, plan.pool).await;
+    let Some(saturated) = saturate(t, c, &plan).await else {
+        return;
+    };
+    let Some((dropped, still_held)) = drop_some(c, &plan, saturated).await else {
+        return;
+    };
+    let probed = probe(t, c, &plan, &dropped, still_held, before).await;
+    judge(t, c, &plan, &dropped, before, probed).await;
+}
 
-    // Every worker held (at a different stage each), then every queue place, then one more at
-    // a time until one is refused: the pool is full, so an admission after the drop can only
-    // come from a place the drop freed.
-    let first_sent = Instant::now();
-    let mut held: Vec<(String, Instant, Pending)> = (0..workers)
-        .map(|i| {
-            let stage = stages[i % stages.len()];
-            (
-                format!("running (held at {stage})"),
-                Instant::now(),
-                spawn_in(t, pool, Some(hold(stage, long))),
-            )
+/// B3's durations and sizes, fixed before anything is sent: every phase times itself by them.
+struct Plan {
+    pool: Pool,
+    /// The clause's bound: a dropped request's place must be free this long after the drop.
+    stop: Duration,
+    /// How much later than the probes a place freed by anything but the disconnect must come.
+    margin: Duration,
+    /// How long each request is held: past the bound and the margin, ending (just) before the
+    /// deadline would.
+    hold_for: Duration,
+    stages: Vec<Stage>,
+    workers: usize,
+    queue: usize,
+    /// How many running requests are dropped: one per trial, at most the workers.
+    running_drops: usize,
+}
+
+impl Plan {
+    /// The plan, or `None` (a skip, saying why) when the deadline is too short to tell a place
+    /// freed by the disconnect from one freed by the deadline.
+    fn new(t: &Target, c: &mut Ctx) -> Option<Plan> {
+        let pool = Pool::Digitize;
+        let stop = t.stop_within();
+        let deadline = t.deadline(pool);
+        // A place freed by anything but the disconnect must come later than this after the
+        // probes.
+        let margin = Duration::from_millis(2 * t.expected.tolerances.refusal_latency_ms);
+        c.expected = format!(
+            "a place frees within {} ms of a disconnect (running or queued): new requests sent then are admitted; counted once each, temp files gone",
+            stop.as_millis()
+        );
+        let hold_for = deadline
+            .saturating_sub(Duration::from_millis(100))
+            .min(FILL_BUDGET + stop + margin);
+        let min_fill = Duration::from_millis(200);
+        if hold_for < min_fill + stop + margin {
+            c.skip(format!(
+                "cannot judge: the {} ms deadline would free a place before the {} ms bound plus a {} ms margin could be told from it",
+                deadline.as_millis(),
+                stop.as_millis(),
+                margin.as_millis()
+            ));
+            return None;
+        }
+        let workers = t.workers(pool);
+        Some(Plan {
+            pool,
+            stop,
+            margin,
+            hold_for,
+            stages: t.stages(pool).to_vec(),
+            workers,
+            queue: t.queue_capacity(pool),
+            running_drops: (t.trials.max(1) as usize).min(workers),
         })
+    }
+
+    /// The stage the queued requests are held at once they run.
+    fn middle(&self) -> Stage {
+        self.stages[self.stages.len() / 2]
+    }
+}
+
+/// Where a held request was admitted: it decides its lane's label, and only the running ones
+/// name the stage they were dropped at.
+#[derive(Clone, Copy)]
+enum Place {
+    /// On a worker.
+    Running,
+    /// In one of the contract's queue places.
+    Queued,
+    /// Admitted past workers + queue, by a pool larger than the contract's.
+    Beyond,
+}
+
+/// One request held to saturate the pool: the stage its hook holds, where it was admitted, when
+/// it was sent and its pending answer.
+struct Held {
+    stage: Stage,
+    place: Place,
+    sent: Instant,
+    task: Pending,
+}
+
+impl Held {
+    /// Sends a request held at `stage` for the plan's hold.
+    fn send(t: &Arc<Target>, plan: &Plan, stage: Stage, place: Place) -> Held {
+        Held {
+            stage,
+            place,
+            sent: Instant::now(),
+            task: spawn_in(
+                t,
+                plan.pool,
+                Some(hold(stage, plan.hold_for.as_millis() as u64)),
+            ),
+        }
+    }
+
+    /// Its lane's label on the timeline.
+    fn label(&self) -> String {
+        match self.place {
+            Place::Running => format!("running (held at {})", self.stage),
+            Place::Queued => "queued".to_owned(),
+            Place::Beyond => "queued (beyond the contract)".to_owned(),
+        }
+    }
+}
+
+/// The pool taken to its limit: every place held, one more refused.
+struct Saturated {
+    first_sent: Instant,
+    /// The running requests first, in the order sent, then the queued ones.
+    held: Vec<Held>,
+}
+
+/// Holds every worker (at a different stage each), then every queue place, then one more at a
+/// time until one is refused: the pool is full, so an admission after the drop can only come
+/// from a place the drop freed. `None` when no refusal came: everything let go, and said why.
+async fn saturate(t: &Arc<Target>, c: &mut Ctx, plan: &Plan) -> Option<Saturated> {
+    let (pool, workers, queue) = (plan.pool, plan.workers, plan.queue);
+    let first_sent = Instant::now();
+    let mut held: Vec<Held> = (0..workers)
+        .map(|i| Held::send(t, plan, plan.stages[i % plan.stages.len()], Place::Running))
         .collect();
     settle(t, pool, workers, 0, Duration::from_millis(300)).await;
-    let middle = stages[stages.len() / 2];
-    held.extend((0..queue).map(|_| {
-        (
-            "queued".to_owned(),
-            Instant::now(),
-            spawn_in(t, pool, Some(hold(middle, long))),
-        )
-    }));
+    held.extend((0..queue).map(|_| Held::send(t, plan, plan.middle(), Place::Queued)));
     settle(t, pool, workers, queue, Duration::from_millis(300)).await;
-    let mut beyond = 0;
-    let full = loop {
-        let sent = Instant::now();
-        let mut task = spawn_in(t, pool, Some(hold(middle, long)));
-        match tokio::time::timeout(margin, &mut task).await {
-            Ok(answered) => match answered.unwrap_or_else(|e| Err(e.to_string())) {
-                Ok(reply) if t.is_error(&reply, ErrorCode::Overloaded) => {
-                    c.reply(t, "full", &reply);
-                    break true;
-                }
-                Ok(reply) => {
-                    c.reply(t, "full", &reply);
-                    c.fail(format!(
-                        "a held request sent to a full pool answered {} {} at once",
-                        reply.status,
-                        reply.code()
-                    ));
-                    break false;
-                }
-                Err(e) => {
-                    c.fail(format!("a held request sent to a full pool: {e}"));
-                    break false;
-                }
-            },
-            // Not answered at once: admitted (it waits or runs).
-            Err(_) => held.push(("queued (beyond the contract)".to_owned(), sent, task)),
-        }
-        beyond += 1;
-        if beyond > MAX_BEYOND {
-            break false;
+    let beyond = match find_the_limit(t, c, plan, &mut held).await {
+        Limit::Full { beyond } => beyond,
+        limit => {
+            join_all(held.into_iter().map(|h| h.task).collect()).await;
+            if let Limit::NeverRefused { beyond } = limit {
+                c.skip(format!(
+                    "cannot judge: the pool admitted {} held requests and refused none, so no place can be seen to free (T1 judges the limit)",
+                    workers + queue + beyond
+                ));
+            }
+            return None;
         }
     };
-    if !full {
-        join_all(held.into_iter().map(|(_, _, task)| task).collect()).await;
-        if beyond > MAX_BEYOND {
-            c.skip(format!(
-                "cannot judge: the pool admitted {} held requests and refused none, so no place can be seen to free (T1 judges the limit)",
-                workers + queue + beyond
-            ));
-        }
-        return;
-    }
     if beyond > 0 {
         c.evidence.push(format!(
             "the pool admitted {beyond} more held requests than workers + queue (T1 judges that); judged against the places it has"
@@ -140,57 +203,182 @@ async fn b3(t: &Arc<Target>, c: &mut Ctx) {
     }
     // Let the running ones reach their held stage.
     tokio::time::sleep(Duration::from_millis(100)).await;
+    Some(Saturated { first_sent, held })
+}
 
-    // Drop k running requests (the first sent) and the last admitted one (waiting in the queue).
-    let k = (t.trials.max(1) as usize).min(workers);
-    let m = usize::from(held.len() > workers);
-    let last = held.len() - m;
-    let dropped_queued: Vec<_> = held.drain(last..).collect();
-    let dropped_running: Vec<_> = held.drain(..k).collect();
-    let dropped = Instant::now();
-    let at_stages: Vec<String> = dropped_running
-        .iter()
-        .map(|(label, _, _)| {
-            label
-                .trim_start_matches("running (held at ")
-                .trim_end_matches(')')
-                .to_owned()
-        })
-        .collect();
-    for (label, sent, task) in dropped_running.into_iter().chain(dropped_queued) {
-        task.abort();
-        c.cancelled_lane(label, sent, dropped);
+/// How the pool met held requests sent past its places.
+enum Limit {
+    /// One was refused after `beyond` more were admitted: the pool is full.
+    Full { beyond: usize },
+    /// `beyond` more were admitted (more than [`MAX_BEYOND`]) and none refused.
+    NeverRefused { beyond: usize },
+    /// One was answered otherwise: a failure, already recorded.
+    Failed,
+}
+
+/// Sends held requests one at a time past the places taken, keeping those admitted in `held`,
+/// until one is refused.
+async fn find_the_limit(t: &Arc<Target>, c: &mut Ctx, plan: &Plan, held: &mut Vec<Held>) -> Limit {
+    let mut beyond = 0;
+    loop {
+        match knock(t, c, plan).await {
+            Knock::Refused => return Limit::Full { beyond },
+            Knock::Failed => return Limit::Failed,
+            Knock::Admitted(h) => held.push(h),
+        }
+        beyond += 1;
+        if beyond > MAX_BEYOND {
+            return Limit::NeverRefused { beyond };
+        }
     }
-    let rest: Vec<_> = held.into_iter().map(|(_, _, task)| task).collect();
+}
+
+/// What one more held request, sent to a pool that may be full, met.
+enum Knock {
+    /// Refused with the overloaded error at once: the pool is full.
+    Refused,
+    /// Not answered at once: it waits or runs.
+    Admitted(Held),
+    /// Answered otherwise, or not at all: a failure, already recorded.
+    Failed,
+}
+
+/// Sends one more held request and waits the margin for a refusal.
+async fn knock(t: &Arc<Target>, c: &mut Ctx, plan: &Plan) -> Knock {
+    let mut held = Held::send(t, plan, plan.middle(), Place::Beyond);
+    match tokio::time::timeout(plan.margin, &mut held.task).await {
+        Ok(answered) => match answered.unwrap_or_else(|e| Err(e.to_string())) {
+            Ok(reply) if t.is_error(&reply, ErrorCode::Overloaded) => {
+                c.reply(t, "full", &reply);
+                Knock::Refused
+            }
+            Ok(reply) => {
+                c.reply(t, "full", &reply);
+                c.fail(format!(
+                    "a held request sent to a full pool answered {} {} at once",
+                    reply.status,
+                    reply.code()
+                ));
+                Knock::Failed
+            }
+            Err(e) => {
+                c.fail(format!("a held request sent to a full pool: {e}"));
+                Knock::Failed
+            }
+        },
+        // Not answered at once: admitted (it waits or runs).
+        Err(_) => Knock::Admitted(held),
+    }
+}
+
+/// The requests the client went away from, and when.
+struct Dropped {
+    /// The stages the dropped running requests were held at, one per trial.
+    running: Vec<Stage>,
+    /// How many queued requests were dropped: one, or none when nothing waited.
+    queued: usize,
+    at: Instant,
+    first_sent: Instant,
+    /// When the first hold ends by itself, freeing a place without any disconnect.
+    natural: Instant,
+}
+
+impl Dropped {
+    /// How many places the drop must free.
+    fn count(&self) -> usize {
+        self.running.len() + self.queued
+    }
+
+    /// The dropped running requests' stages, as the messages list them.
+    fn stages(&self) -> String {
+        let stages: Vec<String> = self.running.iter().map(Stage::to_string).collect();
+        stages.join(", ")
+    }
+}
+
+/// Drops some running requests (the first sent, one per trial) and the last admitted one
+/// (waiting in the queue); returns them with the requests still held, or `None` (a skip) when
+/// saturating took so long that the holds would end too soon after the bound.
+async fn drop_some(
+    c: &mut Ctx,
+    plan: &Plan,
+    saturated: Saturated,
+) -> Option<(Dropped, Vec<Pending>)> {
+    let Saturated {
+        first_sent,
+        mut held,
+    } = saturated;
+    let k = plan.running_drops;
+    let m = usize::from(held.len() > plan.workers);
+    let last = held.len() - m;
+    let dropped_queued: Vec<Held> = held.drain(last..).collect();
+    let dropped_running: Vec<Held> = held.drain(..k).collect();
+    let at = Instant::now();
+    let running = dropped_running.iter().map(|h| h.stage).collect();
+    for h in dropped_running.into_iter().chain(dropped_queued) {
+        h.task.abort();
+        c.cancelled_lane(h.label(), h.sent, at);
+    }
+    let rest: Vec<_> = held.into_iter().map(|h| h.task).collect();
 
     // No hold or deadline may free a place before the probes have been answered.
-    let natural = first_sent + hold_for;
-    if dropped + stop + margin > natural {
+    let natural = first_sent + plan.hold_for;
+    if at + plan.stop + plan.margin > natural {
         join_all(rest).await;
         c.skip(format!(
             "cannot judge: saturating took {:.0} ms, so the holds would end too soon after the bound to tell a stop from the deadline",
-            ms(dropped - first_sent)
+            ms(at - first_sent)
         ));
-        return;
+        return None;
     }
+    let dropped = Dropped {
+        running,
+        queued: m,
+        at,
+        first_sent,
+        natural,
+    };
+    Some((dropped, rest))
+}
 
-    sleep_until(dropped + stop).await;
-    let n = k + m;
-    let probes: Vec<_> = (0..n)
-        .map(|_| spawn_in(t, pool, Some(hold(stages[0], 1))))
+/// What the probes found: how many were admitted, and the cancellation counter after them.
+struct Probed {
+    admitted: usize,
+    after: Option<f64>,
+}
+
+/// At the bound after the drop, sends as many requests as were dropped; reads the counter a
+/// margin later, lets the held requests end by themselves, then counts the probes admitted.
+async fn probe(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    plan: &Plan,
+    dropped: &Dropped,
+    still_held: Vec<Pending>,
+    before: Option<f64>,
+) -> Probed {
+    sleep_until(dropped.at + plan.stop).await;
+    let probes: Vec<_> = (0..dropped.count())
+        .map(|_| spawn_in(t, plan.pool, Some(hold(plan.stages[0], 1))))
         .collect();
-    tokio::time::sleep(margin).await;
+    tokio::time::sleep(plan.margin).await;
     let after = match before {
-        Some(_) => counter(t, c, MetricName::CancellationsTotal, pool).await,
+        Some(_) => counter(t, c, MetricName::CancellationsTotal, plan.pool).await,
         None => None,
     };
     // Done: the held requests end by themselves (a disconnect would count, or leak, more
     // cancellations than the clause's), then the probes run.
-    for (i, r) in join_all(rest).await.into_iter().enumerate() {
+    for (i, r) in join_all(still_held).await.into_iter().enumerate() {
         if let Ok(reply) = r {
             c.reply(t, format!("held-{i}"), &reply);
         }
     }
+    let admitted = admitted(t, c, probes).await;
+    Probed { admitted, after }
+}
+
+/// How many probes were admitted; any answer but 200 or the overloaded error fails.
+async fn admitted(t: &Target, c: &mut Ctx, probes: Vec<Pending>) -> usize {
     let mut admitted = 0;
     for (i, r) in join_all(probes).await.into_iter().enumerate() {
         let label = format!("probe-{i}");
@@ -210,20 +398,42 @@ async fn b3(t: &Arc<Target>, c: &mut Ctx) {
             Err(e) => c.fail(format!("{label}: {e}")),
         }
     }
-    let which = if admitted == n {
-        String::new()
+    admitted
+}
+
+/// Which dropped requests kept their places, when the probes admitted tell: `k` running and
+/// `m` queued were dropped.
+fn kept(admitted: usize, k: usize, m: usize) -> &'static str {
+    if admitted == k + m {
+        ""
     } else if admitted == m && k != m {
-        " — the dropped running requests kept their slots".to_owned()
+        " — the dropped running requests kept their slots"
     } else if admitted == k && k != m {
-        " — the dropped queued request kept its place".to_owned()
+        " — the dropped queued request kept its place"
     } else {
-        String::new()
-    };
+        ""
+    }
+}
+
+/// Requires a place freed per disconnect and the counter risen by exactly the drops, with no
+/// temp file left; then that every place came back.
+async fn judge(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    plan: &Plan,
+    dropped: &Dropped,
+    before: Option<f64>,
+    probed: Probed,
+) {
+    let (pool, stop) = (plan.pool, plan.stop);
+    let (k, m, n) = (dropped.running.len(), dropped.queued, dropped.count());
+    let Probed { admitted, after } = probed;
     c.require(admitted == n, || {
         format!(
-            "{admitted} of {n} requests sent {} ms after dropping {k} running (at {}) and {m} queued were admitted, the rest refused{which}",
+            "{admitted} of {n} requests sent {} ms after dropping {k} running (at {}) and {m} queued were admitted, the rest refused{}",
             stop.as_millis(),
-            at_stages.join(", ")
+            dropped.stages(),
+            kept(admitted, k, m)
         )
     });
     let name = MetricName::CancellationsTotal;
@@ -240,15 +450,15 @@ async fn b3(t: &Arc<Target>, c: &mut Ctx) {
     c.observed = format!(
         "{admitted} of {n} places free {} ms after dropping {k} running (at {}) and {m} queued; the counter rose by {}",
         stop.as_millis(),
-        at_stages.join(", "),
+        dropped.stages(),
         before
             .zip(after)
             .map_or("?".to_owned(), |(b, a)| (a - b).to_string())
     );
     c.evidence.push(format!(
         "saturated in {:.0} ms; holds end {:.0} ms after the probes at the earliest",
-        ms(dropped - first_sent),
-        ms(natural.saturating_duration_since(dropped + stop))
+        ms(dropped.at - dropped.first_sent),
+        ms(dropped.natural.saturating_duration_since(dropped.at + stop))
     ));
     capacity_recovered(t, c).await;
 }

@@ -78,6 +78,36 @@ pub(super) fn address(t: &Target) -> Option<(SocketAddr, String)> {
     Some((addr, host))
 }
 
+/// What one idle connection showed: the time from opening (or from the answer's end) to the
+/// server's close, `None` if still open when the checker gave up, or why it could not be seen.
+type Closed = Result<Option<Duration>, String>;
+
+/// The three kinds of idle connection, opened side by side.
+struct IdleConnections {
+    silent: JoinHandle<Closed>,
+    half: JoinHandle<Closed>,
+    idle: JoinHandle<Closed>,
+}
+
+impl IdleConnections {
+    /// Opens a silent, a half-sent and an idle keep-alive connection, each waiting up to
+    /// `give_up` for its close.
+    fn open(addr: SocketAddr, host: &str, give_up: Duration) -> IdleConnections {
+        let partial =
+            format!("POST /v1/digitize HTTP/1.1\r\nHost: {host}\r\nContent-Type: image/png\r\n");
+        IdleConnections {
+            silent: tokio::spawn(closed_after(addr, None, give_up)),
+            half: tokio::spawn(closed_after(addr, Some(partial.into_bytes()), give_up)),
+            idle: tokio::spawn(idle_closed_after(addr, host.to_owned(), give_up)),
+        }
+    }
+
+    /// Whether every one has seen its close (or given up).
+    fn all_finished(&self) -> bool {
+        self.silent.is_finished() && self.half.is_finished() && self.idle.is_finished()
+    }
+}
+
 /// The three kinds of idle connection, side by side, with `/healthz` asked meanwhile.
 async fn head_timeouts(
     t: &Arc<Target>,
@@ -88,24 +118,8 @@ async fn head_timeouts(
     late: Duration,
 ) -> String {
     let give_up = head + late + Duration::from_millis(500);
-    let partial =
-        format!("POST /v1/digitize HTTP/1.1\r\nHost: {host}\r\nContent-Type: image/png\r\n");
-    let silent = tokio::spawn(closed_after(addr, None, give_up));
-    let half = tokio::spawn(closed_after(addr, Some(partial.into_bytes()), give_up));
-    let idle = tokio::spawn(idle_closed_after(addr, host.to_owned(), give_up));
-
-    let mut healthz = Vec::new();
-    let start = Instant::now();
-    while start.elapsed() < head + late
-        && !(silent.is_finished() && half.is_finished() && idle.is_finished())
-    {
-        let ok = matches!(
-            t.client.get(t.url("/healthz")).timeout(PROMPT).send().await,
-            Ok(r) if r.status().as_u16() == 200
-        );
-        healthz.push(ok);
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let connections = IdleConnections::open(addr, host, give_up);
+    let healthz = healthz_meanwhile(t, &connections, head + late).await;
     let failed = healthz.iter().filter(|ok| !**ok).count();
     c.require(failed == 0, || {
         format!(
@@ -114,48 +128,17 @@ async fn head_timeouts(
         )
     });
 
+    let IdleConnections { silent, half, idle } = connections;
     let mut notes = Vec::new();
     for (label, task) in [
         ("a silent connection", silent),
         ("a connection that sent half a request head", half),
         ("an idle keep-alive connection (after one answer)", idle),
     ] {
-        match task
+        let closed = task
             .await
-            .unwrap_or_else(|e| Err(format!("the probe panicked: {e}")))
-        {
-            Ok(Some(after)) => {
-                c.trials_ms.push(ms(after));
-                c.require(after + EARLY_SLACK >= head, || {
-                    format!(
-                        "{label} was closed after {:.0} ms, before the {} ms head timeout",
-                        ms(after),
-                        head.as_millis()
-                    )
-                });
-                c.require(after <= head + late, || {
-                    format!(
-                        "{label} was closed after {:.0} ms, more than {} ms after the {} ms head timeout",
-                        ms(after),
-                        late.as_millis(),
-                        head.as_millis()
-                    )
-                });
-                notes.push(format!("closed after {:.0} ms", ms(after)));
-            }
-            Ok(None) => {
-                c.fail(format!(
-                    "{label} was still open {} ms later (head timeout {} ms): nothing closes it",
-                    give_up.as_millis(),
-                    head.as_millis()
-                ));
-                notes.push("never closed".into());
-            }
-            Err(e) => {
-                c.fail(format!("{label}: {e}"));
-                notes.push("error".into());
-            }
-        }
+            .unwrap_or_else(|e| Err(format!("the probe panicked: {e}")));
+        notes.push(judge_close(c, label, closed, head, late, give_up));
     }
     format!(
         "silent / half-sent / idle connections: {}; /healthz 200 {} of {} times meanwhile",
@@ -165,13 +148,74 @@ async fn head_timeouts(
     )
 }
 
+/// Asks `/healthz` on fresh connections every quarter second until `until` passed or every idle
+/// connection saw its close: whether each was answered 200.
+async fn healthz_meanwhile(
+    t: &Target,
+    connections: &IdleConnections,
+    until: Duration,
+) -> Vec<bool> {
+    let mut healthz = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < until && !connections.all_finished() {
+        let ok = matches!(
+            t.client.get(t.url("/healthz")).timeout(PROMPT).send().await,
+            Ok(r) if r.status().as_u16() == 200
+        );
+        healthz.push(ok);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    healthz
+}
+
+/// Requires the connection `label` to be closed at the head timeout (not before, not more than
+/// `late` after); returns the note for the observation.
+fn judge_close(
+    c: &mut Ctx,
+    label: &str,
+    closed: Closed,
+    head: Duration,
+    late: Duration,
+    give_up: Duration,
+) -> String {
+    match closed {
+        Ok(Some(after)) => {
+            c.trials_ms.push(ms(after));
+            c.require(after + EARLY_SLACK >= head, || {
+                format!(
+                    "{label} was closed after {:.0} ms, before the {} ms head timeout",
+                    ms(after),
+                    head.as_millis()
+                )
+            });
+            c.require(after <= head + late, || {
+                format!(
+                    "{label} was closed after {:.0} ms, more than {} ms after the {} ms head timeout",
+                    ms(after),
+                    late.as_millis(),
+                    head.as_millis()
+                )
+            });
+            format!("closed after {:.0} ms", ms(after))
+        }
+        Ok(None) => {
+            c.fail(format!(
+                "{label} was still open {} ms later (head timeout {} ms): nothing closes it",
+                give_up.as_millis(),
+                head.as_millis()
+            ));
+            "never closed".into()
+        }
+        Err(e) => {
+            c.fail(format!("{label}: {e}"));
+            "error".into()
+        }
+    }
+}
+
 /// Opens a connection, sends `first` (if any) and waits for the server to close it: the time
 /// from the connect to the close, or `None` if it is still open after `give_up`.
-async fn closed_after(
-    addr: SocketAddr,
-    first: Option<Vec<u8>>,
-    give_up: Duration,
-) -> Result<Option<Duration>, String> {
+async fn closed_after(addr: SocketAddr, first: Option<Vec<u8>>, give_up: Duration) -> Closed {
     let mut stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
@@ -197,11 +241,7 @@ async fn closed_after(
 
 /// Asks `/healthz` once on a keep-alive connection, then waits for the server to close it: the
 /// time from the answer's end to the close.
-async fn idle_closed_after(
-    addr: SocketAddr,
-    host: String,
-    give_up: Duration,
-) -> Result<Option<Duration>, String> {
+async fn idle_closed_after(addr: SocketAddr, host: String, give_up: Duration) -> Closed {
     let mut held = open(addr).await?;
     match ask(&mut held.sender, &host).await {
         Asked::Answered(200) => {}
@@ -282,81 +322,14 @@ async fn connection_cap(
     cap: usize,
     head: Duration,
 ) -> String {
-    let mut held: Vec<Held> = Vec::with_capacity(cap);
-    let started = Instant::now();
-    let alive = |held: &[Held]| held.iter().filter(|h| !h.closed.is_finished()).count();
-    let mut retry_until: Option<Instant> = None;
-    let refused_at = loop {
-        // Only open connections count, and only they are kept: a server that closes each
-        // connection after its answer (no keep-alive) must not make the checker hold one handle
-        // per connection it ever opened.
-        held.retain(|h| !h.closed.is_finished());
-        // The cap can only be told from the head timeout if it is filled within it (judged
-        // below); a server whose connections close faster than they are opened (no keep-alive,
-        // or a head timer shorter than the fill) never reaches the cap, so the fill ends here.
-        if started.elapsed() >= head {
-            let open_now = held.len();
-            c.fail(format!(
-                "after {} ms (the head timeout) only {open_now} of {cap} connections stayed open: the server closes them (its head timer, or no keep-alive) faster than the checker opens them, so the cap cannot be judged",
-                head.as_millis()
-            ));
-            return format!(
-                "only {open_now} of {cap} connections stayed open within the head timeout"
-            );
-        }
-        let mut next = match open(addr).await {
-            Ok(next) => next,
-            Err(e) => {
-                c.fail(format!(
-                    "connection {} (with {} open): {e}",
-                    held.len() + 1,
-                    alive(&held)
-                ));
-                return format!("could not open connection {}", held.len() + 1);
-            }
-        };
-        match ask(&mut next.sender, host).await {
-            Asked::Answered(_) if alive(&held) >= cap => {
-                // A close of ours still in flight would make this one legitimate: look again.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let open_now = alive(&held);
-                if open_now >= cap {
-                    c.fail(format!(
-                        "connection {} was served with {open_now} already open: the cap of {cap} connections is not enforced",
-                        open_now + 1
-                    ));
-                    return format!("{} connections served at once", open_now + 1);
-                }
-                held.push(next);
-            }
-            Asked::Answered(_) => held.push(next),
-            Asked::Stalled => {
-                let open_now = alive(&held);
-                c.fail(format!(
-                    "connection {} (with {open_now} open) was neither answered nor closed within {} ms: left waiting instead of closed",
-                    open_now + 1,
-                    PROMPT.as_millis()
-                ));
-                return format!("connection {} left waiting", open_now + 1);
-            }
-            Asked::Closed => {
-                let open_now = alive(&held);
-                if open_now >= cap {
-                    break open_now + 1;
-                }
-                let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
-                if Instant::now() >= until {
-                    c.fail(format!(
-                        "connection {} was closed unanswered with only {open_now} open, below the cap of {cap}",
-                        open_now + 1
-                    ));
-                    return format!("refused at connection {}", open_now + 1);
-                }
-                tokio::time::sleep(RETRY_EVERY).await;
-            }
-        }
+    let Filled {
+        mut held,
+        refused_at,
+        took: filled,
+    } = match fill(c, addr, host, cap, head).await {
+        Ok(filled) => filled,
+        Err(note) => return note,
     };
-    let filled = started.elapsed();
     if filled + Duration::from_millis(100) >= head {
         c.fail(format!(
             "filling {cap} connections took {:.0} ms, near the {} ms head timeout: the cap cannot be told from the timeout",
@@ -364,33 +337,11 @@ async fn connection_cap(
             head.as_millis()
         ));
     }
-
-    // The open ones are still served.
-    let first = held.iter_mut().find(|h| !h.closed.is_finished());
-    let still_served = match first {
-        Some(h) => matches!(ask(&mut h.sender, host).await, Asked::Answered(200)),
-        None => false,
-    };
+    let still_served = still_served(&mut held, host).await;
     c.require(still_served, || {
         "at the cap, a request on an open connection was not answered 200".to_owned()
     });
-
-    // A freed place serves again.
-    held.retain(|h| !h.closed.is_finished());
-    held.pop();
-    let freed = Instant::now();
-    let served_again = loop {
-        if let Ok(mut next) = open(addr).await
-            && let Asked::Answered(200) = ask(&mut next.sender, host).await
-        {
-            held.push(next);
-            break Some(freed.elapsed());
-        }
-        if freed.elapsed() >= PROMPT {
-            break None;
-        }
-        tokio::time::sleep(RETRY_EVERY).await;
-    };
+    let served_again = served_again(&mut held, addr, host).await;
     c.require(served_again.is_some(), || {
         format!(
             "after one of {cap} connections closed, no new connection was served within {} ms",
@@ -404,6 +355,162 @@ async fn connection_cap(
         if still_served { "yes" } else { "no" },
         served_again.map_or("never".to_owned(), |d| format!("after {:.0} ms", ms(d)))
     )
+}
+
+/// The cap filled: the connections held open, the number of the one closed unanswered past
+/// them, and how long filling took.
+struct Filled {
+    held: Vec<Held>,
+    refused_at: usize,
+    took: Duration,
+}
+
+/// Opens connections one at a time, each asking `/healthz` once and kept open, until one is
+/// closed unanswered with the cap open. `Err` is the observation when the fill ended otherwise
+/// (its failure already recorded).
+async fn fill(
+    c: &mut Ctx,
+    addr: SocketAddr,
+    host: &str,
+    cap: usize,
+    head: Duration,
+) -> Result<Filled, String> {
+    let mut held: Vec<Held> = Vec::with_capacity(cap);
+    let started = Instant::now();
+    let mut retry_until: Option<Instant> = None;
+    let refused_at = loop {
+        // Only open connections count, and only they are kept: a server that closes each
+        // connection after its answer (no keep-alive) must not make the checker hold one handle
+        // per connection it ever opened.
+        held.retain(|h| !h.closed.is_finished());
+        // The cap can only be told from the head timeout if it is filled within it (judged
+        // by the caller); a server whose connections close faster than they are opened (no
+        // keep-alive, or a head timer shorter than the fill) never reaches the cap, so the fill
+        // ends here.
+        if started.elapsed() >= head {
+            let open_now = held.len();
+            c.fail(format!(
+                "after {} ms (the head timeout) only {open_now} of {cap} connections stayed open: the server closes them (its head timer, or no keep-alive) faster than the checker opens them, so the cap cannot be judged",
+                head.as_millis()
+            ));
+            return Err(format!(
+                "only {open_now} of {cap} connections stayed open within the head timeout"
+            ));
+        }
+        match one_more(c, addr, host, cap, &mut held, &mut retry_until).await {
+            Step::Next => {}
+            Step::Refused(at) => break at,
+            Step::Ended(note) => return Err(note),
+        }
+    };
+    Ok(Filled {
+        held,
+        refused_at,
+        took: started.elapsed(),
+    })
+}
+
+/// What one more connection showed while filling the cap.
+enum Step {
+    /// Served and kept open, or closed below the cap while a place may still be freeing: go on.
+    Next,
+    /// Closed unanswered with the cap open: the number of that connection.
+    Refused(usize),
+    /// The fill cannot go on: the observation, its failure already recorded.
+    Ended(String),
+}
+
+/// Opens one more connection and asks `/healthz` on it: kept in `held` when served below the
+/// cap; closed below the cap, it is retried until `retry_until` (set at the first such close).
+async fn one_more(
+    c: &mut Ctx,
+    addr: SocketAddr,
+    host: &str,
+    cap: usize,
+    held: &mut Vec<Held>,
+    retry_until: &mut Option<Instant>,
+) -> Step {
+    let alive = |held: &[Held]| held.iter().filter(|h| !h.closed.is_finished()).count();
+    let mut next = match open(addr).await {
+        Ok(next) => next,
+        Err(e) => {
+            c.fail(format!(
+                "connection {} (with {} open): {e}",
+                held.len() + 1,
+                alive(held)
+            ));
+            return Step::Ended(format!("could not open connection {}", held.len() + 1));
+        }
+    };
+    match ask(&mut next.sender, host).await {
+        Asked::Answered(_) if alive(held) >= cap => {
+            // A close of ours still in flight would make this one legitimate: look again.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let open_now = alive(held);
+            if open_now >= cap {
+                c.fail(format!(
+                    "connection {} was served with {open_now} already open: the cap of {cap} connections is not enforced",
+                    open_now + 1
+                ));
+                return Step::Ended(format!("{} connections served at once", open_now + 1));
+            }
+            held.push(next);
+        }
+        Asked::Answered(_) => held.push(next),
+        Asked::Stalled => {
+            let open_now = alive(held);
+            c.fail(format!(
+                "connection {} (with {open_now} open) was neither answered nor closed within {} ms: left waiting instead of closed",
+                open_now + 1,
+                PROMPT.as_millis()
+            ));
+            return Step::Ended(format!("connection {} left waiting", open_now + 1));
+        }
+        Asked::Closed => {
+            let open_now = alive(held);
+            if open_now >= cap {
+                return Step::Refused(open_now + 1);
+            }
+            let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
+            if Instant::now() >= until {
+                c.fail(format!(
+                    "connection {} was closed unanswered with only {open_now} open, below the cap of {cap}",
+                    open_now + 1
+                ));
+                return Step::Ended(format!("refused at connection {}", open_now + 1));
+            }
+            tokio::time::sleep(RETRY_EVERY).await;
+        }
+    }
+    Step::Next
+}
+
+/// Whether, at the cap, a request on the first connection still open is answered 200.
+async fn still_served(held: &mut [Held], host: &str) -> bool {
+    match held.iter_mut().find(|h| !h.closed.is_finished()) {
+        Some(h) => matches!(ask(&mut h.sender, host).await, Asked::Answered(200)),
+        None => false,
+    }
+}
+
+/// Closes one open connection, then opens new ones until one is served (kept in `held`): how
+/// long after the close, or `None` if none was within [`PROMPT`].
+async fn served_again(held: &mut Vec<Held>, addr: SocketAddr, host: &str) -> Option<Duration> {
+    held.retain(|h| !h.closed.is_finished());
+    held.pop();
+    let freed = Instant::now();
+    loop {
+        if let Ok(mut next) = open(addr).await
+            && let Asked::Answered(200) = ask(&mut next.sender, host).await
+        {
+            held.push(next);
+            return Some(freed.elapsed());
+        }
+        if freed.elapsed() >= PROMPT {
+            return None;
+        }
+        tokio::time::sleep(RETRY_EVERY).await;
+    }
 }
 
 #[cfg(test)]
