@@ -92,11 +92,6 @@ const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
         "conformance/src/checks/bounds/b4.rs::connection_cap",
         PHASES_PENDING,
     ),
-    // 82 lines.
-    (
-        "conformance/src/checks/contract.rs::contract_result",
-        PHASES_PENDING,
-    ),
     // 99 lines.
     ("conformance/src/checks/failure/f3.rs::f3", PHASES_PENDING),
     // 85 lines.
