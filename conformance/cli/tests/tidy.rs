@@ -92,8 +92,6 @@ const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
         "conformance/src/checks/bounds/b4.rs::connection_cap",
         PHASES_PENDING,
     ),
-    // 122 lines.
-    ("conformance/src/checks/relay/r6.rs::r6", PHASES_PENDING),
     // 157 lines.
     (
         "conformance/src/checks/throughput/t2.rs::trial",
