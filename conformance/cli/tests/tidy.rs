@@ -92,11 +92,6 @@ const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[
         "conformance/src/checks/bounds/b4.rs::connection_cap",
         PHASES_PENDING,
     ),
-    // 168 lines.
-    (
-        "conformance/src/checks/throughput/t3/mod.rs::t3",
-        PHASES_PENDING,
-    ),
 ];
 
 /// Why a function written before the rule is still listed: it is to be cut into phases with
