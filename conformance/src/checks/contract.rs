@@ -62,6 +62,26 @@ fn plain(v: &Option<serde_json::Value>) -> String {
 /// refused; the evidence lists the adopted and the refused differences separately.
 pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult {
     let started = Instant::now();
+    let evidence = evidence(r);
+    let observed = observed(r);
+    let verdict = verdict(r);
+    CheckResult {
+        id: CHECK.id.to_string(),
+        clause: CHECK.id.to_string(),
+        title: TITLE.into(),
+        expected: expected(allow_overrides),
+        observed,
+        verdict,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        evidence,
+        trials_ms: Vec::new(),
+        timeline: Vec::new(),
+    }
+}
+
+/// One line per finding, so a reader sees why the claim is unreadable and each adopted and
+/// refused difference apart.
+fn evidence(r: &Reconciliation) -> Vec<String> {
     let mut evidence: Vec<String> = Vec::new();
     if let Some(why) = &r.unreadable {
         evidence.push(format!("unreadable: {why}"));
@@ -76,8 +96,13 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
             .iter()
             .map(|x| format!("refused: {}", refused_line(x))),
     );
+    evidence
+}
 
-    let observed = match (&r.unreadable, r.adopted.is_empty() && r.refused.is_empty()) {
+/// The claim in one line: unreadable, identical, or the overrides adopted (as the environment
+/// would set them) and the paths refused.
+fn observed(r: &Reconciliation) -> String {
+    match (&r.unreadable, r.adopted.is_empty() && r.refused.is_empty()) {
         (Some(why), _) => format!("claim unreadable ({why}); judged by the contract's own values"),
         (None, true) => "identical to the contract".into(),
         (None, false) => {
@@ -103,9 +128,13 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
             }
             text
         }
-    };
+    }
+}
 
-    let verdict = if let Some(why) = &r.unreadable {
+/// An unreadable claim or any refused difference fails: the checks then judge by values the
+/// target does not claim to run with.
+fn verdict(r: &Reconciliation) -> Verdict {
+    if let Some(why) = &r.unreadable {
         Verdict::Fail(format!(
             "the target's claimed contract is not readable ({why}); every check judges by the contract's own values"
         ))
@@ -123,23 +152,16 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
         ))
     } else {
         Verdict::Pass
-    };
-    CheckResult {
-        id: CHECK.id.to_string(),
-        clause: CHECK.id.to_string(),
-        title: TITLE.into(),
-        expected: if allow_overrides {
-            "the target's effective values equal the contract, except overridable fields (adopted)"
-                .into()
-        } else {
-            "the target's effective values equal the contract (overrides not allowed)".into()
-        },
-        observed,
-        verdict,
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        evidence,
-        trials_ms: Vec::new(),
-        timeline: Vec::new(),
+    }
+}
+
+/// What the check expects, which depends on whether overrides may be adopted.
+fn expected(allow_overrides: bool) -> String {
+    if allow_overrides {
+        "the target's effective values equal the contract, except overridable fields (adopted)"
+            .into()
+    } else {
+        "the target's effective values equal the contract (overrides not allowed)".into()
     }
 }
 

@@ -3,11 +3,12 @@
 //! judges every error reply of the run so far against the server log.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use image::ImageFormat;
-use plimsoll_spec::model::LogLineFormat;
+use plimsoll_spec::model::{ErrorLogs, LogLineFormat};
 use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
 use reqwest::header::CONTENT_TYPE;
 
@@ -68,91 +69,137 @@ async fn f3(t: &Arc<Target>, c: &mut Ctx) {
     };
     provoke(t, c).await;
 
-    let errors: Vec<Seen> = t
-        .seen
+    let errors = errors_of_run(t);
+    let Some(log) = Log::read(c, &log, &f3, &errors).await else {
+        return;
+    };
+    log.require_json(c);
+    let judged = Judged::of(&log, &errors, &f3);
+    judged.report(c, &log, errors.len());
+}
+
+/// Every error reply of the run so far: the provoked ones and those of the checks before.
+fn errors_of_run(t: &Target) -> Vec<Seen> {
+    t.seen
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .filter(|s| s.is_error())
         .cloned()
-        .collect();
-    // Wait (bounded) until every error has a line: a log may be written a little after the reply.
-    let started = Instant::now();
-    let (lines, bad) = loop {
-        let text = match std::fs::read_to_string(&log) {
-            Ok(text) => text,
-            Err(e) => {
-                c.fail(format!("cannot read the server log {}: {e}", log.display()));
-                return;
-            }
-        };
-        let (lines, bad) = parse(&text, f3.format);
-        let index = index(&lines, &f3.fields);
-        let complete = errors
-            .iter()
-            .all(|s| !joined(&index, s).is_empty() || ids(s).is_empty());
-        if complete || started.elapsed() >= LOG_WAIT {
-            break (lines, bad);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    c.require(bad.is_empty(), || {
-        format!(
-            "{} of {} log lines are not JSON objects (first: line {})",
-            bad.len(),
-            bad.len() + lines.len(),
-            bad[0]
-        )
-    });
+        .collect()
+}
 
-    let index = index(&lines, &f3.fields);
-    let mut problems = Vec::new();
-    let mut good = 0;
-    for seen in &errors {
-        let what = format!(
-            "{} ({} {})",
-            seen.label(),
-            seen.status,
-            seen.code.as_deref().unwrap_or("no code")
-        );
-        if ids(seen).is_empty() {
-            problems.push(format!(
-                "{what}: no request id in header or body to join a log line by"
+/// The server log as read: its lines as JSON objects, and the (1-based) numbers of those that
+/// are not.
+struct Log {
+    lines: Vec<serde_json::Value>,
+    bad: Vec<usize>,
+}
+
+impl Log {
+    /// Reads the log, waiting (bounded) until every error has a line: a log may be written a
+    /// little after the reply. None when the file cannot be read (a failure is recorded).
+    async fn read(c: &mut Ctx, log: &Path, f3: &ErrorLogs, errors: &[Seen]) -> Option<Log> {
+        let started = Instant::now();
+        loop {
+            let text = match std::fs::read_to_string(log) {
+                Ok(text) => text,
+                Err(e) => {
+                    c.fail(format!("cannot read the server log {}: {e}", log.display()));
+                    return None;
+                }
+            };
+            let (lines, bad) = parse(&text, f3.format);
+            let index = index(&lines, &f3.fields);
+            let complete = errors
+                .iter()
+                .all(|s| !joined(&index, s).is_empty() || ids(s).is_empty());
+            if complete || started.elapsed() >= LOG_WAIT {
+                return Some(Log { lines, bad });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Every line of the log is a JSON object.
+    fn require_json(&self, c: &mut Ctx) {
+        c.require(self.bad.is_empty(), || {
+            format!(
+                "{} of {} log lines are not JSON objects (first: line {})",
+                self.bad.len(),
+                self.bad.len() + self.lines.len(),
+                self.bad[0]
+            )
+        });
+    }
+}
+
+/// The error replies judged against the log: how many have exactly one valid line, and what
+/// is wrong with the others, in words.
+struct Judged {
+    good: usize,
+    problems: Vec<String>,
+}
+
+impl Judged {
+    /// Joins each error reply to its error lines by request id and judges the one it must have.
+    fn of(log: &Log, errors: &[Seen], f3: &ErrorLogs) -> Judged {
+        let index = index(&log.lines, &f3.fields);
+        let mut problems = Vec::new();
+        let mut good = 0;
+        for seen in errors {
+            let what = format!(
+                "{} ({} {})",
+                seen.label(),
+                seen.status,
+                seen.code.as_deref().unwrap_or("no code")
+            );
+            if ids(seen).is_empty() {
+                problems.push(format!(
+                    "{what}: no request id in header or body to join a log line by"
+                ));
+                continue;
+            }
+            match joined(&index, seen).as_slice() {
+                [] => problems.push(format!("{what}: no error line with its request_id")),
+                [line] => match judge_line(line, seen, f3) {
+                    Ok(()) => good += 1,
+                    Err(why) => problems.push(format!("{what}: {why}; line {line}")),
+                },
+                more => problems.push(format!(
+                    "{what}: {} error lines with its request_id (one per error)",
+                    more.len()
+                )),
+            }
+        }
+        Judged { good, problems }
+    }
+
+    /// Fails on any problem (the first named, the first few as evidence) and says how the run's
+    /// `errors` error replies fared.
+    fn report(&self, c: &mut Ctx, log: &Log, errors: usize) {
+        let Judged { good, problems } = self;
+        if !problems.is_empty() {
+            c.fail(format!(
+                "{} of {} error replies lack exactly one valid log line; first: {}",
+                problems.len(),
+                errors,
+                problems[0]
             ));
-            continue;
         }
-        match joined(&index, seen).as_slice() {
-            [] => problems.push(format!("{what}: no error line with its request_id")),
-            [line] => match judge_line(line, seen, &f3) {
-                Ok(()) => good += 1,
-                Err(why) => problems.push(format!("{what}: {why}; line {line}")),
-            },
-            more => problems.push(format!(
-                "{what}: {} error lines with its request_id (one per error)",
-                more.len()
-            )),
-        }
+        c.evidence.extend(
+            problems
+                .iter()
+                .take(SHOWN)
+                .map(|p| p.chars().take(400).collect()),
+        );
+        c.observed = format!(
+            "{} JSON lines, {} not JSON; {good} of {} error replies of the run have exactly one valid line",
+            log.lines.len(),
+            log.bad.len(),
+            errors
+        );
     }
-    if !problems.is_empty() {
-        c.fail(format!(
-            "{} of {} error replies lack exactly one valid log line; first: {}",
-            problems.len(),
-            errors.len(),
-            problems[0]
-        ));
-    }
-    c.evidence.extend(
-        problems
-            .iter()
-            .take(SHOWN)
-            .map(|p| p.chars().take(400).collect()),
-    );
-    c.observed = format!(
-        "{} JSON lines, {} not JSON; {good} of {} error replies of the run have exactly one valid line",
-        lines.len(),
-        bad.len(),
-        errors.len()
-    );
 }
 
 /// Errors of each kind under client-chosen ids; F3 then judges them with the rest of the run's.
@@ -274,11 +321,7 @@ fn joined<'a>(
 }
 
 /// Whether one error line carries what the clause lists, with the stage the response implies.
-fn judge_line(
-    line: &serde_json::Value,
-    seen: &Seen,
-    f3: &plimsoll_spec::model::ErrorLogs,
-) -> Result<(), String> {
+fn judge_line(line: &serde_json::Value, seen: &Seen, f3: &ErrorLogs) -> Result<(), String> {
     let mut why = Vec::new();
     for field in &f3.fields {
         let value = line.get(field.as_str());

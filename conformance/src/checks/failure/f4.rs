@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use image::ImageFormat;
 use plimsoll_spec::ClauseId;
+use plimsoll_spec::model::RequestId;
 use reqwest::header::CONTENT_TYPE;
 
 use super::Seen;
@@ -44,26 +45,60 @@ async fn f4(t: &Arc<Target>, c: &mut Ctx) {
         "{header} on every response; every error body repeats it; a well-formed client id (up to {} characters) is kept, a longer or malformed one replaced",
         f4.client_id_max_len
     );
-    let longest = id_of_len(f4.client_id_max_len, &f4.client_id_extra_chars);
-    let too_long = id_of_len(f4.client_id_max_len + 1, &f4.client_id_extra_chars);
-    let cases = [
-        (
-            "a short well-formed id",
-            "plimsoll-f4.check:1".to_owned(),
-            true,
-        ),
-        ("an id of the longest kept length", longest, true),
-        ("an id one character too long", too_long, false),
-        ("a malformed id", "not a valid id!".to_owned(), false),
-    ];
-    for (what, id, keep) in cases {
+    for case in IdCase::all(&f4) {
+        case.send(t, c, &header, &f4).await;
+    }
+    // At least one error of F4's own, so an `--only F4` run judges an error body too.
+    let request = t
+        .client
+        .post(t.url(&t.expected.api.digitize.path))
+        .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type());
+    if let Err(e) = t.send(request, Op::Digitize).await {
+        c.fail(format!("error probe: {e}"));
+    }
+
+    let seen = t.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    judge_run(c, &header, &seen);
+}
+
+/// A client id F4 sends, and whether the server must keep it (else replace it with a
+/// well-formed one): the clause's rule is tested at its edges.
+struct IdCase {
+    what: &'static str,
+    id: String,
+    keep: bool,
+}
+
+impl IdCase {
+    /// A short id and one of the longest kept length (kept); one a character too long and a
+    /// malformed one (replaced).
+    fn all(f4: &RequestId) -> [IdCase; 4] {
+        let longest = id_of_len(f4.client_id_max_len, &f4.client_id_extra_chars);
+        let too_long = id_of_len(f4.client_id_max_len + 1, &f4.client_id_extra_chars);
+        let case = |what, id, keep| IdCase { what, id, keep };
+        [
+            case(
+                "a short well-formed id",
+                "plimsoll-f4.check:1".to_owned(),
+                true,
+            ),
+            case("an id of the longest kept length", longest, true),
+            case("an id one character too long", too_long, false),
+            case("a malformed id", "not a valid id!".to_owned(), false),
+        ]
+    }
+
+    /// Sends the id on a health request and requires it kept, or replaced by a new well-formed
+    /// id.
+    async fn send(self, t: &Target, c: &mut Ctx, header: &str, f4: &RequestId) {
+        let IdCase { what, id, keep } = self;
         let request = t
             .client
             .get(t.url(&t.expected.api.healthz.path))
-            .header(header.as_str(), id.as_str());
+            .header(header, id.as_str());
         match t.send(request, Op::Other).await {
             Ok(reply) => {
-                let answered = reply.header(&header).unwrap_or_default().to_owned();
+                let answered = reply.header(header).unwrap_or_default().to_owned();
                 if keep {
                     c.require(answered == id, || {
                         format!(
@@ -86,16 +121,11 @@ async fn f4(t: &Arc<Target>, c: &mut Ctx) {
             Err(e) => c.fail(format!("{what}: {e}")),
         }
     }
-    // At least one error of F4's own, so an `--only F4` run judges an error body too.
-    let request = t
-        .client
-        .post(t.url(&t.expected.api.digitize.path))
-        .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type());
-    if let Err(e) = t.send(request, Op::Digitize).await {
-        c.fail(format!("error probe: {e}"));
-    }
+}
 
-    let seen = t.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+/// Judges every reply of the run: each carried the header exactly once, and each error body
+/// repeated its id.
+fn judge_run(c: &mut Ctx, header: &str, seen: &[Seen]) {
     let missing = seen.iter().filter(|s| s.header_id.is_none()).count();
     c.require(missing == 0, || {
         format!(
@@ -115,7 +145,7 @@ async fn f4(t: &Arc<Target>, c: &mut Ctx) {
         ));
     }
     let errors = seen.iter().filter(|s| s.is_error()).count();
-    let mismatched = mismatched(&seen);
+    let mismatched = mismatched(seen);
     if !mismatched.is_empty() {
         c.fail(format!(
             "{} of {} error replies do not repeat the header's id in the body; first: {}",

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plimsoll_spec::relay::RelayRequest;
 use plimsoll_spec::{ClauseId, MetricName, Pool};
 use reqwest::StatusCode;
 
@@ -11,6 +12,7 @@ use super::client::{
     HOLD_MS, SLACK_MS, Ws, connect, exchange, held_batch, idle, nonce, open, relay_workers,
     send_all,
 };
+use super::frames::Exchange;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::bridge::BridgeProcess;
@@ -78,14 +80,45 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
     let stop = t.stop_within();
     let bound = stop + Duration::from_millis(HOLD_MS);
     c.expected = expected(t, n, bound);
-    let Some(mut first) = open(t, c).await else {
+    let Some(first) = open(t, c).await else {
         return;
     };
     let tag = nonce();
+    let Some(dropped) = drop_in_flight(t, c, first, n, tag).await else {
+        return;
+    };
+    let Some(mut second) = reconnect(t, c, tag, bound).await else {
+        return;
+    };
+    let recovery = recover(t, c, dropped, bound).await;
+    // Capacity: n requests held briefly must all run at once (a leaked slot makes one wait).
+    let capacity = Capacity::probe(t, &mut second.ws, n, tag, recovery.idle).await;
+    let stopped = match &t.bridge {
+        Some(bridge) => Some(terminate(t, c, bridge, &mut second.ws, tag).await),
+        None => None,
+    };
+    let _ = second.ws.close(None).await;
+    let usable = capacity.judge(c, n);
+    c.observed = observed(&second, &recovery, usable, n, stopped);
+}
+
+/// Sends `n` held requests (the orphans) on the first socket, waits (bounded) until they all
+/// run, then drops the socket without a close handshake; returns when it was dropped, or None
+/// when the orphans could not be sent (a failure is recorded).
+async fn drop_in_flight(
+    t: &Target,
+    c: &mut Ctx,
+    mut first: Ws,
+    n: usize,
+    tag: u64,
+) -> Option<Instant> {
     let orphans = held_batch(t, &format!("r6-{tag:x}-orphan"), n, HOLD_MS);
     let sent = match send_all(&mut first, &orphans).await {
         Ok(at) => at,
-        Err(e) => return c.fail(e),
+        Err(e) => {
+            c.fail(e);
+            return None;
+        }
     };
     let running = Duration::from_millis(HOLD_MS / 2);
     let all_running = match &t.upstream {
@@ -112,35 +145,70 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
     for i in 0..orphans.len() {
         c.cancelled_lane(format!("orphan #{i}"), sent, dropped);
     }
-    let (mut second, reconnect) = match connect(t).await {
+    Some(dropped)
+}
+
+/// The socket opened right after the drop, once its first requests were answered: how soon it
+/// came and how soon they were answered.
+struct Reconnected {
+    ws: Ws,
+    took: Duration,
+    /// When the slowest of the first requests on it was answered, ms.
+    answered: Option<f64>,
+}
+
+/// Opens the next socket at once (for a bridge that dials its relay, the bridge's, within R6's
+/// reconnect bound) and requires its first requests answered; None when the check cannot go on
+/// (a failure is recorded).
+async fn reconnect(t: &Target, c: &mut Ctx, tag: u64, bound: Duration) -> Option<Reconnected> {
+    let (mut ws, took) = match connect(t).await {
         Ok(ok) => ok,
-        Err(e) => return c.fail(format!("reconnecting right after the drop: {e}")),
+        Err(e) => {
+            c.fail(format!("reconnecting right after the drop: {e}"));
+            return None;
+        }
     };
     // A bridge that dials its relay: the new socket is the bridge's, and how soon it came is
     // R6's reconnect bound.
     if t.relay.is_some() {
         let within = Duration::from_millis(t.expected.clauses.r6.value.reconnect_within_ms);
-        c.require(ms(reconnect) <= ms(within) + SLACK_MS, || {
+        c.require(ms(took) <= ms(within) + SLACK_MS, || {
             format!(
                 "the bridge dialled the relay again {:.0} ms after it was dropped; the bound is {} ms",
-                ms(reconnect),
+                ms(took),
                 within.as_millis()
             )
         });
     }
     let fresh = held_batch(t, &format!("r6-{tag:x}-new"), 2, 0);
     let limit = bound + Duration::from_millis(500);
-    let ex = match exchange(&mut second, &fresh, limit).await {
+    let ex = match exchange(&mut ws, &fresh, limit).await {
         Ok(ex) => ex,
-        Err(e) => return c.fail(e),
+        Err(e) => {
+            c.fail(e);
+            return None;
+        }
     };
     ex.lanes(c, "after reconnect");
     if !ex.judge(t, c, limit) {
-        return;
+        return None;
     }
     let answered = ex.slowest(&fresh).map(ms);
-    // A bridge of the checker's own has no HTTP API: that new envelopes are answered is its
-    // health.
+    Some(Reconnected { ws, took, answered })
+}
+
+/// What the server showed after the drop: its health (a target with an HTTP API), and whether
+/// nothing was running any more within the bound, at how many ms after the drop.
+struct Recovery {
+    health: Option<Result<u16, String>>,
+    idle: bool,
+    idle_ms: f64,
+}
+
+/// Requires the health endpoint to answer (a bridge of the checker's own has no HTTP API: that
+/// new envelopes are answered is its health), the relay slots released within the bound and
+/// (by the gauge) nothing queued.
+async fn recover(t: &Target, c: &mut Ctx, dropped: Instant, bound: Duration) -> Recovery {
     let health = match t.upstream {
         Some(_) => None,
         None => Some(health(t).await),
@@ -178,55 +246,96 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
             )
         });
     }
-    // Capacity: n requests held briefly must all run at once (a leaked slot makes one wait).
-    let short = 200u64;
-    let probes = held_batch(t, &format!("r6-{tag:x}-cap"), n, short);
-    let cap_limit = Duration::from_millis(short * 3) + Duration::from_millis(500);
-    let capacity = if idle.is_ok() {
-        exchange(&mut second, &probes, cap_limit).await.ok()
-    } else {
-        None
-    };
-    let stopped = match &t.bridge {
-        Some(bridge) => Some(terminate(t, c, bridge, &mut second, tag).await),
-        None => None,
-    };
-    let _ = second.close(None).await;
-    let mut usable = 0;
-    if let Some(cap) = &capacity {
-        usable = probes
-            .iter()
-            .filter(|r| cap.status(&r.request_id).is_some_and(is_success))
-            .filter(|r| {
-                cap.latency(&r.request_id)
-                    .is_some_and(|l| ms(l) < short as f64 * 1.5)
-            })
-            .count();
-        c.require(usable == n, || format!("capacity not recovered: {usable} of {n} held requests ran at once after the reconnect"));
-        // By now the orphans have ended: a frame of theirs here went out on the new socket.
-        c.require(cap.problem_count == 0, || {
-            format!(
-                "{} protocol problem(s) on the new socket after the orphans ended (an orphan's frame resent?): {}",
-                cap.problem_count,
-                cap.problems().join("; ")
-            )
-        });
+    Recovery {
+        health,
+        idle: idle.is_ok(),
+        idle_ms,
     }
-    c.observed = format!(
+}
+
+/// The capacity probe on the new socket: `n` requests held briefly, and their exchange (None
+/// when the slots were not released, so the probe was not sent, or it failed).
+struct Capacity {
+    probes: Vec<RelayRequest>,
+    exchanged: Option<Exchange>,
+}
+
+impl Capacity {
+    /// How long each probe holds its slot, ms.
+    const SHORT_MS: u64 = 200;
+
+    /// Sends the probes once nothing is running any more; all must run at once.
+    async fn probe(t: &Target, ws: &mut Ws, n: usize, tag: u64, idle: bool) -> Capacity {
+        let short = Capacity::SHORT_MS;
+        let probes = held_batch(t, &format!("r6-{tag:x}-cap"), n, short);
+        let cap_limit = Duration::from_millis(short * 3) + Duration::from_millis(500);
+        let exchanged = if idle {
+            exchange(ws, &probes, cap_limit).await.ok()
+        } else {
+            None
+        };
+        Capacity { probes, exchanged }
+    }
+
+    /// Requires all `n` probes to have run at once (no slot leaked) and no orphan's frame on
+    /// the new socket; returns how many ran at once.
+    fn judge(&self, c: &mut Ctx, n: usize) -> usize {
+        let short = Capacity::SHORT_MS;
+        let mut usable = 0;
+        if let Some(cap) = &self.exchanged {
+            usable = self
+                .probes
+                .iter()
+                .filter(|r| cap.status(&r.request_id).is_some_and(is_success))
+                .filter(|r| {
+                    cap.latency(&r.request_id)
+                        .is_some_and(|l| ms(l) < short as f64 * 1.5)
+                })
+                .count();
+            c.require(usable == n, || format!("capacity not recovered: {usable} of {n} held requests ran at once after the reconnect"));
+            // By now the orphans have ended: a frame of theirs here went out on the new socket.
+            c.require(cap.problem_count == 0, || {
+                format!(
+                    "{} protocol problem(s) on the new socket after the orphans ended (an orphan's frame resent?): {}",
+                    cap.problem_count,
+                    cap.problems().join("; ")
+                )
+            });
+        }
+        usable
+    }
+}
+
+/// R6's observation in one line, from each phase's figures.
+fn observed(
+    second: &Reconnected,
+    recovery: &Recovery,
+    usable: usize,
+    n: usize,
+    stopped: Option<String>,
+) -> String {
+    let idle_ms = recovery.idle_ms;
+    format!(
         "reconnected in {:.1} ms; new requests answered after {}{}; busy {} at {idle_ms:.0} ms after the drop; {usable}/{n} slots usable{}",
-        ms(reconnect),
-        answered
+        ms(second.took),
+        second
+            .answered
             .map(|a| format!("{a:.0} ms"))
             .unwrap_or_else(|| "never".into()),
-        health
+        recovery
+            .health
+            .as_ref()
             .map(|h| format!(
                 "; healthz {}",
-                h.map(|s| s.to_string()).unwrap_or_else(|e| e)
+                match h {
+                    Ok(s) => s.to_string(),
+                    Err(e) => e.clone(),
+                }
             ))
             .unwrap_or_default(),
-        if idle.is_ok() { "0" } else { "not 0" },
+        if recovery.idle { "0" } else { "not 0" },
         stopped.unwrap_or_default()
-    );
+    )
 }
 
 /// The bridge the checker started, told to stop (SIGTERM) with `n` held requests in flight,

@@ -58,155 +58,282 @@ async fn trial(
     trial: u32,
     missing: &mut Vec<String>,
 ) -> Option<Vec<usize>> {
-    let workers = t.workers(pool);
-    let queue = t.queue_capacity(pool);
-    let n = queue + 2;
-    let gate_hold = Duration::from_millis(60) + SPACING * queue as u32 + GAP;
-    let blocker_hold = gate_hold + (GAP + WORK) * n as u32 + Duration::from_millis(60);
-    let label = |what: &str| format!("{pool}-{trial}-{what}");
-
-    // All workers but one held for the whole trial; the gate holds the last one a little.
-    let blockers: Vec<_> = (1..workers)
-        .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, blocker_hold))))
-        .collect();
-    let gate = spawn_in(t, pool, Some(hold_in(t, pool, gate_hold)));
-    settle(t, pool, workers, 0, Duration::from_millis(100)).await;
-    // Fill the queue, one at a time, so the arrival order is the send order.
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let mut queued = Vec::new();
-    for i in 0..queue {
-        queued.push(spawn_queued(t, pool, i, &done_tx));
-        tokio::time::sleep(SPACING).await;
-    }
-    // Each time the cycling slot frees (the gate, then each queued request in turn), the head
-    // of the queue starts and a place frees: fill it with the next request.
-    let gate = tokio::spawn({
-        let done = done_tx.clone();
-        async move {
-            let r = gate
-                .await
-                .unwrap_or_else(|e| Err(format!("task failed: {e}")));
-            let _ = done.send(usize::MAX);
-            r
-        }
-    });
-    let cycle = (GAP + WORK) * 4 + gate_hold;
-    for i in queue..n {
-        if tokio::time::timeout(cycle, done_rx.recv()).await.is_err() {
-            c.fail(format!(
-                "{}: no request finished within {} ms, so no queue place freed",
-                label("cycle"),
-                cycle.as_millis()
-            ));
-            break;
-        }
-        queued.push(spawn_queued(t, pool, i, &done_tx));
-    }
-    drop(done_tx);
-
-    let mut fine = true;
-    let mut gate_freed = None;
-    for (what, r) in [("gate", gate.await.unwrap_or_else(|e| Err(e.to_string())))]
-        .into_iter()
-        .chain(join_all(blockers).await.into_iter().map(|r| ("blocker", r)))
-    {
-        match r {
-            Ok(reply) => {
-                c.reply(t, label(what), &reply);
-                if what == "gate" {
-                    gate_freed = Some(reply.answered());
-                }
-                fine &= c.require(reply.ok(), || {
-                    format!(
-                        "{}: answered {} {}",
-                        label(what),
-                        reply.status,
-                        reply.code()
-                    )
-                });
-            }
-            Err(e) => {
-                c.fail(format!("{}: {e}", label(what)));
-                fine = false;
-            }
-        }
-    }
-    let mut replies: Vec<(usize, Reply)> = Vec::new();
-    for (i, r) in join_all(queued).await.into_iter().enumerate() {
-        match r {
-            Ok(reply) => {
-                c.reply(t, label(&format!("queued-{i}")), &reply);
-                if c.require(reply.ok(), || {
-                    format!(
-                        "{}: answered {} {} (a place should have been free)",
-                        label(&format!("queued-{i}")),
-                        reply.status,
-                        reply.code()
-                    )
-                }) {
-                    replies.push((i, reply));
-                }
-            }
-            Err(e) => c.fail(format!("{}: {e}", label(&format!("queued-{i}")))),
-        }
-    }
-    if !fine || replies.len() < n {
+    let plan = Plan::new(t, pool, trial);
+    let held = Held::hold(t, &plan).await;
+    let cycled = Cycled::cycle(t, c, &plan, held.gate).await;
+    let released = Released::collect(t, c, &plan, cycled.gate, held.blockers).await;
+    let answered = Answered::collect(t, c, &plan, cycled.queued).await;
+    if !released.fine || answered.replies.len() < plan.n {
         return None;
     }
-    // Every one of them had to wait for the cycling slot: none can have run its hold before the
-    // gate gave that slot up. One that did was never queued (the queue is the clause's too).
-    let waited_from = gate_freed.map(|at| at + GAP / 2);
-    let early: Vec<String> = replies
-        .iter()
-        .filter(|(_, r)| waited_from.is_some_and(|from| r.answered() < from))
-        .map(|(i, r)| {
-            format!(
-                "{} answered {:.0} ms after sending, before the slot it should have waited for was free",
-                label(&format!("queued-{i}")),
-                ms(r.elapsed)
-            )
-        })
-        .collect();
-    if !early.is_empty() {
+    if !answered.waited(c, &plan, released.gate_freed) {
+        return None;
+    }
+    Some(answered.start_order(t, c, &plan, missing))
+}
+
+/// One trial's shape: its pool and number, and the holds that make the queue's order the
+/// order its requests start in.
+struct Plan {
+    pool: Pool,
+    trial: u32,
+    workers: usize,
+    queue: usize,
+    /// The requests that pass through the queue: two more than it holds.
+    n: usize,
+    /// How long the gate holds the last worker while the queue fills.
+    gate_hold: Duration,
+    /// How long the other workers are held: the whole trial.
+    blocker_hold: Duration,
+}
+
+impl Plan {
+    /// The gate holds until the queue is full plus one gap; the blockers outlast every
+    /// request passing through the cycling slot.
+    fn new(t: &Target, pool: Pool, trial: u32) -> Plan {
+        let workers = t.workers(pool);
+        let queue = t.queue_capacity(pool);
+        let n = queue + 2;
+        let gate_hold = Duration::from_millis(60) + SPACING * queue as u32 + GAP;
+        let blocker_hold = gate_hold + (GAP + WORK) * n as u32 + Duration::from_millis(60);
+        Plan {
+            pool,
+            trial,
+            workers,
+            queue,
+            n,
+            gate_hold,
+            blocker_hold,
+        }
+    }
+
+    /// A request's label on the timeline: `{pool}-{trial}-{what}`.
+    fn label(&self, what: &str) -> String {
+        let Plan { pool, trial, .. } = self;
+        format!("{pool}-{trial}-{what}")
+    }
+}
+
+/// Every worker taken: all but one held for the whole trial (the blockers), the last by the
+/// gate for a little.
+struct Held {
+    blockers: Vec<Pending>,
+    gate: Pending,
+}
+
+impl Held {
+    /// Sends the blockers and the gate and waits (pacing only) until every worker is busy.
+    async fn hold(t: &Arc<Target>, plan: &Plan) -> Held {
+        let pool = plan.pool;
+        // All workers but one held for the whole trial; the gate holds the last one a little.
+        let blockers: Vec<_> = (1..plan.workers)
+            .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, plan.blocker_hold))))
+            .collect();
+        let gate = spawn_in(t, pool, Some(hold_in(t, pool, plan.gate_hold)));
+        settle(t, pool, plan.workers, 0, Duration::from_millis(100)).await;
+        Held { blockers, gate }
+    }
+}
+
+/// The requests sent through the queue, in send order, and the gate, now reporting when it
+/// freed its slot.
+struct Cycled {
+    gate: Pending,
+    queued: Vec<Pending>,
+}
+
+impl Cycled {
+    /// Fills the queue one at a time (so the arrival order is the send order), then sends the
+    /// next request each time the cycling slot frees a place.
+    async fn cycle(t: &Arc<Target>, c: &mut Ctx, plan: &Plan, gate: Pending) -> Cycled {
+        let (pool, queue, n) = (plan.pool, plan.queue, plan.n);
+        // Fill the queue, one at a time, so the arrival order is the send order.
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+        let mut queued = Vec::new();
+        for i in 0..queue {
+            queued.push(spawn_queued(t, pool, i, &done_tx));
+            tokio::time::sleep(SPACING).await;
+        }
+        // Each time the cycling slot frees (the gate, then each queued request in turn), the
+        // head of the queue starts and a place frees: fill it with the next request.
+        let gate = tokio::spawn({
+            let done = done_tx.clone();
+            async move {
+                let r = gate
+                    .await
+                    .unwrap_or_else(|e| Err(format!("task failed: {e}")));
+                let _ = done.send(usize::MAX);
+                r
+            }
+        });
+        let cycle = (GAP + WORK) * 4 + plan.gate_hold;
+        for i in queue..n {
+            if tokio::time::timeout(cycle, done_rx.recv()).await.is_err() {
+                c.fail(format!(
+                    "{}: no request finished within {} ms, so no queue place freed",
+                    plan.label("cycle"),
+                    cycle.as_millis()
+                ));
+                break;
+            }
+            queued.push(spawn_queued(t, pool, i, &done_tx));
+        }
+        drop(done_tx);
+        Cycled { gate, queued }
+    }
+}
+
+/// The holders' answers: whether the gate and every blocker answered fine, and when the gate
+/// gave its slot up (by the client).
+struct Released {
+    fine: bool,
+    gate_freed: Option<Instant>,
+}
+
+impl Released {
+    /// Waits for the gate, then the blockers; puts each on the timeline and requires it fine.
+    async fn collect(
+        t: &Target,
+        c: &mut Ctx,
+        plan: &Plan,
+        gate: Pending,
+        blockers: Vec<Pending>,
+    ) -> Released {
+        let mut fine = true;
+        let mut gate_freed = None;
+        for (what, r) in [("gate", gate.await.unwrap_or_else(|e| Err(e.to_string())))]
+            .into_iter()
+            .chain(join_all(blockers).await.into_iter().map(|r| ("blocker", r)))
+        {
+            match r {
+                Ok(reply) => {
+                    c.reply(t, plan.label(what), &reply);
+                    if what == "gate" {
+                        gate_freed = Some(reply.answered());
+                    }
+                    fine &= c.require(reply.ok(), || {
+                        format!(
+                            "{}: answered {} {}",
+                            plan.label(what),
+                            reply.status,
+                            reply.code()
+                        )
+                    });
+                }
+                Err(e) => {
+                    c.fail(format!("{}: {e}", plan.label(what)));
+                    fine = false;
+                }
+            }
+        }
+        Released { fine, gate_freed }
+    }
+}
+
+/// The queued requests answered fine, by their send index.
+struct Answered {
+    replies: Vec<(usize, Reply)>,
+}
+
+impl Answered {
+    /// Waits for the queued requests; puts each on the timeline and keeps those answered fine.
+    async fn collect(t: &Target, c: &mut Ctx, plan: &Plan, queued: Vec<Pending>) -> Answered {
+        let mut replies: Vec<(usize, Reply)> = Vec::new();
+        for (i, r) in join_all(queued).await.into_iter().enumerate() {
+            match r {
+                Ok(reply) => {
+                    c.reply(t, plan.label(&format!("queued-{i}")), &reply);
+                    if c.require(reply.ok(), || {
+                        format!(
+                            "{}: answered {} {} (a place should have been free)",
+                            plan.label(&format!("queued-{i}")),
+                            reply.status,
+                            reply.code()
+                        )
+                    }) {
+                        replies.push((i, reply));
+                    }
+                }
+                Err(e) => c.fail(format!("{}: {e}", plan.label(&format!("queued-{i}")))),
+            }
+        }
+        Answered { replies }
+    }
+
+    /// Every one of them had to wait for the cycling slot: none can have run its hold before
+    /// the gate gave that slot up. One that did was never queued (the queue is the clause's
+    /// too). False, with the failure recorded, when one did not wait.
+    fn waited(&self, c: &mut Ctx, plan: &Plan, gate_freed: Option<Instant>) -> bool {
+        let n = plan.n;
+        let waited_from = gate_freed.map(|at| at + GAP / 2);
+        let early: Vec<String> = self
+            .replies
+            .iter()
+            .filter(|(_, r)| waited_from.is_some_and(|from| r.answered() < from))
+            .map(|(i, r)| {
+                format!(
+                    "{} answered {:.0} ms after sending, before the slot it should have waited for was free",
+                    plan.label(&format!("queued-{i}")),
+                    ms(r.elapsed)
+                )
+            })
+            .collect();
+        if early.is_empty() {
+            return true;
+        }
         fail_many(
             c,
             &format!(
                 "{}: {} of {n} requests sent into a full queue did not wait",
-                label("trial"),
+                plan.label("trial"),
                 early.len()
             ),
             &early,
         );
-        return None;
+        false
     }
-    // Arrival = when the client sent it; start = answered minus the equal hold, so the answer
-    // order is the start order.
-    let by = |key: &dyn Fn(&Reply) -> Instant| {
-        let mut v: Vec<(Instant, usize)> = replies.iter().map(|(i, r)| (key(r), *i)).collect();
+
+    /// The send indices, ordered by `key`.
+    fn by(&self, key: impl Fn(&Reply) -> Instant) -> Vec<usize> {
+        let mut v: Vec<(Instant, usize)> = self.replies.iter().map(|(i, r)| (key(r), *i)).collect();
         v.sort();
         v.into_iter().map(|(_, i)| i).collect::<Vec<usize>>()
-    };
-    let arrival = by(&|r| r.sent);
-    let started = by(&|r| r.answered());
-    let header = t.server_timing_header().to_owned();
-    let before = missing.len();
-    for (i, r) in &replies {
-        if let Err(e) = r.server_timing(&header) {
-            missing.push(format!("{}: {e}", label(&format!("queued-{i}"))));
+    }
+
+    /// The order they started in, as arrival positions ([0, 1, 2, 3] is FIFO); requires the
+    /// starts the server claims (Server-Timing) to agree, and notes in `missing` each reply
+    /// without them.
+    fn start_order(
+        &self,
+        t: &Target,
+        c: &mut Ctx,
+        plan: &Plan,
+        missing: &mut Vec<String>,
+    ) -> Vec<usize> {
+        // Arrival = when the client sent it; start = answered minus the equal hold, so the
+        // answer order is the start order.
+        let arrival = self.by(|r| r.sent);
+        let started = self.by(|r| r.answered());
+        let header = t.server_timing_header().to_owned();
+        let before = missing.len();
+        for (i, r) in &self.replies {
+            if let Err(e) = r.server_timing(&header) {
+                missing.push(format!("{}: {e}", plan.label(&format!("queued-{i}"))));
+            }
         }
+        if missing.len() == before {
+            let claimed = self.by(|r| r.claimed_start().unwrap_or(r.sent));
+            c.require(claimed == started, || {
+                format!(
+                    "{}: {header} places the starts in order {claimed:?}, the client saw {started:?}",
+                    plan.label("trial")
+                )
+            });
+        }
+        // Report in arrival positions: [0, 1, 2, 3] is FIFO.
+        let position = |i: usize| arrival.iter().position(|&a| a == i).unwrap_or(i);
+        started.into_iter().map(position).collect()
     }
-    if missing.len() == before {
-        let claimed = by(&|r| r.claimed_start().unwrap_or(r.sent));
-        c.require(claimed == started, || {
-            format!(
-                "{}: {header} places the starts in order {claimed:?}, the client saw {started:?}",
-                label("trial")
-            )
-        });
-    }
-    // Report in arrival positions: [0, 1, 2, 3] is FIFO.
-    let position = |i: usize| arrival.iter().position(|&a| a == i).unwrap_or(i);
-    Some(started.into_iter().map(position).collect())
 }
 
 async fn t2(t: &Arc<Target>, c: &mut Ctx) {

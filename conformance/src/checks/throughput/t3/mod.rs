@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool};
+use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
 use crate::checks::pool::{
@@ -250,10 +251,34 @@ async fn judge_retry(t: &Target, c: &mut Ctx, label: &str, retry: Option<Retry>)
 }
 
 async fn t3(t: &Arc<Target>, c: &mut Ctx) {
+    c.expected = expected(t);
+    let mut samples = Samples::default();
+    // The export design comes from a digitize: fetched now, not in the middle of a saturation.
+    let export = start_export(t, c).await;
+    let levels = if judgeable(t) {
+        let Some(levels) = drive_levels(t, c, &mut samples).await else {
+            return;
+        };
+        Some(levels)
+    } else {
+        refusal_only(t, c, &mut samples.latencies).await;
+        None
+    };
+    let export_note = finish_export(t, c, export, &mut samples.latencies).await;
+    let figures = samples.judge(t, c);
+    c.trials_ms = samples.latencies.clone();
+    if let Some(levels) = &levels {
+        levels.judge(t, c);
+    }
+    c.observed = observed(t, &samples, &figures, levels.as_ref(), &export_note);
+}
+
+/// What T3 expects, in words.
+fn expected(t: &Target) -> String {
     let tol = &t.expected.tolerances;
     let t3 = &t.expected.clauses.t3.value;
     let header = &t3.retry_after_header;
-    c.expected = format!(
+    format!(
         "{} {} within {} ms, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels; a retry after it is admitted",
         t.status(ErrorCode::Overloaded),
         ErrorCode::Overloaded,
@@ -261,129 +286,109 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         t3.format,
         t3.estimator,
         tol.retry_after_jitter_ms,
-    );
-    let pool = Pool::Digitize;
-    let workers = t.workers(pool);
-    // One at a time (judged on the worst) and in the scripted crowds of a window's worth sent
-    // at once (judged on the median: the last of a crowd also waits behind the checker's own
-    // requests).
-    let mut latencies = Vec::new();
-    let mut crowded = Vec::new();
-    // The export design comes from a digitize: fetched now, not in the middle of a saturation.
-    let export = match t.design().await {
+    )
+}
+
+/// The refusal latencies, ms: one at a time (judged on the worst) and in the scripted crowds
+/// of a window's worth sent at once (judged on the median: the last of a crowd also waits
+/// behind the checker's own requests).
+#[derive(Default)]
+struct Samples {
+    latencies: Vec<f64>,
+    crowded: Vec<f64>,
+}
+
+/// The samples summed up: worst and median one at a time, and in crowds.
+struct Figures {
+    worst: f64,
+    median: f64,
+    crowd_worst: f64,
+    crowd_median: f64,
+}
+
+impl Samples {
+    /// Requires the slowest refusal sent alone, and the median one in a crowd, within the
+    /// refusal tolerance.
+    fn judge(&self, t: &Target, c: &mut Ctx) -> Figures {
+        let tol = &t.expected.tolerances;
+        let (worst, median) = worst_and_median(&self.latencies);
+        c.require(worst <= tol.refusal_latency_ms as f64, || {
+            format!(
+                "slowest refusal took {worst:.1} ms > {} ms",
+                tol.refusal_latency_ms
+            )
+        });
+        let (crowd_worst, crowd_median) = worst_and_median(&self.crowded);
+        if !self.crowded.is_empty() {
+            c.require(crowd_median <= tol.refusal_latency_ms as f64, || {
+                format!(
+                    "refusals sent {} at once took {crowd_median:.1} ms at the median > {} ms",
+                    t.expected.clauses.t3.value.window_samples, tol.refusal_latency_ms
+                )
+            });
+        }
+        Figures {
+            worst,
+            median,
+            crowd_worst,
+            crowd_median,
+        }
+    }
+}
+
+/// Starts the export pool's part on its own task once the design is fetched; None (a failure
+/// recorded) without a design.
+async fn start_export(t: &Arc<Target>, c: &mut Ctx) -> Option<JoinHandle<ExportRun>> {
+    match t.design().await {
         Ok(_) => Some(tokio::spawn(export_run(t.clone()))),
         Err(e) => {
             c.fail(e);
             None
         }
-    };
-
-    // The higher level holds its workers FILL + its wait, and its queued requests then need a
-    // moment before their own deadline; a timeout that caps Retry-After below the higher
-    // level's ceiling cannot show two levels.
-    let [low, high] = LEVELS;
-    let judgeable = t.deadline(pool) >= FILL + high + Duration::from_millis(250)
-        && t.max_retry_after_s(pool) >= ceil_s(high);
-    let mut levels = Vec::new();
-    if judgeable {
-        // High level: saturate, and `high` before the first slot frees fill the window.
-        idle(t, c, pool).await;
-        let s = saturate(t, pool, FILL + high).await;
-        let refused = fire(t, c, "high-scripted", s.sent + FILL, &mut crowded).await;
-        let (freed, queued) = finish(t, c, "high-fill", s).await;
-        let Some(freed) = freed else {
-            c.fail("high level: no held request finished");
-            return;
-        };
-        let mut hi = expectation(t, &refused, &queued, freed, workers);
-
-        // Read it with the pool saturated again; meanwhile, `low` before those holders free
-        // their slots, fill the window for the low level.
-        idle(t, c, pool).await;
-        let hold_hi = read_hold(&hi);
-        let s = saturate(t, pool, hold_hi).await;
-        let probe_hi = probe(t, c, pool, "high-probe", &mut latencies).await;
-        let at = (s.sent + hold_hi.saturating_sub(low)).max(Instant::now());
-        let refused = fire(t, c, "low-scripted", at, &mut crowded).await;
-        let retry_hi = probe_hi.map(|(at, n)| spawn_retry(t, pool, at, n));
-        let (freed, queued) = finish(t, c, "high-read", s).await;
-        judge_level(t, c, "high-probe", &mut hi, probe_hi);
-        let retried = judge_retry(t, c, "high-retry", retry_hi).await;
-        c.evidence.push(format!(
-            "high level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
-            hi.refusals,
-            hi.p50_text(),
-            hi.accepted.start(),
-            hi.accepted.end(),
-            hi.advertised.map_or("nothing valid".into(), |n| format!("{n} s"))
-        ));
-        let Some(freed) = freed else {
-            c.fail("low level: no held request finished");
-            return;
-        };
-        // Admitted at once after these refusals: the high retry, then the next holders.
-        let zeros = workers + usize::from(probe_hi.is_some());
-        let mut lo = expectation(t, &refused, &queued, freed, zeros);
-
-        // Read the low level and retry after it.
-        idle(t, c, pool).await;
-        let s = saturate(t, pool, read_hold(&lo)).await;
-        let probe_lo = probe(t, c, pool, "low-probe", &mut latencies).await;
-        judge_level(t, c, "low-probe", &mut lo, probe_lo);
-        let retry_lo = probe_lo.map(|(at, n)| spawn_retry(t, pool, at, n));
-        finish(t, c, "low-read", s).await;
-        let retried = judge_retry(t, c, "low-retry", retry_lo).await;
-        c.evidence.push(format!(
-            "low level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
-            lo.refusals,
-            lo.p50_text(),
-            lo.accepted.start(),
-            lo.accepted.end(),
-            lo.advertised
-                .map_or("nothing valid".into(), |n| format!("{n} s"))
-        ));
-        levels = vec![lo, hi];
-    } else {
-        c.skip(format!(
-            "cannot judge the estimator: the {} ms digitize timeout caps {header} or the holds below the {} s level",
-            t.deadline(pool).as_millis(),
-            high.as_secs_f64()
-        ));
-        // Still judge the refusal itself.
-        idle(t, c, pool).await;
-        let s = saturate(t, pool, Duration::from_millis(300)).await;
-        probe(t, c, pool, "probe", &mut latencies).await;
-        finish(t, c, "probe", s).await;
     }
-    let export_note = match export {
+}
+
+/// Waits for the export pool's part and judges it; its note for the observation.
+async fn finish_export(
+    t: &Target,
+    c: &mut Ctx,
+    export: Option<JoinHandle<ExportRun>>,
+    latencies: &mut Vec<f64>,
+) -> String {
+    match export {
         Some(task) => match task.await {
-            Ok(run) => judge_export(t, c, run, &mut latencies),
+            Ok(run) => judge_export(t, c, run, latencies),
             Err(e) => {
                 c.fail(format!("export: {e}"));
                 "export: failed".into()
             }
         },
         None => "export: no design".into(),
-    };
-
-    let (worst, median) = worst_and_median(&latencies);
-    c.require(worst <= tol.refusal_latency_ms as f64, || {
-        format!(
-            "slowest refusal took {worst:.1} ms > {} ms",
-            tol.refusal_latency_ms
-        )
-    });
-    let (crowd_worst, crowd_median) = worst_and_median(&crowded);
-    if !crowded.is_empty() {
-        c.require(crowd_median <= tol.refusal_latency_ms as f64, || {
-            format!(
-                "refusals sent {} at once took {crowd_median:.1} ms at the median > {} ms",
-                t3.window_samples, tol.refusal_latency_ms
-            )
-        });
     }
-    c.trials_ms = latencies.clone();
-    if let [lo, hi] = levels.as_slice() {
+}
+
+/// Whether the two levels can be shown: the higher level holds its workers FILL + its wait, and
+/// its queued requests then need a moment before their own deadline; a timeout that caps
+/// Retry-After below the higher level's ceiling cannot show two levels.
+fn judgeable(t: &Target) -> bool {
+    let pool = Pool::Digitize;
+    let [_, high] = LEVELS;
+    t.deadline(pool) >= FILL + high + Duration::from_millis(250)
+        && t.max_retry_after_s(pool) >= ceil_s(high)
+}
+
+/// The two levels the estimator was driven to, each with the delay it advertised there.
+struct Levels {
+    lo: Expectation,
+    hi: Expectation,
+}
+
+impl Levels {
+    /// The advertised delay must move between two levels whose accepted delays differ; when
+    /// this load made them round alike the estimator cannot be judged (a skip).
+    fn judge(&self, t: &Target, c: &mut Ctx) {
+        let header = &t.expected.clauses.t3.value.retry_after_header;
+        let Levels { lo, hi } = self;
         if lo.accepted.end() >= hi.accepted.start() {
             c.skip(format!(
                 "cannot judge the estimator: the two levels' waits ({}, {}) round alike under this load",
@@ -400,8 +405,128 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
             });
         }
     }
+}
+
+/// Drives the estimator to the high level, reads it while filling the window for the low
+/// level, then reads the low level; each reading is retried after its advertised delay. None
+/// when a saturation freed no slot (a failure is recorded).
+async fn drive_levels(t: &Arc<Target>, c: &mut Ctx, samples: &mut Samples) -> Option<Levels> {
+    let mut hi = fill_high(t, c, &mut samples.crowded).await?;
+    let mut lo = read_high_fill_low(t, c, samples, &mut hi).await?;
+    read_low(t, c, &mut samples.latencies, &mut lo).await;
+    Some(Levels { lo, hi })
+}
+
+/// High level: saturate, and `high` before the first slot frees fill the window.
+async fn fill_high(t: &Arc<Target>, c: &mut Ctx, crowded: &mut Vec<f64>) -> Option<Expectation> {
+    let pool = Pool::Digitize;
+    let [_, high] = LEVELS;
+    idle(t, c, pool).await;
+    let s = saturate(t, pool, FILL + high).await;
+    let refused = fire(t, c, "high-scripted", s.sent + FILL, crowded).await;
+    let (freed, queued) = finish(t, c, "high-fill", s).await;
+    let Some(freed) = freed else {
+        c.fail("high level: no held request finished");
+        return None;
+    };
+    Some(expectation(t, &refused, &queued, freed, t.workers(pool)))
+}
+
+/// Reads the high level with the pool saturated again and retries after it; meanwhile, `low`
+/// before those holders free their slots, fills the window for the low level. Returns the low
+/// level's expectation.
+async fn read_high_fill_low(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    samples: &mut Samples,
+    hi: &mut Expectation,
+) -> Option<Expectation> {
+    let pool = Pool::Digitize;
+    let [low, _] = LEVELS;
+    idle(t, c, pool).await;
+    let hold_hi = read_hold(hi);
+    let s = saturate(t, pool, hold_hi).await;
+    let probe_hi = probe(t, c, pool, "high-probe", &mut samples.latencies).await;
+    let at = (s.sent + hold_hi.saturating_sub(low)).max(Instant::now());
+    let refused = fire(t, c, "low-scripted", at, &mut samples.crowded).await;
+    let retry_hi = probe_hi.map(|(at, n)| spawn_retry(t, pool, at, n));
+    let (freed, queued) = finish(t, c, "high-read", s).await;
+    judge_level(t, c, "high-probe", hi, probe_hi);
+    let retried = judge_retry(t, c, "high-retry", retry_hi).await;
+    c.evidence.push(level_evidence("high", hi, &retried));
+    let Some(freed) = freed else {
+        c.fail("low level: no held request finished");
+        return None;
+    };
+    // Admitted at once after these refusals: the high retry, then the next holders.
+    let zeros = t.workers(pool) + usize::from(probe_hi.is_some());
+    Some(expectation(t, &refused, &queued, freed, zeros))
+}
+
+/// Reads the low level and retries after it.
+async fn read_low(t: &Arc<Target>, c: &mut Ctx, latencies: &mut Vec<f64>, lo: &mut Expectation) {
+    let pool = Pool::Digitize;
+    idle(t, c, pool).await;
+    let s = saturate(t, pool, read_hold(lo)).await;
+    let probe_lo = probe(t, c, pool, "low-probe", latencies).await;
+    judge_level(t, c, "low-probe", lo, probe_lo);
+    let retry_lo = probe_lo.map(|(at, n)| spawn_retry(t, pool, at, n));
+    finish(t, c, "low-read", s).await;
+    let retried = judge_retry(t, c, "low-retry", retry_lo).await;
+    c.evidence.push(level_evidence("low", lo, &retried));
+}
+
+/// A level's evidence: its refusals, the wait the checker observed and the delays it accepts,
+/// what was advertised, and how the retry fared.
+fn level_evidence(name: &str, e: &Expectation, retried: &str) -> String {
+    format!(
+        "{name} level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
+        e.refusals,
+        e.p50_text(),
+        e.accepted.start(),
+        e.accepted.end(),
+        e.advertised
+            .map_or("nothing valid".into(), |n| format!("{n} s"))
+    )
+}
+
+/// When the estimator cannot be judged (the timeout caps Retry-After or the holds below the
+/// high level), the refusal itself still is.
+async fn refusal_only(t: &Arc<Target>, c: &mut Ctx, latencies: &mut Vec<f64>) {
+    let pool = Pool::Digitize;
+    let [_, high] = LEVELS;
+    let header = &t.expected.clauses.t3.value.retry_after_header;
+    c.skip(format!(
+        "cannot judge the estimator: the {} ms digitize timeout caps {header} or the holds below the {} s level",
+        t.deadline(pool).as_millis(),
+        high.as_secs_f64()
+    ));
+    // Still judge the refusal itself.
+    idle(t, c, pool).await;
+    let s = saturate(t, pool, Duration::from_millis(300)).await;
+    probe(t, c, pool, "probe", latencies).await;
+    finish(t, c, "probe", s).await;
+}
+
+/// T3's observation in one line: the refusal latencies, the delays advertised at each level,
+/// and the export pool's note.
+fn observed(
+    t: &Target,
+    samples: &Samples,
+    figures: &Figures,
+    levels: Option<&Levels>,
+    export_note: &str,
+) -> String {
+    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let Figures {
+        worst,
+        median,
+        crowd_worst,
+        crowd_median,
+    } = figures;
     let shown: Vec<String> = levels
-        .iter()
+        .into_iter()
+        .flat_map(|l| [&l.lo, &l.hi])
         .map(|l| {
             format!(
                 "{} s at p50 {}",
@@ -410,12 +535,12 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
             )
         })
         .collect();
-    c.observed = format!(
+    format!(
         "{} refusals one at a time: worst {worst:.1} ms, median {median:.1} ms; {} in crowds: median {crowd_median:.1} ms, worst {crowd_worst:.1} ms; {header} {}; {export_note}",
-        latencies.len(),
-        crowded.len(),
+        samples.latencies.len(),
+        samples.crowded.len(),
         shown.join(", "),
-    );
+    )
 }
 
 #[cfg(test)]
