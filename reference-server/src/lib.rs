@@ -17,6 +17,8 @@
 //! what it holds ([`admission`]'s pools, [`metrics`], [`upload_budget`]), and `mutant` breaks one
 //! piece of it. The rest is private to the crate.
 
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
+
 mod accept;
 pub mod admission;
 mod bounds;
