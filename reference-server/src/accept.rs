@@ -28,7 +28,7 @@ use crate::http::Api;
 /// Accepts connections on `listener` and serves `app` on each until `stop` is cancelled, then
 /// asks every open connection to finish its request in flight and close, and returns once they
 /// have (upgraded relay sockets are no longer connections here: the server drains them).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Api,
     policy: &dyn ConnectionPolicy,

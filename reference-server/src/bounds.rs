@@ -20,7 +20,7 @@ pub trait DeadlinePolicy: Debug + Send + Sync {
 
 /// The deadline counts from arrival at the pool: time spent queued is part of the budget.
 #[derive(Debug)]
-pub struct FromArrival;
+pub(crate) struct FromArrival;
 
 impl DeadlinePolicy for FromArrival {
     // clause: B1 — digitize 60 s, export 30 s, counted from arrival at the pool
@@ -37,7 +37,7 @@ pub trait MemoryCap: Debug + Send + Sync {
 
 /// The contract's cap.
 #[derive(Debug)]
-pub struct ContractCap;
+pub(crate) struct ContractCap;
 
 impl MemoryCap for ContractCap {
     // clause: B2 — 1024 MB per request (`REQUEST_MEMORY_CAP_MB`)
@@ -53,7 +53,7 @@ pub trait OnDisconnect: Debug + Send + Sync {
 
 /// Cancels the job; it stops at its next checkpoint.
 #[derive(Debug)]
-pub struct CancelJob;
+pub(crate) struct CancelJob;
 
 impl OnDisconnect for CancelJob {
     // clause: B3 — a client disconnect stops the worker within 1 s
@@ -76,7 +76,7 @@ pub trait UploadBudgetPolicy: Debug + Send + Sync {
 
 /// The contract's budget.
 #[derive(Debug)]
-pub struct ContractBudget;
+pub(crate) struct ContractBudget;
 
 impl UploadBudgetPolicy for ContractBudget {
     // clause: B5 — 1024 MB of bodies in flight (`UPLOAD_BUDGET_MB`)

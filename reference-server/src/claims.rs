@@ -32,6 +32,6 @@ pub trait Claims: Debug + Send + Sync {
 
 /// Every claim as measured or configured.
 #[derive(Debug)]
-pub struct Truthful;
+pub(crate) struct Truthful;
 
 impl Claims for Truthful {}

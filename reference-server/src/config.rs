@@ -12,6 +12,7 @@ pub use crate::logging::LogSink;
 #[cfg(feature = "mutants")]
 use crate::mutant::Mutant;
 
+/// What a server starts from: the contract it keeps and the operational settings around it.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The contract with this deployment's overrides applied.
@@ -22,6 +23,7 @@ pub struct Config {
     pub hooks_enabled: bool,
     /// Parent of the per-request temp directories.
     pub temp_root: PathBuf,
+    /// Where the structured log goes (F3): stdout, or `PLIMSOLL_LOG_FILE`.
     pub log: LogSink,
     /// On shutdown, in-flight jobs get this long to finish before they are cancelled.
     pub drain_timeout: Duration,
@@ -37,12 +39,18 @@ pub struct Config {
 /// Why the server refuses to start.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A contract override in the environment was refused.
     #[error(transparent)]
     Override(#[from] OverrideError),
+    /// A setting outside the contract (`PLIMSOLL_DRAIN_TIMEOUT_MS`, `PLIMSOLL_MUTANT`, …) has a
+    /// value it cannot take.
     #[error("{name}={value}: {message}")]
     Setting {
+        /// The variable.
         name: &'static str,
+        /// Its text as set.
         value: String,
+        /// What was expected instead.
         message: &'static str,
     },
 }
@@ -124,6 +132,7 @@ impl Config {
         self
     }
 
+    /// The pieces the server is built from: the contract's, or a broken variant's.
     pub fn components(&self) -> &Components {
         &self.components
     }

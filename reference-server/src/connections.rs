@@ -16,7 +16,7 @@ pub trait ConnectionPolicy: Debug + Send + Sync {
 
 /// The contract's bounds.
 #[derive(Debug)]
-pub struct ContractConnections;
+pub(crate) struct ContractConnections;
 
 impl ConnectionPolicy for ContractConnections {
     // clause: B4 — a head within 10 s of opening or of the last response, at most 512 connections

@@ -33,14 +33,17 @@ impl Embedded {
         Ok(Embedded { server, workspace })
     }
 
+    /// The base URL to send requests to (`http://127.0.0.1:PORT`).
     pub fn url(&self) -> String {
         self.server.url()
     }
 
+    /// The running server, for tests that need its bare address (raw sockets).
     pub fn server(&self) -> &RunningServer {
         &self.server
     }
 
+    /// What the server's handlers share, for tests that watch its pools from inside.
     pub fn state(&self) -> &AppState {
         self.server.state()
     }
@@ -61,6 +64,7 @@ impl Embedded {
         self.state().flush_log()
     }
 
+    /// The folder that holds the temp root and the log file.
     pub fn workspace(&self) -> &Path {
         self.workspace.path()
     }

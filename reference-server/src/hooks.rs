@@ -6,7 +6,7 @@ use plimsoll_spec::{Contract, ErrorCode, HookDirective};
 use crate::error::ErrorKind;
 
 /// The directives of a request's hook header (`None`: the request has none).
-pub fn authorise(
+pub(crate) fn authorise(
     contract: &Contract,
     enabled: bool,
     value: Option<&str>,

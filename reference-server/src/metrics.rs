@@ -10,12 +10,15 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Metric, Registry};
 
+/// The labels of a per-pool series.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PoolLabel {
+    /// The pool, as the contract spells it (`digitize`, `export`, `relay`).
     pub pool: &'static str,
 }
 
 impl PoolLabel {
+    /// The labels of `pool`'s series.
     pub fn of(pool: Pool) -> PoolLabel {
         PoolLabel {
             pool: pool.as_str(),
@@ -23,9 +26,12 @@ impl PoolLabel {
     }
 }
 
+/// The labels of `plimsoll_requests_total`: which pool, and how the request ended.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
+    /// The pool, as the contract spells it.
     pub pool: &'static str,
+    /// How the request ended, as the contract spells it (`ok`, `overloaded`, …).
     pub outcome: &'static str,
 }
 
@@ -37,12 +43,20 @@ fn wait_histogram() -> Histogram {
 /// Every metric of the server.
 pub struct Metrics {
     registry: Registry,
+    /// `plimsoll_workers_busy`: jobs running now, per pool.
     pub workers_busy: Family<PoolLabel, Gauge>,
+    /// `plimsoll_workers_limit`: worker slots, per pool (T1, R1).
     pub workers_limit: Family<PoolLabel, Gauge>,
+    /// `plimsoll_queue_depth`: requests waiting for a slot, per pool.
     pub queue_depth: Family<PoolLabel, Gauge>,
+    /// `plimsoll_queue_wait_seconds`: arrival to worker start, per pool.
     pub queue_wait: Family<PoolLabel, Histogram, fn() -> Histogram>,
+    /// `plimsoll_requests_total`: finished requests by outcome; counted through
+    /// [`Metrics::outcome`], which skips the family's lookup.
     pub requests: Family<OutcomeLabels, Counter>,
+    /// `plimsoll_cancellations_total`: jobs stopped because their client went away (B3).
     pub cancellations: Family<PoolLabel, Counter>,
+    /// `plimsoll_temp_files`: per-request temp directories present now, counted at each scrape.
     pub temp_files: Gauge,
     /// Every `requests` series, taken from the family once: counting an answer is then one
     /// atomic add, not a lock and a hash lookup (it is on every refusal's path).

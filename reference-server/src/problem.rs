@@ -36,7 +36,7 @@ pub trait ErrorMapper: Debug + Send + Sync {
 
 /// The contract's answers.
 #[derive(Debug)]
-pub struct ContractAnswers;
+pub(crate) struct ContractAnswers;
 
 impl ErrorMapper for ContractAnswers {
     fn answer(&self, error: &ApiError, contract: &Contract) -> Answer {
@@ -142,7 +142,7 @@ impl Responder<'_> {
 /// The F3 fields of an error, carried on its response (an extension) to whoever writes the
 /// request's one log line.
 #[derive(Debug, Clone)]
-pub struct ErrorLine {
+pub(crate) struct ErrorLine {
     pub request_id: String,
     /// The failed stage, `admission` or `request`.
     pub stage: &'static str,
@@ -155,7 +155,7 @@ pub struct ErrorLine {
 
 impl ErrorLine {
     /// The fields of the request's one line (F3).
-    pub fn fields(&self) -> ErrorFields<'_> {
+    pub(crate) fn fields(&self) -> ErrorFields<'_> {
         ErrorFields {
             stage: self.stage,
             error: &self.error,
@@ -168,7 +168,7 @@ impl ErrorLine {
 
 /// Writes the error line of a response that never passes through the API (a relay
 /// envelope answered before it reached the router).
-pub fn log_unrouted(log: &RequestLog, response: &mut Response) {
+pub(crate) fn log_unrouted(log: &RequestLog, response: &mut Response) {
     if let Some(line) = response.extensions_mut().remove::<ErrorLine>() {
         log.write(&RequestLine {
             request_id: &line.request_id,

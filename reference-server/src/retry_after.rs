@@ -27,7 +27,7 @@ pub trait RetryAfterPolicy: Debug + Send + Sync {
 
 /// The contract's estimator for every pool: the median of the last `window_samples` waits.
 #[derive(Debug)]
-pub struct MedianWait;
+pub(crate) struct MedianWait;
 
 impl RetryAfterPolicy for MedianWait {
     fn estimator(&self, _pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator> {
@@ -42,7 +42,7 @@ impl RetryAfterPolicy for MedianWait {
 
 /// A sliding window of queue-wait samples.
 #[derive(Debug, Clone)]
-pub struct RetryAfterEstimator {
+pub(crate) struct RetryAfterEstimator {
     estimator: Estimator,
     window: VecDeque<Duration>,
     capacity: usize,
@@ -51,7 +51,7 @@ pub struct RetryAfterEstimator {
 }
 
 impl RetryAfterEstimator {
-    pub fn new(
+    pub(crate) fn new(
         estimator: Estimator,
         capacity: usize,
         min_seconds: u64,
@@ -66,12 +66,10 @@ impl RetryAfterEstimator {
         }
     }
 
-    pub fn len(&self) -> usize {
+    /// How many waits the window holds (the tests watch it fill and slide).
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.window.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.window.is_empty()
     }
 }
 

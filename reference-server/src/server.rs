@@ -38,6 +38,7 @@ impl Server {
         })
     }
 
+    /// What the handlers will share, readable before serving starts.
     pub fn state(&self) -> &AppState {
         &self.state
     }
@@ -171,6 +172,7 @@ impl Drop for DetachApi {
 
 /// A server serving on a background task.
 pub struct RunningServer {
+    /// The address it listens on (port 0 resolved).
     pub addr: SocketAddr,
     stop: CancellationToken,
     join: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -184,10 +186,12 @@ impl RunningServer {
         Server::new(config)?.spawn(listener)
     }
 
+    /// The base URL to send requests to.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
+    /// What the handlers share, for watching the server from inside while it serves.
     pub fn state(&self) -> &AppState {
         &self.state
     }

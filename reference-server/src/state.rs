@@ -21,13 +21,20 @@ use crate::metrics::Metrics;
 use crate::problem::Responder;
 use crate::upload_budget::UploadBudget;
 
+/// One server's shared state, cheap to clone into every handler and worker; reads through to
+/// [`Inner`].
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
+/// What an [`AppState`] shares, behind one `Arc`.
 pub struct Inner {
+    /// The settings the server was started with, the effective contract included.
     pub config: Config,
+    /// Every metric `/metrics` exposes.
     pub metrics: Metrics,
+    /// The digitize endpoint's workers and queue (T1–T3).
     pub digitize: Arc<WorkerPool>,
+    /// The export endpoint's workers and queue (T1–T3).
     pub export: Arc<WorkerPool>,
     /// The relay bridge's workers (R1): overflow queues (FIFO) unless the contract says `reject`.
     pub relay: Arc<WorkerPool>,
@@ -38,11 +45,14 @@ pub struct Inner {
     /// Cancelled at the first stop signal (and with `shutdown`): relay work is cut, not drained
     /// (R6: the bridge stops without waiting for its workers).
     pub relay_stop: CancellationToken,
+    /// The server's own `tracing` dispatcher, applied to every request future so that servers
+    /// sharing a process keep separate logs.
     pub dispatch: Dispatch,
     /// The writer behind `dispatch` (its lines are written by a thread of their own).
     pub log: LogWriter,
     /// Requests' lines, to the same writer.
     pub requests: RequestLog,
+    /// The header names the contract spells, parsed once.
     pub headers: ContractHeaders,
     /// This server's API, for the relay bridge.
     pub api: ApiHandle,
@@ -58,6 +68,8 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
+    /// Builds the pools the contract sizes, with their metrics, around `config`; `dispatch` and
+    /// `log` are the server's log, opened by [`crate::Server::new`].
     pub fn new(config: Config, dispatch: Dispatch, log: LogWriter) -> AppState {
         let metrics = Metrics::new(&config.contract);
         let t3 = &config.contract.clauses.t3.value;
@@ -104,10 +116,12 @@ impl AppState {
         }))
     }
 
+    /// The pieces the server is built from (see [`Config::components`]).
     pub fn components(&self) -> &Components {
         self.config.components()
     }
 
+    /// The workers and queue of `pool`, for code told which pool it serves.
     pub fn pool(&self, pool: Pool) -> &Arc<WorkerPool> {
         match pool {
             Pool::Digitize => &self.digitize,
@@ -174,8 +188,11 @@ fn build_pool(
 
 /// The header names the contract spells, parsed once.
 pub struct ContractHeaders {
+    /// The request id every response carries (F4).
     pub request_id: HeaderName,
+    /// The delay a refusal advises (T3).
     pub retry_after: HeaderName,
+    /// A job's queue and run times, so a checker can place it on a timeline.
     pub server_timing: HeaderName,
 }
 
@@ -206,10 +223,12 @@ pub struct ApiHandle(RwLock<Option<ApiService>>);
 pub type ApiService = BoxCloneSyncService<Request, Response, Infallible>;
 
 impl ApiHandle {
+    /// Hands the bridge the API, once it is built.
     pub fn set(&self, api: ApiService) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(api);
     }
 
+    /// Drops the API when serving ends, breaking the cycle through the state.
     pub fn clear(&self) {
         self.0.write().unwrap_or_else(|e| e.into_inner()).take();
     }

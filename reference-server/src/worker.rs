@@ -33,7 +33,7 @@ pub trait TempCleaner: Debug + Send + Sync {
 
 /// Removes it, whatever the outcome.
 #[derive(Debug)]
-pub struct RemoveTempDir;
+pub(crate) struct RemoveTempDir;
 
 impl TempCleaner for RemoveTempDir {
     // clause: F1 — partial state (temp files, half-built objects) is gone
@@ -59,12 +59,12 @@ pub trait SlotRelease: Debug + Send + Sync {
 /// Only a stopped worker frees its slot: a timed-out or cancelled job keeps it until its next
 /// checkpoint, so the busy count never undercounts what runs.
 #[derive(Debug)]
-pub struct ReleaseWhenStopped;
+pub(crate) struct ReleaseWhenStopped;
 
 impl SlotRelease for ReleaseWhenStopped {}
 
 /// What a worker needs to end properly.
-pub struct Teardown {
+pub(crate) struct Teardown {
     pub pool: Pool,
     pub slot: Slot,
     /// Set by the request's disconnect guard.
@@ -77,7 +77,7 @@ pub struct Teardown {
 /// writeback can stall for seconds: on an async thread that would stall every request the thread
 /// serves, refusals included), runs `work` there, then tears the job down. A context that cannot
 /// be created fails the job at `first_stage`, and the slot is given back.
-pub fn spawn<T, F>(
+pub(crate) fn spawn<T, F>(
     config: JobConfig,
     first_stage: Stage,
     teardown: Teardown,

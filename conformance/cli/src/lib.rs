@@ -3,11 +3,11 @@
 //!
 //! [`plimsoll_conformance`] judges any implementation through HTTP and never sees the
 //! reference server; this crate is the one place both meet: [`embedded`] starts the reference
-//! server as the subject of a run when no `--target` is given, [`serve`] runs it for people,
+//! server as the subject of a run when no `--target` is given, `serve` runs it for people,
 //! and [`cli`] parses the command line and hands each command to its module.
 
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 pub mod cli;
 pub mod embedded;
-pub mod serve;
+mod serve;

@@ -44,7 +44,7 @@ pub struct ServeArgs {
 
 /// `plimsoll serve`: runs the server until SIGTERM or Ctrl-C, then drains; returns the exit code
 /// (0 after a drain, 2 when it could not start).
-pub fn run(args: ServeArgs) -> u8 {
+pub(crate) fn run(args: ServeArgs) -> u8 {
     let relay = args.relay_concurrency.map(|n| n.to_string());
     // The flag stands in for every variable that sets the relay's workers.
     let relay_envs: Vec<&str> = plimsoll_spec::Contract::embedded()

@@ -14,7 +14,9 @@ use crate::upload::{Received, Upload, UploadError};
 
 /// What a request brings to admission.
 pub struct Entry<'a> {
+    /// The pool the request queues in.
     pub pool: &'a Arc<WorkerPool>,
+    /// The body, not read yet: admission reads it before the request queues.
     pub upload: Upload,
     /// The pool's timeout: a request still queued this long after it arrived is timed out.
     pub timeout: Duration,
@@ -27,6 +29,7 @@ pub struct Entry<'a> {
 pub struct Admitted {
     /// The body, with the share of the upload budget (B5) it holds while the job runs.
     pub upload: Received,
+    /// The slot, shared with the job's worker as a [`Slot`](super::Slot) until it goes back.
     pub permit: Permit,
     /// When it joined the pool's queue: its deadline and its queue wait count from here.
     pub arrived: Instant,
@@ -55,6 +58,7 @@ impl From<UploadError> for Denied {
 
 /// Reads the upload and takes a slot.
 pub trait Admission: Debug + Send + Sync {
+    /// Reads `entry`'s upload and takes a slot in its pool, or says why not.
     fn admit<'a>(&'a self, entry: Entry<'a>) -> BoxFuture<'a, Result<Admitted, Denied>>;
 }
 

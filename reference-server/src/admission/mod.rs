@@ -32,9 +32,13 @@ pub use slot::Slot;
 /// Sizing and behaviour of one pool.
 #[derive(Debug, Clone)]
 pub struct PoolSpec {
+    /// Which pool: the label of its metrics and what each seam is told.
     pub pool: Pool,
+    /// Worker slots: the jobs that may run at once (T1, R1).
     pub workers: usize,
+    /// Places in the queue; a request past them is refused at once (T3).
     pub queue_capacity: usize,
+    /// Which waiter a freed slot goes to (T2).
     pub discipline: Arc<dyn QueueDiscipline>,
     /// Retry-After never exceeds this (the pool's timeout, in seconds).
     pub max_retry_after_s: u64,
@@ -43,6 +47,7 @@ pub struct PoolSpec {
 /// The pool is full: answer 503 now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refused {
+    /// The Retry-After the 503 carries, in seconds (T3).
     pub retry_after_s: u64,
 }
 
@@ -72,6 +77,8 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
+    /// An idle pool whose gauges are published under its pool's label from the start;
+    /// `estimator` turns its queue waits into Retry-After.
     pub fn new(
         spec: PoolSpec,
         estimator: Box<dyn WaitEstimator>,
@@ -98,10 +105,12 @@ impl WorkerPool {
         })
     }
 
+    /// Which pool it is, for code that holds only the `WorkerPool`.
     pub fn pool(&self) -> Pool {
         self.spec.pool
     }
 
+    /// Its sizing, after the seams had their say (a broken variant reads the slots it got).
     pub fn spec(&self) -> &PoolSpec {
         &self.spec
     }

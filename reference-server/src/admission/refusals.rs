@@ -10,7 +10,7 @@ use crate::retry_after::WaitEstimator;
 
 /// Refusals whose sample is still open, oldest first, at most `keep` of them.
 #[derive(Debug)]
-pub struct OpenRefusals {
+pub(super) struct OpenRefusals {
     since: VecDeque<Instant>,
     keep: usize,
 }
@@ -23,7 +23,7 @@ impl OpenRefusals {
     /// `n` recorded then, only the newest `window` can remain among the estimator's last
     /// `window` samples; the others fall out of the window in that same release, before anyone
     /// asks it for an answer (the pool's lock is held throughout).
-    pub fn new(keep: usize) -> OpenRefusals {
+    pub(super) fn new(keep: usize) -> OpenRefusals {
         OpenRefusals {
             since: VecDeque::new(),
             keep,
@@ -31,7 +31,7 @@ impl OpenRefusals {
     }
 
     /// A refusal at `at` opens a sample; the oldest open one is forgotten if `keep` are open.
-    pub fn push(&mut self, at: Instant) {
+    pub(super) fn push(&mut self, at: Instant) {
         if self.keep == 0 {
             return;
         }
@@ -43,7 +43,7 @@ impl OpenRefusals {
 
     /// A slot freed at `now`: each open sample closes as the time since its refusal, oldest
     /// first. O(keep).
-    pub fn close(&mut self, now: Instant, estimator: &mut dyn WaitEstimator) {
+    pub(super) fn close(&mut self, now: Instant, estimator: &mut dyn WaitEstimator) {
         for refused in self.since.drain(..) {
             estimator.record(now.saturating_duration_since(refused));
         }
@@ -51,12 +51,12 @@ impl OpenRefusals {
 
     /// Open samples now (at most `keep`).
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.since.len()
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.since.is_empty()
     }
 }

@@ -12,6 +12,7 @@ use super::Permit;
 pub struct Slot(Arc<Mutex<Option<Permit>>>);
 
 impl Slot {
+    /// The one owner of `permit` so far; clones share it.
     pub fn new(permit: Permit) -> Slot {
         Slot(Arc::new(Mutex::new(Some(permit))))
     }

@@ -6,6 +6,8 @@
 //! argument (default `127.0.0.1:0`), prints `listening on http://ADDR` on stdout once it accepts
 //! connections, and stops gracefully on SIGINT or SIGTERM.
 
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
+
 use std::process::ExitCode;
 
 use plimsoll_server::{Config, Server};

@@ -15,7 +15,7 @@ use crate::state::{ApiService, AppState};
 
 /// Dials `url` and serves each socket until `stop` is cancelled, performing envelopes against
 /// `upstream`, or this server's own API when there is none.
-pub async fn run(
+pub(crate) async fn run(
     state: AppState,
     url: String,
     upstream: Option<ApiService>,

@@ -20,8 +20,8 @@
 //! - A message that is not an envelope gets a `relay-error` frame with a `code` (the contract's
 //!   `invalid_parameter`) and the connection carries on.
 
-pub mod dial;
-pub mod upstream;
+pub(crate) mod dial;
+pub(crate) mod upstream;
 mod worker;
 
 use std::sync::Arc;
@@ -42,7 +42,7 @@ use crate::relay::{envelope, frames};
 use crate::state::{ApiService, AppState};
 
 /// Upgrades to a WebSocket and serves the relay protocol on it.
-pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+pub(crate) async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
     ws.on_upgrade(move |socket| {
         let dispatch = state.dispatch.clone();
         async move {

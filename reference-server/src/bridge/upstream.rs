@@ -15,10 +15,10 @@ use tower::util::BoxCloneSyncService;
 use crate::state::ApiService;
 
 /// How long one upstream request may take: the seed's `urlopen(…, timeout=300)`.
-pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The upstream at `base` (`http://host:port`, a path prefix allowed) as the bridge's API.
-pub fn service(base: &str) -> Result<ApiService, reqwest::Error> {
+pub(crate) fn service(base: &str) -> Result<ApiService, reqwest::Error> {
     let client = reqwest::Client::builder()
         .timeout(UPSTREAM_TIMEOUT)
         // The bridge relays what the upstream answers, redirects included.

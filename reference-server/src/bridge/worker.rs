@@ -26,7 +26,7 @@ use crate::worker::WorkerEnd;
 /// server's [`RelayDispatch`](crate::relay::dispatch::RelayDispatch). The envelope is in the
 /// pool's queue before the job is handed over, so the queue is in arrival order; the contract's
 /// dispatch returns at once, so the receive loop never waits for a request.
-pub async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
+pub(super) async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
     let state = &conn.state;
     let hold = envelope::relay_hold(
         &state.config.contract,

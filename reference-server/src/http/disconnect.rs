@@ -18,7 +18,7 @@ use crate::admission::Slot;
 use crate::state::AppState;
 
 /// Armed from the request's arrival at its pool until its answer is ready.
-pub struct DisconnectGuard {
+pub(super) struct DisconnectGuard {
     /// The job's cancellation token, a child of the server's shutdown token: made when first
     /// asked for, so a request refused at once (T3) never touches the shared parent.
     job: OnceLock<CancellationToken>,
@@ -40,7 +40,7 @@ struct Armed {
 
 impl DisconnectGuard {
     /// A disarmed guard for a job of `pool`.
-    pub fn new(state: &AppState, pool: Pool) -> DisconnectGuard {
+    pub(super) fn new(state: &AppState, pool: Pool) -> DisconnectGuard {
         DisconnectGuard {
             job: OnceLock::new(),
             client_gone: Arc::new(AtomicBool::new(false)),
@@ -51,7 +51,7 @@ impl DisconnectGuard {
     }
 
     /// The job's cancellation token (cancelled when the server's drain time is up).
-    pub fn job(&self) -> &CancellationToken {
+    pub(super) fn job(&self) -> &CancellationToken {
         self.job.get_or_init(|| self.state.shutdown.child_token())
     }
 
@@ -61,12 +61,12 @@ impl DisconnectGuard {
     }
 
     /// The request arrived at its pool; its deadline falls at `deadline`.
-    pub fn arm(&self, deadline: Instant) {
+    pub(super) fn arm(&self, deadline: Instant) {
         self.lock().deadline = Some(deadline);
     }
 
     /// The job got `slot` and runs until `deadline`.
-    pub fn running(&self, slot: &Slot, deadline: Instant) {
+    pub(super) fn running(&self, slot: &Slot, deadline: Instant) {
         let mut armed = self.lock();
         if armed.deadline.is_some() {
             armed.deadline = Some(deadline);
@@ -75,12 +75,12 @@ impl DisconnectGuard {
     }
 
     /// The answer is ready: a drop from now on is not a disconnect.
-    pub fn disarm(&self) {
+    pub(super) fn disarm(&self) {
         *self.lock() = Armed::default();
     }
 
     /// Set once the client is gone; the worker reads it when it stops.
-    pub fn client_gone(&self) -> Arc<AtomicBool> {
+    pub(super) fn client_gone(&self) -> Arc<AtomicBool> {
         self.client_gone.clone()
     }
 }

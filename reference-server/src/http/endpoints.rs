@@ -24,7 +24,7 @@ use plimsoll_engine::job::{JobContext, JobError};
 use plimsoll_engine::pipeline::DigitizeParams;
 
 /// What one pipeline endpoint adds to the shared handler.
-pub trait Endpoint {
+pub(super) trait Endpoint {
     /// The endpoint's query parameters, parsed.
     type Params: Send + 'static;
     /// What its job produces.
@@ -50,7 +50,7 @@ pub trait Endpoint {
 
 /// The pipeline endpoint `E` as an axum handler (its route in the router; [`super::Api`]
 /// answers its POSTs before the router, through [`serve`]).
-pub async fn handle<E: Endpoint>(
+pub(super) async fn handle<E: Endpoint>(
     State(state): State<AppState>,
     Extension(RequestId(id)): Extension<RequestId>,
     request: Request,
@@ -60,7 +60,7 @@ pub async fn handle<E: Endpoint>(
 
 /// Every pipeline endpoint: intake, then the job, then the answer. A success is counted and
 /// stamped with `Server-Timing`; an error is answered by [`crate::problem`].
-pub async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Request) -> Response {
+pub(super) async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let query: Params = Query::try_from_uri(&parts.uri);
     let headers = &parts.headers;
@@ -98,7 +98,7 @@ pub async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Request) ->
 }
 
 /// `POST /v1/digitize`: image → design JSON.
-pub struct Digitize;
+pub(super) struct Digitize;
 
 impl Endpoint for Digitize {
     type Params = DigitizeParams;
@@ -156,7 +156,7 @@ impl Endpoint for Digitize {
 }
 
 /// `POST /v1/export`: design JSON → machine file or SVG preview.
-pub struct Export;
+pub(super) struct Export;
 
 impl Endpoint for Export {
     type Params = ExportFormat;

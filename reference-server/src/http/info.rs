@@ -13,7 +13,7 @@ use super::RequestId;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub async fn contract(State(state): State<AppState>) -> Response {
+pub(super) async fn contract(State(state): State<AppState>) -> Response {
     axum::Json(state.components().claims.contract(&state.config.contract)).into_response()
 }
 
@@ -21,7 +21,7 @@ pub async fn contract(State(state): State<AppState>) -> Response {
 /// reads the temp root, which waits while a worker removes a job dir there, and that can take
 /// seconds under writeback; on an async thread it would stall every request the thread serves
 /// (measured: refusals answered after 2.5 s while the disk flushed a build).
-pub async fn metrics(State(state): State<AppState>) -> Response {
+pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     let root = state.config.temp_root.clone();
     let temp = tokio::task::spawn_blocking(move || plimsoll_engine::temp::count(&root))
         .await
@@ -45,7 +45,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 
 /// `GET /v1/relay`: the relay bridge when the request is a WebSocket upgrade; otherwise 426
 /// `upgrade_required` with `Upgrade: websocket`.
-pub async fn relay(
+pub(super) async fn relay(
     State(state): State<AppState>,
     Extension(id): Extension<RequestId>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
@@ -70,11 +70,11 @@ pub async fn relay(
     }
 }
 
-pub async fn healthz() -> &'static str {
+pub(super) async fn healthz() -> &'static str {
     "ok\n"
 }
 
-pub async fn not_found(
+pub(super) async fn not_found(
     State(state): State<AppState>,
     Extension(id): Extension<RequestId>,
     request: Request,

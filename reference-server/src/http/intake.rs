@@ -13,10 +13,10 @@ use crate::error::{ApiError, ErrorKind};
 use crate::state::AppState;
 
 /// The query string as axum extracts it (a malformed one is answered by us, not by axum).
-pub type Params = Result<Query<HashMap<String, String>>, QueryRejection>;
+pub(super) type Params = Result<Query<HashMap<String, String>>, QueryRejection>;
 
 /// The parts of a request that passed intake.
-pub struct Prepared<P> {
+pub(super) struct Prepared<P> {
     pub hooks: Vec<HookDirective>,
     pub params: P,
 }
@@ -24,7 +24,7 @@ pub struct Prepared<P> {
 /// Checks a request of `pool` in the contract's order; `params` reads the endpoint's own
 /// parameters from the query.
 // clause: F2 — invalid input is a 400 with one code per failure mode, before any work
-pub fn prepare<P>(
+pub(super) fn prepare<P>(
     state: &AppState,
     id: &str,
     pool: Pool,
@@ -63,7 +63,7 @@ pub fn prepare<P>(
 }
 
 /// Refuses the first query parameter that is not one of `known`.
-pub fn no_unknown<'k>(
+pub(super) fn no_unknown<'k>(
     query: &HashMap<String, String>,
     known: impl IntoIterator<Item = &'k str> + Clone,
 ) -> Result<(), ErrorKind> {

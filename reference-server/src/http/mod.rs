@@ -36,17 +36,17 @@ use endpoints::{Digitize, Export};
 
 /// The request's id (F4), set before any handler runs.
 #[derive(Debug, Clone)]
-pub struct RequestId(pub String);
+pub(crate) struct RequestId(pub String);
 
 /// A server's HTTP API: cheap to clone (its state and router are shared).
 #[derive(Clone)]
-pub struct Api {
+pub(crate) struct Api {
     state: AppState,
     router: Router,
 }
 
 impl Api {
-    pub fn new(state: AppState) -> Api {
+    pub(crate) fn new(state: AppState) -> Api {
         Api {
             router: router(state.clone()),
             state,

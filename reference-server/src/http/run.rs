@@ -24,7 +24,7 @@ use plimsoll_engine::job::{JobConfig, JobContext, JobError, JobErrorKind, Progre
 
 /// Which job: its pool, its timeout (B1) and the stage it starts with (named when it fails
 /// before any stage ran).
-pub struct Job {
+pub(super) struct Job {
     pub pool: Pool,
     pub timeout: Duration,
     pub first_stage: Stage,
@@ -47,7 +47,7 @@ impl Job {
 
 /// Admits the request, runs `work` on its body on a worker under the deadline, and returns the
 /// result with its queue and run durations.
-pub async fn run_job<T, F>(
+pub(super) async fn run_job<T, F>(
     state: &AppState,
     id: &str,
     job: Job,

@@ -9,13 +9,13 @@ use axum::response::Response;
 use crate::state::AppState;
 
 /// Queue and run durations of one job.
-pub struct Timing {
+pub(super) struct Timing {
     pub queue: Duration,
     pub run: Duration,
 }
 
 impl Timing {
-    pub fn stamp(&self, state: &AppState, response: &mut Response) {
+    pub(super) fn stamp(&self, state: &AppState, response: &mut Response) {
         let names = &state.config.contract.observability.server_timing_metrics;
         let value = names
             .iter()

@@ -12,9 +12,13 @@ use serde::Serialize;
 /// access fields if it passed through the API (`http::Api`).
 #[derive(Debug, Clone, Copy)]
 pub struct RequestLine<'a> {
+    /// The id the response carries too (F4), which joins the line to the answer a client saw.
     pub request_id: &'a str,
+    /// The response's status code.
     pub status: u16,
+    /// Present when the request failed: what makes the line an F3 error line.
     pub error: Option<ErrorFields<'a>>,
+    /// Present when the request went through the API, so its line is an access line too.
     pub access: Option<Access<'a>>,
 }
 
@@ -23,18 +27,24 @@ pub struct RequestLine<'a> {
 pub struct ErrorFields<'a> {
     /// The failed stage, `admission` or `request`.
     pub stage: &'a str,
+    /// What went wrong, in words.
     pub error: &'a str,
     /// A backtrace when the contract's `stack` is on, empty otherwise.
     pub stack: &'a str,
+    /// The problem's error code, as the response body has it.
     pub code: &'a str,
+    /// The pool the request was for, once it reached one.
     pub pool: Option<&'a str>,
 }
 
 /// The access fields of a request's line.
 #[derive(Debug, Clone, Copy)]
 pub struct Access<'a> {
+    /// The request's method.
     pub method: &'a str,
+    /// The request's path, without its query.
     pub path: &'a str,
+    /// From the request's arrival to its response, in milliseconds.
     pub duration_ms: f64,
 }
 
@@ -48,6 +58,7 @@ impl RequestLine<'_> {
         }
     }
 
+    /// `request failed` for a failed request, `request` otherwise: what a reader filters on.
     pub fn message(&self) -> &'static str {
         if self.error.is_some() {
             "request failed"

@@ -23,6 +23,7 @@ pub use writer::LogWriter;
 /// Where the structured log goes.
 #[derive(Debug, Clone)]
 pub enum LogSink {
+    /// The process's standard output, where a container's log collector reads it (the default).
     Stdout,
     /// Appended to; the conformance suite reads it with `--server-log`.
     File(PathBuf),
@@ -65,6 +66,8 @@ pub struct RequestLog {
 }
 
 impl RequestLog {
+    /// Lines in `format`, to `writer`: the writer of the server's other lines too, so one sink
+    /// holds them all.
     pub fn new(format: Arc<dyn LogFormat>, writer: LogWriter) -> RequestLog {
         RequestLog { format, writer }
     }

@@ -14,7 +14,7 @@ use crate::retry_after::{RetryAfterPolicy, WaitEstimator};
 
 /// T1/R1: the listed pools let everything run.
 #[derive(Debug)]
-pub struct Unbounded(pub &'static [Pool]);
+pub(super) struct Unbounded(pub &'static [Pool]);
 
 impl PoolSizing for Unbounded {
     fn workers(&self, pool: Pool, contract: usize) -> usize {
@@ -32,7 +32,7 @@ impl PoolSizing for Unbounded {
 
 /// T1: one slot more than the contract says.
 #[derive(Debug)]
-pub struct PlusOne(pub &'static [Pool]);
+pub(super) struct PlusOne(pub &'static [Pool]);
 
 impl PoolSizing for PlusOne {
     fn workers(&self, pool: Pool, contract: usize) -> usize {
@@ -46,7 +46,7 @@ impl PoolSizing for PlusOne {
 
 /// R1: the seed's rejected alternative — a full pool refuses instead of queueing.
 #[derive(Debug)]
-pub struct RejectWhenFull(pub &'static [Pool]);
+pub(super) struct RejectWhenFull(pub &'static [Pool]);
 
 impl PoolSizing for RejectWhenFull {
     fn workers(&self, _pool: Pool, contract: usize) -> usize {
@@ -60,7 +60,7 @@ impl PoolSizing for RejectWhenFull {
 
 /// T2: the newest waiter first.
 #[derive(Debug)]
-pub struct Lifo(pub &'static [Pool]);
+pub(super) struct Lifo(pub &'static [Pool]);
 
 impl QueueDiscipline for Lifo {
     fn next(&self, pool: Pool, queued: usize) -> usize {
@@ -74,7 +74,7 @@ impl QueueDiscipline for Lifo {
 
 /// T3: a refusal is only answered once a slot has freed.
 #[derive(Debug)]
-pub struct RefusalWaits;
+pub(super) struct RefusalWaits;
 
 impl Admission for RefusalWaits {
     fn admit<'a>(&'a self, entry: Entry<'a>) -> BoxFuture<'a, Result<Admitted, Denied>> {
@@ -93,7 +93,7 @@ impl Admission for RefusalWaits {
 
 /// T3: Retry-After is always the same, whatever the queue waits (no estimator).
 #[derive(Debug)]
-pub struct ConstantRetryAfter(pub u64);
+pub(super) struct ConstantRetryAfter(pub u64);
 
 impl RetryAfterPolicy for ConstantRetryAfter {
     fn estimator(&self, _pool: Pool, _t3: &Backpressure) -> Box<dyn WaitEstimator> {
@@ -120,7 +120,7 @@ impl WaitEstimator for Constant {
 /// B1: the slot is taken before the body is read, so a slow upload holds a worker (and the
 /// upload's time counts against the job's deadline).
 #[derive(Debug)]
-pub struct SlotFirst;
+pub(super) struct SlotFirst;
 
 impl Admission for SlotFirst {
     fn admit<'a>(&'a self, entry: Entry<'a>) -> BoxFuture<'a, Result<Admitted, Denied>> {

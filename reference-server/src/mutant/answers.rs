@@ -10,7 +10,7 @@ use crate::problem::{Answer, ContractAnswers, ErrorMapper};
 
 /// The contract's answer, then `tweak`.
 #[derive(Clone, Copy)]
-pub struct Tweaked {
+pub(super) struct Tweaked {
     what: &'static str,
     tweak: fn(&ApiError, &Contract, &mut Answer),
 }
@@ -22,7 +22,7 @@ impl std::fmt::Debug for Tweaked {
 }
 
 impl Tweaked {
-    pub fn arc(self) -> Arc<dyn ErrorMapper> {
+    pub(super) fn arc(self) -> Arc<dyn ErrorMapper> {
         Arc::new(self)
     }
 }
@@ -36,37 +36,37 @@ impl ErrorMapper for Tweaked {
 }
 
 /// T3: 503 without Retry-After.
-pub const NO_RETRY_AFTER: Tweaked = Tweaked {
+pub(super) const NO_RETRY_AFTER: Tweaked = Tweaked {
     what: "no Retry-After",
     tweak: |_, _, a| a.retry_after = None,
 };
 
 /// T3: `Retry-After: 0`.
-pub const RETRY_AFTER_ZERO: Tweaked = Tweaked {
+pub(super) const RETRY_AFTER_ZERO: Tweaked = Tweaked {
     what: "Retry-After: 0",
     tweak: |_, _, a| replace_retry_after(a, "0"),
 };
 
 /// T3: Retry-After as an HTTP-date.
-pub const RETRY_AFTER_HTTP_DATE: Tweaked = Tweaked {
+pub(super) const RETRY_AFTER_HTTP_DATE: Tweaked = Tweaked {
     what: "Retry-After as an HTTP-date",
     tweak: |_, _, a| replace_retry_after(a, "Wed, 21 Oct 2026 07:28:00 GMT"),
 };
 
 /// B1: a timeout is answered 500.
-pub const TIMEOUT_AS_500: Tweaked = Tweaked {
+pub(super) const TIMEOUT_AS_500: Tweaked = Tweaked {
     what: "timeout as 500",
     tweak: |e, _, a| internal_error_for(ErrorCode::Timeout, e, a),
 };
 
 /// F2: a malformed image is answered 500.
-pub const MALFORMED_AS_500: Tweaked = Tweaked {
+pub(super) const MALFORMED_AS_500: Tweaked = Tweaked {
     what: "malformed image as 500",
     tweak: |e, _, a| internal_error_for(ErrorCode::MalformedImage, e, a),
 };
 
 /// F1: `failed_stage` (and the log's `stage`) names the next digitize stage.
-pub const NEXT_FAILED_STAGE: Tweaked = Tweaked {
+pub(super) const NEXT_FAILED_STAGE: Tweaked = Tweaked {
     what: "failed_stage names the next stage",
     tweak: |_, contract, a| {
         let stages = &contract.stages.digitize;
@@ -80,7 +80,7 @@ pub const NEXT_FAILED_STAGE: Tweaked = Tweaked {
 };
 
 /// F1: `completed_stages` is empty.
-pub const NO_COMPLETED_STAGES: Tweaked = Tweaked {
+pub(super) const NO_COMPLETED_STAGES: Tweaked = Tweaked {
     what: "completed_stages is empty",
     tweak: |_, _, a| {
         if let Some(done) = a.body.completed_stages.as_mut() {
@@ -90,7 +90,7 @@ pub const NO_COMPLETED_STAGES: Tweaked = Tweaked {
 };
 
 /// F4: a 503 or 504 body names another `request_id` than the response's `X-Request-Id`.
-pub const BODY_ID_MISMATCH: Tweaked = Tweaked {
+pub(super) const BODY_ID_MISMATCH: Tweaked = Tweaked {
     what: "503 and 504 bodies carry another request_id",
     tweak: |_, _, a| {
         if matches!(a.status.as_u16(), 503 | 504) {
@@ -100,7 +100,7 @@ pub const BODY_ID_MISMATCH: Tweaked = Tweaked {
 };
 
 /// F3: the log line's `stage` names the stage after the one that failed (the body is right).
-pub const WRONG_LOG_STAGE: Tweaked = Tweaked {
+pub(super) const WRONG_LOG_STAGE: Tweaked = Tweaked {
     what: "the log's stage is not the failed stage",
     tweak: |_, contract, a| {
         if let Some(failed) = a.body.failed_stage {

@@ -18,7 +18,7 @@ use plimsoll_spec::model::ConnectionBounds;
 
 /// B1: the deadline is a day away (a late 200 instead of a 504).
 #[derive(Debug)]
-pub struct NoDeadline;
+pub(super) struct NoDeadline;
 
 impl DeadlinePolicy for NoDeadline {
     fn deadline(&self, arrived: Instant, _started: Instant, _timeout: Duration) -> Instant {
@@ -28,7 +28,7 @@ impl DeadlinePolicy for NoDeadline {
 
 /// B1: the deadline counts from the worker's start, so time spent queued is not counted.
 #[derive(Debug)]
-pub struct FromStart;
+pub(super) struct FromStart;
 
 impl DeadlinePolicy for FromStart {
     fn deadline(&self, _arrived: Instant, started: Instant, timeout: Duration) -> Instant {
@@ -38,7 +38,7 @@ impl DeadlinePolicy for FromStart {
 
 /// B2: the cap is never reached.
 #[derive(Debug)]
-pub struct NoMemoryCap;
+pub(super) struct NoMemoryCap;
 
 impl MemoryCap for NoMemoryCap {
     fn cap_bytes(&self, _contract_mb: u64) -> u64 {
@@ -48,7 +48,7 @@ impl MemoryCap for NoMemoryCap {
 
 /// B2: half the contract's cap.
 #[derive(Debug)]
-pub struct HalfCap;
+pub(super) struct HalfCap;
 
 impl MemoryCap for HalfCap {
     fn cap_bytes(&self, contract_mb: u64) -> u64 {
@@ -58,7 +58,7 @@ impl MemoryCap for HalfCap {
 
 /// B5: no budget: every body is read into memory, however many there are.
 #[derive(Debug)]
-pub struct NoUploadBudget;
+pub(super) struct NoUploadBudget;
 
 impl UploadBudgetPolicy for NoUploadBudget {
     fn budget_bytes(&self, _contract_mb: u64) -> Option<u64> {
@@ -68,7 +68,7 @@ impl UploadBudgetPolicy for NoUploadBudget {
 
 /// B5: half the contract's budget, so uploads the contract lets in are refused.
 #[derive(Debug)]
-pub struct HalfBudget;
+pub(super) struct HalfBudget;
 
 impl UploadBudgetPolicy for HalfBudget {
     fn budget_bytes(&self, contract_mb: u64) -> Option<u64> {
@@ -96,7 +96,7 @@ impl UploadBudgetPolicy for BudgetIgnoresChunked {
 
 /// B3: a client that goes away leaves its job running.
 #[derive(Debug)]
-pub struct IgnoreDisconnect;
+pub(super) struct IgnoreDisconnect;
 
 impl OnDisconnect for IgnoreDisconnect {
     fn client_gone(&self, _job: &CancellationToken) {}
@@ -104,7 +104,7 @@ impl OnDisconnect for IgnoreDisconnect {
 
 /// F1 (and B1, B3): a failed, timed-out or cancelled job's temp dir stays.
 #[derive(Debug)]
-pub struct KeepWhenFailed;
+pub(super) struct KeepWhenFailed;
 
 impl TempCleaner for KeepWhenFailed {
     fn clean(&self, dir: tempfile::TempDir, end: &WorkerEnd<'_>) {
@@ -116,7 +116,7 @@ impl TempCleaner for KeepWhenFailed {
 
 /// B1: a timed-out job's temp dir stays (every other outcome is cleaned).
 #[derive(Debug)]
-pub struct KeepWhenTimedOut;
+pub(super) struct KeepWhenTimedOut;
 
 impl TempCleaner for KeepWhenTimedOut {
     fn clean(&self, dir: tempfile::TempDir, end: &WorkerEnd<'_>) {
@@ -129,7 +129,7 @@ impl TempCleaner for KeepWhenTimedOut {
 /// F1: the temp dir of a job whose stage panicked stays (an error, a timeout or a cancel is
 /// cleaned).
 #[derive(Debug)]
-pub struct KeepWhenPanicked;
+pub(super) struct KeepWhenPanicked;
 
 impl TempCleaner for KeepWhenPanicked {
     fn clean(&self, dir: tempfile::TempDir, end: &WorkerEnd<'_>) {
@@ -141,7 +141,7 @@ impl TempCleaner for KeepWhenPanicked {
 
 /// B3/R6: in the listed pools, a worker whose client went away never gives its slot back.
 #[derive(Debug)]
-pub struct LeakWhenClientGone(pub &'static [Pool]);
+pub(super) struct LeakWhenClientGone(pub &'static [Pool]);
 
 impl SlotRelease for LeakWhenClientGone {
     fn worker_stopped(&self, slot: &Slot, end: &WorkerEnd<'_>) {
@@ -155,7 +155,7 @@ impl SlotRelease for LeakWhenClientGone {
 
 /// B4: a connection may take for ever to send its request head (a slowloris holds it).
 #[derive(Debug)]
-pub struct NoHeadTimeout;
+pub(super) struct NoHeadTimeout;
 
 impl ConnectionPolicy for NoHeadTimeout {
     fn head_timeout(&self, _contract: &ConnectionBounds) -> Option<Duration> {
@@ -169,7 +169,7 @@ impl ConnectionPolicy for NoHeadTimeout {
 
 /// B4: every connection is accepted and served, however many are open.
 #[derive(Debug)]
-pub struct NoConnectionCap;
+pub(super) struct NoConnectionCap;
 
 impl ConnectionPolicy for NoConnectionCap {
     fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
@@ -184,7 +184,7 @@ impl ConnectionPolicy for NoConnectionCap {
 /// B4: the head timer runs at a quarter of the contract's: stalled connections are closed, and
 /// so are keep-alive connections a client was about to reuse.
 #[derive(Debug)]
-pub struct HeadTimeoutTooShort;
+pub(super) struct HeadTimeoutTooShort;
 
 impl ConnectionPolicy for HeadTimeoutTooShort {
     fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {

@@ -18,13 +18,13 @@ use crate::claims::Claims;
 use crate::worker::{SlotRelease, WorkerEnd};
 
 /// How a lying `/metrics` rewrites what the server measured.
-pub trait MetricsLie: Debug + Send + Sync {
+pub(super) trait MetricsLie: Debug + Send + Sync {
     fn rewrite(&self, exposition: String, effective: &Contract) -> String;
 }
 
 /// Every claim truthful except `/metrics`, which `L` rewrites.
 #[derive(Debug)]
-pub struct LyingMetrics<L>(pub Arc<L>);
+pub(super) struct LyingMetrics<L>(pub Arc<L>);
 
 impl<L: MetricsLie> Claims for LyingMetrics<L> {
     fn metrics(&self, exposition: String, effective: &Contract) -> String {
@@ -62,7 +62,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// B3: a client that goes away leaves its job running to its natural end (at most its
 /// deadline), holding its slot, while `/metrics` drops it from the busy gauge at once.
 #[derive(Debug, Default)]
-pub struct GaugeDropsOnDisconnect {
+pub(super) struct GaugeDropsOnDisconnect {
     /// Slots still held by jobs whose client went away: hidden from the gauge.
     hidden: Mutex<Vec<(Slot, Pool)>>,
 }
@@ -98,7 +98,7 @@ impl MetricsLie for GaugeDropsOnDisconnect {
 /// B3: a job whose client went away never gives its slot back, and `/metrics` shows the busy
 /// gauge as if it had.
 #[derive(Debug, Default)]
-pub struct SlotLeakHonestGauge {
+pub(super) struct SlotLeakHonestGauge {
     leaked: Mutex<BTreeMap<Pool, u32>>,
 }
 
@@ -128,7 +128,7 @@ impl MetricsLie for SlotLeakHonestGauge {
 /// T1: `/metrics` never shows more busy workers than the contract's limit, and shows that limit
 /// as the pool's (paired with a sizing that has no limit, so the gauge hides the overrun).
 #[derive(Debug)]
-pub struct ClampToLimit;
+pub(super) struct ClampToLimit;
 
 impl MetricsLie for ClampToLimit {
     fn rewrite(&self, exposition: String, effective: &Contract) -> String {
@@ -142,7 +142,7 @@ impl MetricsLie for ClampToLimit {
 /// than the contract's, and a job whose client went away runs on for `stops_after` before it
 /// is cancelled: within the claimed bound, far past the contract's.
 #[derive(Debug)]
-pub struct LooserContract {
+pub(super) struct LooserContract {
     pub claimed_stop_within_ms: u64,
     /// Every `tolerances.*_ms` is claimed this many times wider.
     pub tolerance_factor: u64,

@@ -11,7 +11,7 @@ use crate::logging::{LogFormat, LogWriter, RequestLine, subscriber, write_rfc333
 
 /// F4: no `X-Request-Id` (every other claim truthful).
 #[derive(Debug)]
-pub struct NoRequestId;
+pub(super) struct NoRequestId;
 
 impl Claims for NoRequestId {
     fn stamp_request_id(&self, _headers: &mut HeaderMap, _name: &HeaderName, _id: HeaderValue) {}
@@ -20,7 +20,7 @@ impl Claims for NoRequestId {
 /// F4: the id twice, the second one a proxy's: a client library sees either the first, the
 /// last or both joined, so which request a reply answers is ambiguous on the wire.
 #[derive(Debug)]
-pub struct DuplicateRequestId;
+pub(super) struct DuplicateRequestId;
 
 impl Claims for DuplicateRequestId {
     fn stamp_request_id(&self, headers: &mut HeaderMap, name: &HeaderName, id: HeaderValue) {
@@ -31,7 +31,7 @@ impl Claims for DuplicateRequestId {
 
 /// T1/T2: no `Server-Timing` on any response (every other claim truthful).
 #[derive(Debug)]
-pub struct NoServerTiming;
+pub(super) struct NoServerTiming;
 
 impl Claims for NoServerTiming {
     fn server_timing(&self, _value: HeaderValue) -> Option<HeaderValue> {
@@ -41,7 +41,7 @@ impl Claims for NoServerTiming {
 
 /// F3: log lines as plain text.
 #[derive(Debug)]
-pub struct PlainText;
+pub(super) struct PlainText;
 
 impl LogFormat for PlainText {
     fn dispatch(&self, writer: LogWriter) -> Dispatch {

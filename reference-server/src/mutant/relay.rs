@@ -18,7 +18,7 @@ use crate::relay::writer::{FrameSender, FrameWriter, Gone};
 
 /// R6: a bridge that dials once; after the relay drops it, it stays away.
 #[derive(Debug)]
-pub struct NoRedial;
+pub(super) struct NoRedial;
 
 impl Redial for NoRedial {
     fn backoff(&self, _r6: &RelayReconnect) -> Option<Backoff> {
@@ -28,7 +28,7 @@ impl Redial for NoRedial {
 
 /// R6: a bridge that comes back, but only after twice the bound.
 #[derive(Debug)]
-pub struct SlowRedial;
+pub(super) struct SlowRedial;
 
 impl Redial for SlowRedial {
     fn backoff(&self, r6: &RelayReconnect) -> Option<Backoff> {
@@ -42,7 +42,7 @@ impl Redial for SlowRedial {
 
 /// R6: a stopping bridge waits for its stragglers, as long as the server drains HTTP requests.
 #[derive(Debug)]
-pub struct WaitsForStragglers;
+pub(super) struct WaitsForStragglers;
 
 impl RelayStop for WaitsForStragglers {
     fn grace(&self, drain: Duration) -> Duration {
@@ -53,7 +53,7 @@ impl RelayStop for WaitsForStragglers {
 /// R5: frames of a response are held back until its last one exists, then sent together: the
 /// whole response buffered, though each frame is still whole.
 #[derive(Debug, Default)]
-pub struct Buffered {
+pub(super) struct Buffered {
     held: Mutex<HashMap<String, Vec<RelayResponse>>>,
 }
 
@@ -85,7 +85,7 @@ impl FrameSender for Buffered {
 
 /// R2: the receive loop waits for each envelope's whole job.
 #[derive(Debug)]
-pub struct Serial;
+pub(super) struct Serial;
 
 impl RelayDispatch for Serial {
     fn run(&self, job: BoxFuture<'static, ()>) -> BoxFuture<'static, ()> {
@@ -97,7 +97,7 @@ impl RelayDispatch for Serial {
 /// half, so another response's half can land in between. Single-frame answers stay whole, so
 /// they still parse and only R5 sees the damage.
 #[derive(Debug)]
-pub struct SplitFrames;
+pub(super) struct SplitFrames;
 
 impl FrameSender for SplitFrames {
     fn send<'a>(
@@ -132,7 +132,7 @@ impl FrameSender for SplitFrames {
 /// included, labelled with the other request's id). Every id is still answered exactly once; a
 /// response with no partner within the window goes out as it is, `window` late.
 #[derive(Debug)]
-pub struct SwapIds {
+pub(super) struct SwapIds {
     pub window: Duration,
     /// Per socket (keyed by its writer), the response waiting for a partner.
     waiting: Mutex<HashMap<usize, Waiting>>,
@@ -148,7 +148,7 @@ struct Waiting {
 }
 
 impl SwapIds {
-    pub fn new(window: Duration) -> SwapIds {
+    pub(super) fn new(window: Duration) -> SwapIds {
         SwapIds {
             window,
             waiting: Mutex::new(HashMap::new()),

@@ -13,7 +13,7 @@ pub trait RelayDispatch: Debug + Send + Sync {
 }
 
 #[derive(Debug)]
-pub struct Concurrent;
+pub(crate) struct Concurrent;
 
 impl RelayDispatch for Concurrent {
     // clause: R2 — a request completes while another is in flight on the same connection

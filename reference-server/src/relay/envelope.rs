@@ -16,12 +16,12 @@ use serde_json::Value;
 use crate::error::ErrorKind;
 
 /// The header a request envelope (and a response frame) uses to say its body is base64.
-pub const TRANSFER_ENCODING: &str = "content-transfer-encoding";
+pub(crate) const TRANSFER_ENCODING: &str = "content-transfer-encoding";
 
 /// Binary bodies travel as standard base64 (RFC 4648), padded when the server writes them.
 /// Reading is lenient, as a relay client may be: padding optional, stray trailing bits tolerated
 /// (and ASCII whitespace skipped, see [`decode_body`]).
-pub const BASE64: GeneralPurpose = GeneralPurpose::new(
+pub(crate) const BASE64: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
     GeneralPurposeConfig::new()
         .with_decode_padding_mode(DecodePaddingMode::Indifferent)
@@ -30,13 +30,13 @@ pub const BASE64: GeneralPurpose = GeneralPurpose::new(
 
 /// Decodes a base64 body; line breaks and other ASCII whitespace (MIME-style wrapping) are
 /// ignored.
-pub fn decode_body(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+pub(crate) fn decode_body(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
     let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     BASE64.decode(compact)
 }
 
 /// A parsed request envelope.
-pub struct Envelope {
+pub(crate) struct Envelope {
     pub request_id: String,
     pub request: Request<Body>,
     /// The raw value of the contract's hook header, if the envelope carried one.
@@ -45,14 +45,14 @@ pub struct Envelope {
 
 /// Why a message is not a request envelope.
 #[derive(Debug)]
-pub struct Malformed {
+pub(crate) struct Malformed {
     /// The message's `request_id` when it had a string one, else empty.
     pub request_id: String,
     pub detail: String,
 }
 
 /// Parses and validates one text message.
-pub fn parse(text: &str, hook_header: &str) -> Result<Envelope, Malformed> {
+pub(crate) fn parse(text: &str, hook_header: &str) -> Result<Envelope, Malformed> {
     let (envelope, blame) = read_envelope(text)?;
     let (method, uri) = request_line(&envelope, &blame)?;
     let headers = Headers::copy(
@@ -202,7 +202,7 @@ impl Headers {
 
 /// How long the relay worker itself holds the envelope (`hold=relay:MS`), or why the hook header
 /// is refused — the same answers the HTTP API gives (`hooks_disabled`, `invalid_parameter`).
-pub fn relay_hold(
+pub(crate) fn relay_hold(
     contract: &Contract,
     hooks_enabled: bool,
     hook: Option<&str>,

@@ -19,7 +19,7 @@ use super::envelope::{BASE64, TRANSFER_ENCODING};
 /// otherwise (`content-transfer-encoding: base64` on the first frame says so). A textual body
 /// that turns out not to be UTF-8 after its first frame cannot change encoding: that is an
 /// error ([`Framer::push`]), answered as the body's failure, never a lossy conversion.
-pub struct Framer {
+pub(crate) struct Framer {
     request_id: String,
     status: u16,
     /// Taken by the first frame.
@@ -34,7 +34,7 @@ pub struct Framer {
 }
 
 impl Framer {
-    pub fn new(
+    pub(crate) fn new(
         request_id: &str,
         status: u16,
         headers: &HeaderMap,
@@ -76,7 +76,7 @@ impl Framer {
     }
 
     /// Takes `bytes` of the body; returns the frames now complete (none of them final).
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<RelayResponse>, String> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<RelayResponse>, String> {
         self.pending.extend_from_slice(bytes);
         let mut ready = Vec::new();
         while self.pending.len() > self.raw_max() {
@@ -94,7 +94,7 @@ impl Framer {
 
     /// The body has ended: the frames left, the last one final (an empty body is one empty
     /// final frame).
-    pub fn finish(&mut self) -> Result<Vec<RelayResponse>, String> {
+    pub(crate) fn finish(&mut self) -> Result<Vec<RelayResponse>, String> {
         let base64 = *self
             .base64
             .get_or_insert(std::str::from_utf8(&self.pending).is_err());
@@ -118,7 +118,7 @@ impl Framer {
     }
 
     /// A `relay-error` frame ending the response early (its body failed), at the next `seq`.
-    pub fn error(&self, status: u16, code: &str, detail: String) -> RelayResponse {
+    pub(crate) fn error(&self, status: u16, code: &str, detail: String) -> RelayResponse {
         RelayResponse {
             seq: self.seq,
             ..error(&self.request_id, status, code, detail)
@@ -152,8 +152,9 @@ impl Framer {
     }
 }
 
-/// The frames of a whole body at once (a [`Framer`] fed everything).
-pub fn response(
+/// The frames of a whole body at once (a [`Framer`] fed everything), for the tests.
+#[cfg(test)]
+fn response(
     request_id: &str,
     status: u16,
     headers: &HeaderMap,
@@ -201,7 +202,7 @@ fn textual_utf8(content_type: &str) -> bool {
 }
 
 /// The one frame answering a message that is not a request envelope.
-pub fn error(request_id: &str, status: u16, code: &str, detail: String) -> RelayResponse {
+pub(crate) fn error(request_id: &str, status: u16, code: &str, detail: String) -> RelayResponse {
     RelayResponse {
         kind: RELAY_ERROR.to_owned(),
         request_id: request_id.to_owned(),

@@ -5,10 +5,10 @@
 //! ([`redial`], R6) and how long its work may run once the server stops ([`stop`], R6). The endpoint that puts them to work on the relay pool is
 //! [`crate::bridge`].
 
-pub mod dispatch;
-pub mod envelope;
-pub mod frames;
-pub mod redial;
-pub mod socket;
-pub mod stop;
-pub mod writer;
+pub(crate) mod dispatch;
+pub(crate) mod envelope;
+pub(crate) mod frames;
+pub(crate) mod redial;
+pub(crate) mod socket;
+pub(crate) mod stop;
+pub(crate) mod writer;

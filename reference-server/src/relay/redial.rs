@@ -23,7 +23,7 @@ pub trait Redial: Debug + Send + Sync {
 
 /// R6's backoff, as written.
 #[derive(Debug)]
-pub struct ContractBackoff;
+pub(crate) struct ContractBackoff;
 
 impl Redial for ContractBackoff {
     // clause: R6 — dialled again after backoff_initial_ms, doubling to backoff_max_ms

@@ -13,7 +13,7 @@ pub struct Gone;
 
 /// A message read from the relay, reduced to what the bridge tells apart.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A text message: an envelope, or something to answer with a `relay-error`.
     Text(String),
     /// A binary message (never an envelope).
@@ -34,19 +34,19 @@ pub enum Outgoing {
 }
 
 /// Where the bridge writes.
-pub type OutgoingSink = Pin<Box<dyn Sink<Outgoing, Error = Gone> + Send>>;
+pub(crate) type OutgoingSink = Pin<Box<dyn Sink<Outgoing, Error = Gone> + Send>>;
 /// What the bridge reads.
-pub type IncomingStream = Pin<Box<dyn Stream<Item = Incoming> + Send>>;
+pub(crate) type IncomingStream = Pin<Box<dyn Stream<Item = Incoming> + Send>>;
 
 /// One relay socket, split.
-pub struct Socket {
+pub(crate) struct Socket {
     pub sink: OutgoingSink,
     pub stream: IncomingStream,
 }
 
 impl Socket {
     /// The relay endpoint's socket (the relay dialled the server).
-    pub fn accepted(ws: axum::extract::ws::WebSocket) -> Socket {
+    pub(crate) fn accepted(ws: axum::extract::ws::WebSocket) -> Socket {
         use axum::extract::ws::Message;
         let (sink, stream) = ws.split();
         let sink = sink
@@ -70,7 +70,7 @@ impl Socket {
     }
 
     /// The socket of a bridge that dialled its relay (seed 003's direction).
-    pub fn dialled<S>(ws: tokio_tungstenite::WebSocketStream<S>) -> Socket
+    pub(crate) fn dialled<S>(ws: tokio_tungstenite::WebSocketStream<S>) -> Socket
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {

@@ -13,7 +13,7 @@ pub trait RelayStop: Debug + Send + Sync {
 
 /// Relay work is cut at the first signal.
 #[derive(Debug)]
-pub struct CutAtOnce;
+pub(crate) struct CutAtOnce;
 
 impl RelayStop for CutAtOnce {
     // clause: R6 — told to stop, the bridge exits without waiting for its workers

@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use plimsoll_spec::relay::RelayResponse;
 use tokio::sync::Mutex;
 
-pub use super::socket::Gone;
+pub(crate) use super::socket::Gone;
 use super::socket::{Outgoing, OutgoingSink};
 
 pub struct FrameWriter {
@@ -56,7 +56,7 @@ pub trait FrameSender: Debug + Send + Sync {
 
 /// A frame is one message, written under one hold of the lock.
 #[derive(Debug)]
-pub struct WholeFrames;
+pub(crate) struct WholeFrames;
 
 impl FrameSender for WholeFrames {
     // clause: R5 — concurrent responses interleave whole frames only
