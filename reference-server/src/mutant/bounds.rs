@@ -79,7 +79,7 @@ impl UploadBudgetPolicy for HalfBudget {
 /// B5: only declared lengths are charged; a chunked body is read without a budget (the
 /// statement's "one without a length that grows past it is cut off the same way" forgotten).
 #[derive(Debug)]
-pub struct BudgetIgnoresChunked;
+pub(super) struct BudgetIgnoresChunked;
 
 impl UploadBudgetPolicy for BudgetIgnoresChunked {
     fn budget_bytes(&self, contract_mb: u64) -> Option<u64> {
