@@ -17,7 +17,7 @@ cargo nextest run --workspace --locked --no-run >/dev/null 2>&1 || {
 clean=0
 for i in $(seq "$runs"); do
   start=$(date +%s)
-  cargo nextest run --workspace --locked --no-fail-fast >"$out/run-$i.log" 2>&1
+  bash ci/test.sh --no-fail-fast >"$out/run-$i.log" 2>&1
   code=$?
   # nextest prints one "FAIL [ time ] (k/n) crate::binary test" line per failed test.
   grep -E '^\s+(FAIL|SIGSEGV|SIGABRT|TIMEOUT) ' "$out/run-$i.log" \

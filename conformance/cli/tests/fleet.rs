@@ -6,8 +6,8 @@
 //! fleet with one replica configured one worker too many fails the per-replica verdict that
 //! names that replica.
 //!
-//! The test installs nothing: without nginx it fails and says how to get it (`.ci/run` and
-//! `ci/fleet.sh` install it). Everything listens on loopback; every run is bounded in time.
+//! The test installs nothing: without nginx it fails and says how to get it (the test command,
+//! `bash ci/test.sh`, and `ci/fleet.sh` install it). Everything listens on loopback; every run is bounded in time.
 
 mod common;
 
@@ -54,7 +54,7 @@ fn nginx_binary() -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "nginx is not installed: the fleet tests run the replicas behind a real balancer. \
-                 Install Debian's package (apt-get install -y nginx); .ci/run and ci/fleet.sh do"
+                 Install Debian's package (apt-get install -y nginx); the test command, bash ci/test.sh, does"
             )
         })
 }

@@ -103,8 +103,8 @@ async fn overload_keeps_workers_busy_and_refuses_fast() {
 }
 
 /// The overload profile on Locust's distributed mode: a master and two worker processes on
-/// loopback, judged by the same verdicts as goose's run. Needs `pip install locust` (`.ci/run`
-/// installs it).
+/// loopback, judged by the same verdicts as goose's run. Needs Locust for `PLIMSOLL_PYTHON`
+/// (the test command, `bash ci/test.sh`, installs it into a virtual environment and sets it).
 async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> RunReport {
     let mut args = LoadArgs::new(profile);
     args.duration = Some(duration);
@@ -113,7 +113,7 @@ async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> R
     match execute(&args, embedded::start(config, None).await.unwrap()).await {
         Ok(report) => report,
         Err(e) => panic!(
-            "the Locust run could not be judged (is locust installed? `python3 -m pip install locust`): {e}"
+            "the Locust run could not be judged (is Locust installed for PLIMSOLL_PYTHON? `bash ci/test.sh` installs it): {e}"
         ),
     }
 }
