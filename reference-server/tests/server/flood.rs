@@ -17,6 +17,11 @@ const UPLOADS: usize = 240;
 /// The most resident memory may grow beyond the budget: the server's own buffers (hyper's read
 /// buffers, one per connection), the test's client and allocator slack.
 const ALLOWANCE_MB: u64 = 256;
+/// How long one `/healthz` may take during the flood. It proves the server stays alive, not a
+/// latency (no clause bounds `/healthz`): 240 clients pushing 2 GB through loopback in this same
+/// process share two cores with it, and a 1 s bound was missed once when other work ran beside
+/// the test (8 of 9 answered in time).
+const HEALTHZ_LIVENESS: Duration = Duration::from_secs(3);
 /// What each client writes at a time.
 const PIECE: usize = 1 << 20;
 
@@ -126,16 +131,19 @@ async fn b5_a_flood_of_stalled_uploads_stays_within_the_upload_budget() {
     let mut peak_held = 0;
     let mut peak_rss = before;
     let mut healthz = (0, 0);
+    let mut slowest = Duration::ZERO;
     while started.elapsed() < read_timeout - Duration::from_millis(500) {
         peak_held = peak_held.max(s.state().upload_budget.held());
         peak_rss = peak_rss.max(rss_bytes());
+        let asked = Instant::now();
         let ok = s
             .client
             .get(s.url("/healthz"))
-            .timeout(Duration::from_secs(1))
+            .timeout(HEALTHZ_LIVENESS)
             .send()
             .await
             .is_ok_and(|r| r.status() == 200);
+        slowest = slowest.max(asked.elapsed());
         healthz = (healthz.0 + usize::from(ok), healthz.1 + 1);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -157,7 +165,7 @@ async fn b5_a_flood_of_stalled_uploads_stays_within_the_upload_budget() {
     println!(
         "flood: {UPLOADS} uploads of up to {} MB ({sent_mb} MB sent in all) in {:.1} s; budget {} MB, \
          peak held {} MB; RSS before {} MB, peak {} MB, after {} MB; {refused} refused {overloaded}, \
-         {timed_out} answered {upload_timeout}; /healthz 200 {} of {} times",
+         {timed_out} answered {upload_timeout}; /healthz 200 {} of {} times (slowest {} ms)",
         limit >> 20,
         took.as_secs_f64(),
         budget >> 20,
@@ -167,6 +175,7 @@ async fn b5_a_flood_of_stalled_uploads_stays_within_the_upload_budget() {
         after_rss >> 20,
         healthz.0,
         healthz.1,
+        slowest.as_millis(),
     );
     assert!(peak_held <= budget, "held {peak_held} of {budget}");
     assert!(
