@@ -76,16 +76,16 @@ pub fn state_count(replicas: u32, places: u32) -> usize {
 
 /// What the solved chain says.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Solution {
+pub(super) struct Solution {
     /// Share of attempts refused.
-    pub blocking: f64,
+    pub(super) blocking: f64,
     /// Attempts per second.
-    pub attempt_rate: f64,
+    pub(super) attempt_rate: f64,
 }
 
 /// Solves the chain of `fleet` replicas of `workers` + `queue` places, mean service
 /// `mean_service_s`, under `arrivals`.
-pub fn solve(
+pub(super) fn solve(
     fleet: Fleet,
     workers: u32,
     queue: u32,
