@@ -12,6 +12,7 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// `plimsoll docs`'s command line: where the repository is, and whether to write or only compare.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DocsArgs {
     /// Repository root (default: the nearest ancestor holding spec/contract.toml).

@@ -1,5 +1,7 @@
 //! `plimsoll-conformance`: checks any implementation against the contract, black-box.
 
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
+
 pub mod check;
 pub mod checks;
 pub mod docs;

@@ -22,6 +22,7 @@ pub struct SplitMix64 {
 }
 
 impl SplitMix64 {
+    /// A generator started at `seed`: the same seed, the same draws.
     pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64 { state: seed }
     }
@@ -35,6 +36,7 @@ impl SplitMix64 {
         g
     }
 
+    /// The next 64 bits: SplitMix64's published step, under every other draw.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;

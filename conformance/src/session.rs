@@ -205,16 +205,23 @@ async fn stop_requested(timeout: Duration) -> String {
 /// Why a run could not proceed (exit code 2).
 #[derive(Debug, thiserror::Error)]
 pub enum Fatal {
+    /// The contract file could not be read, or is not a valid contract.
     #[error("contract: {0}")]
     Contract(String),
+    /// The target could not be reached, or its client could not be built.
     #[error("target unreachable: {0}")]
     Unreachable(String),
+    /// The target refuses test hooks, which the checks and profiles hold requests with; the message
+    /// says how to turn them on.
     #[error("{0}")]
     Hooks(String),
+    /// The embedded reference server could not be configured or started.
     #[error("embedded server: {0}")]
     Embedded(String),
+    /// The command line asks what cannot work (a bad option or path); the message names it.
     #[error("{0}")]
     Usage(String),
+    /// A report file asked for could not be written.
     #[error("writing reports: {0}")]
     Report(#[from] std::io::Error),
     /// A stop signal or `--timeout` ended the run; the reports asked for are written, marked
@@ -225,7 +232,9 @@ pub enum Fatal {
 
 /// The contract a run judges by, with the text it came from (hashed into the report).
 pub struct ContractSource {
+    /// The contract, parsed and validated.
     pub contract: Contract,
+    /// Its TOML text as read, which the manifest's `contract_hash` fingerprints.
     pub text: String,
 }
 
@@ -260,13 +269,16 @@ impl ContractSource {
 /// Whether the run started its own reference server or checks someone else's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// A reference server the checker started itself, in the checker's process.
     Embedded,
+    /// Someone else's implementation, named by `--target`.
     External,
     /// A relay bridge whose both ends the checker plays.
     Bridge,
 }
 
 impl Mode {
+    /// The mode as the manifest records it (`embedded`, `external`, `bridge`).
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Embedded => "embedded",
@@ -459,6 +471,8 @@ pub async fn reconcile(
 /// What a run knows before its first check: the target's claim reconciled with the contract,
 /// and the manifest every report of the run starts with (the terminal header is drawn from it).
 pub struct Opening {
+    /// The target's claimed values reconciled with the contract: the effective values the checks
+    /// judge, what was adopted and what refused.
     pub reconciliation: Reconciliation,
     /// Whether claimed values may be adopted: `--allow-overrides`, or always on the embedded
     /// server, which runs with overrides the checker set itself.

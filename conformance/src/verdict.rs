@@ -8,12 +8,16 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
 pub enum Verdict {
+    /// The clause held, or does not apply to the target's values (see [`NOT_APPLICABLE`]).
     Pass,
+    /// The clause was broken; the reason says where and how.
     Fail(String),
+    /// The evidence could not be gathered; the reason says what was missing.
     Skip(String),
 }
 
 impl Verdict {
+    /// Whether this verdict fails the run (exit code 1).
     pub fn is_fail(&self) -> bool {
         matches!(self, Verdict::Fail(_))
     }
@@ -27,6 +31,7 @@ impl Verdict {
         }
     }
 
+    /// `pass`, `fail` or `skip`, as the reports print it.
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
@@ -40,17 +45,24 @@ impl Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LaneOutcome {
+    /// A success answer.
     Ok,
+    /// Refused as `overloaded` (T3).
     Refused,
+    /// The contract's timeout answer (B1), or no answer in the time allowed.
     TimedOut,
+    /// Given up by the client on purpose, before an answer (a dropped or abandoned request).
     Cancelled,
+    /// Any other answer, or a lost connection.
     Failed,
 }
 
 /// One request on the timeline: times in ms since the check started.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Lane {
+    /// Which of the check's requests it was, as its row is named.
     pub label: String,
+    /// The id the target answered with, to find the request in its log (none without an answer).
     pub request_id: Option<String>,
     /// Sent.
     pub start_ms: f64,
@@ -58,7 +70,9 @@ pub struct Lane {
     pub run_start_ms: Option<f64>,
     /// Answered or abandoned.
     pub end_ms: f64,
+    /// How it ended; the picture colours the row by it.
     pub outcome: LaneOutcome,
+    /// The status answered, when there was an answer.
     pub status: Option<u16>,
 }
 
@@ -69,18 +83,22 @@ pub struct CheckResult {
     pub id: String,
     /// The contract clause it judges.
     pub clause: String,
+    /// What the check proves in a line: the clause's title, or the check's own.
     pub title: String,
     /// The contract's value, in words.
     pub expected: String,
     /// What was measured, in words.
     pub observed: String,
+    /// Pass, fail or skip with the reason; the JSON report has it as `verdict` and `reason`.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// How long the check took, ms (a load verdict: the run it judges).
     pub duration_ms: f64,
     /// Request ids, timings and other facts behind the verdict.
     pub evidence: Vec<String>,
     /// Per-trial measurements of a timing check (worst judged, median reported).
     pub trials_ms: Vec<f64>,
+    /// Every request the check sent, for the HTML report's timeline.
     pub timeline: Vec<Lane>,
 }
 
@@ -89,6 +107,7 @@ pub struct CheckResult {
 pub const NOT_APPLICABLE: &str = "not applicable: ";
 
 impl CheckResult {
+    /// [`duration_ms`](Self::duration_ms) as a `Duration`.
     pub fn duration(&self) -> Duration {
         Duration::from_secs_f64(self.duration_ms / 1000.0)
     }
@@ -102,23 +121,30 @@ impl CheckResult {
 /// The whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
+    /// How the run was made, for every report's header.
     pub manifest: Manifest,
+    /// Every check's result, in run order.
     pub results: Vec<CheckResult>,
 }
 
 impl RunReport {
+    /// Checks that passed, the not-applicable ones included.
     pub fn passed(&self) -> usize {
         self.results
             .iter()
             .filter(|r| r.verdict == Verdict::Pass)
             .count()
     }
+    /// Checks that failed: one is enough for exit code 1.
     pub fn failed(&self) -> usize {
         self.results.iter().filter(|r| r.verdict.is_fail()).count()
     }
+    /// Passes that say the clause does not apply to the target's values (counted in
+    /// [`passed`](Self::passed) too).
     pub fn not_applicable(&self) -> usize {
         self.results.iter().filter(|r| r.not_applicable()).count()
     }
+    /// Checks skipped for missing evidence (none under `--strict`, which fails them).
     pub fn skipped(&self) -> usize {
         self.results
             .iter()
@@ -130,13 +156,17 @@ impl RunReport {
 /// How the run was made, so a result can be reproduced and compared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Manifest {
+    /// What made the run: `plimsoll` for `check`, the profile's command line for `load`.
     pub tool: String,
+    /// The checker's version: which checks ran, and how they judged.
     pub version: String,
+    /// The base URL judged: `--target`, or the embedded server's loopback address.
     pub target: String,
     /// `embedded` or `external`.
     pub mode: String,
     /// FNV-1a 64 of the expected contract's TOML text.
     pub contract_hash: String,
+    /// The version the expected contract declares.
     pub contract_version: String,
     /// Every difference between the contract and the target's claimed values (`/v1/contract`),
     /// adopted and refused alike, as `path: ours → theirs`.
@@ -154,8 +184,11 @@ pub struct Manifest {
     pub strict: bool,
     /// The values every check judged by: the contract with the adopted values.
     pub effective: serde_json::Value,
+    /// Trials per timing check (`--trials`, else the contract's `tolerances.trials`).
     pub trials: u32,
+    /// Seed of the load profile's random draws (`check` draws none).
     pub seed: u64,
+    /// When the run started, ms since the Unix epoch.
     pub started_unix_ms: u128,
     /// Why the run stopped before its end (a stop signal, `--timeout`), when it did: the
     /// results are the checks finished by then.

@@ -17,6 +17,7 @@ pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectArgs};
 use crate::verdict::{CheckResult, RunReport};
 
+/// `plimsoll check`'s command line: what is checked, which checks run and how, and the reports.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CheckArgs {
     /// What is checked: `--target`, `--contract`, `--allow-overrides`, `--temp-dir`.

@@ -7,6 +7,8 @@ use crate::checks::ctx::Ctx;
 use crate::checks::registry::{Check, CheckId, Run};
 use crate::remote::Target;
 
+/// The `API` check's entry in the registry: the evidence the docs print, and `api`, which gathers
+/// it from every reply of the run.
 pub const CHECK: Check = Check::whole_run(
     CheckId::Api,
     "Responses match the OpenAPI document and problem schema",

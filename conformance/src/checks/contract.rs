@@ -16,6 +16,8 @@ use crate::verdict::{CheckResult, Verdict};
 
 const TITLE: &str = "Effective values match the contract";
 
+/// The `contract` check's entry in the registry: the evidence the docs print; its verdict comes
+/// from the session, before any request.
 pub const CHECK: Check = Check::whole_run(
     CheckId::Contract,
     TITLE,

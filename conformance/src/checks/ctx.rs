@@ -9,15 +9,21 @@ use plimsoll_spec::{ErrorCode, Stage};
 use crate::remote::{Reply, Target, is_success};
 use crate::verdict::{Lane, LaneOutcome, NOT_APPLICABLE, Verdict};
 
+/// What one check builds up while it runs; the registry turns it into its result.
 pub struct Ctx {
     pub(super) started: Instant,
     failures: Vec<String>,
     skip: Option<String>,
     not_applicable: Option<String>,
+    /// The contract's value in words, as the result shows it.
     pub expected: String,
+    /// What was measured in words, as the result shows it.
     pub observed: String,
+    /// Request ids, timings and other facts behind the verdict, one line each.
     pub evidence: Vec<String>,
+    /// The requests sent so far, for the timeline.
     pub lanes: Vec<Lane>,
+    /// Per-trial measurements of a timing check (worst judged, median reported).
     pub trials_ms: Vec<f64>,
     /// Busy digitize workers when the check started: a check answers only for the capacity it
     /// could have lost itself.
@@ -40,6 +46,7 @@ impl Ctx {
         }
     }
 
+    /// Records a failure: the check fails whatever else it finds (the messages joined by `; `).
     pub fn fail(&mut self, message: impl Into<String>) {
         self.failures.push(message.into());
     }
@@ -126,6 +133,7 @@ impl Ctx {
         }
     }
 
+    /// `at` in ms since the check started: the timeline's clock.
     pub fn ms(&self, at: Instant) -> f64 {
         at.saturating_duration_since(self.started).as_secs_f64() * 1000.0
     }

@@ -17,6 +17,7 @@ use plimsoll_spec::{ErrorCode, HookDirective, MetricName, Pool, Stage};
 use super::ctx::{Ctx, ms};
 use crate::remote::{Reply, Target, series};
 
+/// A request sent on its own task: its reply, or why there is none.
 pub type Pending = tokio::task::JoinHandle<Result<Reply, String>>;
 
 /// One directive as a hook header value.
@@ -131,6 +132,7 @@ pub async fn settle(t: &Target, pool: Pool, busy: usize, queued: usize, limit: D
 
 /// How a burst of held requests to one pool was answered, by the client's own clock.
 pub struct Burst {
+    /// How long each request asked to be held: the unit its answers are sorted by.
     pub hold: Duration,
     /// 200 within half a hold of the first answer: admitted at once, ran alongside the others.
     pub ran: Vec<Reply>,
@@ -317,6 +319,7 @@ pub struct GaugeWatch {
 }
 
 impl GaugeWatch {
+    /// Starts polling `pool`'s `name` gauge, at the contract's metrics poll interval.
     pub fn start(t: &Arc<Target>, name: MetricName, pool: Pool) -> GaugeWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);

@@ -32,6 +32,7 @@ impl CheckId {
             .chain(std::iter::once(CheckId::Api))
     }
 
+    /// The id as `--only`, `--skip` and the reports spell it (`contract`, `T1`, `API`).
     pub fn as_str(self) -> &'static str {
         match self {
             CheckId::Contract => "contract",
@@ -76,12 +77,14 @@ pub enum Run {
 
 /// One entry of the registry.
 pub struct Check {
+    /// Which check it is, and the clause it judges, if one.
     pub id: CheckId,
     /// The title of a check that judges no single clause (a clause's title is the contract's).
     own_title: Option<&'static str>,
     /// What the client observes that proves the clause, in one paragraph; the docs print it.
     /// For a clause, `{field}` and `{status:CODE}` are filled from the contract as in its prose.
     evidence: &'static str,
+    /// How it gets its verdict: from the session, or by talking to the target.
     pub run: Run,
 }
 
@@ -111,6 +114,7 @@ impl Check {
         }
     }
 
+    /// The title the reports show: the check's own, else the clause's in `contract`.
     pub fn title(&self, contract: &Contract) -> String {
         match (self.id, self.own_title) {
             (_, Some(title)) => title.to_owned(),

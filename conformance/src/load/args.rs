@@ -10,6 +10,10 @@ use crate::session::{Fatal, SubjectArgs};
 // No doc comments on the variants: clap would turn them into a long `--help` of another layout
 // than every other command's; `load --help` lists the profiles in a block of its own instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[expect(
+    missing_docs,
+    reason = "a documented variant would change the layout of `load --help`"
+)]
 pub enum ProfileName {
     Burst,
     Steady,
@@ -18,6 +22,8 @@ pub enum ProfileName {
 }
 
 impl ProfileName {
+    /// The name `--profile` takes; the verdicts' ids (`L-steady`) and clauses (`load.steady`)
+    /// are built on it.
     pub fn as_str(self) -> &'static str {
         match self {
             ProfileName::Burst => "burst",
@@ -42,14 +48,20 @@ impl ProfileName {
     }
 }
 
-/// What sends the requests.
+/// What sends the requests: goose in this process, or Locust's master and workers.
+// No doc comments on the variants, as for the profiles: `--engine`'s help says what each is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[expect(
+    missing_docs,
+    reason = "a documented variant would change the layout of `load --help`"
+)]
 pub enum EngineName {
     #[default]
     Goose,
     Locust,
 }
 
+/// `plimsoll load`'s command line: what is loaded, which profile on which engine, and the reports.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadArgs {
     /// What is loaded: `--target`, `--contract`, `--allow-overrides`, `--temp-dir`.

@@ -47,7 +47,10 @@ use verdicts::Expectations;
 /// The load engine: goose in this process, or Locust's master and workers.
 #[derive(Debug, Clone)]
 pub enum Engine {
+    /// goose as a library: its users are tasks of this process.
     Goose,
+    /// Locust's master and worker processes, for more load than one process makes (rate profiles
+    /// only).
     Locust(locust::LocustEngine),
 }
 

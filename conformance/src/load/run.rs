@@ -9,6 +9,7 @@ use crate::rng::SplitMix64;
 
 /// Everything a finished run hands to the verdicts.
 pub struct RunOutput {
+    /// Every attempt made: answered, abandoned, or without an answer.
     pub attempts: Vec<Attempt>,
     /// The load engine's own counts, as one evidence line.
     pub engine_summary: String,
@@ -22,12 +23,19 @@ pub struct RunOutput {
 
 /// Settings of one goose run.
 pub struct RunSpec {
+    /// Base URL the load goes to: the server, or the balancer in front of the replicas.
     pub host: String,
+    /// Closed-loop users: at most this many attempts in flight.
     pub users: usize,
+    /// Seed of every random draw (think times, holds, abandonment), so a run can be repeated.
     pub seed: u64,
+    /// The request every attempt sends.
     pub template: RequestTemplate,
+    /// How long each attempt holds its slot, and whether it is abandoned.
     pub hold: HoldPlan,
+    /// Where goose writes its own report (`--report`), if asked.
     pub report: Option<String>,
+    /// How the attempts are paced: a rate for a duration, or waves.
     pub kind: RunKind,
     /// The contract's status of an `overloaded` refusal (the goose users cannot borrow the
     /// contract; they tell refusals from other answers for the progress display).
@@ -47,13 +55,21 @@ pub fn keep_alive(contract: &plimsoll_spec::Contract) -> Duration {
     Duration::from_millis(contract.clauses.b4.value.head_timeout_ms / 2)
 }
 
+/// How a run paces its attempts.
 pub enum RunKind {
+    /// Users think an exponential time before each attempt, for `duration` (steady, overload,
+    /// soak).
     Rate {
+        /// The think time's mean, ms.
         mean_think_ms: f64,
+        /// How long users keep starting attempts, from the run's start.
         duration: Duration,
     },
+    /// All users leave at once, wave after wave, each once the previous one drained (burst).
     Burst {
+        /// How many waves; each user sends one attempt per wave.
         waves: usize,
+        /// How the wave's leader waits for the pool to drain.
         drain: DrainWait,
     },
 }
@@ -72,6 +88,7 @@ pub enum Outcome {
 /// One attempt, as the verdicts read it.
 #[derive(Debug, Clone)]
 pub struct Attempt {
+    /// The user that sent it, numbered from 0.
     pub user: usize,
     /// Burst wave (0 in the rate profiles).
     pub wave: usize,
@@ -85,6 +102,7 @@ pub struct Attempt {
     pub hold_ms: u64,
     /// Whether the client was set to abandon it (it may still have been answered first).
     pub abandon_planned: bool,
+    /// How the attempt ended: an answer, abandoned, or an error.
     pub outcome: Outcome,
     /// `Retry-After` as sent (refusals only).
     pub retry_after: Option<String>,
@@ -97,6 +115,7 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// The status answered, if there was an answer.
     pub fn status(&self) -> Option<u16> {
         match self.outcome {
             Outcome::Status(s) => Some(s),
@@ -110,12 +129,20 @@ impl Attempt {
 pub struct RequestTemplate {
     /// Path and query, relative to the host.
     pub path: String,
+    /// The `Content-Type` of [`body`](Self::body): the first the contract's digitize endpoint
+    /// accepts.
     pub content_type: String,
+    /// The image sent: the small sample PNG, so the hold is most of the request's time.
     pub body: Vec<u8>,
+    /// The contract's hook header, which carries the hold.
     pub hook_header: String,
+    /// The pipeline stage the hook holds (the contract's `load.hold_stage`).
     pub hold_stage: String,
+    /// The contract's request id header, read from non-200 answers.
     pub request_id_header: String,
+    /// The contract's Server-Timing header, read for `queue` and `run`.
     pub server_timing_header: String,
+    /// The contract's Retry-After header, read from refusals.
     pub retry_after_header: String,
 }
 
@@ -152,15 +179,24 @@ pub fn problem_code(body: &[u8]) -> Option<String> {
 #[derive(Debug, Clone, Copy)]
 pub enum Hold {
     /// Every attempt the same (burst: admitted requests must outlast the wave's arrival).
-    Fixed { ms: u64 },
+    Fixed {
+        /// The hold, ms.
+        ms: u64,
+    },
     /// Drawn per attempt from an exponential of this mean, cut at `cap_ms` (far below every
     /// timeout).
-    Exponential { mean_ms: f64, cap_ms: u64 },
+    Exponential {
+        /// The exponential's mean, ms.
+        mean_ms: f64,
+        /// The longest hold drawn, ms.
+        cap_ms: u64,
+    },
 }
 
 /// How long each attempt holds its slot and whether it is abandoned.
 #[derive(Debug, Clone, Copy)]
 pub struct HoldPlan {
+    /// How long the hold is.
     pub hold: Hold,
     /// Share of attempts the client abandons halfway through the hold.
     pub abandon_fraction: f64,
@@ -189,10 +225,15 @@ impl HoldPlan {
 /// How the burst leader waits for the previous wave to be gone before the next.
 #[derive(Debug, Clone)]
 pub struct DrainWait {
+    /// The client that reads `/metrics`.
     pub client: reqwest::Client,
+    /// The `/metrics` URL of the server the load goes to.
     pub metrics_url: String,
+    /// The pool whose gauges must read 0.
     pub pool: String,
+    /// How long to wait before saying the pool did not drain.
     pub timeout: Duration,
+    /// How long between reads.
     pub poll: Duration,
 }
 

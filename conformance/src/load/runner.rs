@@ -23,10 +23,15 @@ use crate::rng::SplitMix64;
 /// Counters the progress display reads while the run goes on.
 #[derive(Debug, Default)]
 pub struct LiveCounts {
+    /// Attempts sent.
     pub sent: AtomicU64,
+    /// Answered 200.
     pub ok: AtomicU64,
+    /// Refused as `overloaded` (the contract's status and code).
     pub refused: AtomicU64,
+    /// Anything else: another answer, or none (abandonment the profile planned is not counted).
     pub other: AtomicU64,
+    /// Burst waves with an attempt recorded so far: the progress bar's position.
     pub waves_done: AtomicU64,
 }
 

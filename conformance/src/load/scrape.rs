@@ -21,24 +21,37 @@ use crate::remote::process::{FDS_METRIC, ProcessSource, RSS_METRIC, proc_fds, pr
 pub struct Sample {
     /// Since the run's start.
     pub t_ms: f64,
+    /// The pool's busy workers gauge; `None` when `/metrics` could not be read or lacks it.
     pub busy: Option<f64>,
+    /// The pool's queue depth gauge.
     pub depth: Option<f64>,
+    /// The temp files gauge: per-request temp directories present.
     pub temp_files: Option<f64>,
+    /// The server's resident memory, from `/proc` or its own metrics ([`ProcessSource`]); `/proc`
+    /// is read only about every 100 ms, `None` in between.
     pub rss_bytes: Option<f64>,
+    /// The server's open file descriptors, read with the memory.
     pub fds: Option<f64>,
 }
 
 /// The pieces of a `/metrics` text the profiles use.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MetricsView {
+    /// `plimsoll_workers_busy` for the pool.
     pub busy: Option<f64>,
+    /// `plimsoll_queue_depth` for the pool.
     pub depth: Option<f64>,
+    /// `plimsoll_temp_files`: per-request temp directories present.
     pub temp_files: Option<f64>,
+    /// `process_resident_memory_bytes`: the target's claim of its memory.
     pub rss_bytes: Option<f64>,
+    /// `process_open_fds`: the target's claim of its open files.
     pub fds: Option<f64>,
 }
 
 impl MetricsView {
+    /// The figures of `pool`, and the server-wide ones, in a `/metrics` text; a missing series is
+    /// `None`.
     pub fn parse(text: &str, pool: &str) -> MetricsView {
         MetricsView {
             busy: metric_value(text, MetricName::WorkersBusy.as_str(), pool),
@@ -83,6 +96,8 @@ pub struct Scraper {
 }
 
 impl Scraper {
+    /// Starts reading `metrics_url` every `interval`, and the process figures from `process`, each
+    /// sample stamped against `t0`.
     pub fn spawn(
         client: reqwest::Client,
         metrics_url: String,

@@ -14,6 +14,8 @@ use tokio::process::{Child, Command};
 
 /// What the checker substitutes in a bridge command.
 pub const RELAY_URL: &str = "{relay_url}";
+/// In a bridge command, replaced by the URL of the local handler the checker plays (what the bridge
+/// relays to).
 pub const UPSTREAM_URL: &str = "{upstream_url}";
 /// Bytes of the bridge's output kept (the newest): enough for a traceback, bounded whatever the
 /// bridge prints.

@@ -28,18 +28,29 @@ pub use seen::Seen;
 /// Which documented operation a request exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// `POST` to the digitize endpoint.
     Digitize,
+    /// `POST` to the export endpoint.
     Export,
+    /// Any other request: its reply is not validated against the OpenAPI document.
     Other,
 }
 
+/// The implementation under test as the checks reach it: its URL, the values it is judged by, what
+/// else the checker can see of it, and every reply so far.
 pub struct Target {
+    /// Base URL, without a trailing `/`.
     pub base: String,
+    /// The client every check sends with: no idle connections kept, so each request is a connection
+    /// of its own; a timeout only a target that never answers reaches.
     pub client: reqwest::Client,
     /// The values the run judges against.
     pub expected: Contract,
+    /// The implementation's temp folder, when the checker can see it (`--temp-dir`).
     pub temp_dir: Option<PathBuf>,
+    /// The implementation's log file, when the checker can read it (`--server-log`; F3 needs it).
     pub server_log: Option<PathBuf>,
+    /// Trials per timing check.
     pub trials: u32,
     openapi: serde_json::Value,
     problem_schema: jsonschema::Validator,
@@ -64,6 +75,7 @@ pub struct Target {
 }
 
 impl Target {
+    /// The target at `base` judged by `expected`, with what the checker can see of it besides HTTP.
     pub fn new(
         base: String,
         expected: Contract,
@@ -131,6 +143,7 @@ impl Target {
         self
     }
 
+    /// The URL of `path` (which starts with `/`) on the target.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
@@ -163,6 +176,7 @@ impl Target {
         r
     }
 
+    /// Sends a digitize request for the sample image, with an optional hook.
     pub async fn digitize(&self, hook: Option<&str>) -> Result<Reply, String> {
         self.send(self.digitize_request(hook), Op::Digitize).await
     }
@@ -393,18 +407,22 @@ impl Target {
         )
     }
 
+    /// The contract's hook header, which carries a request's directives.
     pub fn hook_header(&self) -> &str {
         &self.expected.hooks.header
     }
 
+    /// The contract's request id header (F4).
     pub fn request_id_header(&self) -> &str {
         &self.expected.observability.request_id_header
     }
 
+    /// The digitize pool's worker slots (T1).
     pub fn digitize_workers(&self) -> usize {
         self.workers(Pool::Digitize)
     }
 
+    /// The digitize pool's queue places (T2).
     pub fn digitize_queue(&self) -> usize {
         self.queue_capacity(Pool::Digitize)
     }
@@ -436,10 +454,12 @@ impl Target {
         t3.max.seconds(&self.expected.pool(pool), t3.min_seconds)
     }
 
+    /// The contract's Server-Timing header, with a job's `queue` and `run` times.
     pub fn server_timing_header(&self) -> &str {
         &self.expected.observability.server_timing_header
     }
 
+    /// How soon a worker must stop once its client disconnects (B3's `stop_within_ms`).
     pub fn stop_within(&self) -> Duration {
         Duration::from_millis(self.expected.clauses.b3.value.stop_within_ms)
     }

@@ -7,13 +7,20 @@ use std::path::Path;
 
 /// Prometheus' standard process-collector names.
 pub const RSS_METRIC: &str = "process_resident_memory_bytes";
+/// The same collector's count of open file descriptors.
 pub const FDS_METRIC: &str = "process_open_fds";
 
 /// Where the server's memory and open-file figures come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcessSource {
     /// `/proc/<pid>/status` and `/proc/<pid>/fd`.
-    Proc { pid: u32, embedded: bool },
+    Proc {
+        /// The server's process id.
+        pid: u32,
+        /// Whether it is the checker's own process (the embedded server), whose figures
+        /// include the checker's.
+        embedded: bool,
+    },
     /// The target's own `process_*` metrics.
     Metrics,
     /// Nothing to read, with the reason.
@@ -43,6 +50,7 @@ impl ProcessSource {
         }
     }
 
+    /// Where the figures come from, or why there are none, as evidence names it.
     pub fn describe(&self) -> String {
         match self {
             ProcessSource::Proc {

@@ -25,8 +25,11 @@ const WAITING: usize = 8;
 
 /// A bridge's socket, with when its handshake completed.
 pub struct Dialled {
+    /// The socket, its handshake done: a check speaks the relay protocol on it.
     pub ws: Ws,
+    /// When the handshake completed: a check that waits for the bridge to (re)dial times from it.
     pub at: Instant,
+    /// The bridge's address and port on this connection.
     pub peer: SocketAddr,
 }
 

@@ -6,8 +6,11 @@ use super::*;
 /// One answered request.
 #[derive(Debug, Clone)]
 pub struct Reply {
+    /// The status answered.
     pub status: u16,
+    /// Every header, as received.
     pub headers: HeaderMap,
+    /// The whole body (past `MAX_REPLY_BYTES` there is no reply, only an error).
     pub body: Vec<u8>,
     /// When it was sent.
     pub sent: Instant,
@@ -21,10 +24,12 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// Header `name`'s first value, if it is text.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// The body as JSON, `Null` when it is not JSON.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
@@ -34,6 +39,7 @@ impl Reply {
         self.json()["code"].as_str().unwrap_or_default().to_owned()
     }
 
+    /// The value of `header`, the contract's request id header: the id to name the reply by.
     pub fn request_id(&self, header: &str) -> Option<String> {
         self.header(header).map(str::to_owned)
     }

@@ -9,6 +9,7 @@ use super::Reply;
 /// each error has its log line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seen {
+    /// The status answered: F3 wants a log line for each error.
     pub status: u16,
     /// The request-id header (its first value).
     pub header_id: Option<String>,
@@ -17,11 +18,14 @@ pub struct Seen {
     pub header_ids: usize,
     /// An error body's `request_id`, `code` and `failed_stage` (strings only).
     pub body_id: Option<String>,
+    /// An error body's `code`.
     pub code: Option<String>,
+    /// An error body's `failed_stage`.
     pub failed_stage: Option<String>,
 }
 
 impl Seen {
+    /// What F3 and F4 need of `reply`, whose request id header is `request_id_header`.
     pub fn of(reply: &Reply, request_id_header: &str) -> Seen {
         let mut seen = Seen {
             status: reply.status,

@@ -48,7 +48,9 @@ pub struct Ask {
     pub hold: Duration,
     /// The body comes in this many chunks of `chunk_bytes`, `gap` apart.
     pub chunks: usize,
+    /// Bytes per chunk.
     pub chunk_bytes: usize,
+    /// Time between chunks: a slow body, which a bridge must stream as it comes.
     pub gap: Duration,
 }
 
@@ -138,7 +140,9 @@ impl Ask {
 /// One request the upstream received, on the checker's clock.
 #[derive(Debug, Clone)]
 pub struct Visit {
+    /// The request's [`Ask::id`], read back from its path.
     pub id: String,
+    /// When the request reached the upstream: the start of its run at the bridge's end.
     pub arrived: Instant,
     /// When the last chunk of the body was handed to the connection.
     pub last_chunk: Option<Instant>,

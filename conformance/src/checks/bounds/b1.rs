@@ -16,6 +16,7 @@ use crate::checks::pool::{
 use crate::checks::registry::Check;
 use crate::remote::{Op, Reply, Target};
 
+/// B1's entry in the check registry: the evidence the docs print, and `b1`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::B1,
     "Requests held at a middle stage past the digitize deadline, and an export held past its \

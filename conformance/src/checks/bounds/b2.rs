@@ -10,6 +10,7 @@ use crate::checks::pool::{capacity_recovered, hook};
 use crate::checks::registry::Check;
 use crate::remote::{Op, Target, png_claiming};
 
+/// B2's entry in the check registry: the evidence the docs print, and `b2`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::B2,
     "A request whose `alloc` hook charges 90% of the {memory_cap_mb} MB cap succeeds (200), so a \

@@ -15,6 +15,7 @@ use crate::checks::pool::{
 use crate::checks::registry::Check;
 use crate::remote::Target;
 
+/// B3's entry in the check registry: the evidence the docs print, and `b3`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::B3,
     "Every worker and every queue place is taken by requests held far longer than the bound \

@@ -20,6 +20,7 @@ use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
 
+/// B4's entry in the check registry: the evidence the docs print, and `b4`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::B4,
     "Three connections are opened at once: one sends nothing, one sends half a request head and \

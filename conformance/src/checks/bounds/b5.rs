@@ -22,6 +22,7 @@ use crate::checks::registry::Check;
 use crate::remote::process::{ProcessSource, proc_rss_bytes};
 use crate::remote::{Op, Target};
 
+/// B5's entry in the check registry: the evidence the docs print, and `b5`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::B5,
     "Export uploads whose declared `Content-Length`s total the {upload_budget_mb} MB budget less \

@@ -9,6 +9,7 @@ use crate::checks::pool::{capacity_recovered, hook, no_temp_files, plain_request
 use crate::checks::registry::Check;
 use crate::remote::{Op, Target};
 
+/// F1's entry in the check registry: the evidence the docs print, and `f1`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::F1,
     "A `fail` and a `panic` hook at every digitize and export stage in turn: each answer is \

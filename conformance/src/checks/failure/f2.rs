@@ -10,6 +10,7 @@ use crate::checks::ctx::Ctx;
 use crate::checks::registry::Check;
 use crate::remote::{Op, Target};
 
+/// F2's entry in the check registry: the evidence the docs print, and `f2`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::F2,
     "A table of bad inputs generated in code (truncated PNG, corrupt JPEG, GIF, random bytes, a \

@@ -18,6 +18,7 @@ use crate::checks::pool::{hold_first, hook};
 use crate::checks::registry::Check;
 use crate::remote::{Op, Target};
 
+/// F3's entry in the check registry: the evidence the docs print, and `f3`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::F3,
     "Errors provoked under client-chosen request ids (a failing stage, a panic, an empty body, a \

@@ -14,6 +14,7 @@ use crate::checks::ctx::Ctx;
 use crate::checks::registry::Check;
 use crate::remote::{Op, Target};
 
+/// F4's entry in the check registry: the evidence the docs print, and `f4`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::F4,
     "Every reply of the whole run is noted as it arrives, so F4 runs after the clause checks: \

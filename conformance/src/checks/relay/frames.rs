@@ -28,6 +28,7 @@ pub struct Exchange {
     /// Ids in send order, with when they were sent.
     pub sent: Vec<(String, Instant)>,
     ids: HashSet<String>,
+    /// Each id's frames in arrival order, the final one last; the body is their chunks joined.
     pub frames: HashMap<String, Vec<RelayResponse>>,
     /// When each id's first frame arrived.
     pub started: HashMap<String, Instant>,
@@ -35,12 +36,15 @@ pub struct Exchange {
     pub done: HashMap<String, Instant>,
     /// Ids in completion order.
     pub order: Vec<String>,
+    /// WebSocket text messages received, parsable or not.
     pub messages: usize,
     problems: Vec<String>,
+    /// Every protocol problem found, the quoted ones and the rest.
     pub problem_count: usize,
     /// Times a frame of another request arrived while a response was mid-stream.
     pub interleavings: usize,
     last_id: Option<String>,
+    /// Why the socket ended before every id was answered (closed or failed), if it did.
     pub closed: Option<String>,
 }
 
@@ -50,6 +54,7 @@ impl Exchange {
         &self.problems
     }
 
+    /// Records a protocol problem: counted always, quoted while fewer than [`MAX_QUOTED`] are.
     pub fn problem(&mut self, p: String) {
         self.problem_count += 1;
         if self.problems.len() < MAX_QUOTED {
@@ -57,6 +62,7 @@ impl Exchange {
         }
     }
 
+    /// Records `requests` as sent at `at`: their ids are the ones a frame may answer.
     pub fn record_sent(&mut self, requests: &[RelayRequest], at: Instant) {
         for r in requests {
             self.ids.insert(r.request_id.clone());
@@ -127,10 +133,12 @@ impl Exchange {
         self.frames.entry(id).or_default().push(frame);
     }
 
+    /// Whether every sent id has its final frame.
     pub fn complete(&self) -> bool {
         self.done.len() >= self.ids.len()
     }
 
+    /// The sent ids still without a final frame, in send order.
     pub fn missing(&self) -> Vec<&str> {
         self.sent
             .iter()
@@ -169,10 +177,12 @@ impl Exchange {
             .max()
     }
 
+    /// The first frame for `id`: the one that carries the status and headers.
     pub fn first(&self, id: &str) -> Option<&RelayResponse> {
         self.frames.get(id).and_then(|f| f.first())
     }
 
+    /// The status `id` was answered with, from its first frame.
     pub fn status(&self, id: &str) -> Option<u16> {
         self.first(id).map(|f| f.status)
     }

@@ -10,6 +10,7 @@ use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::{Target, series};
 
+/// R1's entry in the check registry: the evidence the docs print, and `r1`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::R1,
     "More envelopes than the {relay_concurrency} relay workers, each held, sent at once on one \

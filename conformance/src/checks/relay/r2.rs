@@ -13,6 +13,7 @@ use crate::remote::Target;
 /// The slow request's hold.
 const SLOW_MS: u64 = LONGEST_HOLD_MS;
 
+/// R2's entry in the check registry: the evidence the docs print, and `r2`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::R2,
     "A slow (held) request and then a fast one, on the same socket: the fast response arrives \

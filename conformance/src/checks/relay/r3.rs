@@ -20,6 +20,7 @@ const STEP_MS: u64 = 60;
 /// Requests in the schedule.
 const COUNT: usize = 8;
 
+/// R3's entry in the check registry: the evidence the docs print, and `r3`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::R3,
     "Requests with a shuffled schedule of holds, each carrying a client-chosen trace id: every \

@@ -14,6 +14,7 @@ use crate::remote::Target;
 /// Each request's hold.
 const WAVE_MS: u64 = 300;
 
+/// R4's entry in the check registry: the evidence the docs print, and `r4`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::R4,
     "{overflow_factor} x N held requests sent at once (N relay workers): all are answered, \

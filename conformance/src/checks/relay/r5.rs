@@ -16,6 +16,7 @@ use crate::checks::registry::Check;
 use crate::remote::Target;
 use crate::remote::upstream::{Ask, Visit};
 
+/// R5's entry in the check registry: the evidence the docs print, and `r5`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::R5,
     "Several responses longer than {max_frame_body_bytes} bytes at once (the contract document \

@@ -18,6 +18,7 @@ use crate::checks::registry::Check;
 use crate::remote::bridge::BridgeProcess;
 use crate::remote::{Target, is_success, series};
 
+/// R6's entry in the check registry: the evidence the docs print, and `r6`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::R6,
     "A socket is dropped, without a close handshake, with N held requests in flight, and a new \

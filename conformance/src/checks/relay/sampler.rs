@@ -26,15 +26,20 @@ pub enum Source {
     Upstream,
 }
 
+/// How many relayed requests ran at once during a scenario, and how that was counted.
 #[derive(Debug, Default, Clone)]
 pub struct Samples {
+    /// Where the counts come from, so a verdict can say what it judged.
     pub source: Source,
     /// Gauge samples read, or requests the upstream received.
     pub count: usize,
+    /// Failed or timed-out reads of `/metrics` (none at the upstream).
     pub errors: usize,
     /// The relay busy series existed in at least one sample.
     pub present: bool,
+    /// The most relay jobs running at once: the busy gauge's maximum, or the upstream's overlap.
     pub busy_max: f64,
+    /// The relay queue gauge's maximum (0 at the upstream, which sees no queue).
     pub queued_max: f64,
     /// When the busy gauge first hit its maximum (ms after sampling began).
     pub busy_max_at_ms: f64,
@@ -90,12 +95,18 @@ impl Samples {
 
 /// Counting under way; [`Sampler::finish`] ends it.
 pub enum Sampler {
+    /// Polling `/metrics` on a task of its own.
     Gauges {
+        /// Cancelled to end the polling early.
         stop: CancellationToken,
+        /// The polling task, which hands back what it read.
         task: tokio::task::JoinHandle<Samples>,
     },
+    /// Counting the checker's own upstream, which records every request anyway.
     Upstream {
+        /// The upstream the bridge performs its requests against.
         upstream: Arc<Upstream>,
+        /// When counting began: earlier requests do not count.
         origin: Instant,
     },
 }
@@ -149,6 +160,7 @@ pub fn sample(t: &Arc<Target>, limit: Duration) -> Sampler {
 }
 
 impl Sampler {
+    /// Ends the counting and hands back what it counted.
     pub async fn finish(self) -> Samples {
         match self {
             Sampler::Gauges { stop, task } => {

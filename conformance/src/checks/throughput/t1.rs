@@ -11,6 +11,7 @@ use crate::checks::pool::{Burst, GaugeWatch, burst, fail_many};
 use crate::checks::registry::Check;
 use crate::remote::{Reply, Target, series};
 
+/// T1's entry in the check registry: the evidence the docs print, and `t1`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::T1,
     "For each pool, a burst of held requests, two more than workers and queue places together, \

@@ -11,6 +11,7 @@ use crate::checks::pool::{Pending, fail_many, hold_in, join_all, settle, spawn_i
 use crate::checks::registry::Check;
 use crate::remote::{Reply, Target};
 
+/// T2's entry in the check registry: the evidence the docs print, and `t2`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::T2,
     "For each pool with a queue (the contract's holds {digitize_queue_capacity} digitize and \

@@ -34,12 +34,17 @@ use super::Arrivals;
 // No doc comments on the variants: clap would list them in `load --help` in a layout of its own
 // (as for the profiles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[expect(
+    missing_docs,
+    reason = "a documented variant would change the layout of `load --help`"
+)]
 pub enum Balancer {
     Random,
     LeastConn,
 }
 
 impl Balancer {
+    /// The policy as `--balancer` takes it, and as the model's name and the manifest say it.
     pub fn as_str(self) -> &'static str {
         match self {
             Balancer::Random => "random",
@@ -51,7 +56,9 @@ impl Balancer {
 /// R identical replicas behind a balancer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fleet {
+    /// How many replicas share the load (R), each with the per-replica contract's pools.
     pub replicas: u32,
+    /// How a request is routed to one of them.
     pub balancer: Balancer,
 }
 
@@ -76,16 +83,16 @@ pub fn state_count(replicas: u32, places: u32) -> usize {
 
 /// What the solved chain says.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Solution {
+pub(super) struct Solution {
     /// Share of attempts refused.
-    pub blocking: f64,
+    pub(super) blocking: f64,
     /// Attempts per second.
-    pub attempt_rate: f64,
+    pub(super) attempt_rate: f64,
 }
 
 /// Solves the chain of `fleet` replicas of `workers` + `queue` places, mean service
 /// `mean_service_s`, under `arrivals`.
-pub fn solve(
+pub(super) fn solve(
     fleet: Fleet,
     workers: u32,
     queue: u32,

@@ -33,10 +33,18 @@ use formulas::distribution;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Arrivals {
     /// Open loop: a Poisson stream at this rate (attempts per second).
-    Poisson { rate_per_s: f64 },
+    Poisson {
+        /// λ, attempts per second.
+        rate_per_s: f64,
+    },
     /// Closed loop: `users` users, each waiting for its answer and then thinking an
     /// exponential time of this mean before the next attempt.
-    Closed { users: u32, mean_think_s: f64 },
+    Closed {
+        /// N, the population: no more than this many attempts are ever in flight.
+        users: u32,
+        /// θ, seconds from an answer to the user's next attempt, on average.
+        mean_think_s: f64,
+    },
 }
 
 /// A server of `workers` slots and `queue` waiting places under some arrivals — or, with a
@@ -49,6 +57,7 @@ pub struct Model {
     pub queue: u32,
     /// Mean time a worker slot is held per admitted request.
     pub mean_service_s: f64,
+    /// How the attempts come: the arrival intensity in each state of the chain.
     pub arrivals: Arrivals,
     /// `None`: one server, no balancer.
     pub fleet: Option<Fleet>,
@@ -225,6 +234,7 @@ pub fn think_for_rate(server: &Model, users: u32, target_rate: f64) -> Option<f6
 /// The acceptance interval for a measured refused fraction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
+    /// The model's refused fraction.
     pub predicted: f64,
     /// Attempts the measurement counted.
     pub attempts: usize,
@@ -236,15 +246,19 @@ pub struct Interval {
     pub dispersion: f64,
     /// How many σ the interval spans on each side.
     pub z: f64,
+    /// The least refused fraction accepted (never below 0).
     pub low: f64,
+    /// The most refused fraction accepted (never above 1).
     pub high: f64,
 }
 
 impl Interval {
+    /// Whether a measured refused fraction is accepted, bounds included.
     pub fn contains(&self, measured: f64) -> bool {
         (self.low..=self.high).contains(&measured)
     }
 
+    /// The spread the interval is built on: the binomial σ widened by the dispersion.
     pub fn sigma(&self) -> f64 {
         self.binomial_sigma * self.dispersion
     }

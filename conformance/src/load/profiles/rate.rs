@@ -364,7 +364,7 @@ impl<'a> Judged<'a> {
 
 /// The refused-fraction verdict's evidence: the rates planned, realised and modelled, the
 /// open-loop comparison, the window, and the engine's own counts.
-fn evidence(cal: &Calibration, j: &Judged) -> Vec<String> {
+fn evidence(cal: &Calibration, j: &Judged<'_>) -> Vec<String> {
     let (plan, m, model) = (j.plan, &j.m, &j.m.model);
     let open = model.open_loop_equivalent();
     let attempts_rate = m.window.len() as f64 / m.window_s;

@@ -197,7 +197,9 @@ pub fn busy_limit(
 /// its temp folder when the checker can see it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TempCount {
+    /// The `plimsoll_temp_files` gauge; `None` when `/metrics` could not be read or lacks it.
     pub gauge: Option<f64>,
+    /// Entries of the temp folder, when the checker can see it.
     pub folder: Option<usize>,
 }
 
@@ -252,6 +254,7 @@ pub struct Drained {
     pub last_busy: Option<f64>,
     /// Temp files before the load (idle) and once it drained.
     pub temp_before: TempCount,
+    /// Temp files once it drained, compared with `temp_before`.
     pub temp_after: TempCount,
     /// Time spent waiting for the drain and the temp files, ms.
     pub elapsed_ms: f64,
@@ -260,9 +263,13 @@ pub struct Drained {
 /// The capacity probe after the drain: workers + queue held requests sent at once.
 #[derive(Debug, Clone, Default)]
 pub struct CapacityProbe {
+    /// Held requests sent: workers + queue places, what the pool must admit again.
     pub sent: usize,
+    /// Of those, answered 200: fewer means slots were lost.
     pub admitted: usize,
+    /// What every other answer was, with its request id, as evidence.
     pub problems: Vec<String>,
+    /// From the first send to the last answer.
     pub elapsed_ms: f64,
 }
 

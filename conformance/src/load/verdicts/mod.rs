@@ -25,17 +25,21 @@ pub use soak::{Resource, settled_medians, settled_slope, stays_flat, temp_files}
 pub struct Expectations {
     /// `burst`, `steady`, … (verdict ids are `L-{profile}…`).
     pub profile: &'static str,
+    /// Digitize workers: at most this many held requests run at once.
     pub workers: u32,
+    /// Digitize queue places: at most this many wait for a worker.
     pub queue: u32,
     /// Statuses the OpenAPI document lists for the digitize operation.
     pub documented: BTreeSet<u16>,
     /// The status and code of a refusal.
     pub overloaded_status: u16,
+    /// The problem `code` a refusal carries, beside its status.
     pub overloaded_code: String,
     /// How Retry-After is written (T3's `format`).
     pub retry_after_format: RetryAfterFormat,
     /// Retry-After must be in this range (seconds).
     pub retry_after_min: u64,
+    /// The Retry-After upper bound (seconds): T3's `max` for the digitize pool.
     pub retry_after_max: u64,
 }
 
@@ -80,6 +84,7 @@ impl Expectations {
         (self.workers + self.queue) as usize
     }
 
+    /// Whether `a` was refused as `overloaded`: the contract's status and code both.
     pub fn is_refusal(&self, a: &Attempt) -> bool {
         a.status() == Some(self.overloaded_status)
             && a.code.as_deref() == Some(self.overloaded_code.as_str())

@@ -14,11 +14,6 @@ use crate::verdict::{CheckResult, NOT_APPLICABLE, RunReport, Verdict};
 const LABEL_INDENT: usize = 4;
 const LABEL_WIDTH: usize = 10;
 
-/// The end of the run: the counts and the time of all checks, every failure (expected, observed, why),
-/// skip (why) and not-applicable pass (why) in full, wrapped to `style.width` and never cut,
-/// then one line of next steps. It repeats no line a passing check already printed.
-///
-/// `html` is the `--html` file of the run, if any (the next steps point at it).
 /// The line a stopped run ends with: why, and how far it got.
 pub fn stopped_line(report: &RunReport) -> String {
     format!(
@@ -31,6 +26,12 @@ pub fn stopped_line(report: &RunReport) -> String {
     )
 }
 
+/// The end of the run: the counts and the time of all checks, every failure (expected,
+/// observed, why), skip (why) and not-applicable pass (why) in full, wrapped to `style.width`
+/// and never cut, then one line of next steps. It repeats no line a passing check already
+/// printed.
+///
+/// `html` is the `--html` file of the run, if any (the next steps point at it).
 pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String {
     let color = style.color;
     let not_applicable = match report.not_applicable() {

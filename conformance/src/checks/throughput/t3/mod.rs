@@ -22,6 +22,7 @@ mod levels;
 use export::*;
 use levels::*;
 
+/// T3's entry in the check registry: the evidence the docs print, and `t3`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::T3,
     "With every worker and queue place held, each further request gets {status:overloaded} \
