@@ -41,7 +41,7 @@ async fn run(command: String) -> Result<RunReport, Fatal> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_bridge_passes_r1_to_r6_judged_at_both_ends() {
     let report = run(reference_bridge(None)).await.unwrap();
-    let ids: Vec<&str> = report.results.iter().map(|r| r.id.as_str()).collect();
+    let ids: Vec<String> = report.results.iter().map(|r| r.id.to_string()).collect();
     assert_eq!(ids, ["R1", "R2", "R3", "R4", "R5", "R6"]);
     assert_eq!(report.manifest.mode, "bridge");
     assert!(failed(&report).is_empty(), "{}", why(&report));

@@ -157,7 +157,7 @@ fn assert_fleet_passes(report: &RunReport, urls: &[String], model: &str) {
         for aspect in ["busy-limit", "recovery"] {
             let id = format!("L-overload.replica[{url}].{aspect}");
             assert!(
-                report.results.iter().any(|r| r.id == id),
+                report.results.iter().any(|r| r.id.to_string() == id),
                 "no {id}\n{}",
                 why(report)
             );

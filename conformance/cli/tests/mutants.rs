@@ -72,7 +72,7 @@ async fn failing_checks(mutant: Option<Mutant>) -> (BTreeSet<CheckId>, String) {
         .map(|r| format!("{}: {:?}", r.id, r.verdict))
         .collect::<Vec<_>>()
         .join("\n");
-    let ids = failed.map(|r| r.clause.parse().expect("a result names a check id"));
+    let ids = failed.map(|r| r.id.check().expect("a check's result names a check id"));
     (ids.collect(), why)
 }
 

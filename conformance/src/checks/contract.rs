@@ -68,8 +68,7 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
     let observed = observed(r);
     let verdict = verdict(r);
     CheckResult {
-        id: CHECK.id.to_string(),
-        clause: CHECK.id.to_string(),
+        id: CHECK.id.into(),
         title: TITLE.into(),
         expected: expected(allow_overrides),
         observed,

@@ -146,8 +146,7 @@ pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult
     run(target, &mut c).await;
     let verdict = c.verdict();
     CheckResult {
-        id: check.id.to_string(),
-        clause: check.id.to_string(),
+        id: check.id.into(),
         title: check.title(&target.expected),
         expected: c.expected,
         observed: c.observed,

@@ -115,10 +115,7 @@ pub(super) fn check_size(ctx: &Ctx) -> Result<(), Fatal> {
 /// `L-overload.replica[URL].busy-limit`, `contract` becomes `contract.replica[URL]`, and a
 /// failure's reason starts with the replica.
 pub fn replica_result(mut r: CheckResult, url: &str) -> CheckResult {
-    r.id = match r.id.split_once('.') {
-        Some((head, tail)) => format!("{head}.replica[{url}].{tail}"),
-        None => format!("{}.replica[{url}]", r.id),
-    };
+    r.id = r.id.for_replica(url);
     r.title = format!("{} (replica {url})", r.title);
     if let Verdict::Fail(why) = &r.verdict {
         r.verdict = Verdict::Fail(format!("replica {url}: {why}"));
@@ -166,12 +163,15 @@ pub(super) async fn contract_results(
 mod tests {
     use super::*;
     use crate::load::prediction::Balancer;
+    use crate::verdict::ResultId;
 
     #[test]
     fn a_replica_verdict_names_the_replica() {
         let r = CheckResult {
-            id: "L-overload.busy-limit".into(),
-            clause: "load.overload".into(),
+            id: ResultId::Load {
+                profile: "overload",
+                verdict: "busy-limit",
+            },
             title: "Busy gauge within the worker limit throughout".into(),
             expected: String::new(),
             observed: String::new(),
@@ -183,9 +183,10 @@ mod tests {
         };
         let named = replica_result(r.clone(), "http://127.0.0.1:9003");
         assert_eq!(
-            named.id,
+            named.id.to_string(),
             "L-overload.replica[http://127.0.0.1:9003].busy-limit"
         );
+        assert_eq!(named.id.clause(), "load.overload");
         assert_eq!(
             named.verdict,
             Verdict::Fail(
@@ -193,11 +194,11 @@ mod tests {
             )
         );
         let contract = CheckResult {
-            id: "contract".into(),
+            id: crate::checks::CheckId::Contract.into(),
             ..r
         };
         assert_eq!(
-            replica_result(contract, "http://h:1").id,
+            replica_result(contract, "http://h:1").id.to_string(),
             "contract.replica[http://h:1]"
         );
     }

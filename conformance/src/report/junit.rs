@@ -45,7 +45,7 @@ fn test_case(r: &CheckResult) -> TestCase {
                     "expected {}; observed {}; {why}",
                     r.expected, r.observed
                 ))
-                .set_type(format!("clause {}", r.clause))
+                .set_type(format!("clause {}", r.id.clause()))
                 .set_description(r.evidence.join("\n"));
             status
         }
@@ -56,7 +56,7 @@ fn test_case(r: &CheckResult) -> TestCase {
         }
     };
     let mut case = TestCase::new(format!("{} {}", r.id, r.title), status);
-    case.set_classname(r.clause.as_str())
+    case.set_classname(r.id.clause())
         .set_time(duration_from_ms(r.duration_ms))
         .set_system_out(details(r));
     case

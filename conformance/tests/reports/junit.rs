@@ -36,7 +36,10 @@ fn junit_is_valid_xml_with_three_cases_one_failure_one_skip() {
             case.name.as_str(),
             format!("{} {}", result.id, result.title)
         );
-        assert_eq!(case.classname.as_ref().unwrap().as_str(), result.clause);
+        assert_eq!(
+            case.classname.as_ref().unwrap().as_str(),
+            result.id.clause()
+        );
         let time = case.time.expect("time is set").as_secs_f64() * 1000.0;
         assert!(
             (time - result.duration_ms).abs() < 1.0,

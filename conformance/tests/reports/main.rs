@@ -13,7 +13,9 @@ mod xml;
 
 use std::path::Path;
 
-use plimsoll_conformance::verdict::{CheckResult, Lane, LaneOutcome, Manifest, RunReport, Verdict};
+use plimsoll_conformance::verdict::{
+    CheckResult, Lane, LaneOutcome, Manifest, ResultId, RunReport, Verdict,
+};
 use plimsoll_spec::{Adopted, ClauseId, Difference, Refused};
 
 const FAIL_REASON: &str = "Retry-After 5 s is 400% off the p50 of 1.0 s";
@@ -39,10 +41,14 @@ fn lane(
     }
 }
 
+/// The result id of the check `id` (`T1`, `contract`).
+fn check(id: &str) -> ResultId {
+    ResultId::Check(id.parse().expect("a check id"))
+}
+
 fn sample() -> RunReport {
     let pass = CheckResult {
-        id: "T1".into(),
-        clause: "T1".into(),
+        id: check("T1"),
         title: "At most 2 digitize jobs run at once".into(),
         expected: "at most 2 running".into(),
         observed: "2 running, 3 queued".into(),
@@ -59,8 +65,7 @@ fn sample() -> RunReport {
         ],
     };
     let fail = CheckResult {
-        id: "T3.retry-after".into(),
-        clause: "T3".into(),
+        id: check("T3"),
         title: "Retry-After tracks the median job time".into(),
         expected: "Retry-After within 20% of the observed p50 job time (1.0 s), rounded up to whole seconds"
             .into(),
@@ -79,8 +84,7 @@ fn sample() -> RunReport {
         ],
     };
     let skip = CheckResult {
-        id: "F4".into(),
-        clause: "F4".into(),
+        id: check("F4"),
         title: "Temp files are removed after failure".into(),
         expected: "no files left in the temp dir".into(),
         observed: String::new(),

@@ -172,8 +172,7 @@ fn full_run() -> RunReport {
     run.results = rows
         .iter()
         .map(|(id, title, observed, ms)| CheckResult {
-            id: (*id).into(),
-            clause: (*id).into(),
+            id: check(id),
             title: (*title).into(),
             expected: "the contract's value".into(),
             observed: (*observed).into(),
@@ -206,8 +205,7 @@ fn terminal_full_embedded_run_fits_one_screen() {
 fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_pass() {
     let mut run = sample();
     run.results.push(CheckResult {
-        id: "T2".into(),
-        clause: "T2".into(),
+        id: check("T2"),
         title: "Queue ordering".into(),
         expected: "queued requests start in arrival order (FIFO)".into(),
         observed: "not applicable: the queue capacity is 0, so no request ever waits to be ordered"

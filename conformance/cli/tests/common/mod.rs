@@ -29,7 +29,7 @@ pub fn result<'r>(report: &'r RunReport, id: &str) -> &'r CheckResult {
     report
         .results
         .iter()
-        .find(|r| r.id == id)
+        .find(|r| r.id.to_string() == id)
         .unwrap_or_else(|| panic!("no verdict {id} in the run:\n{}", why(report)))
 }
 
@@ -38,7 +38,7 @@ pub fn failed(report: &RunReport) -> BTreeSet<String> {
         .results
         .iter()
         .filter(|r| r.verdict.is_fail())
-        .map(|r| r.id.clone())
+        .map(|r| r.id.to_string())
         .collect()
 }
 

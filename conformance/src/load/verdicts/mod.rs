@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use plimsoll_spec::model::RetryAfterFormat;
 
 use super::run::Attempt;
-use crate::verdict::{CheckResult, Verdict};
+use crate::verdict::{CheckResult, ResultId, Verdict};
 
 pub use burst::burst;
 pub use ending::{CapacityProbe, Drained, TempCount, busy_limit, lanes, recovery, statuses};
@@ -44,30 +44,20 @@ pub struct Expectations {
 }
 
 impl Expectations {
-    fn id(&self, suffix: &str) -> String {
-        if suffix.is_empty() {
-            format!("L-{}", self.profile)
-        } else {
-            format!("L-{}.{suffix}", self.profile)
-        }
-    }
-
-    fn clause(&self) -> String {
-        format!("load.{}", self.profile)
-    }
-
     /// A result of this profile: id `L-{profile}.{suffix}` (`L-{profile}` for an empty suffix).
     fn result(
         &self,
-        suffix: &str,
+        suffix: &'static str,
         title: &str,
         expected: String,
         observed: String,
         verdict: Verdict,
     ) -> CheckResult {
         CheckResult {
-            id: self.id(suffix),
-            clause: self.clause(),
+            id: ResultId::Load {
+                profile: self.profile,
+                verdict: suffix,
+            },
             title: title.to_owned(),
             expected,
             observed,

@@ -52,7 +52,7 @@ pub fn settled_slope(values: &[(f64, f64)], from_ms: f64, to_ms: f64) -> Option<
 #[derive(Debug, Clone, Copy)]
 pub struct Resource<'a> {
     /// Verdict id suffix (`rss`, `fds`).
-    pub suffix: &'a str,
+    pub suffix: &'static str,
     /// The verdict's title (`Resident memory stays flat`).
     pub title: &'a str,
     /// The unit of the allowance and of the figures reported (`MB`, `fds`).

@@ -173,8 +173,8 @@ fn verdict_table(report: &RunReport) -> Markup {
                     @for (i, r) in report.results.iter().enumerate() {
                         @let label = r.verdict.label();
                         tr class=(label) {
-                            td.key { a href={ "#" (anchor(i, &r.id)) } { code { (r.id) } } }
-                            td.key { (r.clause) }
+                            td.key { a href={ "#" (anchor(i, &r.id.to_string())) } { code { (r.id) } } }
+                            td.key { (r.id.clause()) }
                             td { (r.title) }
                             td { span class={ "badge " (label) } { (label) } }
                             td.text { (or_dash(&r.expected)) }
@@ -193,10 +193,10 @@ fn check_section(index: usize, r: &CheckResult) -> Markup {
     let label = r.verdict.label();
     let trials: Vec<String> = r.trials_ms.iter().map(|t| format!("{t:.1}")).collect();
     html! {
-        section class={ "card check " (label) } id=(anchor(index, &r.id)) {
+        section class={ "card check " (label) } id=(anchor(index, &r.id.to_string())) {
             h2 { span class={ "badge " (label) } { (label) } " " code { (r.id) } " " (r.title) }
             dl.facts {
-                dt { "Clause" } dd { (r.clause) }
+                dt { "Clause" } dd { (r.id.clause()) }
                 dt { "Expected" } dd { (or_dash(&r.expected)) }
                 dt { "Observed" } dd { (or_dash(&r.observed)) }
                 @match &r.verdict {

@@ -12,7 +12,7 @@ const ID_WIDTH: usize = 8;
 /// The verdict's mark and the id, padded to the id column: `✓ T1       ` (in colour, with
 /// the columns it takes).
 pub(super) fn mark_and_id(r: &CheckResult, color: bool) -> (String, usize) {
-    let text = format!("{} {}", symbol(&r.verdict), one_line(&r.id));
+    let text = format!("{} {}", symbol(&r.verdict), one_line(&r.id.to_string()));
     let columns = (chars(&text) + 1).max(ID_WIDTH + 3);
     let fill = " ".repeat(columns - chars(&text));
     let shown = paint(&text, verdict_colour(&r.verdict), color);
