@@ -12,8 +12,8 @@ use plimsoll_spec::Reconciliation;
 use plimsoll_spec::model::Category;
 
 use super::{CheckArgs, run_checks};
-use crate::checks::registry::CheckId;
 use crate::checks::selected;
+use crate::id::CheckId;
 use crate::remote::Target;
 use crate::remote::bridge::{BridgeProcess, RELAY_URL, UPSTREAM_URL};
 use crate::remote::relay::RelayListener;

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
-use crate::checks::registry::{self, CheckId, Run};
+use crate::checks::registry::{self, Run};
 use crate::checks::selected;
+use crate::id::CheckId;
 use crate::remote::Target;
 use crate::report::{ReportFiles, terminal};
 pub use crate::session::Fatal;

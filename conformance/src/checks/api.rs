@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::checks::ctx::Ctx;
-use crate::checks::registry::{Check, CheckId, Run};
+use crate::checks::registry::{Check, Run};
+use crate::id::CheckId;
 use crate::remote::Target;
 
 /// The `API` check's entry in the registry: the evidence the docs print, and `api`, which gathers

@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use plimsoll_spec::{Adopted, Reconciliation, Refused};
 
-use super::registry::{Check, CheckId, Run};
+use super::registry::{Check, Run};
+use crate::id::CheckId;
 use crate::verdict::{CheckResult, Verdict};
 
 const TITLE: &str = "Effective values match the contract";

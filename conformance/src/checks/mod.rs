@@ -15,7 +15,8 @@ pub mod failure;
 pub mod relay;
 pub mod throughput;
 
-pub use registry::{Check, CheckId, Run, UnknownCheck};
+pub use crate::id::{CheckId, UnknownCheck};
+pub use registry::{Check, Run};
 
 use plimsoll_spec::Contract;
 

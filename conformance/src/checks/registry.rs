@@ -2,66 +2,15 @@
 //! it runs. The list of checks itself is [`super::REGISTRY`]; each entry is defined beside the
 //! function it runs, in the module of its clause family.
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
 use super::ctx::Ctx;
+use crate::id::CheckId;
 use crate::remote::Target;
 use crate::verdict::CheckResult;
-
-/// A check's id: a contract clause, or one of the two checks that judge the run as a whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CheckId {
-    /// The target's effective values against the contract (`contract`).
-    Contract,
-    /// One clause (`T1`, ..., `R6`).
-    Clause(ClauseId),
-    /// Every reply of the run against the OpenAPI document and problem schema (`API`).
-    Api,
-}
-
-impl CheckId {
-    /// Every id: the contract, each clause in id order, the API.
-    pub fn all() -> impl Iterator<Item = CheckId> {
-        std::iter::once(CheckId::Contract)
-            .chain(ClauseId::ALL.into_iter().map(CheckId::Clause))
-            .chain(std::iter::once(CheckId::Api))
-    }
-
-    /// The id as `--only`, `--skip` and the reports spell it (`contract`, `T1`, `API`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CheckId::Contract => "contract",
-            CheckId::Clause(id) => id.as_str(),
-            CheckId::Api => "API",
-        }
-    }
-}
-
-impl fmt::Display for CheckId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// An id that names no check; the message lists the known ones.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a check id (known: {known})", known = CheckId::all().map(CheckId::as_str).collect::<Vec<_>>().join(", "))]
-pub struct UnknownCheck(pub String);
-
-/// Case-insensitive, as people type ids on the command line.
-impl FromStr for CheckId {
-    type Err = UnknownCheck;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        CheckId::all()
-            .find(|id| id.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| UnknownCheck(s.to_owned()))
-    }
-}
 
 /// A check that talks to the target. Boxed because a table holds functions, not `async fn`s.
 pub type RunFn = for<'a> fn(&'a Arc<Target>, &'a mut Ctx) -> BoxFuture<'a, ()>;
