@@ -5,6 +5,7 @@
 pub mod check;
 pub mod checks;
 pub mod docs;
+pub mod fault;
 pub mod id;
 pub mod load;
 pub mod remote;
