@@ -528,6 +528,7 @@ pub fn manifest(
         trials: 1,
         seed: 0,
         started_unix_ms,
+        fault: None,
         incomplete: None,
     }
 }

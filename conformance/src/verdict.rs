@@ -192,6 +192,9 @@ pub struct Manifest {
     pub seed: u64,
     /// When the run started, ms since the Unix epoch.
     pub started_unix_ms: u128,
+    /// The fault the run went through (`check --fault`) and every bound it lengthened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<crate::fault::Adjustments>,
     /// Why the run stopped before its end (a stop signal, `--timeout`), when it did: the
     /// results are the checks finished by then.
     #[serde(skip_serializing_if = "Option::is_none")]

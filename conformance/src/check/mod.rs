@@ -3,6 +3,7 @@
 //! a relay bridge whose both ends the checker plays.
 
 pub mod bridge;
+mod fault;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -69,6 +70,15 @@ pub struct CheckArgs {
     /// Trials per timing check (default: the contract's tolerances.trials).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub trials: Option<u32>,
+    /// Run the checks through one fault, as Toxiproxy names it (`latency:latency=50,jitter=10`,
+    /// `slicer:average_size=1,delay=20000`, `reset_peer:timeout=500`, `blackhole`,
+    /// `bandwidth:rate=64`, `slow_close:delay=300`; each takes `stream=upstream|downstream|both`):
+    /// every bound the fault lengthens is listed in the report.
+    #[arg(long, value_name = "SPEC", help_heading = "Run")]
+    pub fault: Option<crate::fault::Fault>,
+    /// Seed of the fault's draws (jitter, slice sizes): the same seed, the same draws.
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Run")]
+    pub seed: u64,
     /// The reports: `--json`, `--junit`, `--html`, `--quiet`.
     #[command(flatten)]
     pub reports: ReportFiles,
@@ -141,20 +151,28 @@ async fn run_suite(
     let expected = reconciliation.effective.clone();
     manifest.trials = args.trials.unwrap_or(expected.tolerances.trials);
     manifest.strict = args.strict;
+    let faulted = fault::begin(args, &subject.url, &expected, &mut manifest).await?;
     partial.begin(&manifest);
     let style = args.reports.style();
     // What is checked, before the first request that could fail.
     println!("{}", terminal::header(&manifest, style));
+    let base = faulted.as_ref().map_or(&subject.url, |f| &f.base);
     let target = Arc::new(
         Target::new(
-            subject.url.clone(),
+            base.clone(),
             expected,
             subject.temp_dir.clone(),
             subject.server_log.clone(),
             manifest.trials,
         )
         .with_relay(subject.relay.clone())
-        .with_process(subject.process(args.subject.pid)),
+        .with_process(subject.process(args.subject.pid))
+        .with_adjustments(
+            faulted
+                .as_ref()
+                .map(|f| f.adjustments.clone())
+                .unwrap_or_default(),
+        ),
     );
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them.
@@ -179,6 +197,7 @@ async fn run_suite(
         "{}",
         terminal::summary(&report, args.reports.html.as_deref(), style)
     );
+    fault::end(faulted);
     Ok(report)
 }
 

@@ -6,17 +6,20 @@
 //! Why our own and not a crate: the Rust ports of Toxiproxy are a client for its Go server
 //! (`toxiproxy_rust`) or unmaintained since 2021 (`noxious`, on tokio-util 0.6 and rand 0.8,
 //! whose draws no seed of ours reproduces), and neither resets a connection with an RST. A
-//! forwarder is small: [`spec`] (the `--fault` grammar), `shape` (one direction's numbers),
+//! forwarder is small: [`spec`] (the `--fault` grammar), [`adjust`] (what a fault adds to
+//! each bound the checks judge by), `shape` (one direction's numbers),
 //! `pump` (one direction's bytes) and [`proxy`] (the listener and its connections).
 
 mod pump;
 mod shape;
 
+pub mod adjust;
 pub mod proxy;
 pub mod spec;
 
 #[cfg(test)]
 mod tests;
 
+pub use adjust::{Adjustment, Adjustments, Bound};
 pub use proxy::{FaultProxy, ProxyError, ProxyOptions};
 pub use spec::{Fault, SpecError, Stream, Toxic};

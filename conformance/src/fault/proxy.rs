@@ -20,6 +20,9 @@ use crate::rng::SplitMix64;
 /// How long the proxy waits for the target to accept a connection before it resets the
 /// client's (a target that does not accept looks the same through the proxy as without it).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The bytes all connections may hold queued at once (64 MB): what bounds the proxy's memory,
+/// whatever the number of connections and the pace of their writers.
+const BYTE_BUDGET: usize = 64 << 20;
 /// The pause after a failed `accept` (out of file descriptors), so the loop cannot spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
@@ -120,6 +123,7 @@ async fn accept_loop(
     accepted: Arc<AtomicU64>,
 ) {
     let slots = Arc::new(Semaphore::new(options.max_connections));
+    let budget = Arc::new(Semaphore::new(BYTE_BUDGET));
     let mut connections = JoinSet::new();
     // Ends when the proxy is dropped (the task is aborted).
     loop {
@@ -136,15 +140,22 @@ async fn accept_loop(
             continue;
         };
         let index = accepted.fetch_add(1, Ordering::Relaxed);
+        let budget = budget.clone();
         connections.spawn(async move {
-            connection(client, upstream, fault, options.seed, index).await;
+            connection(client, upstream, fault, (options.seed, index), budget).await;
             drop(slot);
         });
     }
 }
 
 /// Forwards one connection until both directions end or the fault resets or closes it.
-async fn connection(client: TcpStream, upstream: SocketAddr, fault: Fault, seed: u64, index: u64) {
+async fn connection(
+    client: TcpStream,
+    upstream: SocketAddr,
+    fault: Fault,
+    (seed, index): (u64, u64),
+    budget: Arc<Semaphore>,
+) {
     let server = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(upstream)).await {
         Ok(Ok(server)) => server,
         _ => {
@@ -160,12 +171,19 @@ async fn connection(client: TcpStream, upstream: SocketAddr, fault: Fault, seed:
     let (server_read, server_write) = server.into_split();
     let shape =
         |direction, n| Shape::new(&fault, direction, SplitMix64::stream(seed, 2 * index + n));
-    let up = pump(client_read, server_write, shape(Stream::Upstream, 0), &link);
+    let up = pump(
+        client_read,
+        server_write,
+        shape(Stream::Upstream, 0),
+        &link,
+        budget.clone(),
+    );
     let down = pump(
         server_read,
         client_write,
         shape(Stream::Downstream, 1),
         &link,
+        budget,
     );
     tokio::select! {
         _ = async { tokio::join!(up, down) } => {}

@@ -2,18 +2,23 @@
 //! and a writer that delivers it then, cut and paced as the [`Shape`] says, with the
 //! connection's shared [`Link`] deciding when both sockets are reset or closed.
 //!
-//! Reader and writer are joined by a queue of [`QUEUE`] chunks of at most [`CHUNK`] bytes, so
-//! a direction holds at most about 64 KB however slow its writer is (a full queue stops the
-//! reading, and TCP's own window slows the sender).
+//! Reader and writer are joined by a queue of [`QUEUE`] chunks of at most [`CHUNK`] bytes, and
+//! every queued byte holds a permit of the proxy's byte budget, so the proxy holds at most that
+//! budget whatever its writers' pace (a full queue or budget stops the reading, and TCP's own
+//! window slows the sender). The queue is long enough for the bandwidth-delay product of a
+//! latency toxic (2 MB in flight per direction), so latency does not also cap throughput.
+//!
+//! A peer's reset travels in order with its data: the bytes it sent before are delivered,
+//! then the other peer is reset, as on a real path where the RST follows the segments.
 
 use std::io;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +28,7 @@ use super::spec::{Fault, Toxic};
 /// The largest chunk read at once.
 const CHUNK: usize = 8 * 1024;
 /// Chunks queued between reader and writer, per direction.
-const QUEUE: usize = 8;
+const QUEUE: usize = 256;
 
 /// What one connection's two directions share: the reset (RST both sockets), the close (FIN
 /// both, `timeout`'s end) and `reset_peer`'s byte budget.
@@ -82,10 +87,20 @@ impl Link {
     }
 }
 
-/// A chunk on its way, or the end of the direction (a FIN to pass on).
+/// A chunk on its way (holding its bytes' share of the budget), or the end of the direction:
+/// a FIN or an RST to pass on.
 enum Item {
-    Data { due: Instant, bytes: Vec<u8> },
-    End { due: Instant },
+    Data {
+        due: Instant,
+        bytes: Vec<u8>,
+        _held: OwnedSemaphorePermit,
+    },
+    End {
+        due: Instant,
+    },
+    Reset {
+        due: Instant,
+    },
 }
 
 fn lock(shape: &Mutex<Shape>) -> std::sync::MutexGuard<'_, Shape> {
@@ -94,11 +109,17 @@ fn lock(shape: &Mutex<Shape>) -> std::sync::MutexGuard<'_, Shape> {
 
 /// Forwards `from` to `to` under `shape` until the direction ends, the link is reset or
 /// closed, or either peer fails.
-pub(crate) async fn pump(from: OwnedReadHalf, to: OwnedWriteHalf, shape: Shape, link: &Link) {
+pub(crate) async fn pump(
+    from: OwnedReadHalf,
+    to: OwnedWriteHalf,
+    shape: Shape,
+    link: &Link,
+    budget: Arc<Semaphore>,
+) {
     let shape = Mutex::new(shape);
     let (tx, rx) = mpsc::channel(QUEUE);
     tokio::join!(
-        read_side(from, tx, &shape, link),
+        read_side(from, tx, &shape, link, budget),
         write_side(rx, to, &shape, link)
     );
 }
@@ -108,34 +129,46 @@ async fn read_side(
     tx: mpsc::Sender<Item>,
     shape: &Mutex<Shape>,
     link: &Link,
+    budget: Arc<Semaphore>,
 ) {
     let mut buf = vec![0u8; CHUNK];
     loop {
-        let read = tokio::select! {
+        let item = tokio::select! {
             _ = link.reset.cancelled() => break,
             _ = link.close.cancelled() => break,
-            read = from.read(&mut buf) => read,
+            item = read_item(&mut from, &mut buf, shape, &budget) => item,
         };
-        let due = lock(shape).due(Instant::now());
-        let item = match read {
-            Ok(0) => Item::End { due },
-            Ok(n) => Item::Data {
-                due,
-                bytes: buf[..n].to_vec(),
-            },
-            // The peer reset (or failed): the other peer is reset too, as it would see it.
-            Err(_) => {
-                link.reset.cancel();
-                break;
-            }
-        };
-        let end = matches!(item, Item::End { .. });
-        if tx.send(item).await.is_err() || end {
+        let data = matches!(item, Item::Data { .. });
+        if tx.send(item).await.is_err() || !data {
             break;
         }
     }
     if link.reset.is_cancelled() {
         let _ = from.as_ref().set_zero_linger();
+    }
+}
+
+/// The next chunk read, stamped with its due time once the budget holds its bytes; the end,
+/// or a reset (the peer reset or failed: the other peer is reset too, as it would see it).
+async fn read_item(
+    from: &mut OwnedReadHalf,
+    buf: &mut [u8],
+    shape: &Mutex<Shape>,
+    budget: &Arc<Semaphore>,
+) -> Item {
+    let read = from.read(buf).await;
+    let due = lock(shape).due(Instant::now());
+    match read {
+        Ok(0) => Item::End { due },
+        Ok(n) => match budget.clone().acquire_many_owned(n as u32).await {
+            Ok(held) => Item::Data {
+                due,
+                bytes: buf[..n].to_vec(),
+                _held: held,
+            },
+            Err(_) => Item::Reset { due },
+        },
+        Err(_) => Item::Reset { due },
     }
 }
 
@@ -166,21 +199,33 @@ async fn forward(
     shape: &Mutex<Shape>,
     link: &Link,
 ) -> io::Result<()> {
+    // Once the receiving peer is gone, the rest is read and dropped: its reset or close comes
+    // back the other way, in order with what it sent.
+    let mut gone = false;
     while let Some(item) = rx.recv().await {
         match item {
             Item::End { due } => {
                 let delay = lock(shape).close_delay();
                 tokio::time::sleep_until(due + delay).await;
-                return to.shutdown().await;
+                return if gone { Ok(()) } else { to.shutdown().await };
             }
-            Item::Data { due, bytes } => {
+            Item::Reset { due } => {
                 tokio::time::sleep_until(due).await;
-                if lock(shape).drops() {
+                link.reset.cancel();
+                return Ok(());
+            }
+            Item::Data { due, bytes, .. } => {
+                tokio::time::sleep_until(due).await;
+                if gone || lock(shape).drops() {
                     continue;
                 }
-                if write_pieces(to, &bytes, shape, link).await? {
-                    link.reset.cancel();
-                    return Ok(());
+                match write_pieces(to, &bytes, shape, link).await {
+                    Ok(true) => {
+                        link.reset.cancel();
+                        return Ok(());
+                    }
+                    Ok(false) => {}
+                    Err(_) => gone = true,
                 }
             }
         }

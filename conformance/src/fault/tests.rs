@@ -238,3 +238,26 @@ async fn one_connection_past_the_cap_is_closed_at_once() {
     let read = tokio::time::timeout(MS(1000), first.read(&mut buf)).await;
     assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "{read:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_reset_arrives_after_the_bytes_sent_before_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        socket.write_all(b"HTTP/1.1 413 \r\n\r\n").await.unwrap();
+        socket.set_zero_linger().unwrap();
+    });
+    let (_proxy, mut client) = through(target, "latency:latency=50").await;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    let end = loop {
+        match client.read(&mut buf).await {
+            Ok(0) => break Ok(()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => break Err(e.kind()),
+        }
+    };
+    assert_eq!(got, b"HTTP/1.1 413 \r\n\r\n");
+    assert_eq!(end, Err(ErrorKind::ConnectionReset));
+}

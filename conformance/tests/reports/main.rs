@@ -115,6 +115,7 @@ fn sample() -> RunReport {
             trials: 5,
             seed: 42,
             started_unix_ms: 1_767_225_600_000,
+            fault: None,
             incomplete: None,
         },
         results: vec![pass, fail, skip],

@@ -89,7 +89,7 @@ impl HeldPastDeadline {
     /// tolerance), naming the held stage.
     fn judge_reply(&self, t: &Target, c: &mut Ctx, label: &str, reply: &Reply) {
         c.reply(t, label, reply);
-        let late = t.expected.tolerances.timeout_late_ms;
+        let late = t.bound(crate::fault::Bound::TimeoutLate).as_millis() as u64;
         let elapsed = ms(reply.elapsed);
         let deadline_ms = ms(self.deadline);
         c.require(t.is_error(reply, ErrorCode::Timeout), || {
@@ -225,7 +225,7 @@ impl StallPlan {
     fn new(t: &Target) -> StallPlan {
         let pool = Pool::Digitize;
         let b1 = &t.expected.clauses.b1.value;
-        let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+        let late = t.bound(crate::fault::Bound::TimeoutLate);
         let upload = Duration::from_millis(b1.upload_read_timeout_ms);
         let deadline = t.deadline(pool);
         StallPlan {
@@ -407,7 +407,7 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
 
 async fn b1(t: &Arc<Target>, c: &mut Ctx) {
     let b1 = &t.expected.clauses.b1.value;
-    let late = t.expected.tolerances.timeout_late_ms;
+    let late = t.bound(crate::fault::Bound::TimeoutLate).as_millis() as u64;
     let stop = t.stop_within();
     c.expected = format!(
         "{} {} between {} and {} ms after sending, queue time included (export {} ms), failed_stage = the held stage, slot back within {} ms, no temp files; {} {} within {} ms of a stalled upload, no slot held",

@@ -46,7 +46,7 @@ const RETRY_EVERY: Duration = Duration::from_millis(100);
 async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     let b4 = &t.expected.clauses.b4.value;
     let head = Duration::from_millis(b4.head_timeout_ms);
-    let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    let late = t.bound(crate::fault::Bound::CloseLate);
     let cap = b4.max_connections as usize;
     c.expected = format!(
         "silent, half-sent and idle connections closed {}–{} ms after opening or answering; connection {} closed unanswered within {} ms; open ones still served; a freed place served again",

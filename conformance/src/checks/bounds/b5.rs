@@ -81,7 +81,7 @@ struct Held {
 }
 
 async fn b5(t: &Arc<Target>, c: &mut Ctx) {
-    let refusal = Duration::from_millis(t.expected.tolerances.refusal_latency_ms);
+    let refusal = t.bound(crate::fault::Bound::RefusalLatency);
     let overloaded = t.status(ErrorCode::Overloaded);
     let Some(plan) = plan(t, c) else { return };
     c.expected = format!(

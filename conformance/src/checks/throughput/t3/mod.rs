@@ -280,10 +280,11 @@ fn expected(t: &Target) -> String {
     let t3 = &t.expected.clauses.t3.value;
     let header = &t3.retry_after_header;
     format!(
-        "{} {} within {} ms, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels; a retry after it is admitted",
+        "{} {} within {}, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels; a retry after it is admitted",
         t.status(ErrorCode::Overloaded),
         ErrorCode::Overloaded,
-        tol.refusal_latency_ms,
+        t.adjustments
+            .words(crate::fault::Bound::RefusalLatency, &t.expected),
         t3.format,
         t3.estimator,
         tol.retry_after_jitter_ms,
@@ -311,20 +312,17 @@ impl Samples {
     /// Requires the slowest refusal sent alone, and the median one in a crowd, within the
     /// refusal tolerance.
     fn judge(&self, t: &Target, c: &mut Ctx) -> Figures {
-        let tol = &t.expected.tolerances;
+        let bound = t.bound(crate::fault::Bound::RefusalLatency).as_millis() as u64;
         let (worst, median) = worst_and_median(&self.latencies);
-        c.require(worst <= tol.refusal_latency_ms as f64, || {
-            format!(
-                "slowest refusal took {worst:.1} ms > {} ms",
-                tol.refusal_latency_ms
-            )
+        c.require(worst <= bound as f64, || {
+            format!("slowest refusal took {worst:.1} ms > {bound} ms")
         });
         let (crowd_worst, crowd_median) = worst_and_median(&self.crowded);
         if !self.crowded.is_empty() {
-            c.require(crowd_median <= tol.refusal_latency_ms as f64, || {
+            c.require(crowd_median <= bound as f64, || {
                 format!(
-                    "refusals sent {} at once took {crowd_median:.1} ms at the median > {} ms",
-                    t.expected.clauses.t3.value.window_samples, tol.refusal_latency_ms
+                    "refusals sent {} at once took {crowd_median:.1} ms at the median > {bound} ms",
+                    t.expected.clauses.t3.value.window_samples
                 )
             });
         }
