@@ -12,3 +12,4 @@ pub mod report;
 pub mod rng;
 pub mod session;
 pub mod verdict;
+pub mod waivers;

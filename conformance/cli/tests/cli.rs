@@ -146,6 +146,60 @@ async fn strict_turns_a_skip_into_a_failure_with_its_reason() {
     server.shutdown().await.unwrap();
 }
 
+/// `--waivers`: a known failure waived passes the gate, an expired waiver fails it, and a waiver
+/// for a check that passes is noted (a failure under `--strict`). F3 without `--server-log` is
+/// the failure: a skip that `--strict` fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiver_file_changes_the_verdict_of_a_run() {
+    let server = honest_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = async |waivers: &str, strict: bool| {
+        let file = dir.path().join("waivers.toml");
+        std::fs::write(&file, waivers).unwrap();
+        let json = dir.path().join("report.json");
+        let mut args = strings(&["check", "--target", &server.url(), "--only", "F3"]);
+        args.extend(strings(&["--quiet", "--waivers", file.to_str().unwrap()]));
+        args.extend(strings(&["--json", json.to_str().unwrap()]));
+        if strict {
+            args.push("--strict".into());
+        }
+        let out = plimsoll(args, Duration::from_secs(60)).await;
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (out, report)
+    };
+    let waiver = |check: &str, expires: &str| {
+        format!("[[waiver]]\ncheck = \"{check}\"\nreason = \"no log yet\"\nexpires = {expires}\n")
+    };
+
+    let (out, report) = run(&waiver("F3", "2999-12-31"), true).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("1 waived"), "{stdout}");
+    assert_eq!(result(&report, "F3")["verdict"], "waived");
+    assert_eq!(result(&report, "F3")["waiver"]["state"], "applied");
+
+    let (out, report) = run(&waiver("F3", "2000-01-01"), true).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("expired on 2000-01-01"), "{stdout}");
+    assert_eq!(result(&report, "F3")["waiver"]["state"], "expired");
+
+    let stale = format!(
+        "{}{}",
+        waiver("F3", "2999-12-31"),
+        waiver("contract", "2999-12-31")
+    );
+    let (out, report) = run(&stale, false).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(result(&report, "contract")["verdict"], "pass");
+    assert_eq!(result(&report, "contract")["waiver"]["state"], "unneeded");
+    let (out, _) = run(&stale, true).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("pass although waived"), "{stdout}");
+    server.shutdown().await.unwrap();
+}
+
 /// The broken service of the issue: it claims `stop_within_ms: 5000` and wide tolerances, and
 /// its jobs keep running 2.5 s after the client has gone. With `--allow-overrides` the claim is
 /// refused (the contract check fails), B3 and T3 keep the contract's values, and B3 fails.

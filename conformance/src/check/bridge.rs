@@ -21,6 +21,7 @@ use crate::remote::upstream::Upstream;
 use crate::report::terminal;
 use crate::session::{self, ContractSource, Fatal, Partial, Subject};
 use crate::verdict::RunReport;
+use crate::waivers::Waivers;
 
 /// How long a bridge the checker started has to dial the relay for the first time.
 const FIRST_DIAL_STARTED: Duration = Duration::from_secs(30);
@@ -66,6 +67,7 @@ pub async fn subject(args: &CheckArgs) -> Result<Subject, Fatal> {
 /// the checker could read).
 pub(super) async fn run_suite(
     args: &CheckArgs,
+    waivers: &Waivers,
     source: &ContractSource,
     subject: &Subject,
     partial: &Partial,
@@ -103,7 +105,7 @@ pub(super) async fn run_suite(
             _ => false,
         })
         .collect();
-    let results = run_checks(args, &checks, &target, partial, |_| {
+    let results = run_checks(args, waivers, &checks, &target, partial, |_| {
         unreachable!("bridge mode runs only the relay clauses")
     })
     .await;

@@ -17,6 +17,7 @@ use crate::report::{ReportFiles, terminal};
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectArgs};
 use crate::verdict::{CheckResult, RunReport};
+use crate::waivers::Waivers;
 
 /// `plimsoll check`'s command line: what is checked, which checks run and how, and the reports.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -66,6 +67,11 @@ pub struct CheckArgs {
     /// Skip these check ids (comma-separated). The `contract` check always runs.
     #[arg(long, value_delimiter = ',', value_name = "IDS", help_heading = "Run")]
     pub skip: Vec<CheckId>,
+    /// Known deviations, a TOML file of `[[waiver]]` entries (check, reason, link, expires): a
+    /// waived failure is reported as waived and does not fail the run; an expired waiver fails;
+    /// one for a check that passes is reported as no longer needed (a failure under --strict).
+    #[arg(long, value_name = "FILE", help_heading = "Run")]
+    pub waivers: Option<PathBuf>,
     /// Trials per timing check (default: the contract's tolerances.trials).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub trials: Option<u32>,
@@ -75,6 +81,14 @@ pub struct CheckArgs {
 }
 
 impl CheckArgs {
+    /// The `--waivers` file, read and validated (none: no waivers).
+    pub fn load_waivers(&self) -> Result<Waivers, Fatal> {
+        match &self.waivers {
+            Some(path) => Waivers::load(path).map_err(|e| Fatal::Usage(e.to_string())),
+            None => Ok(Waivers::default()),
+        }
+    }
+
     /// Whether a relay bridge is checked (`--bridge-command` or `--upstream-listen`).
     pub fn bridge_mode(&self) -> bool {
         self.bridge_command.is_some() || self.upstream_listen.is_some()
@@ -124,8 +138,9 @@ async fn run_suite(
     subject: &Subject,
     partial: &Partial,
 ) -> Result<RunReport, Fatal> {
+    let waivers = args.load_waivers()?;
     if subject.upstream.is_some() {
-        return bridge::run_suite(args, source, subject, partial).await;
+        return bridge::run_suite(args, &waivers, source, subject, partial).await;
     }
     // The opening requests (`/v1/contract`) are answered at once by any honest target.
     let client = reqwest::Client::builder()
@@ -170,7 +185,7 @@ async fn run_suite(
     }
 
     let checks: Vec<_> = selected(&args.only, &args.skip).collect();
-    let results = run_checks(args, &checks, &target, partial, |_| {
+    let results = run_checks(args, &waivers, &checks, &target, partial, |_| {
         contract_result(&reconciliation, allow_overrides)
     })
     .await;
@@ -183,9 +198,11 @@ async fn run_suite(
 }
 
 /// Runs `checks` in order against `target`, one progress line each (`session` answers the
-/// checks that judge the session rather than the target); `--strict` turns skips into failures.
+/// checks that judge the session rather than the target); `--strict` turns skips into failures,
+/// then each check's waiver, if any, applies.
 async fn run_checks(
     args: &CheckArgs,
+    waivers: &Waivers,
     checks: &[&'static registry::Check],
     target: &Arc<Target>,
     partial: &Partial,
@@ -194,6 +211,7 @@ async fn run_checks(
     let style = args.reports.style();
     let progress = terminal::Progress::new(checks.len(), style.color);
     let mut results = Vec::new();
+    let today = crate::waivers::today();
     for check in checks {
         let result = match check.run {
             Run::Session => session(check),
@@ -203,7 +221,7 @@ async fn run_checks(
                 registry::run(check, run, target).await
             }
         };
-        let result = if args.strict {
+        let mut result = if args.strict {
             CheckResult {
                 verdict: result.verdict.strict(),
                 ..result
@@ -211,6 +229,7 @@ async fn run_checks(
         } else {
             result
         };
+        waivers.apply_one(&mut result, today, args.strict);
         // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
         progress.line(&terminal::progress_line(&result, style));
         partial.finished(&result);

@@ -78,6 +78,7 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
         evidence,
         trials_ms: Vec::new(),
         timeline: Vec::new(),
+        waiver: None,
     }
 }
 

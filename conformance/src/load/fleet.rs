@@ -180,6 +180,7 @@ mod tests {
             evidence: Vec::new(),
             trials_ms: Vec::new(),
             timeline: Vec::new(),
+            waiver: None,
         };
         let named = replica_result(r.clone(), "http://127.0.0.1:9003");
         assert_eq!(

@@ -63,6 +63,7 @@ fn sample() -> RunReport {
             lane("job 4", 5.0, Some(211.0), 405.0, LaneOutcome::Ok, Some(200)),
             lane("job 5", 6.0, None, 7.0, LaneOutcome::Refused, Some(503)),
         ],
+        waiver: None,
     };
     let fail = CheckResult {
         id: check("T3"),
@@ -82,6 +83,7 @@ fn sample() -> RunReport {
             lane("unknown queue", 4.0, None, 600.0, LaneOutcome::Ok, Some(200)),
             lane("refused", 5.0, None, 5.0, LaneOutcome::Refused, Some(503)),
         ],
+        waiver: None,
     };
     let skip = CheckResult {
         id: check("F4"),
@@ -93,6 +95,7 @@ fn sample() -> RunReport {
         evidence: vec![],
         trials_ms: vec![],
         timeline: vec![],
+        waiver: None,
     };
     RunReport {
         manifest: Manifest {

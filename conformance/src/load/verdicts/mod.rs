@@ -66,6 +66,7 @@ impl Expectations {
             evidence: Vec::new(),
             trials_ms: Vec::new(),
             timeline: Vec::new(),
+            waiver: None,
         }
     }
 

@@ -45,8 +45,12 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
     } else {
         format!(" in {}", format_duration(total_ms(report)))
     };
+    let waived = match report.waived() {
+        0 => String::new(),
+        n => format!(", {n} waived"),
+    };
     let totals = format!(
-        "{} passed{not_applicable}, {} failed, {} skipped{took}",
+        "{} passed{not_applicable}, {} failed, {} skipped{waived}{took}",
         report.passed(),
         report.failed(),
         report.skipped(),
@@ -72,10 +76,16 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
         .iter()
         .filter(|r| r.not_applicable())
         .collect();
+    let waived: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.waiver.is_some())
+        .collect();
     for (title, picked) in [
         ("Failed", failed),
         ("Skipped", skipped),
         ("Not applicable (passed)", not_applicable),
+        ("Waivers", waived),
     ] {
         if picked.is_empty() {
             continue;
@@ -109,7 +119,7 @@ fn entry(out: &mut String, r: &CheckResult, style: Style) {
             facts.push(("observed", one_line(&r.observed)));
             facts.push(("why", one_line(why)));
         }
-        Verdict::Skip(why) => facts.push(("why", one_line(why))),
+        Verdict::Skip(why) | Verdict::Waived(why) => facts.push(("why", one_line(why))),
         Verdict::Pass => facts.push((
             "why",
             one_line(
@@ -118,6 +128,9 @@ fn entry(out: &mut String, r: &CheckResult, style: Style) {
                     .unwrap_or(&r.observed),
             ),
         )),
+    }
+    if let Some(note) = &r.waiver {
+        facts.push(("waiver", note.to_string()));
     }
     let indent = LABEL_INDENT + LABEL_WIDTH;
     for (label, text) in facts {

@@ -5,6 +5,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use crate::id::ResultId;
+pub mod waiver;
+
+use waiver::WaiverNote;
 
 /// pass | fail | skip, with the reason for the last two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -16,6 +19,9 @@ pub enum Verdict {
     Fail(String),
     /// The evidence could not be gathered; the reason says what was missing.
     Skip(String),
+    /// The clause was broken, but a waiver (`--waivers`) accepts it for now: the reason is the
+    /// failure's, with the waiver's. Does not fail the run.
+    Waived(String),
 }
 
 impl Verdict {
@@ -39,6 +45,7 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail(_) => "fail",
             Verdict::Skip(_) => "skip",
+            Verdict::Waived(_) => "waived",
         }
     }
 }
@@ -102,6 +109,9 @@ pub struct CheckResult {
     pub trials_ms: Vec<f64>,
     /// Every request the check sent, for the HTML report's timeline.
     pub timeline: Vec<Lane>,
+    /// The waiver (`--waivers`) naming this check, and what it came to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiver: Option<WaiverNote>,
 }
 
 /// How a check that does not apply to the target's values words its observation: a pass whose
@@ -145,6 +155,13 @@ impl RunReport {
     /// [`passed`](Self::passed) too).
     pub fn not_applicable(&self) -> usize {
         self.results.iter().filter(|r| r.not_applicable()).count()
+    }
+    /// Failures a waiver (`--waivers`) accepts for now: they do not fail the run.
+    pub fn waived(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Waived(_)))
+            .count()
     }
     /// Checks skipped for missing evidence (none under `--strict`, which fails them).
     pub fn skipped(&self) -> usize {
