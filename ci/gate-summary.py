@@ -15,7 +15,7 @@ from pathlib import Path
 
 # A cell longer than this is cut: GitHub keeps at most 1 MiB of a step's summary.
 CELL = 400
-ICON = {"pass": "✅ pass", "fail": "❌ fail", "skip": "⚪ skip"}
+ICON = {"pass": "✅ pass", "fail": "❌ fail", "skip": "⚪ skip", "waived": "🟡 waived"}
 
 
 def cell(text: str) -> str:
@@ -40,11 +40,13 @@ def why(result: dict) -> str:
         return "; ".join(p for p in parts if p)
     if verdict == "skip":
         return f"skipped: {reason}"
+    if verdict == "waived":
+        return f"waived: {reason}"
     return observed if observed.startswith("not applicable:") else ""
 
 
 def render(report_dir: Path, steps: list[str], code: int) -> str:
-    rows, notes, counts = [], [], {"pass": 0, "fail": 0, "skip": 0}
+    rows, notes, counts = [], [], {"pass": 0, "fail": 0, "skip": 0, "waived": 0}
     manifest = None
     for step in steps:
         name, path = step_report(report_dir, step)
@@ -73,8 +75,9 @@ def render(report_dir: Path, steps: list[str], code: int) -> str:
             f"strict {'on' if manifest.get('strict') else 'off'}."
         )
     out.append(
-        f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped "
-        f"(exit {code}). Reports (JUnit `*.junit.xml`, HTML `*.html`, JSON `*.json`): "
+        f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
+        + (f", {counts['waived']} waived" if counts["waived"] else "")
+        + f" (exit {code}). Reports (JUnit `*.junit.xml`, HTML `*.html`, JSON `*.json`): "
         f"`{cell(str(report_dir))}`."
     )
     out += [f"- {n}" for n in notes]
