@@ -159,6 +159,8 @@ mod tests {
             evidence: Vec::new(),
             trials_ms: Vec::new(),
             timeline: Vec::new(),
+            figures: Vec::new(),
+            deltas: Vec::new(),
             waiver: None,
         }
     }

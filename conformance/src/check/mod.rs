@@ -7,6 +7,7 @@ pub mod bridge;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::baseline::{Baseline, BaselineArgs};
 pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, Run};
@@ -78,17 +79,12 @@ pub struct CheckArgs {
     /// The reports: `--json`, `--junit`, `--html`, `--quiet`.
     #[command(flatten)]
     pub reports: ReportFiles,
+    /// An earlier run to compare the figures with: `--baseline`, `--fail-on-regression`.
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }
 
 impl CheckArgs {
-    /// The `--waivers` file, read and validated (none: no waivers).
-    pub fn load_waivers(&self) -> Result<Waivers, Fatal> {
-        match &self.waivers {
-            Some(path) => Waivers::load(path).map_err(|e| Fatal::Usage(e.to_string())),
-            None => Ok(Waivers::default()),
-        }
-    }
-
     /// Whether a relay bridge is checked (`--bridge-command` or `--upstream-listen`).
     pub fn bridge_mode(&self) -> bool {
         self.bridge_command.is_some() || self.upstream_listen.is_some()
@@ -138,9 +134,9 @@ async fn run_suite(
     subject: &Subject,
     partial: &Partial,
 ) -> Result<RunReport, Fatal> {
-    let waivers = args.load_waivers()?;
+    let judging = Judging::of(args)?;
     if subject.upstream.is_some() {
-        return bridge::run_suite(args, &waivers, source, subject, partial).await;
+        return bridge::run_suite(args, &judging, source, subject, partial).await;
     }
     // The opening requests (`/v1/contract`) are answered at once by any honest target.
     let client = reqwest::Client::builder()
@@ -185,7 +181,7 @@ async fn run_suite(
     }
 
     let checks: Vec<_> = selected(&args.only, &args.skip).collect();
-    let results = run_checks(args, &waivers, &checks, &target, partial, |_| {
+    let results = run_checks(args, &judging, &checks, &target, partial, |_| {
         contract_result(&reconciliation, allow_overrides)
     })
     .await;
@@ -197,12 +193,41 @@ async fn run_suite(
     Ok(report)
 }
 
+/// What a finished check's verdict is judged against besides the target: the `--baseline`
+/// run's figures and the `--waivers`, both read before the first request, so a bad file stops
+/// the run at once (exit 2).
+pub(crate) struct Judging {
+    baseline: Option<Baseline>,
+    waivers: Waivers,
+}
+
+impl Judging {
+    fn of(args: &CheckArgs) -> Result<Judging, Fatal> {
+        let usage = |e: &dyn std::fmt::Display| Fatal::Usage(e.to_string());
+        let waivers = match &args.waivers {
+            Some(path) => Waivers::load(path).map_err(|e| usage(&e))?,
+            None => Waivers::default(),
+        };
+        let baseline = args.baseline.load().map_err(|e| usage(&e))?;
+        Ok(Judging { baseline, waivers })
+    }
+
+    /// The baseline first (a regression may fail the check), then the check's waiver (which
+    /// may waive that failure as any other).
+    fn judge(&self, result: &mut CheckResult, args: &CheckArgs, today: time::Date) {
+        if let Some(baseline) = &self.baseline {
+            baseline.compare(result, args.baseline.fail_on_regression);
+        }
+        self.waivers.apply_one(result, today, args.strict);
+    }
+}
+
 /// Runs `checks` in order against `target`, one progress line each (`session` answers the
 /// checks that judge the session rather than the target); `--strict` turns skips into failures,
-/// then each check's waiver, if any, applies.
+/// then the `--baseline` comparison, then each check's waiver, if any.
 async fn run_checks(
     args: &CheckArgs,
-    waivers: &Waivers,
+    judging: &Judging,
     checks: &[&'static registry::Check],
     target: &Arc<Target>,
     partial: &Partial,
@@ -229,7 +254,7 @@ async fn run_checks(
         } else {
             result
         };
-        waivers.apply_one(&mut result, today, args.strict);
+        judging.judge(&mut result, args, today);
         // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
         progress.line(&terminal::progress_line(&result, style));
         partial.finished(&result);

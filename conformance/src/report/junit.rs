@@ -26,6 +26,9 @@ fn details(r: &CheckResult) -> String {
     if let Some(note) = &r.waiver {
         out.push_str(&format!("waiver: {note}\n"));
     }
+    for delta in &r.deltas {
+        out.push_str(&format!("baseline: {delta}\n"));
+    }
     if !r.trials_ms.is_empty() {
         let trials: Vec<String> = r.trials_ms.iter().map(|t| format!("{t:.1}")).collect();
         out.push_str(&format!("trials_ms: {}\n", trials.join(", ")));

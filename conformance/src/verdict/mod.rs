@@ -5,8 +5,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use crate::id::ResultId;
+pub mod figure;
 pub mod waiver;
 
+use figure::{Delta, Figure};
 use waiver::WaiverNote;
 
 /// pass | fail | skip, with the reason for the last two.
@@ -109,6 +111,12 @@ pub struct CheckResult {
     pub trials_ms: Vec<f64>,
     /// Every request the check sent, for the HTML report's timeline.
     pub timeline: Vec<Lane>,
+    /// What the check measured, kept for a later run's `--baseline`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<Figure>,
+    /// Each figure against the `--baseline` run's, when one was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deltas: Vec<Delta>,
     /// The waiver (`--waivers`) naming this check, and what it came to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiver: Option<WaiverNote>,
@@ -172,9 +180,15 @@ impl RunReport {
     }
 }
 
+/// The version of the JSON report's layout (`manifest.report_schema`): raised when a member
+/// changes meaning or goes, so a `--baseline` of another layout is refused rather than misread.
+pub const REPORT_SCHEMA: u32 = 1;
+
 /// How the run was made, so a result can be reproduced and compared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Manifest {
+    /// [`REPORT_SCHEMA`]: the layout of this report.
+    pub report_schema: u32,
     /// What made the run: `plimsoll` for `check`, the profile's command line for `load`.
     pub tool: String,
     /// The checker's version: which checks ran, and how they judged.

@@ -181,6 +181,8 @@ fn full_run() -> RunReport {
             evidence: vec![],
             trials_ms: vec![],
             timeline: vec![],
+            figures: Vec::new(),
+            deltas: Vec::new(),
             waiver: None,
         })
         .collect();
@@ -216,6 +218,8 @@ fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_pass() {
         evidence: vec![],
         trials_ms: vec![],
         timeline: vec![],
+        figures: Vec::new(),
+        deltas: Vec::new(),
         waiver: None,
     });
     let html = Path::new("report.html");

@@ -209,6 +209,10 @@ fn check_section(index: usize, r: &CheckResult) -> Markup {
                 @if let Some(note) = &r.waiver {
                     dt { "Waiver" } dd { (note) }
                 }
+                @if !r.deltas.is_empty() {
+                    dt { "Against the baseline" }
+                    dd { @for d in &r.deltas { div.reason[d.regressed] { (d) } } }
+                }
                 dt { "Duration" } dd { (format_ms(r.duration_ms)) }
                 @if !trials.is_empty() {
                     dt { "Trials (ms)" } dd.mono { (trials.join(", ")) }
