@@ -2,6 +2,7 @@
 
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
+pub mod baseline;
 pub mod check;
 pub mod checks;
 pub mod docs;
@@ -13,3 +14,4 @@ pub mod report;
 pub mod rng;
 pub mod session;
 pub mod verdict;
+pub mod waivers;

@@ -512,6 +512,7 @@ pub fn manifest(
         .unwrap_or_default()
         .as_millis();
     Manifest {
+        report_schema: crate::verdict::REPORT_SCHEMA,
         tool,
         version: env!("CARGO_PKG_VERSION").into(),
         target: subject.url.clone(),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gate the Python example service the way a user's CI gates its own service: install its
 # requirements, run its unit tests, start it with test hooks on, wait for /healthz, run
-# ci/gate.sh against it, stop it.
+# ci/gate.sh against it (or ci/action.sh, the GitHub Action's step), stop it.
 #
 #   bash examples/python-service/gate.sh              # scaled run (fast): small timeouts, a queue
 #   MODE=contract bash examples/python-service/gate.sh  # the contract's own values (B1 waits 60 s)
@@ -14,6 +14,9 @@
 #   GATE_STEPS, LOAD_DURATION, CHECK_ARGS, LOAD_ARGS, STRICT   passed on to ci/gate.sh
 #                 (STRICT=1, its default, makes every skipped check fail)
 #   PYTHON        the interpreter (default python3)
+#   VIA_ACTION    1: run the gate through ci/action.sh, the GitHub Action's one step, with the
+#                 settings above passed as the action's INPUT_* variables (as action.yml does);
+#                 it also appends its Markdown summary to GITHUB_STEP_SUMMARY when that is set
 # Exit: ci/gate.sh's (0 pass, 1 a clause failed, 2 a step could not run); 2 if the service
 # could not be installed or started.
 set -uo pipefail
@@ -68,9 +71,20 @@ fi
 read -r -a extra <<< "${CHECK_ARGS:-}"
 load_args="${LOAD_ARGS:-}"
 [[ "$MODE" == scaled ]] && load_args="--allow-overrides $load_args"
-TARGET="http://127.0.0.1:$PORT" TEMP_DIR="$work/tmp" SERVER_LOG="$work/service.jsonl" \
-  CHECK_ARGS="${check_args[*]} ${extra[*]}" LOAD_ARGS="$load_args" \
-  bash "$root/ci/gate.sh"
+if [[ "${VIA_ACTION:-0}" == 1 ]]; then
+  strict=${STRICT:-1}
+  case "$strict" in 1) strict=true ;; 0) strict=false ;; esac
+  INPUT_TARGET="http://127.0.0.1:$PORT" INPUT_TEMP_DIR="$work/tmp" INPUT_SERVER_LOG="$work/service.jsonl" \
+    INPUT_STEPS="${GATE_STEPS:-check burst overload}" INPUT_STRICT="$strict" \
+    INPUT_ALLOW_OVERRIDES="$([[ "$MODE" == scaled ]] && echo true || echo false)" \
+    INPUT_REPORTS="$REPORT_DIR" INPUT_LOAD_DURATION="${LOAD_DURATION:-10}" \
+    INPUT_CHECK_ARGS="${CHECK_ARGS:-}" INPUT_LOAD_ARGS="${LOAD_ARGS:-}" \
+    bash "$root/ci/action.sh"
+else
+  TARGET="http://127.0.0.1:$PORT" TEMP_DIR="$work/tmp" SERVER_LOG="$work/service.jsonl" \
+    CHECK_ARGS="${check_args[*]} ${extra[*]}" LOAD_ARGS="$load_args" \
+    bash "$root/ci/gate.sh"
+fi
 code=$?
 if (( code != 0 )); then
   echo "==> python-service: the service's output (last 40 lines)"

@@ -146,6 +146,137 @@ async fn strict_turns_a_skip_into_a_failure_with_its_reason() {
     server.shutdown().await.unwrap();
 }
 
+/// `--waivers`: a known failure waived passes the gate, an expired waiver fails it, and a waiver
+/// for a check that passes is noted (a failure under `--strict`). F3 without `--server-log` is
+/// the failure: a skip that `--strict` fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiver_file_changes_the_verdict_of_a_run() {
+    let server = honest_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = async |waivers: &str, strict: bool| {
+        let file = dir.path().join("waivers.toml");
+        std::fs::write(&file, waivers).unwrap();
+        let json = dir.path().join("report.json");
+        let mut args = strings(&["check", "--target", &server.url(), "--only", "F3"]);
+        args.extend(strings(&["--quiet", "--waivers", file.to_str().unwrap()]));
+        args.extend(strings(&["--json", json.to_str().unwrap()]));
+        if strict {
+            args.push("--strict".into());
+        }
+        let out = plimsoll(args, Duration::from_secs(60)).await;
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (out, report)
+    };
+    let waiver = |check: &str, expires: &str| {
+        format!("[[waiver]]\ncheck = \"{check}\"\nreason = \"no log yet\"\nexpires = {expires}\n")
+    };
+
+    let (out, report) = run(&waiver("F3", "2999-12-31"), true).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("1 waived"), "{stdout}");
+    assert_eq!(result(&report, "F3")["verdict"], "waived");
+    assert_eq!(result(&report, "F3")["waiver"]["state"], "applied");
+
+    let (out, report) = run(&waiver("F3", "2000-01-01"), true).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("expired on 2000-01-01"), "{stdout}");
+    assert_eq!(result(&report, "F3")["waiver"]["state"], "expired");
+
+    let stale = format!(
+        "{}{}",
+        waiver("F3", "2999-12-31"),
+        waiver("contract", "2999-12-31")
+    );
+    let (out, report) = run(&stale, false).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(result(&report, "contract")["verdict"], "pass");
+    assert_eq!(result(&report, "contract")["waiver"]["state"], "unneeded");
+    let (out, _) = run(&stale, true).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("pass although waived"), "{stdout}");
+    server.shutdown().await.unwrap();
+}
+
+/// `--baseline`: a figure that moved the worse way beyond the noise is flagged, and fails the
+/// run with `--fail-on-regression`. The baseline is the run's own report with B5's refusal
+/// latency 10 ms faster than it was: a past no server can have beaten by that much.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_baseline_flags_a_regression_and_fails_it_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let first = plimsoll(
+        strings(&[
+            "check",
+            "--only",
+            "B5",
+            "--quiet",
+            "--json",
+            &path("first.json"),
+        ]),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(first.status.code(), Some(0));
+    let mut report: Value =
+        serde_json::from_slice(&std::fs::read(path("first.json")).unwrap()).unwrap();
+    assert_eq!(report["manifest"]["report_schema"], 1);
+    let figure = &mut report["results"][1]["figures"][0];
+    assert_eq!(figure["name"], "refusal latency", "{figure}");
+    let faster: Vec<f64> = figure["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() - 10.0)
+        .collect();
+    figure["samples"] = serde_json::json!(faster);
+    std::fs::write(path("baseline.json"), report.to_string()).unwrap();
+
+    let run = async |fail: bool| {
+        let mut args = strings(&[
+            "check",
+            "--only",
+            "B5",
+            "--quiet",
+            "--baseline",
+            &path("baseline.json"),
+        ]);
+        args.extend(strings(&["--json", &path("now.json")]));
+        if fail {
+            args.push("--fail-on-regression".into());
+        }
+        let out = plimsoll(args, Duration::from_secs(60)).await;
+        let now: Value = serde_json::from_slice(&std::fs::read(path("now.json")).unwrap()).unwrap();
+        (out, now)
+    };
+    let (flagged, now) = run(false).await;
+    let stdout = flat(&String::from_utf8_lossy(&flagged.stdout));
+    assert_eq!(flagged.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("Against the baseline: 1 figure(s), 1 regressed"),
+        "{stdout}"
+    );
+    assert_eq!(result(&now, "B5")["deltas"][0]["regressed"], true);
+    assert_eq!(result(&now, "B5")["verdict"], "pass");
+
+    let (failed, now) = run(true).await;
+    let stdout = flat(&String::from_utf8_lossy(&failed.stdout));
+    assert_eq!(failed.status.code(), Some(1), "{stdout}");
+    let why = result(&now, "B5")["reason"].as_str().unwrap().to_owned();
+    assert!(why.starts_with("regressed against the baseline"), "{why}");
+
+    std::fs::write(path("old.json"), r#"{"manifest": {}, "results": []}"#).unwrap();
+    let old = plimsoll(
+        strings(&["check", "--quiet", "--baseline", &path("old.json")]),
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(old.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&old.stderr).contains("report schema 0"));
+}
+
 /// The broken service of the issue: it claims `stop_within_ms: 5000` and wide tolerances, and
 /// its jobs keep running 2.5 s after the client has gone. With `--allow-overrides` the claim is
 /// refused (the contract check fails), B3 and T3 keep the contract's values, and B3 fails.

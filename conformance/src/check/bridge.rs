@@ -11,7 +11,7 @@ use std::time::Duration;
 use plimsoll_spec::Reconciliation;
 use plimsoll_spec::model::Category;
 
-use super::{CheckArgs, run_checks};
+use super::{CheckArgs, Judging, run_checks};
 use crate::checks::selected;
 use crate::id::CheckId;
 use crate::remote::Target;
@@ -66,6 +66,7 @@ pub async fn subject(args: &CheckArgs) -> Result<Subject, Fatal> {
 /// the checker could read).
 pub(super) async fn run_suite(
     args: &CheckArgs,
+    judging: &Judging,
     source: &ContractSource,
     subject: &Subject,
     partial: &Partial,
@@ -103,7 +104,7 @@ pub(super) async fn run_suite(
             _ => false,
         })
         .collect();
-    let results = run_checks(args, &checks, &target, partial, |_| {
+    let results = run_checks(args, judging, &checks, &target, partial, |_| {
         unreachable!("bridge mode runs only the relay clauses")
     })
     .await;

@@ -8,6 +8,7 @@ mod fault;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::baseline::{Baseline, BaselineArgs};
 pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, Run};
@@ -18,6 +19,7 @@ use crate::report::{ReportFiles, terminal};
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectArgs};
 use crate::verdict::{CheckResult, RunReport};
+use crate::waivers::Waivers;
 
 /// `plimsoll check`'s command line: what is checked, which checks run and how, and the reports.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -67,6 +69,11 @@ pub struct CheckArgs {
     /// Skip these check ids (comma-separated). The `contract` check always runs.
     #[arg(long, value_delimiter = ',', value_name = "IDS", help_heading = "Run")]
     pub skip: Vec<CheckId>,
+    /// Known deviations, a TOML file of `[[waiver]]` entries (check, reason, link, expires): a
+    /// waived failure is reported as waived and does not fail the run; an expired waiver fails;
+    /// one for a check that passes is reported as no longer needed (a failure under --strict).
+    #[arg(long, value_name = "FILE", help_heading = "Run")]
+    pub waivers: Option<PathBuf>,
     /// Trials per timing check (default: the contract's tolerances.trials).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub trials: Option<u32>,
@@ -82,6 +89,9 @@ pub struct CheckArgs {
     /// The reports: `--json`, `--junit`, `--html`, `--quiet`.
     #[command(flatten)]
     pub reports: ReportFiles,
+    /// An earlier run to compare the figures with: `--baseline`, `--fail-on-regression`.
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }
 
 impl CheckArgs {
@@ -134,8 +144,9 @@ async fn run_suite(
     subject: &Subject,
     partial: &Partial,
 ) -> Result<RunReport, Fatal> {
+    let judging = Judging::of(args)?;
     if subject.upstream.is_some() {
-        return bridge::run_suite(args, source, subject, partial).await;
+        return bridge::run_suite(args, &judging, source, subject, partial).await;
     }
     // The opening requests (`/v1/contract`) are answered at once by any honest target.
     let client = reqwest::Client::builder()
@@ -188,7 +199,7 @@ async fn run_suite(
     }
 
     let checks: Vec<_> = selected(&args.only, &args.skip).collect();
-    let results = run_checks(args, &checks, &target, partial, |_| {
+    let results = run_checks(args, &judging, &checks, &target, partial, |_| {
         contract_result(&reconciliation, allow_overrides)
     })
     .await;
@@ -201,10 +212,41 @@ async fn run_suite(
     Ok(report)
 }
 
+/// What a finished check's verdict is judged against besides the target: the `--baseline`
+/// run's figures and the `--waivers`, both read before the first request, so a bad file stops
+/// the run at once (exit 2).
+pub(crate) struct Judging {
+    baseline: Option<Baseline>,
+    waivers: Waivers,
+}
+
+impl Judging {
+    fn of(args: &CheckArgs) -> Result<Judging, Fatal> {
+        let usage = |e: &dyn std::fmt::Display| Fatal::Usage(e.to_string());
+        let waivers = match &args.waivers {
+            Some(path) => Waivers::load(path).map_err(|e| usage(&e))?,
+            None => Waivers::default(),
+        };
+        let baseline = args.baseline.load().map_err(|e| usage(&e))?;
+        Ok(Judging { baseline, waivers })
+    }
+
+    /// The baseline first (a regression may fail the check), then the check's waiver (which
+    /// may waive that failure as any other).
+    fn judge(&self, result: &mut CheckResult, args: &CheckArgs, today: time::Date) {
+        if let Some(baseline) = &self.baseline {
+            baseline.compare(result, args.baseline.fail_on_regression);
+        }
+        self.waivers.apply_one(result, today, args.strict);
+    }
+}
+
 /// Runs `checks` in order against `target`, one progress line each (`session` answers the
-/// checks that judge the session rather than the target); `--strict` turns skips into failures.
+/// checks that judge the session rather than the target); `--strict` turns skips into failures,
+/// then the `--baseline` comparison, then each check's waiver, if any.
 async fn run_checks(
     args: &CheckArgs,
+    judging: &Judging,
     checks: &[&'static registry::Check],
     target: &Arc<Target>,
     partial: &Partial,
@@ -213,6 +255,7 @@ async fn run_checks(
     let style = args.reports.style();
     let progress = terminal::Progress::new(checks.len(), style.color);
     let mut results = Vec::new();
+    let today = crate::waivers::today();
     for check in checks {
         let result = match check.run {
             Run::Session => session(check),
@@ -222,7 +265,7 @@ async fn run_checks(
                 registry::run(check, run, target).await
             }
         };
-        let result = if args.strict {
+        let mut result = if args.strict {
             CheckResult {
                 verdict: result.verdict.strict(),
                 ..result
@@ -230,6 +273,7 @@ async fn run_checks(
         } else {
             result
         };
+        judging.judge(&mut result, args, today);
         // One line per finished check: above the spinner on a terminal, plain lines in CI logs.
         progress.line(&terminal::progress_line(&result, style));
         partial.finished(&result);

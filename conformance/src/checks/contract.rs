@@ -78,6 +78,9 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
         evidence,
         trials_ms: Vec::new(),
         timeline: Vec::new(),
+        figures: Vec::new(),
+        deltas: Vec::new(),
+        waiver: None,
     }
 }
 

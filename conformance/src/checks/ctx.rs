@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::{ErrorCode, Stage};
 
 use crate::remote::{Reply, Target, is_success};
+use crate::verdict::figure::{Figure, Unit};
 use crate::verdict::{Lane, LaneOutcome, NOT_APPLICABLE, Verdict};
 
 /// What one check builds up while it runs; the registry turns it into its result.
@@ -25,6 +26,8 @@ pub struct Ctx {
     pub lanes: Vec<Lane>,
     /// Per-trial measurements of a timing check (worst judged, median reported).
     pub trials_ms: Vec<f64>,
+    /// What the check measured, kept for a later run's `--baseline` ([`Ctx::figure`]).
+    pub figures: Vec<Figure>,
     /// Busy digitize workers when the check started: a check answers only for the capacity it
     /// could have lost itself.
     pub baseline_busy: f64,
@@ -41,6 +44,7 @@ impl Ctx {
             expected: String::new(),
             observed: String::new(),
             evidence: Vec::new(),
+            figures: Vec::new(),
             lanes: Vec::new(),
             trials_ms: Vec::new(),
         }
@@ -103,6 +107,16 @@ impl Ctx {
                 )
             },
         );
+    }
+
+    /// Keeps one sample of a measured figure for a later run's `--baseline`, in ms, where less
+    /// is better, as every figure of the checks is (latencies, lateness): trials of one figure
+    /// add up under its name.
+    pub fn sample(&mut self, name: &str, ms: f64) {
+        match self.figures.iter_mut().find(|f| f.name == name) {
+            Some(figure) => figure.samples.push(ms),
+            None => self.figures.push(Figure::lower(name, Unit::Ms, vec![ms])),
+        }
     }
 
     /// The check could not gather its evidence (a file it was not given, a target that refuses

@@ -104,6 +104,9 @@ pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult
         evidence: c.evidence,
         trials_ms: c.trials_ms,
         timeline: c.lanes,
+        figures: c.figures,
+        deltas: Vec::new(),
+        waiver: None,
     }
 }
 

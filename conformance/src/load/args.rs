@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::prediction::Balancer;
+use crate::baseline::BaselineArgs;
 use crate::report::ReportFiles;
 use crate::session::{Fatal, SubjectArgs};
 
@@ -115,6 +116,9 @@ pub struct LoadArgs {
     /// The verdict reports: `--json`, `--junit`, `--html`, `--quiet`.
     #[command(flatten)]
     pub reports: ReportFiles,
+    /// An earlier run to compare the figures with: `--baseline`, `--fail-on-regression`.
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
     /// Write goose's own report here (.html, .json or .md).
     #[arg(long, value_name = "FILE", help_heading = "Reports")]
     pub report: Option<PathBuf>,
@@ -138,6 +142,7 @@ impl LoadArgs {
             locust_bind: "127.0.0.1".into(),
             seed: 1,
             reports: ReportFiles::quiet(),
+            baseline: BaselineArgs::default(),
             report: None,
         }
     }

@@ -180,6 +180,9 @@ mod tests {
             evidence: Vec::new(),
             trials_ms: Vec::new(),
             timeline: Vec::new(),
+            figures: Vec::new(),
+            deltas: Vec::new(),
+            waiver: None,
         };
         let named = replica_result(r.clone(), "http://127.0.0.1:9003");
         assert_eq!(

@@ -205,13 +205,13 @@ fn lightest_request(expected: &Contract) -> RequestTemplate {
     }
 }
 
-async fn run_profile(
+/// The run's client and its opening: the target's claim reconciled with the contract, and the
+/// manifest of a load run.
+async fn open(
     args: &LoadArgs,
     source: &ContractSource,
     subject: &Subject,
-    process: ProcessSource,
-    partial: &Partial,
-) -> Result<RunReport, Fatal> {
+) -> Result<(reqwest::Client, Opening), Fatal> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
@@ -225,14 +225,31 @@ async fn run_profile(
         None => None,
     };
     let claimant = first_replica.as_ref().unwrap_or(subject);
-    let Opening {
-        reconciliation,
-        allow_overrides,
-        mut manifest,
-    } = session::open(&client, tool, &args.subject, source, claimant).await?;
+    let mut opening = session::open(&client, tool, &args.subject, source, claimant).await?;
+    let manifest = &mut opening.manifest;
     manifest.seed = args.seed;
     manifest.target = subject.url.clone();
     manifest.mode = subject.mode().as_str().into();
+    Ok((client, opening))
+}
+
+async fn run_profile(
+    args: &LoadArgs,
+    source: &ContractSource,
+    subject: &Subject,
+    process: ProcessSource,
+    partial: &Partial,
+) -> Result<RunReport, Fatal> {
+    let baseline = args
+        .baseline
+        .load()
+        .map_err(|e| Fatal::Usage(e.to_string()))?;
+    let (client, opening) = open(args, source, subject).await?;
+    let Opening {
+        reconciliation,
+        allow_overrides,
+        manifest,
+    } = opening;
     partial.begin(&manifest);
     let expected = reconciliation.effective.clone();
 
@@ -274,6 +291,11 @@ async fn run_profile(
         _ => profiles::rate::run(args, &ctx, &calibration, &process).await?,
     };
     results.extend(profile_results);
+    if let Some(baseline) = &baseline {
+        for r in &mut results {
+            baseline.compare(r, args.baseline.fail_on_regression);
+        }
+    }
 
     let report = RunReport { manifest, results };
     print!(

@@ -87,3 +87,51 @@ fn json_round_trips_with_a_stable_field_order() {
     assert!(text.contains("\n  \"manifest\": {"), "pretty-printed");
     assert_eq!(json::render(&run).unwrap(), text);
 }
+
+/// docs/conformance.md's table of the JSON report names every member the report can have, so
+/// an implementer's script written from the docs reads every member there is.
+#[test]
+fn the_documented_json_members_are_the_reports() {
+    use plimsoll_conformance::verdict::figure::{Delta, Figure, Unit};
+    use plimsoll_conformance::verdict::waiver::{Waiver, WaiverNote, WaiverState};
+
+    let mut run = sample();
+    run.manifest.incomplete = Some("stopped by SIGTERM".into());
+    let figure = Figure::lower("refusal latency", Unit::Ms, vec![1.0, 2.0]);
+    run.results[0].deltas = vec![Delta::between(&figure, &figure).unwrap()];
+    run.results[0].figures = vec![figure];
+    run.results[0].waiver = Some(WaiverNote {
+        waiver: Waiver {
+            check: "T1".parse().unwrap(),
+            reason: "r".into(),
+            link: None,
+            expires: time::Date::MIN,
+        },
+        state: WaiverState::Unneeded,
+    });
+    let value: Value = serde_json::to_value(&run).unwrap();
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/conformance.md"),
+    )
+    .unwrap();
+    let keys = |v: &Value, prefix: &str| -> Vec<String> {
+        v.as_object()
+            .unwrap()
+            .keys()
+            .map(|k| format!("`{prefix}{k}`"))
+            .collect()
+    };
+    let mut members = keys(&value["manifest"], "manifest.");
+    for r in value["results"].as_array().unwrap() {
+        members.extend(keys(r, "results[]."));
+    }
+    let undocumented: Vec<&String> = members
+        .iter()
+        .filter(|m| !docs.contains(m.as_str()))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in docs/conformance.md: {undocumented:?}"
+    );
+    assert_eq!(value["manifest"]["report_schema"], 1);
+}

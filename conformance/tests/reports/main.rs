@@ -63,6 +63,9 @@ fn sample() -> RunReport {
             lane("job 4", 5.0, Some(211.0), 405.0, LaneOutcome::Ok, Some(200)),
             lane("job 5", 6.0, None, 7.0, LaneOutcome::Refused, Some(503)),
         ],
+        figures: Vec::new(),
+        deltas: Vec::new(),
+        waiver: None,
     };
     let fail = CheckResult {
         id: check("T3"),
@@ -82,6 +85,9 @@ fn sample() -> RunReport {
             lane("unknown queue", 4.0, None, 600.0, LaneOutcome::Ok, Some(200)),
             lane("refused", 5.0, None, 5.0, LaneOutcome::Refused, Some(503)),
         ],
+        figures: Vec::new(),
+        deltas: Vec::new(),
+        waiver: None,
     };
     let skip = CheckResult {
         id: check("F4"),
@@ -93,9 +99,13 @@ fn sample() -> RunReport {
         evidence: vec![],
         trials_ms: vec![],
         timeline: vec![],
+        figures: Vec::new(),
+        deltas: Vec::new(),
+        waiver: None,
     };
     RunReport {
         manifest: Manifest {
+            report_schema: plimsoll_conformance::verdict::REPORT_SCHEMA,
             tool: "plimsoll".into(),
             version: "0.1.0".into(),
             target: "http://127.0.0.1:8080/?a=1&b=<2>".into(),

@@ -181,6 +181,9 @@ fn full_run() -> RunReport {
             evidence: vec![],
             trials_ms: vec![],
             timeline: vec![],
+            figures: Vec::new(),
+            deltas: Vec::new(),
+            waiver: None,
         })
         .collect();
     run
@@ -215,6 +218,9 @@ fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_pass() {
         evidence: vec![],
         trials_ms: vec![],
         timeline: vec![],
+        figures: Vec::new(),
+        deltas: Vec::new(),
+        waiver: None,
     });
     let html = Path::new("report.html");
     let text = terminal::transcript(&run, Some(html), terminal::Style::plain());

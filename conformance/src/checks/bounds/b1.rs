@@ -92,6 +92,7 @@ impl HeldPastDeadline {
         let late = t.bound(crate::fault::Bound::TimeoutLate).as_millis() as u64;
         let elapsed = ms(reply.elapsed);
         let deadline_ms = ms(self.deadline);
+        c.sample("504 lateness", elapsed - deadline_ms);
         c.require(t.is_error(reply, ErrorCode::Timeout), || {
             format!(
                 "{label}: expected {} {} after {deadline_ms:.0} ms, got {} {} after {elapsed:.0} ms",

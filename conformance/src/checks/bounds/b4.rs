@@ -182,6 +182,7 @@ fn judge_close(
     match closed {
         Ok(Some(after)) => {
             c.trials_ms.push(ms(after));
+            c.sample("close after the head timeout", ms(after) - ms(head));
             c.require(after + EARLY_SLACK >= head, || {
                 format!(
                     "{label} was closed after {:.0} ms, before the {} ms head timeout",

@@ -420,6 +420,7 @@ fn judge_refusal(
         }
         Ok(Some(a)) => {
             c.trials_ms.push(ms(a.after));
+            c.sample("refusal latency", ms(a.after));
             c.require(a.status == overloaded, || {
                 format!("{label} was answered {} instead of {overloaded}", a.status)
             });

@@ -66,6 +66,9 @@ impl Expectations {
             evidence: Vec::new(),
             trials_ms: Vec::new(),
             timeline: Vec::new(),
+            figures: Vec::new(),
+            deltas: Vec::new(),
+            waiver: None,
         }
     }
 

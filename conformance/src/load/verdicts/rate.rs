@@ -4,6 +4,7 @@
 use super::{Expectations, lanes, pct, percentile, who};
 use crate::load::prediction::{Interval, Model};
 use crate::load::run::Attempt;
+use crate::verdict::figure::{Figure, Unit};
 use crate::verdict::{CheckResult, Verdict};
 
 /// The measured refused fraction against the prediction's interval.
@@ -53,6 +54,13 @@ pub fn refusals(
     );
     r.evidence = evidence;
     r.timeline = lanes(attempts, 0.0, 120, expect);
+    if iv.attempts > 0 {
+        r.figures = vec![Figure::lower(
+            "refused fraction",
+            Unit::Fraction,
+            vec![measured],
+        )];
+    }
     r
 }
 
@@ -70,6 +78,14 @@ impl Tail {
             p99: percentile(values, 99.0),
             count: values.len(),
         }
+    }
+
+    /// The p50 and p99 as figures for a later run's `--baseline` (none without samples).
+    fn figures(&self, what: &str) -> Vec<Figure> {
+        [("p50", self.p50), ("p99", self.p99)]
+            .into_iter()
+            .filter_map(|(p, v)| Some(Figure::lower(&format!("{what} {p}"), Unit::Ms, vec![v?])))
+            .collect()
     }
 
     /// `p50 … ms, p99 … ms over N {what}`.
@@ -98,13 +114,15 @@ pub fn latency(expect: &Expectations, window: &[&Attempt], bound_ms: u64) -> Che
             "admitted p99 is {p:.1} ms above the request's own hold, bound {bound_ms} ms"
         )),
     };
-    expect.result(
+    let mut r = expect.result(
         "latency",
         "Admitted requests take their hold and little more",
         format!("p99 of (response time − hold) ≤ {bound_ms} ms"),
         tail.observed("admitted"),
         verdict,
-    )
+    );
+    r.figures = tail.figures("admitted latency beyond the hold");
+    r
 }
 
 /// Goodput against what admission allows for the attempts the server really got (the model
@@ -151,6 +169,7 @@ pub fn goodput(
         ),
         verdict,
     );
+    r.figures = vec![Figure::higher("goodput", Unit::PerSecond, vec![measured])];
     r.evidence = vec![format!(
         "model at the measured attempt rate: {}; at the planned one it would carry {:.1}/s",
         fitted.describe(),
@@ -181,6 +200,7 @@ pub fn refusal_latency(expect: &Expectations, window: &[&Attempt], bound_ms: u64
         tail.observed("refusals"),
         verdict,
     );
+    r.figures = tail.figures("refusal latency");
     refused.sort_by(|a, b| b.latency_ms.total_cmp(&a.latency_ms));
     r.evidence = refused
         .iter()

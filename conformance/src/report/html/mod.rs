@@ -112,6 +112,7 @@ fn header(report: &RunReport) -> Markup {
                 } ", "
                 span.fail { (report.failed()) " failed" } ", "
                 span.skip { (report.skipped()) " skipped" }
+                @if report.waived() > 0 { ", " span.skip { (report.waived()) " waived" } }
             }
             dl.facts {
                 dt { "Target" } dd { code { (m.target) } }
@@ -201,9 +202,16 @@ fn check_section(index: usize, r: &CheckResult) -> Markup {
                 dt { "Observed" } dd { (or_dash(&r.observed)) }
                 @match &r.verdict {
                     Verdict::Pass => {}
-                    Verdict::Fail(why) | Verdict::Skip(why) => {
+                    Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => {
                         dt { "Reason" } dd.reason { (why) }
                     }
+                }
+                @if let Some(note) = &r.waiver {
+                    dt { "Waiver" } dd { (note) }
+                }
+                @if !r.deltas.is_empty() {
+                    dt { "Against the baseline" }
+                    dd { @for d in &r.deltas { div.reason[d.regressed] { (d) } } }
                 }
                 dt { "Duration" } dd { (format_ms(r.duration_ms)) }
                 @if !trials.is_empty() {

@@ -29,6 +29,7 @@ pub fn progress_line(r: &CheckResult, style: Style) -> String {
     let title = one_line(&r.title);
     let detail = match &r.verdict {
         Verdict::Skip(reason) => format!("skipped: {}", one_line(reason)),
+        Verdict::Waived(reason) => format!("waived: {}", one_line(reason)),
         Verdict::Pass | Verdict::Fail(_) => one_line(&r.observed),
     };
     let room = style

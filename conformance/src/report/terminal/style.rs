@@ -56,6 +56,7 @@ pub fn symbol(verdict: &Verdict) -> &'static str {
         Verdict::Pass => "✓",
         Verdict::Fail(_) => "✗",
         Verdict::Skip(_) => "–",
+        Verdict::Waived(_) => "~",
     }
 }
 
@@ -63,7 +64,7 @@ pub(super) fn verdict_colour(verdict: &Verdict) -> &'static str {
     match verdict {
         Verdict::Pass => GREEN,
         Verdict::Fail(_) => RED,
-        Verdict::Skip(_) => YELLOW,
+        Verdict::Skip(_) | Verdict::Waived(_) => YELLOW,
     }
 }
 

@@ -8,6 +8,7 @@ use super::style::{BOLD, DIM, GREEN, RED, Style, paint};
 use super::text::{one_line, wrap};
 use super::{format_duration, is_load};
 use crate::report::total_ms;
+use crate::verdict::figure::Delta;
 use crate::verdict::{CheckResult, NOT_APPLICABLE, RunReport, Verdict};
 
 /// Where the text of a summary entry's `expected`/`observed`/`why` starts.
@@ -45,8 +46,12 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
     } else {
         format!(" in {}", format_duration(total_ms(report)))
     };
+    let waived = match report.waived() {
+        0 => String::new(),
+        n => format!(", {n} waived"),
+    };
     let totals = format!(
-        "{} passed{not_applicable}, {} failed, {} skipped{took}",
+        "{} passed{not_applicable}, {} failed, {} skipped{waived}{took}",
         report.passed(),
         report.failed(),
         report.skipped(),
@@ -72,10 +77,16 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
         .iter()
         .filter(|r| r.not_applicable())
         .collect();
+    let waived: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.waiver.is_some())
+        .collect();
     for (title, picked) in [
         ("Failed", failed),
         ("Skipped", skipped),
         ("Not applicable (passed)", not_applicable),
+        ("Waivers", waived),
     ] {
         if picked.is_empty() {
             continue;
@@ -87,6 +98,7 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
             entry(&mut out, r, style);
         }
     }
+    against_the_baseline(&mut out, report, style);
 
     out.push('\n');
     let next = format!("Next: {}", next_steps(report, html).join("; "));
@@ -95,6 +107,36 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
         out.push('\n');
     }
     out
+}
+
+/// Every figure compared with `--baseline`, one line each, the regressed ones marked.
+fn against_the_baseline(out: &mut String, report: &RunReport, style: Style) {
+    let deltas: Vec<(&CheckResult, &Delta)> = report
+        .results
+        .iter()
+        .flat_map(|r| r.deltas.iter().map(move |d| (r, d)))
+        .collect();
+    if deltas.is_empty() {
+        return;
+    }
+    let regressed = deltas.iter().filter(|(_, d)| d.regressed).count();
+    out.push('\n');
+    let title = format!(
+        "Against the baseline: {} figure(s), {regressed} regressed:",
+        deltas.len()
+    );
+    out.push_str(&paint(&title, BOLD, style.color));
+    out.push('\n');
+    for (r, d) in deltas {
+        let colour = if d.regressed { RED } else { DIM };
+        let text = format!("{} {d}", r.id);
+        let lines = wrap(&text, LABEL_INDENT, LABEL_INDENT + 2, style.width);
+        let first = format!("{}{}", " ".repeat(LABEL_INDENT), lines[0]);
+        for line in std::iter::once(&first).chain(&lines[1..]) {
+            out.push_str(&paint(line, colour, style.color));
+            out.push('\n');
+        }
+    }
 }
 
 /// One failure, skip or not-applicable pass in the summary: the id and title, then each fact
@@ -109,7 +151,7 @@ fn entry(out: &mut String, r: &CheckResult, style: Style) {
             facts.push(("observed", one_line(&r.observed)));
             facts.push(("why", one_line(why)));
         }
-        Verdict::Skip(why) => facts.push(("why", one_line(why))),
+        Verdict::Skip(why) | Verdict::Waived(why) => facts.push(("why", one_line(why))),
         Verdict::Pass => facts.push((
             "why",
             one_line(
@@ -118,6 +160,9 @@ fn entry(out: &mut String, r: &CheckResult, style: Style) {
                     .unwrap_or(&r.observed),
             ),
         )),
+    }
+    if let Some(note) = &r.waiver {
+        facts.push(("waiver", note.to_string()));
     }
     let indent = LABEL_INDENT + LABEL_WIDTH;
     for (label, text) in facts {

@@ -268,6 +268,9 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let export_note = finish_export(t, c, export, &mut samples.latencies).await;
     let figures = samples.judge(t, c);
     c.trials_ms = samples.latencies.clone();
+    for &latency in &samples.latencies {
+        c.sample("refusal latency", latency);
+    }
     if let Some(levels) = &levels {
         levels.judge(t, c);
     }

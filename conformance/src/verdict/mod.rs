@@ -5,6 +5,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use crate::id::ResultId;
+pub mod figure;
+pub mod waiver;
+
+use figure::{Delta, Figure};
+use waiver::WaiverNote;
 
 /// pass | fail | skip, with the reason for the last two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -16,6 +21,9 @@ pub enum Verdict {
     Fail(String),
     /// The evidence could not be gathered; the reason says what was missing.
     Skip(String),
+    /// The clause was broken, but a waiver (`--waivers`) accepts it for now: the reason is the
+    /// failure's, with the waiver's. Does not fail the run.
+    Waived(String),
 }
 
 impl Verdict {
@@ -39,6 +47,7 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail(_) => "fail",
             Verdict::Skip(_) => "skip",
+            Verdict::Waived(_) => "waived",
         }
     }
 }
@@ -102,6 +111,15 @@ pub struct CheckResult {
     pub trials_ms: Vec<f64>,
     /// Every request the check sent, for the HTML report's timeline.
     pub timeline: Vec<Lane>,
+    /// What the check measured, kept for a later run's `--baseline`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<Figure>,
+    /// Each figure against the `--baseline` run's, when one was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deltas: Vec<Delta>,
+    /// The waiver (`--waivers`) naming this check, and what it came to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiver: Option<WaiverNote>,
 }
 
 /// How a check that does not apply to the target's values words its observation: a pass whose
@@ -146,6 +164,13 @@ impl RunReport {
     pub fn not_applicable(&self) -> usize {
         self.results.iter().filter(|r| r.not_applicable()).count()
     }
+    /// Failures a waiver (`--waivers`) accepts for now: they do not fail the run.
+    pub fn waived(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Waived(_)))
+            .count()
+    }
     /// Checks skipped for missing evidence (none under `--strict`, which fails them).
     pub fn skipped(&self) -> usize {
         self.results
@@ -155,9 +180,15 @@ impl RunReport {
     }
 }
 
+/// The version of the JSON report's layout (`manifest.report_schema`): raised when a member
+/// changes meaning or goes, so a `--baseline` of another layout is refused rather than misread.
+pub const REPORT_SCHEMA: u32 = 1;
+
 /// How the run was made, so a result can be reproduced and compared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Manifest {
+    /// [`REPORT_SCHEMA`]: the layout of this report.
+    pub report_schema: u32,
     /// What made the run: `plimsoll` for `check`, the profile's command line for `load`.
     pub tool: String,
     /// The checker's version: which checks ran, and how they judged.
