@@ -7,7 +7,9 @@
 //! (latency plus jitter, the worst draw) once per direction a bound's measurement crosses; a
 //! close held back by `slow_close` reaches the server that much later. The byte-shaping toxics
 //! (bandwidth, slicer) add time in proportion to the bytes a request moves, which no single
-//! bound can state, so they add nothing here and their checks judge the contract's own bounds.
+//! bound can state, so they add nothing here and their checks judge the contract's own bounds;
+//! where a body a check must send cannot cross within its timeout at the fault's rate,
+//! [`Adjustments::cannot_carry`] says so, and the check names that part as not applicable.
 
 use std::time::Duration;
 
@@ -33,14 +35,22 @@ pub enum Bound {
     /// A dropped client's job stopping (B1, B3, R6): B3's `stop_within_ms`; the close goes up
     /// and the gauge showing the stop comes down.
     StopWithin,
+    /// How early the close of an idle keep-alive connection may be seen (B4), timed from the
+    /// answer's end: the checker's timer slack (10 ms). Jitter can deliver the answer late and
+    /// the close early, so their gap can shrink by twice the jitter.
+    CloseEarly,
 }
 
+/// B4's timer slack for an early close, the base of [`Bound::CloseEarly`].
+const CLOSE_EARLY_SLACK_MS: u64 = 10;
+
 impl Bound {
-    const ALL: [Bound; 4] = [
+    const ALL: [Bound; 5] = [
         Bound::RefusalLatency,
         Bound::TimeoutLate,
         Bound::CloseLate,
         Bound::StopWithin,
+        Bound::CloseEarly,
     ];
 
     /// The contract's value of this bound.
@@ -49,6 +59,7 @@ impl Bound {
             Bound::RefusalLatency => contract.tolerances.refusal_latency_ms,
             Bound::TimeoutLate | Bound::CloseLate => contract.tolerances.timeout_late_ms,
             Bound::StopWithin => contract.clauses.b3.value.stop_within_ms,
+            Bound::CloseEarly => CLOSE_EARLY_SLACK_MS,
         })
     }
 
@@ -58,6 +69,7 @@ impl Bound {
             Bound::TimeoutLate => "timeout answer late by",
             Bound::CloseLate => "idle close late by",
             Bound::StopWithin => "stop after a disconnect",
+            Bound::CloseEarly => "idle close early by",
         }
     }
 
@@ -88,6 +100,10 @@ pub struct Adjustment {
 pub struct Adjustments {
     /// The fault, as its spec (`None`: a fault-free run).
     pub fault: Option<String>,
+    /// The fault itself, for what no single bound states: the time its byte shaping takes to
+    /// carry a body ([`Adjustments::cannot_carry`]).
+    #[serde(skip)]
+    pub toxic: Option<Fault>,
     /// The bounds the fault lengthens; a bound not listed is the contract's.
     pub adjusted: Vec<Adjustment>,
 }
@@ -101,8 +117,41 @@ impl Adjustments {
             .collect();
         Adjustments {
             fault: Some(fault.to_string()),
+            toxic: Some(*fault),
             adjusted,
         }
+    }
+
+    /// Why the fault cannot carry `bytes` in `direction` within `within`, when even its
+    /// fastest draw takes longer (bandwidth: the rate; slicer: the largest slices, `delay`
+    /// apart): `33554433 bytes take at least 3355 ms at 10000 KB/s`. `None` when they may fit,
+    /// or without a byte-shaping fault. A check uses it to say which part of it the fault
+    /// removes ([`crate::checks::ctx::Ctx::fault_removes`]), never to widen a bound.
+    pub fn cannot_carry(&self, bytes: u64, direction: Stream, within: Duration) -> Option<String> {
+        let fault = self.toxic.filter(|f| f.stream.covers(direction))?;
+        let (least, how) = match fault.toxic {
+            Toxic::Bandwidth { rate_kb } => (
+                Duration::from_secs_f64(bytes as f64 / (rate_kb as f64 * 1000.0)),
+                format!("at {rate_kb} KB/s"),
+            ),
+            Toxic::Slicer {
+                average_size,
+                size_variation,
+                delay,
+            } => {
+                let largest = (average_size + size_variation) as u64;
+                (
+                    delay * (bytes.div_ceil(largest).saturating_sub(1)).min(u32::MAX as u64) as u32,
+                    format!(
+                        "in slices of at most {largest} bytes, {} µs apart",
+                        delay.as_micros()
+                    ),
+                )
+            }
+            _ => return None,
+        };
+        (least > within)
+            .then(|| format!("{bytes} bytes take at least {} ms {how}", least.as_millis()))
     }
 
     /// What the fault adds to `bound` (zero without a fault).
@@ -150,7 +199,32 @@ fn one_way(fault: &Fault, direction: Stream) -> Option<(Duration, String)> {
     }
 }
 
+/// Twice the jitter of a latency toxic on the downstream: how much earlier than it happened
+/// the client may see an event timed from an earlier answer.
+fn close_early(fault: &Fault, contract: &Contract) -> Option<Adjustment> {
+    let Toxic::Latency { jitter, .. } = fault.toxic else {
+        return None;
+    };
+    if jitter.is_zero() || !fault.stream.covers(Stream::Downstream) {
+        return None;
+    }
+    let base = Bound::CloseEarly.base(contract).as_millis() as u64;
+    Some(Adjustment {
+        bound: Bound::CloseEarly,
+        base_ms: base,
+        added_ms: 2 * jitter.as_millis() as u64,
+        why: format!(
+            "{}: {base} ms + 2 × {} ms (jitter: the answer may arrive late, the close early)",
+            Bound::CloseEarly.name(),
+            jitter.as_millis()
+        ),
+    })
+}
+
 fn adjustment(fault: &Fault, bound: Bound, contract: &Contract) -> Option<Adjustment> {
+    if bound == Bound::CloseEarly {
+        return close_early(fault, contract);
+    }
     let (up, down) = bound.crosses();
     // slow_close delays only a close: of the bounds, only a disconnect's stop waits for one.
     if matches!(fault.toxic, Toxic::SlowClose { .. }) && bound != Bound::StopWithin {
@@ -203,6 +277,7 @@ mod tests {
             Duration::from_millis(refusal + 120)
         );
         assert_eq!(a.added(Bound::CloseLate), Duration::from_millis(60));
+        assert_eq!(a.added(Bound::CloseEarly), Duration::from_millis(20));
         assert_eq!(
             a.adjusted[0].why,
             format!(
@@ -228,6 +303,25 @@ mod tests {
                 .is_empty()
         );
         assert!(adjustments("bandwidth:rate=10").adjusted.is_empty());
+        let bandwidth = adjustments("bandwidth:rate=10000");
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            bandwidth.cannot_carry(33_554_433, Stream::Upstream, second),
+            Some("33554433 bytes take at least 3355 ms at 10000 KB/s".into())
+        );
+        assert_eq!(
+            bandwidth.cannot_carry(9_000_000, Stream::Upstream, second),
+            None
+        );
+        let slicer = adjustments("slicer:average_size=1024,size_variation=512,delay=20");
+        assert!(
+            slicer
+                .cannot_carry(58_720_256, Stream::Upstream, Duration::from_millis(700))
+                .is_some()
+        );
+        assert_eq!(slicer.cannot_carry(1 << 20, Stream::Upstream, second), None);
+        let up = adjustments("bandwidth:rate=1,stream=downstream");
+        assert_eq!(up.cannot_carry(1 << 30, Stream::Upstream, second), None);
         let close = adjustments("slow_close:delay=300");
         assert_eq!(close.added(Bound::StopWithin), Duration::from_millis(300));
         assert_eq!(close.added(Bound::RefusalLatency), Duration::ZERO);

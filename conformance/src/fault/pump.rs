@@ -6,7 +6,8 @@
 //! every queued byte holds a permit of the proxy's byte budget, so the proxy holds at most that
 //! budget whatever its writers' pace (a full queue or budget stops the reading, and TCP's own
 //! window slows the sender). The queue is long enough for the bandwidth-delay product of a
-//! latency toxic (2 MB in flight per direction), so latency does not also cap throughput.
+//! latency toxic (8 MB in flight per direction: 320 MB/s at 25 ms one way), so latency does
+//! not also cap throughput.
 //!
 //! A peer's reset travels in order with its data: the bytes it sent before are delivered,
 //! then the other peer is reset, as on a real path where the RST follows the segments.
@@ -28,7 +29,7 @@ use super::spec::{Fault, Toxic};
 /// The largest chunk read at once.
 const CHUNK: usize = 8 * 1024;
 /// Chunks queued between reader and writer, per direction.
-const QUEUE: usize = 256;
+const QUEUE: usize = 1024;
 
 /// What one connection's two directions share: the reset (RST both sockets), the close (FIN
 /// both, `timeout`'s end) and `reset_peer`'s byte budget.
@@ -254,7 +255,8 @@ async fn write_pieces(
         }
         bytes = &bytes[n..];
         if pause > Duration::ZERO {
-            tokio::time::sleep(pause).await;
+            let at = lock(shape).pace(Instant::now(), pause);
+            tokio::time::sleep_until(at).await;
         }
     }
     Ok(false)

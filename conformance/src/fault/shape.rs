@@ -17,7 +17,14 @@ pub(crate) struct Shape {
     rng: SplitMix64,
     /// The latest due time handed out: chunks keep their order whatever the jitter draws.
     last_due: Option<Instant>,
+    /// When the last piece's pause ends: pauses add up on this clock rather than from each
+    /// wake-up, so pauses shorter than the timer's millisecond still pace at their mean.
+    paced: Option<Instant>,
 }
+
+/// How far behind its pacing clock a direction may fall and still catch up (sending at once):
+/// beyond it, the direction was idle, and pacing starts again from now.
+const CATCH_UP: Duration = Duration::from_millis(10);
 
 impl Shape {
     /// The shaping of `direction` (`Upstream` or `Downstream`) under `fault`, drawing from
@@ -27,6 +34,7 @@ impl Shape {
             toxic: fault.stream.covers(direction).then_some(fault.toxic),
             rng,
             last_due: None,
+            paced: None,
         }
     }
 
@@ -75,6 +83,19 @@ impl Shape {
             }
             _ => (remaining, Duration::ZERO),
         }
+    }
+
+    /// When the pause after a piece written at `now` ends: the previous pause's end plus
+    /// `pause` (already past when the timer woke late, so the next piece goes at once), or
+    /// `now` plus `pause` after an idle spell.
+    pub(crate) fn pace(&mut self, now: Instant, pause: Duration) -> Instant {
+        let from = match self.paced {
+            Some(p) if p + CATCH_UP >= now => p,
+            _ => now,
+        };
+        let at = from + pause;
+        self.paced = Some(at);
+        at
     }
 
     /// Whether the data of this direction is dropped (`timeout`, `blackhole`).
@@ -144,6 +165,16 @@ mod tests {
             pieces += 1;
         }
         assert!(pieces >= 1000 / 6);
+        let mut s = shape("slicer:average_size=4,delay=200", Stream::Both, 3);
+        let now = Instant::now();
+        let us = Duration::from_micros;
+        assert_eq!(s.pace(now, us(200)), now + us(200));
+        // Woken 1 ms late: the next pauses count from the clock, not from the wake-up.
+        assert_eq!(s.pace(now + us(1200), us(200)), now + us(400));
+        assert_eq!(
+            s.pace(now + Duration::from_secs(1), us(200)),
+            now + Duration::from_secs(1) + us(200)
+        );
         let mut s = shape("bandwidth:rate=10", Stream::Both, 3);
         let (n, pause) = s.piece(5000);
         assert_eq!((n, pause), (1000, Duration::from_millis(100)));

@@ -95,6 +95,22 @@ pub struct Fault {
     pub stream: Stream,
 }
 
+impl Fault {
+    /// The toxic's name (`latency`, `bandwidth`, …): a fault matrix's column, and the suffix of
+    /// its run's report files.
+    pub fn toxic_name(&self) -> &'static str {
+        match self.toxic {
+            Toxic::Latency { .. } => "latency",
+            Toxic::Bandwidth { .. } => "bandwidth",
+            Toxic::Slicer { .. } => "slicer",
+            Toxic::ResetPeer { .. } => "reset_peer",
+            Toxic::Timeout { timeout } if timeout.is_zero() => "blackhole",
+            Toxic::Timeout { .. } => "timeout",
+            Toxic::SlowClose { .. } => "slow_close",
+        }
+    }
+}
+
 /// Why a `--fault` spec was refused: each names the part at fault and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
