@@ -4,6 +4,7 @@
 
 pub mod bridge;
 mod fault;
+pub mod matrix;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -83,6 +84,17 @@ pub struct CheckArgs {
     /// every bound the fault lengthens is listed in the report.
     #[arg(long, value_name = "SPEC", help_heading = "Run")]
     pub fault: Option<crate::fault::Fault>,
+    /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth),
+    /// then print a matrix of checks × faults; `--json` gets the matrix, and every report file
+    /// asked for is also written per run with the toxic's name (`report.latency.json`).
+    #[arg(
+        long,
+        value_name = "SET",
+        help_heading = "Run",
+        hide_possible_values = true,
+        conflicts_with_all = ["fault", "bridge_command", "upstream_listen"]
+    )]
+    pub fault_set: Option<matrix::FaultSet>,
     /// Seed of the fault's draws (jitter, slice sizes): the same seed, the same draws.
     #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Run")]
     pub seed: u64,

@@ -126,6 +126,10 @@ pub struct CheckResult {
 /// observed text starts with this (see [`crate::checks::ctx::Ctx::not_applicable`]).
 pub const NOT_APPLICABLE: &str = "not applicable: ";
 
+/// How a part of a check a fault removes is named in its observation: `<part> not applicable
+/// under <fault>: <why>`.
+pub const NOT_APPLICABLE_UNDER: &str = " not applicable under ";
+
 impl CheckResult {
     /// [`duration_ms`](Self::duration_ms) as a `Duration`.
     pub fn duration(&self) -> Duration {
@@ -135,6 +139,13 @@ impl CheckResult {
     /// A pass because the clause does not apply to the target's values (not a skip).
     pub fn not_applicable(&self) -> bool {
         self.verdict == Verdict::Pass && self.observed.starts_with(NOT_APPLICABLE)
+    }
+
+    /// A pass with a part of the check left out because the run's fault (`check --fault`)
+    /// removes its meaning, the part named in the observation
+    /// ([`crate::checks::ctx::Ctx::fault_removes`]).
+    pub fn part_not_applicable(&self) -> bool {
+        self.verdict == Verdict::Pass && self.observed.contains(NOT_APPLICABLE_UNDER)
     }
 }
 

@@ -1,0 +1,282 @@
+//! `check --fault-set quick`: the suite once per fault of a standard set, and what each check
+//! did under each fault, as a matrix on the terminal and in JSON. Each run is a whole
+//! `check --fault SPEC` (its own header, lines and summary, its adjusted bounds shown), with its
+//! own report files: `--json report.json` writes `report.latency.json` and so on per run, and the
+//! matrix itself to `report.json`; `--junit` and `--html` are written per run the same way.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::CheckArgs;
+use crate::fault::Fault;
+use crate::report::ReportFiles;
+use crate::session::{Fatal, Subject};
+use crate::verdict::{CheckResult, RunReport, Verdict};
+
+/// A standard set of faults for `--fault-set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FaultSet {
+    /// What every far client's path does to the bytes, one fault at a time: latency with
+    /// jitter, a stream sliced into small writes, a bandwidth limit. About two minutes on two
+    /// cores against the embedded server.
+    Quick,
+}
+
+impl FaultSet {
+    /// The set's faults, as `--fault` specs.
+    pub fn specs(self) -> &'static [&'static str] {
+        match self {
+            FaultSet::Quick => &[
+                "latency:latency=20,jitter=5",
+                "slicer:average_size=1024,size_variation=512,delay=20",
+                "bandwidth:rate=10000",
+            ],
+        }
+    }
+
+    /// The set's faults, parsed.
+    pub fn faults(self) -> Vec<Fault> {
+        self.specs()
+            .iter()
+            .map(|spec| spec.parse().expect("a fault set's specs parse"))
+            .collect()
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FaultSet::Quick => "quick",
+        }
+    }
+}
+
+/// One fault's run of the suite.
+pub struct FaultRun {
+    /// The fault the run went through.
+    pub fault: Fault,
+    /// How long the run took on this machine, seconds (start of the subject included).
+    pub seconds: f64,
+    /// The run's report, as `check --fault` makes it.
+    pub report: RunReport,
+}
+
+/// Every run of a fault set.
+pub struct Matrix {
+    /// The set.
+    pub set: FaultSet,
+    /// One run per fault, in the set's order.
+    pub runs: Vec<FaultRun>,
+}
+
+impl Matrix {
+    /// Checks failed over all runs: one is enough for exit code 1.
+    pub fn failed(&self) -> usize {
+        self.runs.iter().map(|r| r.report.failed()).sum()
+    }
+}
+
+impl crate::session::Failures for Matrix {
+    fn failures(&self) -> usize {
+        self.failed()
+    }
+}
+
+/// Runs the suite once per fault of `set`, each against a subject `subject` starts (a fresh
+/// embedded server per run, so no run inherits another's state), then prints the matrix and
+/// writes it to `--json`.
+pub async fn execute(
+    args: &CheckArgs,
+    set: FaultSet,
+    subject: impl AsyncFn() -> Result<Subject, Fatal>,
+) -> Result<Matrix, Fatal> {
+    let mut runs = Vec::new();
+    for fault in set.faults() {
+        let run_args = CheckArgs {
+            fault: Some(fault),
+            fault_set: None,
+            reports: per_run(&args.reports, fault.toxic_name()),
+            ..args.clone()
+        };
+        let started = Instant::now();
+        let report = super::execute(&run_args, subject().await?).await?;
+        runs.push(FaultRun {
+            fault,
+            seconds: started.elapsed().as_secs_f64(),
+            report,
+        });
+    }
+    let matrix = Matrix { set, runs };
+    println!("{}", text(&matrix));
+    if let Some(path) = &args.reports.json {
+        let json = serde_json::to_string_pretty(&json(&matrix, &args.reports))
+            .map_err(|e| Fatal::Usage(e.to_string()))?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| Fatal::Usage(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(matrix)
+}
+
+/// `report.json` → `report.latency.json`: where one fault's run writes its report.
+fn suffixed(path: &Path, toxic: &str) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{toxic}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{toxic}"),
+    };
+    path.with_file_name(name)
+}
+
+fn per_run(reports: &ReportFiles, toxic: &str) -> ReportFiles {
+    let each = |p: &Option<PathBuf>| p.as_deref().map(|p| suffixed(p, toxic));
+    ReportFiles {
+        json: each(&reports.json),
+        junit: each(&reports.junit),
+        html: each(&reports.html),
+        quiet: reports.quiet,
+    }
+}
+
+/// What one check did under one fault, in a word: `pass`, `n/a` (the fault removes the whole
+/// check's meaning), `pass, part n/a` (a part of it), `fail`, `skip`, `waived`.
+pub fn cell(result: &CheckResult) -> &'static str {
+    match &result.verdict {
+        Verdict::Pass if result.not_applicable() => "n/a",
+        Verdict::Pass if result.part_not_applicable() => "pass, part n/a",
+        verdict => verdict.label(),
+    }
+}
+
+/// The matrix on the terminal: one line per check, one column per fault, then one line per
+/// fault with its run's counts and time.
+pub fn text(matrix: &Matrix) -> String {
+    const COLUMN: usize = 16;
+    let mut out = format!(
+        "\nFault matrix ({}): {} runs\n{:<10}",
+        matrix.set.name(),
+        matrix.runs.len(),
+        "check"
+    );
+    for run in &matrix.runs {
+        out.push_str(&format!("{:<COLUMN$}", run.fault.toxic_name()));
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    let ids: Vec<String> = matrix
+        .runs
+        .first()
+        .map(|r| r.report.results.iter().map(|c| c.id.to_string()).collect())
+        .unwrap_or_default();
+    for id in &ids {
+        out.push_str(&format!("{id:<10}"));
+        for run in &matrix.runs {
+            let word = run
+                .report
+                .results
+                .iter()
+                .find(|r| r.id.to_string() == *id)
+                .map_or("–", cell);
+            out.push_str(&format!("{word:<COLUMN$}"));
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    for run in &matrix.runs {
+        let r = &run.report;
+        let partly = r.results.iter().filter(|c| c.part_not_applicable()).count();
+        out.push_str(&format!(
+            "{}: {} passed ({} not applicable, {partly} in part), {} failed, {} skipped in {:.1} s\n",
+            run.fault,
+            r.passed(),
+            r.not_applicable(),
+            r.failed(),
+            r.skipped(),
+            run.seconds
+        ));
+    }
+    out
+}
+
+/// One cell of the JSON matrix.
+#[derive(Serialize)]
+struct Cell<'a> {
+    id: String,
+    fault: String,
+    verdict: &'static str,
+    /// Why, for a failure, a skip or a waiver; the observation for a pass with something not
+    /// applicable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'a str>,
+}
+
+/// One run of the JSON matrix.
+#[derive(Serialize)]
+struct Run {
+    fault: String,
+    seconds: f64,
+    passed: usize,
+    not_applicable: usize,
+    failed: usize,
+    skipped: usize,
+    /// The run's own JSON report (with the evidence), when `--json` was given.
+    report: Option<PathBuf>,
+}
+
+/// The matrix as JSON: the set, each run's counts and report file, and one cell per check and
+/// fault.
+fn json(matrix: &Matrix, reports: &ReportFiles) -> serde_json::Value {
+    let runs: Vec<Run> = matrix
+        .runs
+        .iter()
+        .map(|run| Run {
+            fault: run.fault.to_string(),
+            seconds: (run.seconds * 10.0).round() / 10.0,
+            passed: run.report.passed(),
+            not_applicable: run.report.not_applicable(),
+            failed: run.report.failed(),
+            skipped: run.report.skipped(),
+            report: per_run(reports, run.fault.toxic_name()).json,
+        })
+        .collect();
+    let cells: Vec<Cell<'_>> = matrix
+        .runs
+        .iter()
+        .flat_map(|run| run.report.results.iter().map(move |r| (run, r)))
+        .map(|(run, r)| Cell {
+            id: r.id.to_string(),
+            fault: run.fault.to_string(),
+            verdict: cell(r),
+            why: match &r.verdict {
+                Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => Some(why),
+                Verdict::Pass if cell(r) != "pass" => Some(&r.observed),
+                Verdict::Pass => None,
+            },
+        })
+        .collect();
+    serde_json::json!({
+        "fault_set": matrix.set.name(),
+        "runs": runs,
+        "cells": cells,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_run_writes_its_reports_beside_the_ones_asked_for() {
+        assert_eq!(
+            suffixed(Path::new("out/report.json"), "latency"),
+            PathBuf::from("out/report.latency.json")
+        );
+        assert_eq!(
+            suffixed(Path::new("junit"), "slicer"),
+            PathBuf::from("junit.slicer")
+        );
+        assert_eq!(
+            FaultSet::Quick.faults().len(),
+            FaultSet::Quick.specs().len()
+        );
+    }
+}
