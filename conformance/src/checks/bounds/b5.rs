@@ -74,6 +74,52 @@ struct Plan {
     large: u64,
 }
 
+/// Why an upload on a raw connection could not be made as the check needs.
+#[derive(Debug, thiserror::Error)]
+enum UploadError {
+    /// The TCP connection was refused or failed.
+    #[error("cannot connect: {0}")]
+    Connect(std::io::Error),
+    /// A stalled upload's head or prefix could not be written.
+    #[error("cannot send: {0}")]
+    Send(std::io::Error),
+    /// The probe's head could not be written.
+    #[error("cannot send its head: {0}")]
+    SendHead(std::io::Error),
+    /// The server did not take a stalled upload's head and prefix within [`PROMPT`].
+    #[error("its head and body were not taken within a second")]
+    NotTaken,
+    /// The probe's answer does not begin with an HTTP status line.
+    #[error(
+        "no HTTP status line in its answer ({read} bytes, then {})",
+        if *.too_long { "too long" } else { "closed" }
+    )]
+    NoStatusLine {
+        /// The bytes read.
+        read: usize,
+        /// Whether reading stopped at [`HEAD_CAP`] (else the server closed the connection).
+        too_long: bool,
+    },
+}
+
+/// Why the budget could not be held.
+#[derive(Debug, thiserror::Error)]
+enum HoldError {
+    /// One of the uploads with a declared length.
+    #[error("stalled upload {n} of {of}: {source}")]
+    Stalled {
+        /// Its number, from 1.
+        n: usize,
+        /// How many there are.
+        of: usize,
+        /// What went wrong.
+        source: UploadError,
+    },
+    /// The chunked upload.
+    #[error("the chunked upload: {0}")]
+    Chunked(UploadError),
+}
+
 /// The uploads holding the budget, open until dropped.
 struct Held {
     stalled: Vec<TcpStream>,
@@ -95,7 +141,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
     let began = Instant::now();
     let held = match hold_budget(t, &plan).await {
         Ok(held) => held,
-        Err(e) => return c.fail(e),
+        Err(e) => return c.fail(e.to_string()),
     };
     tokio::time::sleep(SETTLE).await;
     let rss_held = rss(&t.process);
@@ -178,17 +224,20 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
 }
 
 /// Opens the stalled export uploads, one per declared length, then the chunked one.
-async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, String> {
+async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, HoldError> {
     let export = &t.expected.api.export;
     let content_type = &export.content_types[0];
-    let mut stalled = Vec::with_capacity(plan.sizes.len());
+    let of = plan.sizes.len();
+    let mut stalled = Vec::with_capacity(of);
     for (i, &len) in plan.sizes.iter().enumerate() {
         let request = head(&export.path, &plan.host, content_type, len);
         let prefix = vec![b' '; PREFIX.min(len as usize)];
-        let stream = stall(plan.addr, request, &prefix)
-            .await
-            .map_err(|e| format!("stalled upload {} of {}: {e}", i + 1, plan.sizes.len()))?;
-        stalled.push(stream);
+        let stream = stall(plan.addr, request, &prefix).await;
+        stalled.push(stream.map_err(|source| HoldError::Stalled {
+            n: i + 1,
+            of,
+            source,
+        })?);
     }
     let request = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -196,7 +245,7 @@ async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, String> {
     );
     let chunked = stall(plan.addr, request.into_bytes(), &chunks(plan.chunked))
         .await
-        .map_err(|e| format!("the chunked upload: {e}"))?;
+        .map_err(HoldError::Chunked)?;
     Ok(Held { stalled, chunked })
 }
 
@@ -312,18 +361,18 @@ fn head(path: &str, host: &str, content_type: &str, len: u64) -> Vec<u8> {
 }
 
 /// Sends a head and part of the body, then leaves the connection open, stalled.
-async fn stall(addr: SocketAddr, head: Vec<u8>, part: &[u8]) -> Result<TcpStream, String> {
+async fn stall(addr: SocketAddr, head: Vec<u8>, part: &[u8]) -> Result<TcpStream, UploadError> {
     let mut stream = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
+        .map_err(UploadError::Connect)?;
     let send = async {
         stream.write_all(&head).await?;
         stream.write_all(part).await
     };
     tokio::time::timeout(PROMPT, send)
         .await
-        .map_err(|_| "its head and body were not taken within a second".to_owned())?
-        .map_err(|e| format!("cannot send: {e}"))?;
+        .map_err(|_| UploadError::NotTaken)?
+        .map_err(UploadError::Send)?;
     Ok(stream)
 }
 
@@ -346,14 +395,14 @@ async fn first_answer(
     addr: SocketAddr,
     request: Vec<u8>,
     give_up: Duration,
-) -> Result<Option<RawAnswer>, String> {
+) -> Result<Option<RawAnswer>, UploadError> {
     let mut stream = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
+        .map_err(UploadError::Connect)?;
     stream
         .write_all(&request)
         .await
-        .map_err(|e| format!("cannot send its head: {e}"))?;
+        .map_err(UploadError::SendHead)?;
     let sent = Instant::now();
     let mut buf = Vec::with_capacity(4096);
     let read = async {
@@ -375,16 +424,9 @@ async fn first_answer(
         .next()
         .and_then(|line| line.split(' ').nth(1))
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| {
-            format!(
-                "no HTTP status line in its answer ({} bytes, then {})",
-                buf.len(),
-                if buf.len() >= HEAD_CAP {
-                    "too long"
-                } else {
-                    "closed"
-                }
-            )
+        .ok_or(UploadError::NoStatusLine {
+            read: buf.len(),
+            too_long: buf.len() >= HEAD_CAP,
         })?;
     let retry_after = lines
         .take_while(|line| !line.is_empty())
@@ -401,7 +443,7 @@ async fn first_answer(
 fn judge_refusal(
     t: &Target,
     c: &mut Ctx,
-    answer: Result<Option<RawAnswer>, String>,
+    answer: Result<Option<RawAnswer>, UploadError>,
     refusal: Duration,
     overloaded: u16,
 ) -> String {
@@ -485,5 +527,43 @@ async fn admitted_again(t: &Arc<Target>, c: &mut Ctx, large: u64, overloaded: u1
                 return "afterwards: no answer".into();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_upload_says_which_and_why() {
+        let closed = UploadError::NoStatusLine {
+            read: 12,
+            too_long: false,
+        };
+        assert_eq!(
+            closed.to_string(),
+            "no HTTP status line in its answer (12 bytes, then closed)"
+        );
+        let long = UploadError::NoStatusLine {
+            read: HEAD_CAP,
+            too_long: true,
+        };
+        assert_eq!(
+            long.to_string(),
+            "no HTTP status line in its answer (16384 bytes, then too long)"
+        );
+        let stalled = HoldError::Stalled {
+            n: 2,
+            of: 15,
+            source: UploadError::NotTaken,
+        };
+        assert_eq!(
+            stalled.to_string(),
+            "stalled upload 2 of 15: its head and body were not taken within a second"
+        );
+        assert_eq!(
+            HoldError::Chunked(UploadError::NotTaken).to_string(),
+            "the chunked upload: its head and body were not taken within a second"
+        );
     }
 }
