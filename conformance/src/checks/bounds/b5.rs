@@ -1,6 +1,7 @@
 //! B5: the bodies of all requests together fit the upload budget. Uploads whose declared lengths
-//! fill the budget but for one export body and 1 MB are stalled after a prefix, and a chunked
-//! upload (no length to reserve) sends most of an export body and stalls too; the next large
+//! fill the budget but for one digitize body and 1 MB are stalled after a prefix, and a chunked
+//! digitize upload (no length to reserve) sends three quarters of its limit and stalls too; the
+//! next large
 //! upload must be refused at once, before its body is sent, while a small request is still
 //! served; once the stalled uploads are gone the same upload must be admitted. Judged by the
 //! client's own sockets and clock; where the checker can see the process (embedded, `--pid`), its
@@ -26,10 +27,10 @@ use crate::remote::{Op, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::B5,
     "Export uploads whose declared `Content-Length`s total the {upload_budget_mb} MB budget less \
-     one export body and 1 MB are opened on raw connections, each sending its head and a 64 KiB \
-     prefix and then pausing (well inside the upload read timeout); a chunked export upload, \
-     which has no length to reserve, sends its body but for the last quarter of a digitize body \
-     and pauses too. A digitize upload declaring the endpoint's whole `max_upload_bytes` then \
+     one digitize body and 1 MB are opened on raw connections, each sending its head and a \
+     64 KiB prefix and then pausing (well inside the upload read timeout); a chunked digitize \
+     upload, which has no length to reserve, sends three quarters of the endpoint's \
+     `max_upload_bytes` and pauses too. A digitize upload declaring the endpoint's whole `max_upload_bytes` then \
      sends its head only: it must be answered {status:overloaded} with a `Retry-After` within \
      {tolerances.refusal_latency_ms} ms, before any of its body is sent (a server that does not \
      charge the chunked body has room for it). A small digitize must still be answered 200, and \
@@ -185,15 +186,17 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
         ));
         return None;
     };
-    // The chunked body leaves a quarter of the probe free: a server that charges it cannot take
-    // the probe, one that does not can. Charged at most at its endpoint's limit, as a buffer
-    // grown by doubling may be, it still leaves the small digitize its room.
-    let chunked = export.max_upload_bytes.saturating_sub(large / 4);
-    let declared = budget.checked_sub(SLACK + export.max_upload_bytes);
-    let Some(declared) = declared.filter(|_| large / 4 > SLACK && chunked > 0) else {
+    // The declared uploads leave one digitize body (and the slack) free, and the chunked
+    // digitize upload fills three quarters of it: a server that charges it has a quarter left,
+    // too little for the probe; one that does not has room for it. Charged at most at its
+    // endpoint's limit, as a buffer grown by doubling may be, it still leaves the small digitize
+    // its slack. (A digitize body rather than an export one: fewer bytes to send while the
+    // stalled uploads' read timers run.)
+    let chunked = large - large / 4;
+    let declared = budget.checked_sub(SLACK + large);
+    let Some(declared) = declared.filter(|_| chunked > SLACK) else {
         c.skip(format!(
-            "a budget of {budget} bytes with uploads of at most {large} and {} bytes leaves no way to hold it with a chunked upload among the stalled ones",
-            export.max_upload_bytes
+            "a budget of {budget} bytes with digitize uploads of at most {large} bytes leaves no way to hold it with a chunked upload among the stalled ones"
         ));
         return None;
     };
@@ -223,9 +226,9 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
     })
 }
 
-/// Opens the stalled export uploads, one per declared length, then the chunked one.
+/// Opens the stalled export uploads, one per declared length, then the chunked digitize one.
 async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, HoldError> {
-    let export = &t.expected.api.export;
+    let (export, digitize) = (&t.expected.api.export, &t.expected.api.digitize);
     let content_type = &export.content_types[0];
     let of = plan.sizes.len();
     let mut stalled = Vec::with_capacity(of);
@@ -240,8 +243,8 @@ async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, HoldError> {
         })?);
     }
     let request = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n",
-        export.path, plan.host
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\n\r\n",
+        digitize.path, plan.host, digitize.content_types[0]
     );
     let chunked = stall(plan.addr, request.into_bytes(), &chunks(plan.chunked))
         .await
