@@ -18,17 +18,9 @@ PYTEST_VERSION=9.2.0
 XSD_SHA256=a1a816f58d1bf95ebabf371994df0b9246dee66ea9572fbec4f9296f1b2c0ff6
 xsd="$root/target/junit-xsd/junit-10.xsd"
 
-# Runs a command as root: directly when we are root, through sudo otherwise.
-as_root() {
-  if [ "$(id -u)" = 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null; then
-    sudo "$@"
-  else
-    echo "junit-xsd: '$*' needs root (or sudo)" >&2
-    return 2
-  fi
-}
+who=junit-xsd
+# shellcheck source=ci/as-root.sh
+source "$root/ci/as-root.sh"
 
 install_xmllint() {
   command -v xmllint >/dev/null && return

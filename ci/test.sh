@@ -16,17 +16,9 @@ venv=target/test-tools/venv
 locust_version=$(sed -n 's/^pub const LOCUST_VERSION: &str = "\(.*\)";/\1/p' \
   conformance/src/load/locust/mod.rs)
 
-# Runs a command as root: directly when we are root, through sudo otherwise.
-as_root() {
-  if [ "$(id -u)" = 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null; then
-    sudo "$@"
-  else
-    echo "ci/test.sh: '$*' needs root (or sudo)" >&2
-    return 2
-  fi
-}
+who=ci/test.sh
+# shellcheck source=ci/as-root.sh
+source ci/as-root.sh
 
 install_nginx() {
   if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then

@@ -153,19 +153,10 @@ mod tests {
     use crate::verdict::figure::Unit;
 
     fn result(samples: Vec<f64>) -> CheckResult {
+        let t3 = CheckId::Clause(plimsoll_spec::ClauseId::T3);
         CheckResult {
-            id: CheckId::Clause(plimsoll_spec::ClauseId::T3).into(),
-            title: String::new(),
-            expected: String::new(),
-            observed: String::new(),
-            verdict: Verdict::Pass,
-            duration_ms: 0.0,
-            evidence: Vec::new(),
-            trials_ms: Vec::new(),
-            timeline: Vec::new(),
             figures: vec![Figure::lower("refusal latency", Unit::Ms, samples)],
-            deltas: Vec::new(),
-            waiver: None,
+            ..CheckResult::new(t3, "", String::new(), String::new(), Verdict::Pass)
         }
     }
 

@@ -149,20 +149,7 @@ mod tests {
     }
 
     fn result(id: CheckId, verdict: Verdict) -> CheckResult {
-        CheckResult {
-            id: id.into(),
-            title: String::new(),
-            expected: String::new(),
-            observed: "observed".into(),
-            verdict,
-            duration_ms: 0.0,
-            evidence: Vec::new(),
-            trials_ms: Vec::new(),
-            timeline: Vec::new(),
-            figures: Vec::new(),
-            deltas: Vec::new(),
-            waiver: None,
-        }
+        CheckResult::new(id, "", String::new(), "observed".into(), verdict)
     }
 
     fn load(text: &str) -> Result<Waivers, WaiversError> {

@@ -198,11 +198,48 @@ impl Contract {
     }
 }
 
+/// Why a text's placeholders could not be filled; the message names the placeholder.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// A `{` with no `}` after it.
+    #[error("unclosed `{{` in {template:?}")]
+    Unclosed {
+        /// The whole text, as given.
+        template: String,
+    },
+    /// `{status:CODE}` names no error code.
+    #[error(transparent)]
+    UnknownCode(#[from] crate::problem::UnknownErrorCode),
+    /// `{status:CODE}` names a code the contract's `[[errors]]` lacks.
+    #[error("`{0}` has no status in [[errors]]")]
+    NoStatus(ErrorCode),
+    /// A dotted path that leads to no scalar of the contract.
+    #[error("placeholder `{{{name}}}` is not a scalar of the contract")]
+    NotScalar {
+        /// The placeholder, without its braces.
+        name: String,
+    },
+    /// A plain name that is no scalar field of the clause's value.
+    #[error("placeholder `{{{name}}}` is not a scalar field of {clause}'s value")]
+    NotField {
+        /// The placeholder, without its braces.
+        name: String,
+        /// The clause whose value lacks it.
+        clause: ClauseId,
+    },
+    /// A plain name in a text that belongs to no clause.
+    #[error("placeholder `{{{name}}}` needs a clause; use a dotted path")]
+    NeedsClause {
+        /// The placeholder, without its braces.
+        name: String,
+    },
+}
+
 impl Contract {
     /// Fills a clause text's placeholders so prose never repeats a value: `{field}` is a field of
     /// the clause's value, `{status:CODE}` the HTTP status of an error code, and `{a.b.c}` (a
     /// dotted path) any scalar of the contract, e.g. `{api.digitize.max_pixels}`.
-    pub fn expand(&self, clause: &ClauseRef<'_>, template: &str) -> Result<String, String> {
+    pub fn expand(&self, clause: &ClauseRef<'_>, template: &str) -> Result<String, ExpandError> {
         self.expand_in(Some(clause), template)
     }
 
@@ -212,7 +249,7 @@ impl Contract {
         &self,
         clause: Option<&ClauseRef<'_>>,
         template: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, ExpandError> {
         let mut doc: Option<serde_json::Value> = None;
         let mut out = String::with_capacity(template.len());
         let mut rest = template;
@@ -220,7 +257,9 @@ impl Contract {
             out.push_str(&rest[..open]);
             let close = rest[open..]
                 .find('}')
-                .ok_or_else(|| format!("unclosed `{{` in {template:?}"))?;
+                .ok_or_else(|| ExpandError::Unclosed {
+                    template: template.to_owned(),
+                })?;
             let name = &rest[open + 1..open + close];
             let text = if let Some(code) = name.strip_prefix("status:") {
                 let code: ErrorCode = code.parse()?;
@@ -228,7 +267,7 @@ impl Contract {
                     .iter()
                     .find(|e| e.code == code)
                     .map(|e| e.status.to_string())
-                    .ok_or_else(|| format!("`{code}` has no status in [[errors]]"))?
+                    .ok_or(ExpandError::NoStatus(code))?
             } else if name.contains('.') {
                 let doc = doc.get_or_insert_with(|| {
                     serde_json::to_value(self).expect("a contract serializes")
@@ -240,23 +279,11 @@ impl Contract {
                         _ => None,
                     })
                     .and_then(scalar)
-                    .ok_or_else(|| {
-                        format!("placeholder `{{{name}}}` is not a scalar of the contract")
+                    .ok_or_else(|| ExpandError::NotScalar {
+                        name: name.to_owned(),
                     })?
             } else {
-                match clause {
-                    Some(c) => c.value.get(name).and_then(scalar).ok_or_else(|| {
-                        format!(
-                            "placeholder `{{{name}}}` is not a scalar field of {}'s value",
-                            c.id
-                        )
-                    })?,
-                    None => {
-                        return Err(format!(
-                            "placeholder `{{{name}}}` needs a clause; use a dotted path"
-                        ));
-                    }
-                }
+                field(clause, name)?
             };
             out.push_str(&text);
             rest = &rest[open + close + 1..];
@@ -272,9 +299,29 @@ impl Contract {
     }
 
     /// An implementation rule's text with its placeholders filled (its clause's value first).
-    pub fn rule_text(&self, rule: &crate::model::ImplementationRule) -> Result<String, String> {
+    pub fn rule_text(
+        &self,
+        rule: &crate::model::ImplementationRule,
+    ) -> Result<String, ExpandError> {
         let clause = rule.clause.map(|id| self.clause(id));
         self.expand_in(clause.as_ref(), &rule.rule)
+    }
+}
+
+/// The placeholder `{name}` as a scalar field of `clause`'s value.
+fn field(clause: Option<&ClauseRef<'_>>, name: &str) -> Result<String, ExpandError> {
+    match clause {
+        Some(c) => c
+            .value
+            .get(name)
+            .and_then(scalar)
+            .ok_or_else(|| ExpandError::NotField {
+                name: name.to_owned(),
+                clause: c.id,
+            }),
+        None => Err(ExpandError::NeedsClause {
+            name: name.to_owned(),
+        }),
     }
 }
 
@@ -284,5 +331,45 @@ fn scalar(v: &serde_json::Value) -> Option<String> {
         serde_json::Value::String(s) => Some(s.clone()),
         serde_json::Value::Object(_) | serde_json::Value::Array(_) => None,
         other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expansion_errors_say_which_placeholder() {
+        let contract = Contract::embedded();
+        let b1 = contract.clause(ClauseId::B1);
+        let err = |template: &str| contract.expand(&b1, template).unwrap_err().to_string();
+        assert_eq!(err("a {b"), r#"unclosed `{` in "a {b""#);
+        assert_eq!(err("{status:nope}"), "unknown error code `nope`");
+        assert_eq!(
+            err("{api.digitize}"),
+            "placeholder `{api.digitize}` is not a scalar of the contract"
+        );
+        assert_eq!(
+            err("{nope}"),
+            "placeholder `{nope}` is not a scalar field of B1's value"
+        );
+        assert_eq!(
+            contract.expand_in(None, "{nope}").unwrap_err().to_string(),
+            "placeholder `{nope}` needs a clause; use a dotted path"
+        );
+        let mut without = contract.clone();
+        without.errors.retain(|e| e.code != ErrorCode::Timeout);
+        assert_eq!(
+            without.expand(&b1, "{status:timeout}").unwrap_err(),
+            ExpandError::NoStatus(ErrorCode::Timeout)
+        );
+        assert_eq!(
+            ExpandError::NoStatus(ErrorCode::Timeout).to_string(),
+            "`timeout` has no status in [[errors]]"
+        );
+        assert_eq!(
+            contract.expand(&b1, "{digitize_timeout_ms} ms, {status:timeout}"),
+            Ok("60000 ms, 504".to_owned())
+        );
     }
 }

@@ -192,13 +192,21 @@ impl ExportFormat {
     }
 }
 
+/// A name that is no export format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown export format `{0}`")]
+pub struct UnknownExportFormat(
+    /// The text that was parsed, as given.
+    pub String,
+);
+
 impl std::str::FromStr for ExportFormat {
-    type Err = String;
+    type Err = UnknownExportFormat;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         ExportFormat::ALL
             .into_iter()
             .find(|f| f.as_str() == s)
-            .ok_or_else(|| format!("unknown export format `{s}`"))
+            .ok_or_else(|| UnknownExportFormat(s.to_owned()))
     }
 }
 

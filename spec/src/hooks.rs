@@ -63,7 +63,7 @@ fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
     let (name, arg) = directive
         .split_once('=')
         .ok_or_else(|| err("expected NAME=VALUE"))?;
-    let stage = |s: &str| s.trim().parse::<Stage>().map_err(|e| err(&e));
+    let stage = |s: &str| s.trim().parse::<Stage>().map_err(|e| err(&e.to_string()));
     let number = |s: &str| {
         s.trim()
             .parse::<u64>()

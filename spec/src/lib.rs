@@ -22,11 +22,13 @@ pub mod relay;
 pub mod render;
 pub mod stage;
 
-pub use design::{Design, ExportFormat, Extents, Stitch, StitchCommand, Thread};
+pub use design::{
+    Design, ExportFormat, Extents, Stitch, StitchCommand, Thread, UnknownExportFormat,
+};
 pub use hooks::{HookDirective, HookParseError, parse_hooks};
 pub use metric::{MetricName, Outcome, Pool};
-pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem};
-pub use stage::Stage;
+pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem, UnknownErrorCode};
+pub use stage::{Stage, UnknownStage};
 
 pub mod changelog;
 pub mod clause;
@@ -38,7 +40,7 @@ pub mod reconcile;
 mod validate;
 
 pub use changelog::{Changelog, Release};
-pub use clause::{ClauseId, ClauseRef, UnknownClause};
+pub use clause::{ClauseId, ClauseRef, ExpandError, UnknownClause};
 pub use limits::PoolLimits;
 pub use model::Contract;
 pub use overrides::{Applied, OverrideError};

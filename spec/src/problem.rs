@@ -89,13 +89,21 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
+/// A name that is no error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown error code `{0}`")]
+pub struct UnknownErrorCode(
+    /// The text that was parsed, as given.
+    pub String,
+);
+
 impl std::str::FromStr for ErrorCode {
-    type Err = String;
+    type Err = UnknownErrorCode;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         ErrorCode::ALL
             .into_iter()
             .find(|c| c.as_str() == s)
-            .ok_or_else(|| format!("unknown error code `{s}`"))
+            .ok_or_else(|| UnknownErrorCode(s.to_owned()))
     }
 }
 

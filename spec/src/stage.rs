@@ -69,12 +69,20 @@ impl std::fmt::Display for Stage {
     }
 }
 
+/// A name that is no stage.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown stage `{0}`")]
+pub struct UnknownStage(
+    /// The text that was parsed, as given.
+    pub String,
+);
+
 impl std::str::FromStr for Stage {
-    type Err = String;
+    type Err = UnknownStage;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Stage::ALL
             .into_iter()
             .find(|stage| stage.as_str() == s)
-            .ok_or_else(|| format!("unknown stage `{s}`"))
+            .ok_or_else(|| UnknownStage(s.to_owned()))
     }
 }

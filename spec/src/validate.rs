@@ -85,7 +85,7 @@ impl Contract {
                     out.push(violation(&at(field), "must not be empty".into()));
                 }
                 if let Err(e) = self.expand(&clause, text) {
-                    out.push(violation(&at(field), e));
+                    out.push(violation(&at(field), e.to_string()));
                 }
             }
             if !self.sources.contains_key(&clause.source.doc) {
@@ -148,7 +148,7 @@ impl Contract {
                 out.push(violation(&at("rule"), "must not be empty".into()));
             }
             if let Err(e) = self.rule_text(rule) {
-                out.push(violation(&at("rule"), e));
+                out.push(violation(&at("rule"), e.to_string()));
             }
         }
         out

@@ -48,7 +48,8 @@ pub async fn subject(args: &CheckArgs) -> Result<Subject, Fatal> {
     })?;
     let bridge = match &args.bridge_command {
         Some(template) => Some(Arc::new(
-            BridgeProcess::spawn(template, relay.url(), upstream.url()).map_err(Fatal::Usage)?,
+            BridgeProcess::spawn(template, relay.url(), upstream.url())
+                .map_err(|e| Fatal::Usage(e.to_string()))?,
         )),
         None => {
             println!(
@@ -132,10 +133,10 @@ async fn first_dial(relay: &RelayListener, bridge: Option<&BridgeProcess>) -> Re
             .dialled(FIRST_DIAL_BY_HAND)
             .await
             .map(drop)
-            .map_err(Fatal::Unreachable);
+            .map_err(|e| Fatal::Unreachable(e.to_string()));
     };
     let dialled = tokio::select! {
-        dialled = relay.dialled(FIRST_DIAL_STARTED) => dialled.map(drop),
+        dialled = relay.dialled(FIRST_DIAL_STARTED) => dialled.map(drop).map_err(|e| e.to_string()),
         Some(status) = bridge.wait(FIRST_DIAL_STARTED) => Err(format!(
             "the bridge `{}` exited ({status}) before it dialled the relay",
             bridge.command()

@@ -202,7 +202,7 @@ async fn run_suite(
     let probe = target
         .digitize(Some(&hold_first(&target, 1)))
         .await
-        .map_err(Fatal::Unreachable)?;
+        .map_err(|e| Fatal::Unreachable(e.to_string()))?;
     if target.is_error(&probe, target.expected.hooks.disabled_code) {
         return Err(Fatal::Hooks(format!(
             "the target refuses test hooks: start it with {}=1",

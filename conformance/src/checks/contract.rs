@@ -69,18 +69,15 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
     let observed = observed(r);
     let verdict = verdict(r);
     CheckResult {
-        id: CHECK.id.into(),
-        title: TITLE.into(),
-        expected: expected(allow_overrides),
-        observed,
-        verdict,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         evidence,
-        trials_ms: Vec::new(),
-        timeline: Vec::new(),
-        figures: Vec::new(),
-        deltas: Vec::new(),
-        waiver: None,
+        ..CheckResult::new(
+            CHECK.id,
+            TITLE,
+            expected(allow_overrides),
+            observed,
+            verdict,
+        )
     }
 }
 

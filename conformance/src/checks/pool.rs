@@ -15,10 +15,37 @@ use plimsoll_spec::hooks::format_hooks;
 use plimsoll_spec::{ErrorCode, HookDirective, MetricName, Pool, Stage};
 
 use super::ctx::{Ctx, ms};
-use crate::remote::{Reply, Target, series};
+use crate::remote::{MetricError, Reply, RequestError, Target, WaitError, series};
 
 /// A request sent on its own task: its reply, or why there is none.
-pub type Pending = tokio::task::JoinHandle<Result<Reply, String>>;
+pub type Pending = tokio::task::JoinHandle<Result<Reply, TaskError>>;
+
+/// Why a request sent on its own task has no reply. A task that panicked or was cancelled reads
+/// `task failed: …` where it was collected with others ([`join_all`]) or passed on by another
+/// task, and in the runtime's own words where a check awaited it alone.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The request itself failed.
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// The task panicked or was cancelled, said as `task failed: …`.
+    #[error("task failed: {0}")]
+    Failed(tokio::task::JoinError),
+    /// The task panicked or was cancelled, in the runtime's words.
+    #[error(transparent)]
+    Join(tokio::task::JoinError),
+}
+
+/// Why a [`GaugeWatch`] has no largest value.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The gauge could not be read.
+    #[error(transparent)]
+    Metric(#[from] MetricError),
+    /// The task polling it panicked or was cancelled.
+    #[error("gauge watch failed: {0}")]
+    Join(tokio::task::JoinError),
+}
 
 /// One directive as a hook header value.
 pub fn hook(directive: HookDirective) -> String {
@@ -56,17 +83,14 @@ pub fn spawn_digitize(t: &Arc<Target>, hook: Option<String>) -> Pending {
 pub fn spawn_in(t: &Arc<Target>, pool: Pool, hook: Option<String>) -> Pending {
     let t = t.clone();
     let limit = give_up(&t, pool);
-    tokio::spawn(async move { t.send_pool(pool, hook.as_deref(), limit).await })
+    tokio::spawn(async move { Ok(t.send_pool(pool, hook.as_deref(), limit).await?) })
 }
 
-/// Waits for every task and collects the replies (a failed request becomes an error string).
-pub async fn join_all(tasks: Vec<Pending>) -> Vec<Result<Reply, String>> {
+/// Waits for every task and collects the replies (or why each has none).
+pub async fn join_all(tasks: Vec<Pending>) -> Vec<Result<Reply, TaskError>> {
     let mut out = Vec::with_capacity(tasks.len());
     for task in tasks {
-        out.push(
-            task.await
-                .unwrap_or_else(|e| Err(format!("task failed: {e}"))),
-        );
+        out.push(task.await.unwrap_or_else(|e| Err(TaskError::Failed(e))));
     }
     out
 }
@@ -99,7 +123,7 @@ pub async fn plain_request_succeeds(t: &Target, c: &mut Ctx, label: &str, what: 
 
 /// Waits until no more digitize workers are busy than when the check started, allowing a
 /// worker twice the cancellation bound to stop. Pacing only: it reads the busy gauge.
-pub async fn drained(t: &Target, c: &Ctx) -> Result<Duration, String> {
+pub async fn drained(t: &Target, c: &Ctx) -> Result<Duration, WaitError> {
     let baseline = c.baseline_busy;
     t.wait_metric(
         MetricName::WorkersBusy,
@@ -315,7 +339,7 @@ pub async fn capacity_recovered(t: &Arc<Target>, c: &mut Ctx) {
 /// Polls a pool's gauge on its own task until finished, keeping the largest value it saw.
 pub struct GaugeWatch {
     stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<(f64, usize, Option<String>)>,
+    task: tokio::task::JoinHandle<(f64, usize, Option<MetricError>)>,
 }
 
 impl GaugeWatch {
@@ -344,12 +368,12 @@ impl GaugeWatch {
     }
 
     /// The largest value seen and the number of samples; an error if the series was missing.
-    pub async fn finish(self) -> Result<(f64, usize), String> {
+    pub async fn finish(self) -> Result<(f64, usize), WatchError> {
         self.stop.store(true, Ordering::SeqCst);
         match self.task.await {
-            Ok((_, _, Some(e))) => Err(e),
+            Ok((_, _, Some(e))) => Err(WatchError::Metric(e)),
             Ok((max, samples, None)) => Ok((max, samples)),
-            Err(e) => Err(format!("gauge watch failed: {e}")),
+            Err(e) => Err(WatchError::Join(e)),
         }
     }
 }
@@ -359,7 +383,7 @@ pub async fn counter(t: &Target, c: &mut Ctx, name: MetricName, pool: Pool) -> O
     match t.metric(name, pool).await {
         Ok(v) => Some(v),
         Err(e) => {
-            c.fail(e);
+            c.fail(e.to_string());
             None
         }
     }

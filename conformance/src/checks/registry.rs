@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
+use plimsoll_spec::{ClauseId, Contract, ExpandError, MetricName, Pool};
 
 use super::ctx::Ctx;
 use crate::id::CheckId;
@@ -73,7 +73,7 @@ impl Check {
     }
 
     /// The evidence paragraph with the contract's values filled in.
-    pub fn evidence(&self, contract: &Contract) -> Result<String, String> {
+    pub fn evidence(&self, contract: &Contract) -> Result<String, ExpandError> {
         match self.id {
             CheckId::Clause(id) => contract.expand(&contract.clause(id), self.evidence),
             _ => Ok(self.evidence.to_owned()),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use goose::prelude::*;
 
-use super::runner::{base_configuration, goose_error};
+use super::runner::{GooseFailure, base_configuration};
 
 /// The requests per second goose drives with `users` users looping `GET path` without pause
 /// for `duration`: the load generator's own ceiling (the `bench_loadgen` example). Counted
@@ -18,7 +18,7 @@ pub async fn saturate(
     path: &str,
     users: usize,
     duration: Duration,
-) -> Result<(u64, f64), String> {
+) -> Result<(u64, f64), GooseFailure> {
     let mut config = base_configuration(host, users, None);
     config.run_time = Some((duration.as_secs() + 1).to_string());
     let count = Arc::new(AtomicU64::new(0));
@@ -40,12 +40,10 @@ pub async fn saturate(
         })
     });
     let scenario = Scenario::new("saturate").register_transaction(Transaction::new(function));
-    GooseAttack::initialize_with_config(config)
-        .map_err(goose_error)?
+    GooseAttack::initialize_with_config(config)?
         .register_scenario(scenario)
         .execute()
-        .await
-        .map_err(goose_error)?;
+        .await?;
     let n = count.load(Ordering::Relaxed);
     Ok((n, n as f64 / duration.as_secs_f64()))
 }

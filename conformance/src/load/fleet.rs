@@ -167,23 +167,17 @@ mod tests {
 
     #[test]
     fn a_replica_verdict_names_the_replica() {
-        let r = CheckResult {
-            id: ResultId::Load {
-                profile: "overload",
-                verdict: "busy-limit",
-            },
-            title: "Busy gauge within the worker limit throughout".into(),
-            expected: String::new(),
-            observed: String::new(),
-            verdict: Verdict::Fail("busy gauge reached 5 with 4 workers".into()),
-            duration_ms: 0.0,
-            evidence: Vec::new(),
-            trials_ms: Vec::new(),
-            timeline: Vec::new(),
-            figures: Vec::new(),
-            deltas: Vec::new(),
-            waiver: None,
+        let id = ResultId::Load {
+            profile: "overload",
+            verdict: "busy-limit",
         };
+        let r = CheckResult::new(
+            id,
+            "Busy gauge within the worker limit throughout",
+            String::new(),
+            String::new(),
+            Verdict::Fail("busy gauge reached 5 with 4 workers".into()),
+        );
         let named = replica_result(r.clone(), "http://127.0.0.1:9003");
         assert_eq!(
             named.id.to_string(),

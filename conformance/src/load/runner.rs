@@ -68,10 +68,23 @@ enum Pacing {
     },
 }
 
-pub(super) fn goose_error(e: GooseError) -> String {
-    match e {
-        GooseError::ThresholdsFailed { .. } => "goose thresholds failed".into(),
-        other => format!("{other}"),
+/// Why a goose attack did not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum GooseFailure {
+    /// goose's own thresholds failed (the metrics its error carries are not kept).
+    #[error("goose thresholds failed")]
+    Thresholds,
+    /// goose could not be configured, or its attack failed.
+    #[error("{0}")]
+    Goose(GooseError),
+}
+
+impl From<GooseError> for GooseFailure {
+    fn from(e: GooseError) -> GooseFailure {
+        match e {
+            GooseError::ThresholdsFailed { .. } => GooseFailure::Thresholds,
+            other => GooseFailure::Goose(other),
+        }
     }
 }
 
@@ -95,7 +108,11 @@ pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> G
 }
 
 /// Runs one profile's goose attack; `t0` is the clock every attempt is stamped against.
-pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<RunOutput, String> {
+pub async fn run(
+    spec: RunSpec,
+    t0: Instant,
+    live: Arc<LiveCounts>,
+) -> Result<RunOutput, GooseFailure> {
     let mut config = base_configuration(&spec.host, spec.users, spec.report.clone());
     let pacing = match &spec.kind {
         RunKind::Rate {
@@ -147,12 +164,10 @@ pub async fn run(spec: RunSpec, t0: Instant, live: Arc<LiveCounts>) -> Result<Ru
         .register_transaction(Transaction::new(client).set_on_start())
         .register_transaction(Transaction::new(function).set_name("digitize"));
     let started = Instant::now();
-    let metrics = GooseAttack::initialize_with_config(config)
-        .map_err(goose_error)?
+    let metrics = GooseAttack::initialize_with_config(config)?
         .register_scenario(scenario)
         .execute()
-        .await
-        .map_err(goose_error)?;
+        .await?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     let attempts = std::mem::take(&mut *shared.records.lock().unwrap_or_else(|e| e.into_inner()));
     let drain_failed = match &shared.pacing {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::MetricName;
 use tokio_util::sync::CancellationToken;
 
-use crate::remote::metric_value;
 use crate::remote::process::{FDS_METRIC, ProcessSource, RSS_METRIC, proc_fds, proc_rss_bytes};
+use crate::remote::{MetricError, metric_value};
 
 /// One reading.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -68,15 +68,19 @@ pub async fn read_metrics(
     client: &reqwest::Client,
     url: &str,
     pool: &str,
-) -> Result<MetricsView, String> {
+) -> Result<MetricsView, MetricError> {
+    let failed = |source| MetricError::Get {
+        path: url.to_owned(),
+        source,
+    };
     let text = client
         .get(url)
         .send()
         .await
-        .map_err(|e| format!("GET {url}: {e}"))?
+        .map_err(failed)?
         .text()
         .await
-        .map_err(|e| format!("GET {url}: {e}"))?;
+        .map_err(failed)?;
     Ok(MetricsView::parse(&text, pool))
 }
 

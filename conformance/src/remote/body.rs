@@ -5,19 +5,32 @@
 /// checks (a design of the checker's small images, a DST/EXP export, `/metrics`, the contract).
 pub const MAX_REPLY_BYTES: usize = 16 << 20;
 
+/// Why a reply's body was not read whole.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// The connection failed while the body was read (the message has the causes).
+    #[error("reading the body failed: {}", with_causes(.0))]
+    Read(reqwest::Error),
+    /// The body passed the cap, and the rest was left unread.
+    #[error(
+        "the body passed {} MB, more than any reply of the contract holds; the checker stopped reading it",
+        .cap >> 20
+    )]
+    TooLarge {
+        /// The cap, bytes.
+        cap: usize,
+    },
+}
+
 /// The whole body, or an error once it passes `cap` bytes (nothing more is read).
-pub async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, String> {
+pub async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<Vec<u8>, BodyError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("reading the body failed: {}", with_causes(&e)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Read)? {
         if body.len() + chunk.len() > cap {
-            return Err(format!(
-                "the body passed {} MB, more than any reply of the contract holds; the checker stopped reading it",
-                cap >> 20
-            ));
+            return Err(BodyError::TooLarge { cap });
         }
         body.extend_from_slice(&chunk);
     }

@@ -21,6 +21,39 @@ pub const UPSTREAM_URL: &str = "{upstream_url}";
 /// bridge prints.
 const TAIL_BYTES: usize = 8 * 1024;
 
+/// Why the bridge could not be started or stopped as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// The command names no `{relay_url}`: the bridge could not know where to dial.
+    #[error(
+        "--bridge-command must contain {RELAY_URL} (and {UPSTREAM_URL}): the checker fills in where the bridge dials and where it relays to"
+    )]
+    NoRelayUrl,
+    /// The shell could not be started.
+    #[error("starting the bridge `{command}`: {source}")]
+    Spawn {
+        /// The command, URLs filled in.
+        command: String,
+        /// Why it could not start.
+        source: std::io::Error,
+    },
+    /// The process was gone before the checker could see its id.
+    #[error("the bridge `{command}` exited at once")]
+    ExitedAtOnce {
+        /// The command, URLs filled in.
+        command: String,
+    },
+    /// SIGTERM could not be sent to the bridge's process group.
+    #[error("sending SIGTERM: {0}")]
+    Signal(nix::errno::Errno),
+    /// A process of the group outlived the limit after SIGTERM, and the group was killed.
+    #[error("the bridge was still running {} ms after SIGTERM (killed)", .limit.as_millis())]
+    StillRunning {
+        /// How long it was given.
+        limit: Duration,
+    },
+}
+
 /// The bridge's process and the newest of what it printed.
 pub struct BridgeProcess {
     command: String,
@@ -36,16 +69,14 @@ impl BridgeProcess {
         template: &str,
         relay_url: &str,
         upstream_url: &str,
-    ) -> Result<BridgeProcess, String> {
+    ) -> Result<BridgeProcess, BridgeError> {
         if !template.contains(RELAY_URL) {
-            return Err(format!(
-                "--bridge-command must contain {RELAY_URL} (and {UPSTREAM_URL}): the checker fills in where the bridge dials and where it relays to"
-            ));
+            return Err(BridgeError::NoRelayUrl);
         }
         let command = template
             .replace(RELAY_URL, relay_url)
             .replace(UPSTREAM_URL, upstream_url);
-        let mut child = Command::new("sh")
+        let spawned = Command::new("sh")
             .arg("-c")
             .arg(&command)
             .process_group(0)
@@ -53,11 +84,14 @@ impl BridgeProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("starting the bridge `{command}`: {e}"))?;
-        let pid = child
-            .id()
-            .ok_or_else(|| format!("the bridge `{command}` exited at once"))?;
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(source) => return Err(BridgeError::Spawn { command, source }),
+        };
+        let Some(pid) = child.id() else {
+            return Err(BridgeError::ExitedAtOnce { command });
+        };
         let tail = Arc::new(Mutex::new(Vec::new()));
         if let Some(out) = child.stdout.take() {
             tokio::spawn(keep_tail(out, tail.clone()));
@@ -96,9 +130,9 @@ impl BridgeProcess {
     /// process of the group has exited (the shell may exit at once while the bridge it started
     /// still drains): how long it took, or why not. The group is killed if it is still there
     /// after `limit`.
-    pub async fn terminate(&self, limit: Duration) -> Result<(Duration, ExitStatus), String> {
+    pub async fn terminate(&self, limit: Duration) -> Result<(Duration, ExitStatus), BridgeError> {
         let sent = Instant::now();
-        killpg(self.pgid, Signal::SIGTERM).map_err(|e| format!("sending SIGTERM: {e}"))?;
+        killpg(self.pgid, Signal::SIGTERM).map_err(BridgeError::Signal)?;
         let status = self.wait(limit).await;
         while status.is_some() && group_alive(self.pgid) && sent.elapsed() < limit {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -108,10 +142,7 @@ impl BridgeProcess {
             Some(status) if !group_alive(self.pgid) => Ok((took, status)),
             _ => {
                 self.kill();
-                Err(format!(
-                    "the bridge was still running {} ms after SIGTERM (killed)",
-                    limit.as_millis()
-                ))
+                Err(BridgeError::StillRunning { limit })
             }
         }
     }
@@ -218,13 +249,21 @@ mod tests {
             .terminate(Duration::from_millis(300))
             .await
             .unwrap_err();
-        assert!(e.contains("still running"), "{e}");
+        assert!(matches!(e, BridgeError::StillRunning { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "the bridge was still running 300 ms after SIGTERM (killed)"
+        );
     }
 
     #[test]
     fn a_command_without_the_relay_url_is_refused() {
         let e = BridgeProcess::spawn("true", "x", "y").err().unwrap();
-        assert!(e.contains("{relay_url}"), "{e}");
+        assert!(matches!(e, BridgeError::NoRelayUrl), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "--bridge-command must contain {relay_url} (and {upstream_url}): the checker fills in where the bridge dials and where it relays to"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
 pub mod body;
 pub mod bridge;
+mod error;
 mod exposition;
 mod images;
 pub mod process;
@@ -20,6 +21,7 @@ mod reply;
 mod seen;
 pub mod upstream;
 
+pub use error::*;
 pub use exposition::*;
 pub use images::*;
 pub use reply::*;
@@ -191,23 +193,22 @@ impl Target {
     }
 
     /// Sends a digitize request for the sample image, with an optional hook.
-    pub async fn digitize(&self, hook: Option<&str>) -> Result<Reply, String> {
+    pub async fn digitize(&self, hook: Option<&str>) -> Result<Reply, RequestError> {
         self.send(self.digitize_request(hook), Op::Digitize).await
     }
 
     /// A design to export: the body of one plain digitize, fetched on first use and kept.
-    pub async fn design(&self) -> Result<Vec<u8>, String> {
+    pub async fn design(&self) -> Result<Vec<u8>, RequestError> {
         self.design
             .get_or_try_init(|| async {
                 let reply = self.digitize(None).await?;
                 if reply.ok() {
                     Ok(reply.body)
                 } else {
-                    Err(format!(
-                        "a plain digitize (for a design to export) answered {} {}",
-                        reply.status,
-                        reply.code()
-                    ))
+                    Err(RequestError::NoDesign {
+                        status: reply.status,
+                        code: reply.code(),
+                    })
                 }
             })
             .await
@@ -220,13 +221,11 @@ impl Target {
         &self,
         pool: Pool,
         hook: Option<&str>,
-    ) -> Result<(reqwest::RequestBuilder, Op), String> {
+    ) -> Result<(reqwest::RequestBuilder, Op), RequestError> {
         match pool {
             Pool::Digitize => Ok((self.digitize_request(hook), Op::Digitize)),
             Pool::Export => Ok((self.export_request(hook, self.design().await?), Op::Export)),
-            Pool::Relay => {
-                Err("the relay pool takes WebSocket envelopes, not HTTP requests".into())
-            }
+            Pool::Relay => Err(RequestError::RelayPool),
         }
     }
 
@@ -237,18 +236,19 @@ impl Target {
         pool: Pool,
         hook: Option<&str>,
         limit: Duration,
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, RequestError> {
         let (request, op) = self.pool_request(pool, hook).await?;
         self.send(request.timeout(limit), op).await
     }
 
     /// Sends, reads the whole reply, and validates it.
-    pub async fn send(&self, request: reqwest::RequestBuilder, op: Op) -> Result<Reply, String> {
+    pub async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        op: Op,
+    ) -> Result<Reply, RequestError> {
         let sent = Instant::now();
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("request failed: {}", body::with_causes(&e)))?;
+        let response = request.send().await.map_err(RequestError::Send)?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = body::read_capped(response, body::MAX_REPLY_BYTES).await?;
@@ -341,34 +341,45 @@ impl Target {
     /// A metric's value for one pool, as `/metrics` says now. A series the contract documents
     /// but the exposition lacks is an error (`/metrics has no …`), never 0: absence is not
     /// success.
-    pub async fn metric(&self, name: MetricName, pool: Pool) -> Result<f64, String> {
+    pub async fn metric(&self, name: MetricName, pool: Pool) -> Result<f64, MetricError> {
         self.scrape(name, Some(pool)).await
     }
 
     /// The sum of every series of a metric (for one without a `pool` label); an error when
     /// there is none.
-    pub async fn metric_total(&self, name: MetricName) -> Result<f64, String> {
+    pub async fn metric_total(&self, name: MetricName) -> Result<f64, MetricError> {
         self.scrape(name, None).await
     }
 
-    async fn scrape(&self, name: MetricName, pool: Option<Pool>) -> Result<f64, String> {
+    async fn scrape(&self, name: MetricName, pool: Option<Pool>) -> Result<f64, MetricError> {
         let path = &self.expected.api.metrics.path;
         let response = self
             .client
             .get(self.url(path))
             .send()
             .await
-            .map_err(|e| format!("GET {path}: {e}"))?;
+            .map_err(|source| MetricError::Get {
+                path: path.clone(),
+                source,
+            })?;
         if !response.status().is_success() {
-            return Err(format!("GET {path} answered {}", response.status()));
+            return Err(MetricError::Status {
+                path: path.clone(),
+                status: response.status(),
+            });
         }
         let text = body::read_capped(response, body::MAX_REPLY_BYTES)
             .await
-            .map_err(|e| format!("GET {path}: {e}"))?;
+            .map_err(|source| MetricError::Body {
+                path: path.clone(),
+                source,
+            })?;
         let text = String::from_utf8_lossy(&text);
         metric_value(&text, name.as_str(), pool.map_or("", Pool::as_str)).ok_or_else(|| {
-            let series = pool.map_or_else(|| name.to_string(), |p| series(name, p));
-            format!("{path} has no {series}")
+            MetricError::Missing {
+                path: path.clone(),
+                series: pool.map_or_else(|| name.to_string(), |p| series(name, p)),
+            }
         })
     }
 
@@ -379,7 +390,7 @@ impl Target {
         pool: Pool,
         limit: Duration,
         pred: impl Fn(f64) -> bool,
-    ) -> Result<Duration, String> {
+    ) -> Result<Duration, WaitError> {
         let start = Instant::now();
         let poll = Duration::from_millis(self.expected.tolerances.metrics_poll_interval_ms);
         let mut last = f64::NAN;
@@ -390,11 +401,11 @@ impl Target {
             }
             tokio::time::sleep(poll).await;
         }
-        Err(format!(
-            "{} still {last} after {} ms",
-            series(name, pool),
-            limit.as_millis()
-        ))
+        Err(WaitError::Gauge {
+            series: series(name, pool),
+            last,
+            limit,
+        })
     }
 
     /// The HTTP status the contract gives an error code.

@@ -23,6 +23,25 @@ const HANDSHAKE: Duration = Duration::from_secs(3);
 /// bridge that dials in a loop cannot grow the checker's memory or its tasks.
 const WAITING: usize = 8;
 
+/// Why no bridge's socket came.
+#[derive(Debug, thiserror::Error)]
+pub enum DialError {
+    /// The listener's accept loop has ended: no socket will come.
+    #[error("the relay at {url} stopped accepting")]
+    Stopped {
+        /// The URL the bridge dials.
+        url: String,
+    },
+    /// No bridge completed a handshake within the limit.
+    #[error("no bridge dialled the relay at {url} within {:.1} s", .limit.as_secs_f64())]
+    Nobody {
+        /// The URL the bridge dials.
+        url: String,
+        /// How long the checker waited.
+        limit: Duration,
+    },
+}
+
 /// A bridge's socket, with when its handshake completed.
 pub struct Dialled {
     /// The socket, its handshake done: a check speaks the relay protocol on it.
@@ -81,7 +100,7 @@ impl RelayListener {
     }
 
     /// The bridge's newest socket: one already accepted, or the next within `limit`.
-    pub async fn next(&self, limit: Duration) -> Result<Dialled, String> {
+    pub async fn next(&self, limit: Duration) -> Result<Dialled, DialError> {
         let mut ready = self.ready.lock().await;
         if let Some(dialled) = ready.newest() {
             return Ok(dialled);
@@ -95,7 +114,7 @@ impl RelayListener {
 
     /// Waits, at most `limit`, until the bridge has dialled, and keeps its socket for the next
     /// check: a run learns that its bridge is there before the first check begins.
-    pub async fn dialled(&self, limit: Duration) -> Result<Instant, String> {
+    pub async fn dialled(&self, limit: Duration) -> Result<Instant, DialError> {
         let mut ready = self.ready.lock().await;
         let newest = match ready.newest() {
             Some(dialled) => dialled,
@@ -110,16 +129,17 @@ impl RelayListener {
         Ok(at)
     }
 
-    fn stopped(&self) -> String {
-        format!("the relay at {} stopped accepting", self.url)
+    fn stopped(&self) -> DialError {
+        DialError::Stopped {
+            url: self.url.clone(),
+        }
     }
 
-    fn nobody(&self, limit: Duration) -> String {
-        format!(
-            "no bridge dialled the relay at {} within {:.1} s",
-            self.url,
-            limit.as_secs_f64()
-        )
+    fn nobody(&self, limit: Duration) -> DialError {
+        DialError::Nobody {
+            url: self.url.clone(),
+            limit,
+        }
     }
 }
 
@@ -197,7 +217,14 @@ mod tests {
         let started = Instant::now();
         let e = relay.next(Duration::from_millis(100)).await.err().unwrap();
         assert!(started.elapsed() < Duration::from_secs(1));
-        assert!(e.contains("no bridge dialled"), "{e}");
+        assert!(matches!(e, DialError::Nobody { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "no bridge dialled the relay at {} within 0.1 s",
+                relay.url()
+            )
+        );
     }
 
     /// The client side's local address: the peer the relay saw.

@@ -56,13 +56,17 @@ impl Reply {
 
     /// Server-Timing `queue` and `run` in ms, or why a pipeline response that needs them
     /// cannot give them (a missing claim is a failure, never a zero).
-    pub fn server_timing(&self, header: &str) -> Result<(f64, f64), String> {
+    pub fn server_timing(&self, header: &str) -> Result<(f64, f64), TimingError> {
         self.timing.ok_or_else(|| match self.header(header) {
-            None => format!("a {} reply without {header}", self.status),
-            Some(v) => format!(
-                "a {} reply whose {header} `{v}` lacks queue or run",
-                self.status
-            ),
+            None => TimingError::Missing {
+                status: self.status,
+                header: header.to_owned(),
+            },
+            Some(v) => TimingError::Incomplete {
+                status: self.status,
+                header: header.to_owned(),
+                value: v.to_owned(),
+            },
         })
     }
 

@@ -23,6 +23,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
+use super::WaitError;
+
 /// The path prefix of every request the checker asks a bridge to relay.
 pub const PREFIX: &str = "/plimsoll/upstream/";
 /// The response header naming the request an answer is for: a bridge that mixes up answers
@@ -281,7 +283,7 @@ impl Upstream {
         &self,
         limit: Duration,
         ok: impl Fn(usize) -> bool,
-    ) -> Result<Duration, String> {
+    ) -> Result<Duration, WaitError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + limit;
         loop {
@@ -291,10 +293,10 @@ impl Upstream {
                 return Ok(started.elapsed());
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return Err(format!(
-                    "{now} request(s) still in flight at the upstream after {} ms",
-                    limit.as_millis()
-                ));
+                return Err(WaitError::InFlight {
+                    in_flight: now,
+                    limit,
+                });
             }
         }
     }

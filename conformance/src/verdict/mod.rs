@@ -131,6 +131,32 @@ pub const NOT_APPLICABLE: &str = "not applicable: ";
 pub const NOT_APPLICABLE_UNDER: &str = " not applicable under ";
 
 impl CheckResult {
+    /// A result with what every result says (what it judges, its line, the value, what was
+    /// measured, the verdict) and nothing gathered yet: evidence, trials, timeline, figures,
+    /// deltas and waiver are filled by whoever has them.
+    pub fn new(
+        id: impl Into<ResultId>,
+        title: impl Into<String>,
+        expected: String,
+        observed: String,
+        verdict: Verdict,
+    ) -> CheckResult {
+        CheckResult {
+            id: id.into(),
+            title: title.into(),
+            expected,
+            observed,
+            verdict,
+            duration_ms: 0.0,
+            evidence: Vec::new(),
+            trials_ms: Vec::new(),
+            timeline: Vec::new(),
+            figures: Vec::new(),
+            deltas: Vec::new(),
+            waiver: None,
+        }
+    }
+
     /// [`duration_ms`](Self::duration_ms) as a `Duration`.
     pub fn duration(&self) -> Duration {
         Duration::from_secs_f64(self.duration_ms / 1000.0)

@@ -127,14 +127,26 @@ async fn run(conn: &Arc<Connection>, envelope: Envelope, hold: Duration, permit:
     state.components().slot_release.worker_stopped(&slot, &end);
 }
 
+/// Why a response's body could not go out whole.
+#[derive(Debug, thiserror::Error)]
+enum BodyFailed {
+    /// The handler's body failed while it was read.
+    #[error("the response body could not be read: {0}")]
+    Read(axum::Error),
+    /// The body cannot be framed as its content type says.
+    #[error(transparent)]
+    Frames(#[from] frames::NotUtf8),
+}
+
 /// The `relay-error` frame that ends a response whose body failed (`stage_failed`).
 fn body_failed(
     state: &crate::state::AppState,
     framer: &frames::Framer,
-    why: String,
+    why: BodyFailed,
 ) -> RelayResponse {
     let code = ErrorCode::StageFailed;
-    framer.error(state.config.contract.error(code).status, code.as_str(), why)
+    let status = state.config.contract.error(code).status;
+    framer.error(status, code.as_str(), why.to_string())
 }
 
 /// Sends the response as frames while its body arrives (R5: a frame goes once more than a
@@ -149,14 +161,14 @@ async fn respond(conn: &Connection, request_id: &str, response: axum::response::
     let mut body = body.into_data_stream();
     let delivered = loop {
         let ready = match body.next().await {
-            Some(Ok(bytes)) => framer.push(&bytes),
-            Some(Err(e)) => Err(format!("the response body could not be read: {e}")),
+            Some(Ok(bytes)) => framer.push(&bytes).map_err(BodyFailed::from),
+            Some(Err(e)) => Err(BodyFailed::Read(e)),
             None => {
                 break conn
                     .send_frames(
                         &framer
                             .finish()
-                            .unwrap_or_else(|why| vec![body_failed(state, &framer, why)]),
+                            .unwrap_or_else(|why| vec![body_failed(state, &framer, why.into())]),
                     )
                     .await;
             }

@@ -129,7 +129,7 @@ impl Endpoint for Digitize {
             None => Ok(param.default),
             Some(raw) => param
                 .parse(name, raw)
-                .map_err(|detail| ErrorKind::rejected(ErrorCode::InvalidParameter, detail)),
+                .map_err(|e| ErrorKind::rejected(ErrorCode::InvalidParameter, e.to_string())),
         };
         let params = DigitizeParams {
             width_mm: value("width_mm", &p.width_mm)?,

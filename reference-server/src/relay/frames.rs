@@ -76,7 +76,7 @@ impl Framer {
     }
 
     /// Takes `bytes` of the body; returns the frames now complete (none of them final).
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<RelayResponse>, String> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<RelayResponse>, NotUtf8> {
         self.pending.extend_from_slice(bytes);
         let mut ready = Vec::new();
         while self.pending.len() > self.raw_max() {
@@ -94,12 +94,12 @@ impl Framer {
 
     /// The body has ended: the frames left, the last one final (an empty body is one empty
     /// final frame).
-    pub(crate) fn finish(&mut self) -> Result<Vec<RelayResponse>, String> {
+    pub(crate) fn finish(&mut self) -> Result<Vec<RelayResponse>, NotUtf8> {
         let base64 = *self
             .base64
             .get_or_insert(std::str::from_utf8(&self.pending).is_err());
         if !base64 && std::str::from_utf8(&self.pending).is_err() {
-            return Err(not_utf8(self.seq));
+            return Err(NotUtf8 { at: self.seq });
         }
         let mut frames = Vec::new();
         loop {
@@ -160,7 +160,7 @@ fn response(
     headers: &HeaderMap,
     body: &[u8],
     max_chunk_bytes: usize,
-) -> Result<Vec<RelayResponse>, String> {
+) -> Result<Vec<RelayResponse>, NotUtf8> {
     let mut framer = Framer::new(request_id, status, headers, max_chunk_bytes);
     let mut frames = framer.push(body)?;
     frames.extend(framer.finish()?);
@@ -169,16 +169,23 @@ fn response(
 
 /// The longest prefix of `bytes`, at most `max`, that ends on a character boundary; an error
 /// when the bytes are not UTF-8 (a character cut at `max` is not an error).
-fn text_cut(bytes: &[u8], max: usize) -> Result<usize, String> {
+fn text_cut(bytes: &[u8], max: usize) -> Result<usize, NotUtf8> {
     match std::str::from_utf8(&bytes[..max]) {
         Ok(_) => Ok(max),
         Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => Ok(e.valid_up_to()),
-        Err(e) => Err(not_utf8(e.valid_up_to() as u64)),
+        Err(e) => Err(NotUtf8 {
+            at: e.valid_up_to() as u64,
+        }),
     }
 }
 
-fn not_utf8(at: u64) -> String {
-    format!("the body of a textual content type is not UTF-8 (near byte {at} of a frame)")
+/// A body of a textual content type that is not UTF-8: it cannot go out as text frames, and
+/// once its first frame went as text it cannot change encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the body of a textual content type is not UTF-8 (near byte {at} of a frame)")]
+pub(crate) struct NotUtf8 {
+    /// About where in the frame the bytes stop being UTF-8.
+    pub(crate) at: u64,
 }
 
 /// Whether a content type is text the frames can carry as it is: `text/*`, JSON, XML or
@@ -315,7 +322,11 @@ mod tests {
     fn a_textual_stream_that_is_not_utf8_is_an_error_not_a_lossy_frame() {
         let mut framer = Framer::new("r", 200, &headers(), 8);
         assert!(framer.push(b"abcdefghij").is_ok());
-        assert!(framer.push(&[0xff; 10]).is_err());
+        let e = framer.push(&[0xff; 10]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the body of a textual content type is not UTF-8 (near byte 2 of a frame)"
+        );
     }
 
     #[test]

@@ -145,25 +145,71 @@ pub struct Param {
 
 impl Param {
     /// Parses and range-checks a query value; the message says what was expected.
-    pub fn parse(&self, name: &str, raw: &str) -> Result<f64, String> {
-        let value: f64 = raw
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{name}` must be a number, got `{raw}`"))?;
+    pub fn parse(&self, name: &str, raw: &str) -> Result<f64, ParamError> {
+        let (name, raw) = (name.to_owned(), raw.to_owned());
+        let Ok(value) = raw.trim().parse::<f64>() else {
+            return Err(ParamError::NotANumber { name, raw });
+        };
         if !value.is_finite() {
-            return Err(format!("`{name}` must be finite, got `{raw}`"));
+            return Err(ParamError::NotFinite { name, raw });
         }
         if self.kind == ParamKind::Integer && value.fract() != 0.0 {
-            return Err(format!("`{name}` must be an integer, got `{raw}`"));
+            return Err(ParamError::NotAnInteger { name, raw });
         }
         if value < self.min || value > self.max {
-            return Err(format!(
-                "`{name}` must be between {} and {} {}, got {raw}",
-                self.min, self.max, self.unit
-            ));
+            return Err(ParamError::OutOfRange {
+                name,
+                raw,
+                min: self.min,
+                max: self.max,
+                unit: self.unit.clone(),
+            });
         }
         Ok(value)
     }
+}
+
+/// A query value [`Param::parse`] refused; the message says what was expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamError {
+    /// Not a number at all.
+    #[error("`{name}` must be a number, got `{raw}`")]
+    NotANumber {
+        /// The parameter.
+        name: String,
+        /// Its value as the query gave it.
+        raw: String,
+    },
+    /// A number, but infinite or NaN.
+    #[error("`{name}` must be finite, got `{raw}`")]
+    NotFinite {
+        /// The parameter.
+        name: String,
+        /// Its value as the query gave it.
+        raw: String,
+    },
+    /// A fraction where the parameter counts whole things.
+    #[error("`{name}` must be an integer, got `{raw}`")]
+    NotAnInteger {
+        /// The parameter.
+        name: String,
+        /// Its value as the query gave it.
+        raw: String,
+    },
+    /// Outside the parameter's range.
+    #[error("`{name}` must be between {min} and {max} {unit}, got {raw}")]
+    OutOfRange {
+        /// The parameter.
+        name: String,
+        /// Its value as the query gave it.
+        raw: String,
+        /// The smallest value accepted.
+        min: f64,
+        /// The largest value accepted.
+        max: f64,
+        /// What the value counts.
+        unit: String,
+    },
 }
 
 /// The export route and what it accepts (the design JSON is the body).
@@ -319,4 +365,34 @@ pub struct Tolerances {
     pub metrics_poll_interval_ms: u64,
     /// Timing checks run this many trials and are judged on the worst.
     pub trials: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Contract;
+
+    #[test]
+    fn a_refused_value_says_what_was_expected() {
+        let p = &Contract::embedded().api.digitize.params;
+        let err = |param: &super::Param, name: &str, raw: &str| {
+            param.parse(name, raw).unwrap_err().to_string()
+        };
+        assert_eq!(
+            err(&p.density_mm, "density_mm", "x"),
+            "`density_mm` must be a number, got `x`"
+        );
+        assert_eq!(
+            err(&p.density_mm, "density_mm", "inf"),
+            "`density_mm` must be finite, got `inf`"
+        );
+        assert_eq!(
+            err(&p.colors, "colors", "2.5"),
+            "`colors` must be an integer, got `2.5`"
+        );
+        assert_eq!(
+            err(&p.density_mm, "density_mm", "5"),
+            "`density_mm` must be between 0.2 and 2 mm, got 5"
+        );
+        assert_eq!(p.density_mm.parse("density_mm", " 0.5 "), Ok(0.5));
+    }
 }

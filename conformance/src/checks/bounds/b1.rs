@@ -11,7 +11,8 @@ use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE};
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
 use crate::checks::pool::{
-    Pending, capacity_recovered, counter, hold, hold_in, join_all, rose, settle, spawn_in,
+    Pending, TaskError, capacity_recovered, counter, hold, hold_in, join_all, rose, settle,
+    spawn_in,
 };
 use crate::checks::registry::Check;
 use crate::remote::{Op, Reply, Target};
@@ -73,7 +74,7 @@ impl HeldPastDeadline {
         t: &Target,
         c: &mut Ctx,
         label: &str,
-        answer: Result<Reply, String>,
+        answer: Result<Reply, TaskError>,
         elapsed: &mut Vec<f64>,
     ) {
         match answer {
@@ -159,7 +160,7 @@ async fn past_the_deadline(t: &Arc<Target>, c: &mut Ctx, count: usize, elapsed: 
         released_after_timeouts(t, c, pool, stop).await;
     }
     if let Some(ExportTrial { held, task }) = export {
-        let answer = task.await.unwrap_or_else(|e| Err(e.to_string()));
+        let answer = task.await.unwrap_or_else(|e| Err(TaskError::Join(e)));
         held.judge(t, c, "export", answer, elapsed);
     }
 }
@@ -256,7 +257,7 @@ async fn stall_and_hold(t: &Arc<Target>, plan: &StallPlan) -> InFlight {
     let stall = {
         let t = t.clone();
         let request = stalled_upload(&t, plan.upload + plan.late + Duration::from_secs(2));
-        tokio::spawn(async move { t.send(request, Op::Digitize).await })
+        tokio::spawn(async move { Ok(t.send(request, Op::Digitize).await?) })
     };
     // Let the server take the headers and the first half of the body.
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -302,7 +303,7 @@ struct StallAnswer {
 async fn judge_stall(t: &Target, c: &mut Ctx, plan: &StallPlan, stall: Pending) -> StallAnswer {
     let (upload, late) = (plan.upload, plan.late);
     let code = ErrorCode::UploadTimeout;
-    match stall.await.unwrap_or_else(|e| Err(e.to_string())) {
+    match stall.await.unwrap_or_else(|e| Err(TaskError::Join(e))) {
         Ok(reply) => {
             c.reply(t, "stalled upload", &reply);
             let took = reply.elapsed;
@@ -390,7 +391,7 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
     let ran = ran_at_once(t, c, flight.holders, plan.hold_for).await;
     match flight.queued {
         Some(task) => {
-            let answer = task.await.unwrap_or_else(|e| Err(e.to_string()));
+            let answer = task.await.unwrap_or_else(|e| Err(TaskError::Join(e)));
             plan.queued.judge(t, c, "queued", answer, elapsed);
         }
         None => c.evidence.push(

@@ -9,8 +9,8 @@ use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool, Stage};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
-    Pending, capacity_recovered, counter, drained, hold, join_all, no_temp_files, rose, settle,
-    sleep_until, spawn_in,
+    Pending, TaskError, capacity_recovered, counter, drained, hold, join_all, no_temp_files, rose,
+    settle, sleep_until, spawn_in,
 };
 use crate::checks::registry::Check;
 use crate::remote::Target;
@@ -248,7 +248,7 @@ enum Knock {
 async fn knock(t: &Arc<Target>, c: &mut Ctx, plan: &Plan) -> Knock {
     let mut held = Held::send(t, plan, plan.middle(), Place::Beyond);
     match tokio::time::timeout(plan.margin, &mut held.task).await {
-        Ok(answered) => match answered.unwrap_or_else(|e| Err(e.to_string())) {
+        Ok(answered) => match answered.unwrap_or_else(|e| Err(TaskError::Join(e))) {
             Ok(reply) if t.is_error(&reply, ErrorCode::Overloaded) => {
                 c.reply(t, "full", &reply);
                 Knock::Refused

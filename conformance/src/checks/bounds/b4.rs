@@ -87,7 +87,33 @@ pub(super) fn address(t: &Target) -> Option<(SocketAddr, String)> {
 
 /// What one idle connection showed: the time from opening (or from the answer's end) to the
 /// server's close, `None` if still open when the checker gave up, or why it could not be seen.
-type Closed = Result<Option<Duration>, String>;
+type Closed = Result<Option<Duration>, ProbeError>;
+
+/// Why a raw connection could not be opened or used as the check needs.
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    /// The TCP connection was refused or failed.
+    #[error("cannot connect: {0}")]
+    Connect(std::io::Error),
+    /// The first bytes could not be written.
+    #[error("cannot send: {0}")]
+    Send(std::io::Error),
+    /// The HTTP/1 client could not start on the connection.
+    #[error("HTTP/1 handshake: {0}")]
+    Handshake(hyper::Error),
+    /// `/healthz` answered, but not 200.
+    #[error("/healthz answered {0}")]
+    Status(u16),
+    /// The connection closed before `/healthz` was answered.
+    #[error("closed before /healthz was answered")]
+    Closed,
+    /// `/healthz` was neither answered nor its connection closed within [`PROMPT`].
+    #[error("/healthz unanswered for a second")]
+    Stalled,
+    /// The task watching the connection panicked or was cancelled.
+    #[error("the probe panicked: {0}")]
+    Panicked(tokio::task::JoinError),
+}
 
 /// The three kinds of idle connection, opened side by side.
 struct IdleConnections {
@@ -142,9 +168,7 @@ async fn head_timeouts(
         ("a connection that sent half a request head", half),
         ("an idle keep-alive connection (after one answer)", idle),
     ] {
-        let closed = task
-            .await
-            .unwrap_or_else(|e| Err(format!("the probe panicked: {e}")));
+        let closed = task.await.unwrap_or_else(|e| Err(ProbeError::Panicked(e)));
         notes.push(judge_close(c, label, closed, head, (early, late), give_up));
     }
     format!(
@@ -226,13 +250,10 @@ fn judge_close(
 async fn closed_after(addr: SocketAddr, first: Option<Vec<u8>>, give_up: Duration) -> Closed {
     let mut stream = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
+        .map_err(ProbeError::Connect)?;
     let opened = Instant::now();
     if let Some(bytes) = first {
-        stream
-            .write_all(&bytes)
-            .await
-            .map_err(|e| format!("cannot send: {e}"))?;
+        stream.write_all(&bytes).await.map_err(ProbeError::Send)?;
     }
     let mut buf = [0u8; 4096];
     let closed = async {
@@ -253,9 +274,9 @@ async fn idle_closed_after(addr: SocketAddr, host: String, give_up: Duration) ->
     let mut held = open(addr).await?;
     match ask(&mut held.sender, &host).await {
         Asked::Answered(200) => {}
-        Asked::Answered(status) => return Err(format!("/healthz answered {status}")),
-        Asked::Closed => return Err("closed before /healthz was answered".into()),
-        Asked::Stalled => return Err("/healthz unanswered for a second".into()),
+        Asked::Answered(status) => return Err(ProbeError::Status(status)),
+        Asked::Closed => return Err(ProbeError::Closed),
+        Asked::Stalled => return Err(ProbeError::Stalled),
     }
     let answered = Instant::now();
     Ok(tokio::time::timeout(give_up, &mut held.closed)
@@ -276,13 +297,13 @@ impl Drop for Held {
     }
 }
 
-async fn open(addr: SocketAddr) -> Result<Held, String> {
+async fn open(addr: SocketAddr) -> Result<Held, ProbeError> {
     let stream = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
+        .map_err(ProbeError::Connect)?;
     let (sender, conn) = http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|e| format!("HTTP/1 handshake: {e}"))?;
+        .map_err(ProbeError::Handshake)?;
     let closed = tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -336,7 +357,7 @@ async fn connection_cap(
         took: filled,
     } = match fill(c, addr, host, cap, head).await {
         Ok(filled) => filled,
-        Err(note) => return note,
+        Err(ended) => return ended.to_string(),
     };
     if filled + Duration::from_millis(100) >= head {
         c.fail(format!(
@@ -373,6 +394,32 @@ struct Filled {
     took: Duration,
 }
 
+/// Why the fill ended before the cap refused a connection; its message is the observation (the
+/// failure is recorded where the fill ended).
+#[derive(Debug, thiserror::Error)]
+enum Unfilled {
+    /// Connections closed faster than the checker opened them.
+    #[error("only {open} of {cap} connections stayed open within the head timeout")]
+    Closing {
+        /// The connections open when the head timeout passed.
+        open: usize,
+        /// The cap.
+        cap: usize,
+    },
+    /// Connection `0` could not be opened.
+    #[error("could not open connection {0}")]
+    CannotOpen(usize),
+    /// `0` connections were served at once, more than the cap.
+    #[error("{0} connections served at once")]
+    Uncapped(usize),
+    /// Connection `0` was neither answered nor closed.
+    #[error("connection {0} left waiting")]
+    LeftWaiting(usize),
+    /// Connection `0` was closed unanswered below the cap.
+    #[error("refused at connection {0}")]
+    RefusedBelowCap(usize),
+}
+
 /// Fills the cap, then opens one more: each connection asks `/healthz` once and is kept open,
 /// until one past the cap is closed unanswered. The missing connections are opened in waves,
 /// so a slow path (a latency fault, a far client) costs one round trip per wave rather than
@@ -384,7 +431,7 @@ async fn fill(
     host: &str,
     cap: usize,
     head: Duration,
-) -> Result<Filled, String> {
+) -> Result<Filled, Unfilled> {
     let mut held: Vec<Held> = Vec::with_capacity(cap);
     let started = Instant::now();
     let mut retry_until: Option<Instant> = None;
@@ -403,9 +450,10 @@ async fn fill(
                 "after {} ms (the head timeout) only {open_now} of {cap} connections stayed open: the server closes them (its head timer, or no keep-alive) faster than the checker opens them, so the cap cannot be judged",
                 head.as_millis()
             ));
-            return Err(format!(
-                "only {open_now} of {cap} connections stayed open within the head timeout"
-            ));
+            return Err(Unfilled::Closing {
+                open: open_now,
+                cap,
+            });
         }
         let step = if held.len() < cap {
             side_by_side(c, addr, host, cap, &mut held, &mut retry_until).await
@@ -427,7 +475,7 @@ async fn fill(
 
 /// What one connection opened to fill the cap showed: the connection (when it opened) and
 /// how its `/healthz` went.
-type Opened = (Result<Held, String>, Asked);
+type Opened = (Result<Held, ProbeError>, Asked);
 
 /// Opens one connection and asks `/healthz` on it.
 async fn open_and_ask(addr: SocketAddr, host: String) -> Opened {
@@ -468,15 +516,15 @@ async fn side_by_side(
                     held.len(),
                     PROMPT.as_millis()
                 ));
-                return Step::Ended("a connection below the cap left waiting".into());
+                return Step::Ended(Unfilled::LeftWaiting(held.len() + 1));
             }
             Ok((Err(e), _)) => first_error = first_error.or(Some(e)),
-            Err(e) => first_error = first_error.or(Some(format!("the probe panicked: {e}"))),
+            Err(e) => first_error = first_error.or(Some(ProbeError::Panicked(e))),
         }
     }
     if let Some(e) = first_error {
         c.fail(format!("a connection opened with {} open: {e}", held.len()));
-        return Step::Ended(format!("could not open connection {}", held.len() + 1));
+        return Step::Ended(Unfilled::CannotOpen(held.len() + 1));
     }
     if refused == 0 {
         return Step::Next;
@@ -487,7 +535,7 @@ async fn side_by_side(
         c.fail(format!(
             "{refused} connection(s) were closed unanswered with only {open_now} open, below the cap of {cap}"
         ));
-        return Step::Ended(format!("refused at connection {}", open_now + 1));
+        return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
     }
     tokio::time::sleep(RETRY_EVERY).await;
     Step::Next
@@ -499,8 +547,8 @@ enum Step {
     Next,
     /// Closed unanswered with the cap open: the number of that connection.
     Refused(usize),
-    /// The fill cannot go on: the observation, its failure already recorded.
-    Ended(String),
+    /// The fill cannot go on (its failure already recorded).
+    Ended(Unfilled),
 }
 
 /// Opens one more connection and asks `/healthz` on it: kept in `held` when served below the
@@ -522,7 +570,7 @@ async fn one_more(
                 held.len() + 1,
                 alive(held)
             ));
-            return Step::Ended(format!("could not open connection {}", held.len() + 1));
+            return Step::Ended(Unfilled::CannotOpen(held.len() + 1));
         }
     };
     match ask(&mut next.sender, host).await {
@@ -535,7 +583,7 @@ async fn one_more(
                     "connection {} was served with {open_now} already open: the cap of {cap} connections is not enforced",
                     open_now + 1
                 ));
-                return Step::Ended(format!("{} connections served at once", open_now + 1));
+                return Step::Ended(Unfilled::Uncapped(open_now + 1));
             }
             held.push(next);
         }
@@ -547,7 +595,7 @@ async fn one_more(
                 open_now + 1,
                 PROMPT.as_millis()
             ));
-            return Step::Ended(format!("connection {} left waiting", open_now + 1));
+            return Step::Ended(Unfilled::LeftWaiting(open_now + 1));
         }
         Asked::Closed => {
             let open_now = alive(held);
@@ -560,7 +608,7 @@ async fn one_more(
                     "connection {} was closed unanswered with only {open_now} open, below the cap of {cap}",
                     open_now + 1
                 ));
-                return Step::Ended(format!("refused at connection {}", open_now + 1));
+                return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
             }
             tokio::time::sleep(RETRY_EVERY).await;
         }

@@ -1,6 +1,7 @@
 //! B5: the bodies of all requests together fit the upload budget. Uploads whose declared lengths
-//! fill the budget but for one export body and 1 MB are stalled after a prefix, and a chunked
-//! upload (no length to reserve) sends most of an export body and stalls too; the next large
+//! fill the budget but for one digitize body and 1 MB are stalled after a prefix, and a chunked
+//! digitize upload (no length to reserve) sends three quarters of its limit and stalls too; the
+//! next large
 //! upload must be refused at once, before its body is sent, while a small request is still
 //! served; once the stalled uploads are gone the same upload must be admitted. Judged by the
 //! client's own sockets and clock; where the checker can see the process (embedded, `--pid`), its
@@ -26,10 +27,10 @@ use crate::remote::{Op, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::B5,
     "Export uploads whose declared `Content-Length`s total the {upload_budget_mb} MB budget less \
-     one export body and 1 MB are opened on raw connections, each sending its head and a 64 KiB \
-     prefix and then pausing (well inside the upload read timeout); a chunked export upload, \
-     which has no length to reserve, sends its body but for the last quarter of a digitize body \
-     and pauses too. A digitize upload declaring the endpoint's whole `max_upload_bytes` then \
+     one digitize body and 1 MB are opened on raw connections, each sending its head and a \
+     64 KiB prefix and then pausing (well inside the upload read timeout); a chunked digitize \
+     upload, which has no length to reserve, sends three quarters of the endpoint's \
+     `max_upload_bytes` and pauses too. A digitize upload declaring the endpoint's whole `max_upload_bytes` then \
      sends its head only: it must be answered {status:overloaded} with a `Retry-After` within \
      {tolerances.refusal_latency_ms} ms, before any of its body is sent (a server that does not \
      charge the chunked body has room for it). A small digitize must still be answered 200, and \
@@ -77,6 +78,55 @@ struct Plan {
     large: u64,
 }
 
+/// Why an upload on a raw connection could not be made as the check needs.
+#[derive(Debug, thiserror::Error)]
+enum UploadError {
+    /// The TCP connection was refused or failed.
+    #[error("cannot connect: {0}")]
+    Connect(std::io::Error),
+    /// A stalled upload's head or prefix could not be written.
+    #[error("cannot send: {0}")]
+    Send(std::io::Error),
+    /// The probe's head could not be written.
+    #[error("cannot send its head: {0}")]
+    SendHead(std::io::Error),
+    /// The server did not take a stalled upload's head and prefix within [`PROMPT`].
+    #[error("its head and body were not taken within a second")]
+    NotTaken,
+    /// The task sending the upload panicked or was cancelled.
+    #[error("the upload task panicked: {0}")]
+    Panicked(tokio::task::JoinError),
+    /// The probe's answer does not begin with an HTTP status line.
+    #[error(
+        "no HTTP status line in its answer ({read} bytes, then {})",
+        if *.too_long { "too long" } else { "closed" }
+    )]
+    NoStatusLine {
+        /// The bytes read.
+        read: usize,
+        /// Whether reading stopped at [`HEAD_CAP`] (else the server closed the connection).
+        too_long: bool,
+    },
+}
+
+/// Why the budget could not be held.
+#[derive(Debug, thiserror::Error)]
+enum HoldError {
+    /// One of the uploads with a declared length.
+    #[error("stalled upload {n} of {of}: {source}")]
+    Stalled {
+        /// Its number, from 1.
+        n: usize,
+        /// How many there are.
+        of: usize,
+        /// What went wrong.
+        source: UploadError,
+    },
+    /// The chunked upload.
+    #[error("the chunked upload: {0}")]
+    Chunked(UploadError),
+}
+
 /// The uploads holding the budget, open until dropped.
 struct Held {
     stalled: Vec<TcpStream>,
@@ -98,7 +148,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
     let began = Instant::now();
     let held = match hold_budget(t, &plan).await {
         Ok(held) => held,
-        Err(e) => return c.fail(e),
+        Err(e) => return c.fail(e.to_string()),
     };
     tokio::time::sleep(SETTLE).await;
     let rss_held = rss(&t.process);
@@ -145,25 +195,25 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
         ));
         return None;
     };
-    // The chunked body leaves a quarter of the probe free: a server that charges it cannot take
-    // the probe, one that does not can. Charged at most at its endpoint's limit, as a buffer
-    // grown by doubling may be, it still leaves the small digitize its room.
-    let chunked = export.max_upload_bytes.saturating_sub(large / 4);
-    let declared = budget.checked_sub(SLACK + export.max_upload_bytes);
-    let Some(declared) = declared.filter(|_| large / 4 > SLACK && chunked > 0) else {
+    // The declared uploads leave one digitize body (and the slack) free, and the chunked
+    // digitize upload fills three quarters of it: a server that charges it has a quarter left,
+    // too little for the probe; one that does not has room for it. Charged at most at its
+    // endpoint's limit, as a buffer grown by doubling may be, it still leaves the small digitize
+    // its slack. (A digitize body rather than an export one: fewer bytes to send while the
+    // stalled uploads' read timers run.)
+    let chunked = large - large / 4;
+    let declared = budget.checked_sub(SLACK + large);
+    let Some(declared) = declared.filter(|_| chunked > SLACK) else {
         c.skip(format!(
-            "a budget of {budget} bytes with uploads of at most {large} and {} bytes leaves no way to hold it with a chunked upload among the stalled ones",
-            export.max_upload_bytes
+            "a budget of {budget} bytes with digitize uploads of at most {large} bytes leaves no way to hold it with a chunked upload among the stalled ones"
         ));
         return None;
     };
-    let chunked = carried(t, c, chunked);
+    let carried = carried(t, c, chunked);
     let mut sizes = pieces(declared, export.max_upload_bytes);
-    sizes.extend(
-        chunked
-            .is_none()
-            .then_some(export.max_upload_bytes.saturating_sub(large / 4)),
-    );
+    // A fault that cannot carry the chunked bytes in time: their length is declared instead.
+    sizes.extend(carried.is_none().then_some(chunked));
+    let chunked = carried;
     if sizes.len() > MAX_STALLED {
         c.skip(format!(
             "a budget of {} MB takes {} stalled uploads to fill, more than the {MAX_STALLED} the checker opens",
@@ -214,11 +264,11 @@ fn carried(t: &Target, c: &mut Ctx, bytes: u64) -> Option<u64> {
     None
 }
 
-/// Opens the stalled export uploads, one per declared length, and the chunked one, side by
-/// side: the hold takes as long as its slowest upload rather than their sum, which a slow path
-/// (a fault, a far client) would push past the upload read timeout.
-async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, String> {
-    let export = &t.expected.api.export;
+/// Opens the stalled export uploads, one per declared length, and the chunked digitize one,
+/// side by side: the hold takes as long as its slowest upload rather than their sum, which a
+/// slow path (a fault, a far client) would push past the upload read timeout.
+async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, HoldError> {
+    let (export, digitize) = (&t.expected.api.export, &t.expected.api.digitize);
     let content_type = &export.content_types[0];
     let tasks: Vec<_> = plan
         .sizes
@@ -231,24 +281,26 @@ async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, String> {
         .collect();
     let chunked = plan.chunked.map(|bytes| {
         let request = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n",
-            export.path, plan.host
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\n\r\n",
+            digitize.path, plan.host, digitize.content_types[0]
         );
         tokio::spawn(stall(plan.addr, request.into_bytes(), chunks(bytes)))
     });
-    let mut stalled = Vec::with_capacity(plan.sizes.len());
+    let of = plan.sizes.len();
+    let mut stalled = Vec::with_capacity(of);
     for (i, task) in tasks.into_iter().enumerate() {
-        let stream = task
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()))
-            .map_err(|e| format!("stalled upload {} of {}: {e}", i + 1, plan.sizes.len()))?;
-        stalled.push(stream);
+        let stream = task.await.unwrap_or_else(|e| Err(UploadError::Panicked(e)));
+        stalled.push(stream.map_err(|source| HoldError::Stalled {
+            n: i + 1,
+            of,
+            source,
+        })?);
     }
     let chunked = match chunked {
         Some(task) => Some(
             task.await
-                .unwrap_or_else(|e| Err(e.to_string()))
-                .map_err(|e| format!("the chunked upload: {e}"))?,
+                .unwrap_or_else(|e| Err(UploadError::Panicked(e)))
+                .map_err(HoldError::Chunked)?,
         ),
         None => None,
     };
@@ -367,18 +419,18 @@ fn head(path: &str, host: &str, content_type: &str, len: u64) -> Vec<u8> {
 }
 
 /// Sends a head and part of the body, then leaves the connection open, stalled.
-async fn stall(addr: SocketAddr, head: Vec<u8>, part: Vec<u8>) -> Result<TcpStream, String> {
+async fn stall(addr: SocketAddr, head: Vec<u8>, part: Vec<u8>) -> Result<TcpStream, UploadError> {
     let mut stream = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
+        .map_err(UploadError::Connect)?;
     let send = async {
         stream.write_all(&head).await?;
         stream.write_all(&part).await
     };
     tokio::time::timeout(PROMPT, send)
         .await
-        .map_err(|_| "its head and body were not taken within a second".to_owned())?
-        .map_err(|e| format!("cannot send: {e}"))?;
+        .map_err(|_| UploadError::NotTaken)?
+        .map_err(UploadError::Send)?;
     Ok(stream)
 }
 
@@ -401,14 +453,14 @@ async fn first_answer(
     addr: SocketAddr,
     request: Vec<u8>,
     give_up: Duration,
-) -> Result<Option<RawAnswer>, String> {
+) -> Result<Option<RawAnswer>, UploadError> {
     let mut stream = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
+        .map_err(UploadError::Connect)?;
     stream
         .write_all(&request)
         .await
-        .map_err(|e| format!("cannot send its head: {e}"))?;
+        .map_err(UploadError::SendHead)?;
     let sent = Instant::now();
     let mut buf = Vec::with_capacity(4096);
     let read = async {
@@ -430,16 +482,9 @@ async fn first_answer(
         .next()
         .and_then(|line| line.split(' ').nth(1))
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| {
-            format!(
-                "no HTTP status line in its answer ({} bytes, then {})",
-                buf.len(),
-                if buf.len() >= HEAD_CAP {
-                    "too long"
-                } else {
-                    "closed"
-                }
-            )
+        .ok_or(UploadError::NoStatusLine {
+            read: buf.len(),
+            too_long: buf.len() >= HEAD_CAP,
         })?;
     let retry_after = lines
         .take_while(|line| !line.is_empty())
@@ -456,7 +501,7 @@ async fn first_answer(
 fn judge_refusal(
     t: &Target,
     c: &mut Ctx,
-    answer: Result<Option<RawAnswer>, String>,
+    answer: Result<Option<RawAnswer>, UploadError>,
     refusal: Duration,
     overloaded: u16,
 ) -> String {
@@ -540,5 +585,43 @@ async fn admitted_again(t: &Arc<Target>, c: &mut Ctx, large: u64, overloaded: u1
                 return "afterwards: no answer".into();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_upload_says_which_and_why() {
+        let closed = UploadError::NoStatusLine {
+            read: 12,
+            too_long: false,
+        };
+        assert_eq!(
+            closed.to_string(),
+            "no HTTP status line in its answer (12 bytes, then closed)"
+        );
+        let long = UploadError::NoStatusLine {
+            read: HEAD_CAP,
+            too_long: true,
+        };
+        assert_eq!(
+            long.to_string(),
+            "no HTTP status line in its answer (16384 bytes, then too long)"
+        );
+        let stalled = HoldError::Stalled {
+            n: 2,
+            of: 15,
+            source: UploadError::NotTaken,
+        };
+        assert_eq!(
+            stalled.to_string(),
+            "stalled upload 2 of 15: its head and body were not taken within a second"
+        );
+        assert_eq!(
+            HoldError::Chunked(UploadError::NotTaken).to_string(),
+            "the chunked upload: its head and body were not taken within a second"
+        );
     }
 }

@@ -29,9 +29,10 @@ async fn f1(t: &Arc<Target>, c: &mut Ctx) {
     let design = match t.digitize(None).await {
         Ok(r) if r.ok() => r.body,
         other => {
+            // Worded `Ok(503)` / `Err("request failed: …")`, as this failure has always read.
             c.fail(format!(
                 "a plain digitize did not succeed: {:?}",
-                other.map(|r| r.status)
+                other.map(|r| r.status).map_err(|e| e.to_string())
             ));
             return;
         }

@@ -322,6 +322,7 @@ fn joined<'a>(
 }
 
 /// Whether one error line carries what the clause lists, with the stage the response implies.
+// `String`: the Err is the findings joined into the failure's text, never matched on.
 fn judge_line(line: &serde_json::Value, seen: &Seen, f3: &ErrorLogs) -> Result<(), String> {
     let mut why = Vec::new();
     for field in &f3.fields {

@@ -14,10 +14,42 @@ use super::frames::Exchange;
 use super::sampler::{Samples, sample};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::hold;
-use crate::remote::Target;
+use crate::remote::relay::DialError;
 use crate::remote::upstream::Ask;
+use crate::remote::{Target, WaitError};
 
 pub use crate::remote::relay::Ws;
+
+/// Why a relay socket could not be had, or envelopes not sent on it.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    /// The checker plays the relay, and the target's bridge did not dial it.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The target's relay endpoint did not complete a handshake within 3 s.
+    #[error("connecting to {url} took more than 3 s")]
+    Slow {
+        /// The relay endpoint.
+        url: String,
+    },
+    /// The target's relay endpoint refused the connection or the handshake.
+    #[error("connecting to {url}: {source}")]
+    Connect {
+        /// The relay endpoint.
+        url: String,
+        /// Why it failed.
+        source: tokio_tungstenite::tungstenite::Error,
+    },
+    /// An envelope could not be written as JSON.
+    #[error("encoding an envelope: {0}")]
+    Encode(serde_json::Error),
+    /// The socket refused an envelope.
+    #[error("sending an envelope: {0}")]
+    Send(tokio_tungstenite::tungstenite::Error),
+    /// The socket failed while the envelopes were flushed.
+    #[error("sending envelopes: {0}")]
+    Flush(tokio_tungstenite::tungstenite::Error),
+}
 
 /// The hold of R1 and R6: long against loopback jitter, short for the run time.
 pub const HOLD_MS: u64 = 400;
@@ -53,7 +85,7 @@ fn socket_source(t: &Target) -> String {
 
 /// A relay socket (bounded to 3 s), with the time it took: dialled to the target's relay
 /// endpoint, or — when the checker plays the relay — the socket the target's bridge dialled.
-pub async fn connect(t: &Target) -> Result<(Ws, Duration), String> {
+pub async fn connect(t: &Target) -> Result<(Ws, Duration), SocketError> {
     let started = Instant::now();
     let limit = Duration::from_secs(3);
     if let Some(relay) = &t.relay {
@@ -62,15 +94,15 @@ pub async fn connect(t: &Target) -> Result<(Ws, Duration), String> {
     }
     let url = relay_url(t);
     match tokio::time::timeout(limit, tokio_tungstenite::connect_async(url.as_str())).await {
-        Err(_) => Err(format!("connecting to {url} took more than 3 s")),
-        Ok(Err(e)) => Err(format!("connecting to {url}: {e}")),
+        Err(_) => Err(SocketError::Slow { url }),
+        Ok(Err(source)) => Err(SocketError::Connect { url, source }),
         Ok(Ok((ws, _))) => Ok((ws, started.elapsed())),
     }
 }
 
 /// Waits, at most `limit`, until no relayed request is running: by the upstream's count when the
 /// checker plays the bridge's local handler, else by the relay busy gauge.
-pub async fn idle(t: &Target, limit: Duration) -> Result<Duration, String> {
+pub async fn idle(t: &Target, limit: Duration) -> Result<Duration, WaitError> {
     match &t.upstream {
         Some(upstream) => upstream.wait_in_flight(limit, |n| n == 0).await,
         None => {
@@ -95,7 +127,7 @@ pub async fn open(t: &Target, c: &mut Ctx) -> Option<Ws> {
             Some(ws)
         }
         Err(e) => {
-            c.fail(e);
+            c.fail(e.to_string());
             None
         }
     }
@@ -153,16 +185,14 @@ pub fn held_batch(t: &Target, prefix: &str, count: usize, hold_ms: u64) -> Vec<R
 }
 
 /// Sends every envelope in one flush (they reach the server back to back, in order).
-pub async fn send_all(ws: &mut Ws, requests: &[RelayRequest]) -> Result<Instant, String> {
+pub async fn send_all(ws: &mut Ws, requests: &[RelayRequest]) -> Result<Instant, SocketError> {
     for r in requests {
-        let text = serde_json::to_string(r).map_err(|e| format!("encoding an envelope: {e}"))?;
+        let text = serde_json::to_string(r).map_err(SocketError::Encode)?;
         ws.feed(Message::text(text))
             .await
-            .map_err(|e| format!("sending an envelope: {e}"))?;
+            .map_err(SocketError::Send)?;
     }
-    ws.flush()
-        .await
-        .map_err(|e| format!("sending envelopes: {e}"))?;
+    ws.flush().await.map_err(SocketError::Flush)?;
     Ok(Instant::now())
 }
 
@@ -197,7 +227,7 @@ pub async fn exchange(
     ws: &mut Ws,
     requests: &[RelayRequest],
     limit: Duration,
-) -> Result<Exchange, String> {
+) -> Result<Exchange, SocketError> {
     let mut ex = Exchange::default();
     ex.began = Some(Instant::now());
     let at = send_all(ws, requests).await?;
@@ -229,7 +259,7 @@ pub async fn round(
     let ex = match ex {
         Ok(ex) => ex,
         Err(e) => {
-            c.fail(e);
+            c.fail(e.to_string());
             return None;
         }
     };

@@ -20,6 +20,17 @@ pub const MAX_QUOTED: usize = 6;
 /// The first-frame header that says a body travels as base64 (seed 003's envelope protocol).
 const TRANSFER_ENCODING: &str = "content-transfer-encoding";
 
+/// Why a relayed body could not be put back together.
+#[derive(Debug, thiserror::Error)]
+pub enum ReassemblyError {
+    /// No frame answered the request.
+    #[error("no frames")]
+    NoFrames,
+    /// The first frame says base64, and the chunks together are not.
+    #[error("invalid base64: {0}")]
+    Base64(base64::DecodeError),
+}
+
 /// Everything one socket answered to a set of envelopes.
 #[derive(Default)]
 pub struct Exchange {
@@ -188,17 +199,15 @@ impl Exchange {
     }
 
     /// The reassembled body (base64 decoded when the first frame says so).
-    pub fn body(&self, id: &str) -> Result<Vec<u8>, String> {
-        let frames = self.frames.get(id).ok_or("no frames")?;
+    pub fn body(&self, id: &str) -> Result<Vec<u8>, ReassemblyError> {
+        let frames = self.frames.get(id).ok_or(ReassemblyError::NoFrames)?;
         let joined: String = frames.iter().map(|f| f.body_chunk.as_str()).collect();
         let base64 = frames
             .first()
             .and_then(|f| header(&f.headers, TRANSFER_ENCODING))
             .is_some_and(|v| v.eq_ignore_ascii_case("base64"));
         if base64 {
-            BASE64
-                .decode(joined)
-                .map_err(|e| format!("invalid base64: {e}"))
+            BASE64.decode(joined).map_err(ReassemblyError::Base64)
         } else {
             Ok(joined.into_bytes())
         }

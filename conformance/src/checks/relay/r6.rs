@@ -33,20 +33,25 @@ pub const CHECK: Check = Check::clause(
     |t, c| Box::pin(r6(t, c)),
 );
 
+/// Why the health endpoint gave no status.
+#[derive(Debug, thiserror::Error)]
+enum HealthError {
+    /// The request failed.
+    #[error("{0}")]
+    Get(reqwest::Error),
+    /// No answer within 2 s.
+    #[error("timed out")]
+    TimedOut,
+}
+
 /// Plain HTTP `GET {healthz}`, bounded to 2 s: the server is still up.
-async fn health(t: &Target) -> Result<u16, String> {
-    let get = async {
-        let r = t
-            .client
-            .get(t.url(&t.expected.api.healthz.path))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<u16, String>(r.status().as_u16())
-    };
-    tokio::time::timeout(Duration::from_secs(2), get)
-        .await
-        .unwrap_or_else(|_| Err("timed out".into()))
+async fn health(t: &Target) -> Result<u16, HealthError> {
+    let get = t.client.get(t.url(&t.expected.api.healthz.path)).send();
+    match tokio::time::timeout(Duration::from_secs(2), get).await {
+        Ok(Ok(r)) => Ok(r.status().as_u16()),
+        Ok(Err(e)) => Err(HealthError::Get(e)),
+        Err(_) => Err(HealthError::TimedOut),
+    }
 }
 
 /// What R6 expects, in words: of a target with an HTTP API, or of a bridge the checker plays both
@@ -117,7 +122,7 @@ async fn drop_in_flight(
     let sent = match send_all(&mut first, &orphans).await {
         Ok(at) => at,
         Err(e) => {
-            c.fail(e);
+            c.fail(e.to_string());
             return None;
         }
     };
@@ -186,7 +191,7 @@ async fn reconnect(t: &Target, c: &mut Ctx, tag: u64, bound: Duration) -> Option
     let ex = match exchange(&mut ws, &fresh, limit).await {
         Ok(ex) => ex,
         Err(e) => {
-            c.fail(e);
+            c.fail(e.to_string());
             return None;
         }
     };
@@ -201,7 +206,7 @@ async fn reconnect(t: &Target, c: &mut Ctx, tag: u64, bound: Duration) -> Option
 /// What the server showed after the drop: its health (a target with an HTTP API), and whether
 /// nothing was running any more within the bound, at how many ms after the drop.
 struct Recovery {
-    health: Option<Result<u16, String>>,
+    health: Option<Result<u16, HealthError>>,
     idle: bool,
     idle_ms: f64,
 }
@@ -216,8 +221,13 @@ async fn recover(t: &Target, c: &mut Ctx, dropped: Instant, bound: Duration) -> 
     };
     if let Some(health) = &health {
         c.require(health.as_ref().is_ok_and(|s| *s == StatusCode::OK), || {
+            // Worded `Ok(503)` / `Err("timed out")`, as this failure has always read.
+            let shown = match health {
+                Ok(s) => format!("Ok({s})"),
+                Err(e) => format!("Err({:?})", e.to_string()),
+            };
             format!(
-                "{} after the reconnect: {health:?}",
+                "{} after the reconnect: {shown}",
                 t.expected.api.healthz.path
             )
         });
@@ -330,7 +340,7 @@ fn observed(
                 "; healthz {}",
                 match h {
                     Ok(s) => s.to_string(),
-                    Err(e) => e.clone(),
+                    Err(e) => e.to_string(),
                 }
             ))
             .unwrap_or_default(),

@@ -149,12 +149,12 @@ async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
                 )
             });
         }
-        Err(e) => c.fail(e),
+        Err(e) => c.fail(e.to_string()),
     }
     if pool == Pool::Export
         && let Err(e) = t.design().await
     {
-        c.fail(e);
+        c.fail(e.to_string());
         return format!("{pool}: no design to export");
     }
     let n = workers + queue + 2;
@@ -176,7 +176,7 @@ async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
             format!("busy gauge max {max}")
         }
         Err(e) => {
-            c.fail(e);
+            c.fail(e.to_string());
             "busy gauge missing".to_owned()
         }
     };

@@ -7,7 +7,7 @@ use plimsoll_spec::{ClauseId, Pool};
 use tokio::sync::mpsc;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::pool::{Pending, fail_many, hold_in, join_all, settle, spawn_in};
+use crate::checks::pool::{Pending, TaskError, fail_many, hold_in, join_all, settle, spawn_in};
 use crate::checks::registry::Check;
 use crate::remote::{Reply, Target};
 
@@ -42,9 +42,7 @@ fn spawn_queued(
     let inner = spawn_in(t, pool, Some(hold_in(t, pool, GAP)));
     let done = done.clone();
     tokio::spawn(async move {
-        let r = inner
-            .await
-            .unwrap_or_else(|e| Err(format!("task failed: {e}")));
+        let r = inner.await.unwrap_or_else(|e| Err(TaskError::Failed(e)));
         let _ = done.send(index);
         r
     })
@@ -160,9 +158,7 @@ impl Cycled {
         let gate = tokio::spawn({
             let done = done_tx.clone();
             async move {
-                let r = gate
-                    .await
-                    .unwrap_or_else(|e| Err(format!("task failed: {e}")));
+                let r = gate.await.unwrap_or_else(|e| Err(TaskError::Failed(e)));
                 let _ = done.send(usize::MAX);
                 r
             }
@@ -202,9 +198,12 @@ impl Released {
     ) -> Released {
         let mut fine = true;
         let mut gate_freed = None;
-        for (what, r) in [("gate", gate.await.unwrap_or_else(|e| Err(e.to_string())))]
-            .into_iter()
-            .chain(join_all(blockers).await.into_iter().map(|r| ("blocker", r)))
+        for (what, r) in [(
+            "gate",
+            gate.await.unwrap_or_else(|e| Err(TaskError::Join(e))),
+        )]
+        .into_iter()
+        .chain(join_all(blockers).await.into_iter().map(|r| ("blocker", r)))
         {
             match r {
                 Ok(reply) => {
@@ -352,7 +351,7 @@ async fn t2(t: &Arc<Target>, c: &mut Ctx) {
         if pool == Pool::Export
             && let Err(e) = t.design().await
         {
-            c.fail(e);
+            c.fail(e.to_string());
             continue;
         }
         let deadline = t.deadline(pool);

@@ -24,6 +24,122 @@ pub const LOCUST_VERSION: &str = "2.47.0";
 /// The locustfile every run uses; the numbers come from `plan.json` beside it.
 const LOCUSTFILE: &str = include_str!("locustfile.py");
 
+/// Why a Locust run failed, or what it recorded cannot be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum LocustError {
+    /// The profile is the burst, whose waves need goose.
+    #[error("the burst profile needs goose (its waves leave from a barrier)")]
+    Burst,
+    /// The interpreter has no Locust; the message has the install command.
+    #[error(
+        "--engine locust needs Locust for {python}: `{python} -m pip install locust=={LOCUST_VERSION}` (or set PLIMSOLL_PYTHON)"
+    )]
+    NotInstalled {
+        /// The interpreter asked.
+        python: String,
+    },
+    /// The run's folder could not be made.
+    #[error("a folder for the locustfile: {0}")]
+    Folder(std::io::Error),
+    /// The locustfile or its plan could not be written.
+    #[error("writing {name}: {source}")]
+    Write {
+        /// The file.
+        name: &'static str,
+        /// Why writing failed.
+        source: std::io::Error,
+    },
+    /// No port was free for the master.
+    #[error("a port for the Locust master on {bind}: {source}")]
+    Port {
+        /// The master's address.
+        bind: String,
+        /// Why binding failed.
+        source: std::io::Error,
+    },
+    /// The master process could not be started.
+    #[error("starting the Locust master ({python}): {source}")]
+    StartMaster {
+        /// The interpreter.
+        python: String,
+        /// Why it could not start.
+        source: std::io::Error,
+    },
+    /// A worker process could not be started.
+    #[error("starting Locust worker {index}: {source}")]
+    StartWorker {
+        /// The worker's number, from 0.
+        index: u32,
+        /// Why it could not start.
+        source: std::io::Error,
+    },
+    /// Waiting for the master failed.
+    #[error("the Locust master: {0}")]
+    Master(std::io::Error),
+    /// The master outlived the run and its stop, and was killed.
+    #[error("the Locust master did not finish within {} s; its log: {log}", .limit.as_secs())]
+    MasterHung {
+        /// How long it was given.
+        limit: Duration,
+        /// The last lines of its log.
+        log: String,
+    },
+    /// The workers' records could not be read.
+    #[error("{source}; the master's log: {log}")]
+    Records {
+        /// Why.
+        source: RecordsError,
+        /// The last lines of the master's log.
+        log: String,
+    },
+    /// The workers recorded nothing.
+    #[error("Locust recorded no attempt; the master's log: {log}")]
+    NoAttempt {
+        /// The last lines of the master's log.
+        log: String,
+    },
+    /// Locust counted more requests than the workers recorded.
+    #[error(
+        "Locust counted {counted} requests but its workers recorded only {recorded}: records were lost"
+    )]
+    Lost {
+        /// Requests in Locust's CSV.
+        counted: usize,
+        /// Attempts the workers recorded.
+        recorded: usize,
+    },
+    /// Locust's CSV has no request count to cross-check the records with.
+    #[error("Locust's CSV is unreadable: {summary}")]
+    Csv {
+        /// What could be made of it.
+        summary: String,
+    },
+}
+
+/// Why the attempts the workers recorded could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    /// The file could not be read.
+    #[error("the attempts Locust recorded ({}): {source}", .path.display())]
+    Read {
+        /// The attempts file.
+        path: PathBuf,
+        /// Why reading failed.
+        source: std::io::Error,
+    },
+    /// A line is not JSON.
+    #[error("a line of {}: {source}", .path.display())]
+    Line {
+        /// The attempts file.
+        path: PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// No record says when the run started.
+    #[error("the master recorded no start")]
+    NoStart,
+}
+
 /// How Locust is run.
 #[derive(Debug, Clone)]
 pub struct LocustEngine {
@@ -39,7 +155,7 @@ pub struct LocustEngine {
 }
 
 /// Runs a rate profile on Locust and returns what the verdicts read.
-pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, String> {
+pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, LocustError> {
     let rate = RateSettings::of(spec)?;
     check_installed(engine).await?;
     let folder = write_folder(spec, &rate)?;
@@ -61,13 +177,13 @@ struct RateSettings {
 
 impl RateSettings {
     /// Locust drives only the rate profiles: a burst's waves leave from goose's barrier.
-    fn of(spec: &RunSpec) -> Result<RateSettings, String> {
+    fn of(spec: &RunSpec) -> Result<RateSettings, LocustError> {
         let RunKind::Rate {
             mean_think_ms,
             duration,
         } = &spec.kind
         else {
-            return Err("the burst profile needs goose (its waves leave from a barrier)".into());
+            return Err(LocustError::Burst);
         };
         let (mean_hold_ms, hold_cap_ms) = match spec.hold.hold {
             Hold::Exponential { mean_ms, cap_ms } => (mean_ms, cap_ms),
@@ -86,7 +202,7 @@ impl RateSettings {
 }
 
 /// Fails early, with the install command, when the interpreter has no Locust.
-async fn check_installed(engine: &LocustEngine) -> Result<(), String> {
+async fn check_installed(engine: &LocustEngine) -> Result<(), LocustError> {
     let installed = Command::new(&engine.python)
         .args(["-c", "import locust"])
         .stdout(Stdio::null())
@@ -97,10 +213,9 @@ async fn check_installed(engine: &LocustEngine) -> Result<(), String> {
     if installed {
         return Ok(());
     }
-    Err(format!(
-        "--engine locust needs Locust for {}: `{} -m pip install locust=={LOCUST_VERSION}` (or set PLIMSOLL_PYTHON)",
-        engine.python, engine.python
-    ))
+    Err(LocustError::NotInstalled {
+        python: engine.python.clone(),
+    })
 }
 
 /// The run's folder: the locustfile and its plan, and where the workers' records land (kept
@@ -124,11 +239,11 @@ impl Folder {
 
 /// Writes the locustfile and `plan.json` (every number of the run) into a fresh folder, so
 /// workers elsewhere can run the very same profile.
-fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, String> {
+fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, LocustError> {
     let folder = tempfile::Builder::new()
         .prefix("plimsoll-locust-")
         .tempdir()
-        .map_err(|e| format!("a folder for the locustfile: {e}"))?;
+        .map_err(LocustError::Folder)?;
     let dir = folder.path();
     let t = &spec.template;
     let plan = serde_json::json!({
@@ -148,8 +263,8 @@ fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, String> {
         "server_timing_header": t.server_timing_header,
         "retry_after_header": t.retry_after_header,
     });
-    let write = |name: &str, text: &str| {
-        std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"))
+    let write = |name: &'static str, text: &str| {
+        std::fs::write(dir.join(name), text).map_err(|source| LocustError::Write { name, source })
     };
     write("locustfile.py", LOCUSTFILE)?;
     write("plan.json", &plan.to_string())?;
@@ -174,7 +289,7 @@ fn start(
     engine: &LocustEngine,
     folder: &Folder,
     rate: &RateSettings,
-) -> Result<Processes, String> {
+) -> Result<Processes, LocustError> {
     let dir = folder.path();
     let port = free_port(&engine.bind)?;
     // Users stop sending at the plan's end; the run lasts a second longer.
@@ -196,7 +311,10 @@ fn start(
         .arg(dir.join("locust"))
         .env("PLIMSOLL_ATTEMPTS_FILE", &folder.attempts_file)
         .spawn()
-        .map_err(|e| format!("starting the Locust master ({}): {e}", engine.python))?;
+        .map_err(|source| LocustError::StartMaster {
+            python: engine.python.clone(),
+            source,
+        })?;
     println!(
         "locust: master on {}:{port} waiting for {} worker(s) ({} started here); locustfile and plan in {}",
         engine.bind,
@@ -215,7 +333,7 @@ fn start(
         .args(["--worker", "--master-host", &engine.bind])
         .args(["--master-port", &port.to_string()])
         .spawn()
-        .map_err(|e| format!("starting Locust worker {i}: {e}"))?;
+        .map_err(|source| LocustError::StartWorker { index: i, source })?;
         workers.push(worker);
     }
     Ok(Processes {
@@ -227,7 +345,7 @@ fn start(
 
 /// Waits for the master to finish (then the workers, killing stragglers), so nothing outlives
 /// the run; the run's length, ms.
-async fn wait(p: &mut Processes, folder: &Folder, rate: &RateSettings) -> Result<f64, String> {
+async fn wait(p: &mut Processes, folder: &Folder, rate: &RateSettings) -> Result<f64, LocustError> {
     let limit = rate.duration + Duration::from_secs(rate.stop_s + 60);
     let finished = tokio::time::timeout(limit, p.master.wait()).await;
     for w in &mut p.workers {
@@ -240,14 +358,13 @@ async fn wait(p: &mut Processes, folder: &Folder, rate: &RateSettings) -> Result
     }
     match finished {
         Ok(Ok(_)) => {}
-        Ok(Err(e)) => return Err(format!("the Locust master: {e}")),
+        Ok(Err(e)) => return Err(LocustError::Master(e)),
         Err(_) => {
             let _ = p.master.kill().await;
-            return Err(format!(
-                "the Locust master did not finish within {} s; its log: {}",
-                limit.as_secs(),
-                folder.master_log()
-            ));
+            return Err(LocustError::MasterHung {
+                limit,
+                log: folder.master_log(),
+            });
         }
     }
     Ok(p.started.elapsed().as_secs_f64() * 1000.0)
@@ -255,14 +372,20 @@ async fn wait(p: &mut Processes, folder: &Folder, rate: &RateSettings) -> Result
 
 /// Reads back the workers' records and Locust's CSV counts, cross-checked so a lost record
 /// cannot leave the verdicts judging part of the run.
-fn collect(folder: &Folder, engine: &LocustEngine, elapsed_ms: f64) -> Result<RunOutput, String> {
-    let (attempts, censored_think_ms) = read_attempts(&folder.attempts_file)
-        .map_err(|e| format!("{e}; the master's log: {}", folder.master_log()))?;
+fn collect(
+    folder: &Folder,
+    engine: &LocustEngine,
+    elapsed_ms: f64,
+) -> Result<RunOutput, LocustError> {
+    let (attempts, censored_think_ms) =
+        read_attempts(&folder.attempts_file).map_err(|source| LocustError::Records {
+            source,
+            log: folder.master_log(),
+        })?;
     if attempts.is_empty() {
-        return Err(format!(
-            "Locust recorded no attempt; the master's log: {}",
-            folder.master_log()
-        ));
+        return Err(LocustError::NoAttempt {
+            log: folder.master_log(),
+        });
     }
     let (summary, counted) = csv_summary(&folder.path().join("locust_stats.csv"), engine);
     let summary = cross_checked(summary, counted, attempts.len())?;
@@ -283,16 +406,14 @@ fn cross_checked(
     summary: String,
     counted: Option<usize>,
     recorded: usize,
-) -> Result<String, String> {
+) -> Result<String, LocustError> {
     match counted {
         Some(n) if n <= recorded => Ok(format!(
             "{summary}; the workers recorded {recorded} ({} after Locust's last report)",
             recorded - n
         )),
-        Some(n) => Err(format!(
-            "Locust counted {n} requests but its workers recorded only {recorded}: records were lost"
-        )),
-        None => Err(format!("Locust's CSV is unreadable: {summary}")),
+        Some(counted) => Err(LocustError::Lost { counted, recorded }),
+        None => Err(LocustError::Csv { summary }),
     }
 }
 
@@ -318,11 +439,14 @@ fn locust(python: &str, locustfile: &Path, dir: &Path, name: &str) -> Command {
     c
 }
 
-fn free_port(bind: &str) -> Result<u16, String> {
+fn free_port(bind: &str) -> Result<u16, LocustError> {
     std::net::TcpListener::bind((bind, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("a port for the Locust master on {bind}: {e}"))
+        .map_err(|source| LocustError::Port {
+            bind: bind.to_owned(),
+            source,
+        })
 }
 
 /// The last lines of a log, for an error message.
@@ -334,21 +458,26 @@ fn tail(path: &PathBuf) -> String {
 
 /// The workers' records: attempts (sent times relative to the run's start as the master saw
 /// it) and the think time the end of the run cut short.
-fn read_attempts(path: &Path) -> Result<(Vec<Attempt>, f64), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("the attempts Locust recorded ({}): {e}", path.display()))?;
+fn read_attempts(path: &Path) -> Result<(Vec<Attempt>, f64), RecordsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RecordsError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let records: Vec<serde_json::Value> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("a line of {}: {e}", path.display()))?;
+        .map_err(|source| RecordsError::Line {
+            path: path.to_owned(),
+            source,
+        })?;
     let start = records
         .iter()
         .filter(|r| r["kind"] == "start")
         .filter_map(|r| r["epoch_ms"].as_f64())
         .reduce(f64::min)
-        .ok_or("the master recorded no start")?;
+        .ok_or(RecordsError::NoStart)?;
     let mut users: HashMap<String, usize> = HashMap::new();
     let mut attempts = Vec::new();
     let mut censored = 0.0;
@@ -420,4 +549,43 @@ fn csv_summary(path: &Path, engine: &LocustEngine) -> (String, Option<usize>) {
         get("99%"),
     );
     (summary, get("Request Count").parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_run_says_why_with_the_masters_log() {
+        let missing = LocustError::NotInstalled {
+            python: "python3".into(),
+        };
+        assert_eq!(
+            missing.to_string(),
+            format!(
+                "--engine locust needs Locust for python3: `python3 -m pip install locust=={LOCUST_VERSION}` (or set PLIMSOLL_PYTHON)"
+            )
+        );
+        let hung = LocustError::MasterHung {
+            limit: Duration::from_secs(75),
+            log: "a | b".into(),
+        };
+        assert_eq!(
+            hung.to_string(),
+            "the Locust master did not finish within 75 s; its log: a | b"
+        );
+        let records = LocustError::Records {
+            source: RecordsError::NoStart,
+            log: "a".into(),
+        };
+        assert_eq!(
+            records.to_string(),
+            "the master recorded no start; the master's log: a"
+        );
+        let lost = cross_checked("s".into(), Some(5), 3).unwrap_err();
+        assert_eq!(
+            lost.to_string(),
+            "Locust counted 5 requests but its workers recorded only 3: records were lost"
+        );
+    }
 }

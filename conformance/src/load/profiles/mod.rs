@@ -31,6 +31,17 @@ pub(super) struct Observed {
     pub watched: Vec<Watched>,
 }
 
+/// Why the load engine gave no run to judge.
+#[derive(Debug, thiserror::Error)]
+enum EngineError {
+    /// goose, in this process.
+    #[error(transparent)]
+    Goose(#[from] runner::GooseFailure),
+    /// Locust's master and workers.
+    #[error(transparent)]
+    Locust(#[from] super::locust::LocustError),
+}
+
 /// Runs `spec` with `/metrics` read throughout and a progress bar towards `goal`. Returns once
 /// goose has stopped, that is once every attempt it sent was answered or abandoned. In fleet
 /// mode every replica is read directly (through the balancer a read would reach any of them);
@@ -70,8 +81,10 @@ pub(super) async fn drive(
         scrapers[0].max_busy.clone(),
     );
     let outcome = match &spec.engine {
-        Engine::Goose => runner::run(spec, t0, live).await,
-        Engine::Locust(engine) => super::locust::run(&spec, engine).await,
+        Engine::Goose => runner::run(spec, t0, live).await.map_err(EngineError::from),
+        Engine::Locust(engine) => super::locust::run(&spec, engine)
+            .await
+            .map_err(EngineError::from),
     };
     Ticker::finish(ticker).await;
     let mut watched = Vec::new();

@@ -53,23 +53,11 @@ impl Expectations {
         observed: String,
         verdict: Verdict,
     ) -> CheckResult {
-        CheckResult {
-            id: ResultId::Load {
-                profile: self.profile,
-                verdict: suffix,
-            },
-            title: title.to_owned(),
-            expected,
-            observed,
-            verdict,
-            duration_ms: 0.0,
-            evidence: Vec::new(),
-            trials_ms: Vec::new(),
-            timeline: Vec::new(),
-            figures: Vec::new(),
-            deltas: Vec::new(),
-            waiver: None,
-        }
+        let id = ResultId::Load {
+            profile: self.profile,
+            verdict: suffix,
+        };
+        CheckResult::new(id, title, expected, observed, verdict)
     }
 
     /// Workers + queue places: how many requests may be in the server at once.

@@ -6,9 +6,9 @@ use super::*;
 /// The export pool, saturated and refused, on its own task while the digitize levels run: the
 /// raw replies, judged afterwards.
 pub(super) struct ExportRun {
-    pub(super) holders: Vec<Result<Reply, String>>,
-    pub(super) probe: Result<Reply, String>,
-    pub(super) retry: Option<Result<Reply, String>>,
+    pub(super) holders: Vec<Result<Reply, TaskError>>,
+    pub(super) probe: Result<Reply, RequestError>,
+    pub(super) retry: Option<Result<Reply, RequestError>>,
 }
 
 pub(super) async fn export_run(t: Arc<Target>) -> ExportRun {

@@ -11,10 +11,10 @@ use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
 use crate::checks::pool::{
-    Pending, fail_many, give_up, hold_in, join_all, settle, sleep_until, spawn_in,
+    Pending, TaskError, fail_many, give_up, hold_in, join_all, settle, sleep_until, spawn_in,
 };
 use crate::checks::registry::Check;
-use crate::remote::{Reply, Target};
+use crate::remote::{Reply, RequestError, Target};
 
 mod export;
 mod levels;
@@ -236,7 +236,7 @@ fn spawn_retry(t: &Arc<Target>, pool: Pool, refused_at: Instant, n: u64) -> Retr
     let t = t.clone();
     let task = tokio::spawn(async move {
         sleep_until(refused_at + Duration::from_secs(n)).await;
-        t.send_pool(pool, None, give_up(&t, pool)).await
+        Ok(t.send_pool(pool, None, give_up(&t, pool)).await?)
     });
     Retry { n, task }
 }
@@ -247,7 +247,7 @@ async fn judge_retry(t: &Target, c: &mut Ctx, label: &str, retry: Option<Retry>)
         return "no retry".into();
     };
     let header = &t.expected.clauses.t3.value.retry_after_header;
-    match task.await.unwrap_or_else(|e| Err(e.to_string())) {
+    match task.await.unwrap_or_else(|e| Err(TaskError::Join(e))) {
         Ok(reply) => {
             c.reply(t, label, &reply);
             c.require(reply.ok(), || {
@@ -359,7 +359,7 @@ async fn start_export(t: &Arc<Target>, c: &mut Ctx) -> Option<JoinHandle<ExportR
     match t.design().await {
         Ok(_) => Some(tokio::spawn(export_run(t.clone()))),
         Err(e) => {
-            c.fail(e);
+            c.fail(e.to_string());
             None
         }
     }
