@@ -10,7 +10,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::CheckArgs;
-use crate::fault::Fault;
+use crate::checks::CheckId;
+use crate::fault::standard::{QUICK, STANDARD};
+use crate::fault::{Fault, NamedFault};
 use crate::report::ReportFiles;
 use crate::session::{Fatal, Subject};
 use crate::verdict::{CheckResult, RunReport, Verdict};
@@ -22,37 +24,45 @@ pub enum FaultSet {
     /// jitter, a stream sliced into small writes, a bandwidth limit. About two minutes on two
     /// cores against the embedded server.
     Quick,
+    /// The quick set, then the faults that reveal what only a fault can: a client trickling its
+    /// bytes (B1, B4) and clients that vanish with a reset (B3). About three minutes on two
+    /// cores against the embedded server.
+    Full,
 }
 
 impl FaultSet {
-    /// The set's faults, as `--fault` specs.
-    pub fn specs(self) -> &'static [&'static str] {
+    /// The set's faults, in order.
+    pub fn faults(self) -> &'static [NamedFault] {
         match self {
-            FaultSet::Quick => &[
-                "latency:latency=20,jitter=5",
-                "slicer:average_size=1024,size_variation=512,delay=20",
-                "bandwidth:rate=10000",
-            ],
+            FaultSet::Quick => &STANDARD[..QUICK],
+            FaultSet::Full => STANDARD,
         }
-    }
-
-    /// The set's faults, parsed.
-    pub fn faults(self) -> Vec<Fault> {
-        self.specs()
-            .iter()
-            .map(|spec| spec.parse().expect("a fault set's specs parse"))
-            .collect()
     }
 
     fn name(self) -> &'static str {
         match self {
             FaultSet::Quick => "quick",
+            FaultSet::Full => "full",
         }
     }
 }
 
+/// The checks a run under `named` makes: those asked for, else the fault's own choice.
+pub fn checks_under(named: &NamedFault, asked: &[CheckId]) -> Vec<CheckId> {
+    if !asked.is_empty() {
+        return asked.to_vec();
+    }
+    named
+        .only
+        .iter()
+        .map(|id| id.parse().expect("a standard fault names known checks"))
+        .collect()
+}
+
 /// One fault's run of the suite.
 pub struct FaultRun {
+    /// The standard fault's name: the matrix's column.
+    pub name: &'static str,
     /// The fault the run went through.
     pub fault: Fault,
     /// How long the run took on this machine, seconds (start of the subject included).
@@ -91,16 +101,19 @@ pub async fn execute(
     subject: impl AsyncFn() -> Result<Subject, Fatal>,
 ) -> Result<Matrix, Fatal> {
     let mut runs = Vec::new();
-    for fault in set.faults() {
+    for named in set.faults() {
+        let fault = named.fault();
         let run_args = CheckArgs {
             fault: Some(fault),
             fault_set: None,
-            reports: per_run(&args.reports, fault.toxic_name()),
+            only: checks_under(named, &args.only),
+            reports: per_run(&args.reports, named.name),
             ..args.clone()
         };
         let started = Instant::now();
         let report = super::execute(&run_args, subject().await?).await?;
         runs.push(FaultRun {
+            name: named.name,
             fault,
             seconds: started.elapsed().as_secs_f64(),
             report,
@@ -158,13 +171,15 @@ pub fn text(matrix: &Matrix) -> String {
         "check"
     );
     for run in &matrix.runs {
-        out.push_str(&format!("{:<COLUMN$}", run.fault.toxic_name()));
+        out.push_str(&format!("{:<COLUMN$}", run.name));
     }
     out.truncate(out.trim_end().len());
     out.push('\n');
+    // Every check any run made, in the order of the longest run.
     let ids: Vec<String> = matrix
         .runs
-        .first()
+        .iter()
+        .max_by_key(|r| r.report.results.len())
         .map(|r| r.report.results.iter().map(|c| c.id.to_string()).collect())
         .unwrap_or_default();
     for id in &ids {
@@ -185,7 +200,8 @@ pub fn text(matrix: &Matrix) -> String {
         let r = &run.report;
         let partly = r.results.iter().filter(|c| c.part_not_applicable()).count();
         out.push_str(&format!(
-            "{}: {} passed ({} not applicable, {partly} in part), {} failed, {} skipped in {:.1} s\n",
+            "{} ({}): {} passed ({} not applicable, {partly} in part), {} failed, {} skipped in {:.1} s\n",
+            run.name,
             run.fault,
             r.passed(),
             r.not_applicable(),
@@ -212,6 +228,7 @@ struct Cell<'a> {
 /// One run of the JSON matrix.
 #[derive(Serialize)]
 struct Run {
+    name: &'static str,
     fault: String,
     seconds: f64,
     passed: usize,
@@ -229,13 +246,14 @@ fn json(matrix: &Matrix, reports: &ReportFiles) -> serde_json::Value {
         .runs
         .iter()
         .map(|run| Run {
+            name: run.name,
             fault: run.fault.to_string(),
             seconds: (run.seconds * 10.0).round() / 10.0,
             passed: run.report.passed(),
             not_applicable: run.report.not_applicable(),
             failed: run.report.failed(),
             skipped: run.report.skipped(),
-            report: per_run(reports, run.fault.toxic_name()).json,
+            report: per_run(reports, run.name).json,
         })
         .collect();
     let cells: Vec<Cell<'_>> = matrix
@@ -244,7 +262,7 @@ fn json(matrix: &Matrix, reports: &ReportFiles) -> serde_json::Value {
         .flat_map(|run| run.report.results.iter().map(move |r| (run, r)))
         .map(|(run, r)| Cell {
             id: r.id.to_string(),
-            fault: run.fault.to_string(),
+            fault: run.name.to_owned(),
             verdict: cell(r),
             why: match &r.verdict {
                 Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => Some(why),
@@ -274,9 +292,13 @@ mod tests {
             suffixed(Path::new("junit"), "slicer"),
             PathBuf::from("junit.slicer")
         );
-        assert_eq!(
-            FaultSet::Quick.faults().len(),
-            FaultSet::Quick.specs().len()
-        );
+        assert_eq!(FaultSet::Quick.faults().len(), 3);
+        let trickle = FaultSet::Full
+            .faults()
+            .iter()
+            .find(|f| f.name == "trickle")
+            .unwrap();
+        assert_eq!(checks_under(trickle, &[]).len(), 2);
+        assert!(checks_under(&FaultSet::Full.faults()[0], &[]).is_empty());
     }
 }

@@ -80,13 +80,15 @@ pub struct CheckArgs {
     pub trials: Option<u32>,
     /// Run the checks through one fault, as Toxiproxy names it (`latency:latency=50,jitter=10`,
     /// `slicer:average_size=1,delay=20000`, `reset_peer:timeout=500`, `blackhole`,
-    /// `bandwidth:rate=64`, `slow_close:delay=300`; each takes `stream=upstream|downstream|both`):
+    /// `bandwidth:rate=64`, `slow_close:delay=300`; each takes `stream=upstream|downstream|both`),
+    /// or a standard fault by name (`latency`, `slicer`, `bandwidth`, `trickle`, `vanish`):
     /// every bound the fault lengthens is listed in the report.
     #[arg(long, value_name = "SPEC", help_heading = "Run")]
     pub fault: Option<crate::fault::Fault>,
-    /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth),
-    /// then print a matrix of checks × faults; `--json` gets the matrix, and every report file
-    /// asked for is also written per run with the toxic's name (`report.latency.json`).
+    /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth;
+    /// `full`: also trickle and vanish), then print a matrix of checks × faults; `--json` gets
+    /// the matrix, and every report file asked for is also written per run with the fault's
+    /// name (`report.latency.json`).
     #[arg(
         long,
         value_name = "SET",
@@ -210,7 +212,12 @@ async fn run_suite(
         )));
     }
 
-    let checks: Vec<_> = selected(&args.only, &args.skip).collect();
+    // A standard fault (`--fault trickle`) makes the checks it was chosen for, unless asked.
+    let only = match args.fault.as_ref().and_then(crate::fault::standard::of) {
+        Some(named) => matrix::checks_under(named, &args.only),
+        None => args.only.clone(),
+    };
+    let checks: Vec<_> = selected(&only, &args.skip).collect();
     let results = run_checks(args, &judging, &checks, &target, partial, |_| {
         contract_result(&reconciliation, allow_overrides)
     })

@@ -154,6 +154,32 @@ impl Adjustments {
             .then(|| format!("{bytes} bytes take at least {} ms {how}", least.as_millis()))
     }
 
+    /// The slowest and the fastest rate, in bytes per second, at which the fault lets bytes
+    /// through in `direction`, when it shapes them (bandwidth; a slicer with a delay): what a
+    /// trickled request's timers are judged by (`checks::bounds::trickle`). `None` when the
+    /// fault does not slow that direction's bytes.
+    pub fn byte_rates(&self, direction: Stream) -> Option<(f64, f64)> {
+        let fault = self.toxic.filter(|f| f.stream.covers(direction))?;
+        match fault.toxic {
+            Toxic::Bandwidth { rate_kb } => {
+                let rate = rate_kb as f64 * 1000.0;
+                Some((rate, rate))
+            }
+            Toxic::Slicer {
+                average_size,
+                size_variation,
+                delay,
+            } if !delay.is_zero() => {
+                let per = |bytes: usize| bytes as f64 / delay.as_secs_f64();
+                Some((
+                    per(average_size - size_variation),
+                    per(average_size + size_variation),
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// What the fault adds to `bound` (zero without a fault).
     pub fn added(&self, bound: Bound) -> Duration {
         self.adjusted
@@ -322,6 +348,19 @@ mod tests {
         assert_eq!(slicer.cannot_carry(1 << 20, Stream::Upstream, second), None);
         let up = adjustments("bandwidth:rate=1,stream=downstream");
         assert_eq!(up.cannot_carry(1 << 30, Stream::Upstream, second), None);
+        assert_eq!(
+            adjustments("slicer:average_size=100,size_variation=25,delay=50000")
+                .byte_rates(Stream::Upstream),
+            Some((1500.0, 2500.0))
+        );
+        assert_eq!(
+            bandwidth.byte_rates(Stream::Downstream),
+            Some((10_000_000.0, 10_000_000.0))
+        );
+        assert_eq!(
+            adjustments("latency:latency=5").byte_rates(Stream::Upstream),
+            None
+        );
         let close = adjustments("slow_close:delay=300");
         assert_eq!(close.added(Bound::StopWithin), Duration::from_millis(300));
         assert_eq!(close.added(Bound::RefusalLatency), Duration::ZERO);

@@ -8,7 +8,8 @@
 //! whose draws no seed of ours reproduces), and neither resets a connection with an RST. A
 //! forwarder is small: [`spec`] (the `--fault` grammar), [`adjust`] (what a fault adds to
 //! each bound the checks judge by), `shape` (one direction's numbers),
-//! `pump` (one direction's bytes) and [`proxy`] (the listener and its connections).
+//! `pump` (one direction's bytes), [`proxy`] (the listener and its connections) and [`standard`]
+//! (the named faults of the matrix).
 
 mod pump;
 mod shape;
@@ -16,6 +17,7 @@ mod shape;
 pub mod adjust;
 pub mod proxy;
 pub mod spec;
+pub mod standard;
 
 #[cfg(test)]
 mod tests;
@@ -23,3 +25,4 @@ mod tests;
 pub use adjust::{Adjustment, Adjustments, Bound};
 pub use proxy::{FaultProxy, ProxyError, ProxyOptions};
 pub use spec::{Fault, SpecError, Stream, Toxic};
+pub use standard::NamedFault;

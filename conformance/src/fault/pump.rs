@@ -205,6 +205,11 @@ async fn forward(
     let mut gone = false;
     while let Some(item) = rx.recv().await {
         match item {
+            Item::End { due } if lock(shape).close_resets() => {
+                tokio::time::sleep_until(due).await;
+                link.reset.cancel();
+                return Ok(());
+            }
             Item::End { due } => {
                 let delay = lock(shape).close_delay();
                 tokio::time::sleep_until(due + delay).await;

@@ -111,6 +111,11 @@ impl Shape {
         }
     }
 
+    /// Whether a close of this direction is passed on as a reset (`reset_peer:on_close=1`).
+    pub(crate) fn close_resets(&self) -> bool {
+        matches!(self.toxic, Some(Toxic::ResetPeer { on_close: true, .. }))
+    }
+
     /// Whether the bytes of this direction count towards `reset_peer`'s `bytes`.
     pub(crate) fn counts_bytes(&self) -> bool {
         matches!(self.toxic, Some(Toxic::ResetPeer { bytes: Some(_), .. }))

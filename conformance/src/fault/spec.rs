@@ -1,13 +1,13 @@
 //! `--fault SPEC`: one fault, written as Toxiproxy names it — a toxic, then its parameters
 //! (`latency:latency=50,jitter=10`, `slicer:average_size=1,delay=20000`,
-//! `reset_peer:timeout=500`, `timeout:timeout=0`, `bandwidth:rate=64`, `slow_close:delay=300`),
+//! `reset_peer:timeout=500`, `reset_peer:on_close=1`, `timeout:timeout=0`, `bandwidth:rate=64`, `slow_close:delay=300`),
 //! each with an optional `stream=upstream|downstream|both`.
 //!
 //! Why Toxiproxy's words: people who inject faults already know them, and a fault found here
 //! can be replayed with Toxiproxy by copying the spec. Where this proxy differs, the difference
 //! is ours to say: a spec names one whole fault, so `stream` defaults to `both` (Toxiproxy adds
 //! a toxic per stream, `downstream` by default); `reset_peer` also takes `bytes` (reset once
-//! that many bytes passed), and `blackhole` is `timeout` with `timeout=0` (data is dropped,
+//! that many bytes passed) and `on_close=1` (a close passed on as a reset), and `blackhole` is `timeout` with `timeout=0` (data is dropped,
 //! the sockets are kept open).
 
 use std::fmt;
@@ -66,12 +66,17 @@ pub enum Toxic {
         delay: Duration,
     },
     /// Both sockets are reset (RST, `SO_LINGER` 0) once `timeout` has passed since the
-    /// connection opened, or once `bytes` passed in the stream, whichever comes first.
+    /// connection opened, or once `bytes` passed in the stream, whichever comes first; with
+    /// `on_close`, a close (FIN) of the covered stream's sender is passed on as a reset
+    /// instead: a client that vanishes (killed, or dropped by a NAT) rather than one that
+    /// says goodbye.
     ResetPeer {
         /// From the connection's opening; `None`: only `bytes` triggers it.
         timeout: Option<Duration>,
         /// Bytes forwarded in the covered stream(s); `None`: only `timeout` triggers it.
         bytes: Option<u64>,
+        /// Whether a close is passed on as a reset (`on_close=1`; ours, not Toxiproxy's).
+        on_close: bool,
     },
     /// Data of the stream is dropped; the connection is closed (FIN) after `timeout`, or kept
     /// open for ever when it is zero (`blackhole`).
@@ -241,7 +246,7 @@ fn parse_toxic(name: &str, text: &str) -> Result<Fault, SpecError> {
         "latency" => ("latency", "latency, jitter, stream"),
         "bandwidth" => ("bandwidth", "rate, stream"),
         "slicer" => ("slicer", "average_size, size_variation, delay, stream"),
-        "reset_peer" => ("reset_peer", "timeout, bytes, stream"),
+        "reset_peer" => ("reset_peer", "timeout, bytes, on_close, stream"),
         "timeout" => ("timeout", "timeout, stream"),
         "blackhole" => ("blackhole", "stream"),
         "slow_close" => ("slow_close", "delay, stream"),
@@ -262,6 +267,7 @@ fn parse_toxic(name: &str, text: &str) -> Result<Fault, SpecError> {
         "reset_peer" => Toxic::ResetPeer {
             timeout: p.millis("timeout")?,
             bytes: p.number("bytes", 1, 1_000_000_000_000)?,
+            on_close: p.number("on_close", 0, 1)? == Some(1),
         },
         "timeout" => Toxic::Timeout {
             timeout: p.millis("timeout")?.unwrap_or_default(),
@@ -302,12 +308,16 @@ impl FromStr for Fault {
     type Err = SpecError;
 
     fn from_str(spec: &str) -> Result<Fault, SpecError> {
+        if let Some(named) = super::standard::named(spec.trim()) {
+            return named.spec.parse();
+        }
         let (name, params) = spec.trim().split_once(':').unwrap_or((spec.trim(), ""));
         let mut fault = parse_toxic(name, params)?;
-        // `reset_peer` with neither trigger resets at once, as Toxiproxy's `timeout=0` does.
+        // `reset_peer` with no trigger resets at once, as Toxiproxy's `timeout=0` does.
         if let Toxic::ResetPeer {
             timeout: timeout @ None,
             bytes: None,
+            on_close: false,
         } = &mut fault.toxic
         {
             *timeout = Some(Duration::ZERO);
@@ -335,13 +345,20 @@ impl fmt::Display for Fault {
                 "slicer:average_size={average_size},size_variation={size_variation},delay={}",
                 delay.as_micros()
             ),
-            Toxic::ResetPeer { timeout, bytes } => {
+            Toxic::ResetPeer {
+                timeout,
+                bytes,
+                on_close,
+            } => {
                 write!(f, "reset_peer:")?;
                 if let Some(t) = timeout {
                     write!(f, "timeout={},", ms(t))?;
                 }
                 if let Some(b) = bytes {
                     write!(f, "bytes={b},")?;
+                }
+                if *on_close {
+                    write!(f, "on_close=1,")?;
                 }
                 Ok(())
             }
@@ -391,7 +408,18 @@ mod tests {
             parse("reset_peer").unwrap().toxic,
             Toxic::ResetPeer {
                 timeout: Some(Duration::ZERO),
-                bytes: None
+                bytes: None,
+                on_close: false,
+            }
+        );
+        assert_eq!(
+            parse("reset_peer:on_close=1,stream=upstream")
+                .unwrap()
+                .toxic,
+            Toxic::ResetPeer {
+                timeout: None,
+                bytes: None,
+                on_close: true,
             }
         );
     }
@@ -405,6 +433,7 @@ mod tests {
             "reset_peer:timeout=500",
             "reset_peer:bytes=100,stream=upstream",
             "reset_peer:timeout=10,bytes=100",
+            "reset_peer:on_close=1,stream=upstream",
             "timeout:timeout=200",
             "blackhole:stream=upstream",
             "slow_close:delay=300",

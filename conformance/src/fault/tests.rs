@@ -187,6 +187,22 @@ async fn a_client_reset_reaches_the_target_as_a_reset() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_close_a_client_close_reaches_the_target_as_a_reset() {
+    let (target, seen) = recorder(MS(3000)).await;
+    let (_proxy, mut client) = through(target, "reset_peer:on_close=1,stream=upstream").await;
+    client.write_all(b"abc").await.unwrap();
+    tokio::time::sleep(MS(50)).await;
+    // A plain close, a FIN: the target must see a reset after the bytes sent before it.
+    drop(client);
+    let seen = seen.await.unwrap();
+    assert_eq!(
+        (seen.bytes(), seen.end),
+        (3, End::Error(ErrorKind::ConnectionReset))
+    );
+    assert!(seen.ended_at < MS(800), "reset at {:?}", seen.ended_at);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blackhole_drops_the_data_and_keeps_the_socket() {
     let (target, seen) = recorder(MS(500)).await;
     let (_proxy, mut client) = through(target, "blackhole").await;

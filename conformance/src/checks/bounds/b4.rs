@@ -71,7 +71,11 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
 
     let closes = head_timeouts(t, c, addr, &host, head, (early, late)).await;
     let cap_note = connection_cap(c, addr, &host, cap, head).await;
+    let trickled = super::trickle::head(t, c).await;
     c.observed = format!("{closes}; {cap_note}");
+    if let Some(note) = trickled {
+        c.observed = format!("{}; {note}", c.observed);
+    }
 }
 
 /// The target's socket address and Host header, when it is plain HTTP.
