@@ -13,9 +13,9 @@ use super::CheckArgs;
 use crate::checks::CheckId;
 use crate::fault::standard::{QUICK, STANDARD};
 use crate::fault::{Fault, NamedFault};
-use crate::report::ReportFiles;
+use crate::report::{MatrixColumn, ReportFiles, matrix_rows};
 use crate::session::{Fatal, Subject};
-use crate::verdict::{CheckResult, RunReport, Verdict};
+use crate::verdict::{CheckResult, RunReport};
 
 /// A standard set of faults for `--fault-set`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -121,13 +121,51 @@ pub async fn execute(
     }
     let matrix = Matrix { set, runs };
     println!("{}", text(&matrix));
-    if let Some(path) = &args.reports.json {
-        let json = serde_json::to_string_pretty(&json(&matrix, &args.reports))
-            .map_err(|e| Fatal::Usage(e.to_string()))?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| Fatal::Usage(format!("cannot write {}: {e}", path.display())))?;
-    }
+    write_reports(&matrix, &args.reports)?;
     Ok(matrix)
+}
+
+/// The matrix's own report files, where the runs' are suffixed: `--json` (the cells), `--junit`
+/// (a suite per fault), `--html` (a page of cells linking to each run's page).
+fn write_reports(matrix: &Matrix, reports: &ReportFiles) -> Result<(), Fatal> {
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text)
+            .map_err(|e| Fatal::Usage(format!("cannot write {}: {e}", path.display())))
+    };
+    let columns = |page_of: &dyn Fn(&str) -> Option<String>| -> Vec<MatrixColumn<'_>> {
+        matrix
+            .runs
+            .iter()
+            .map(|run| MatrixColumn {
+                name: run.name,
+                spec: run.fault.to_string(),
+                seconds: run.seconds,
+                report: &run.report,
+                page: page_of(run.name),
+            })
+            .collect()
+    };
+    if let Some(path) = &reports.json {
+        let json = serde_json::to_string_pretty(&json(matrix, reports))
+            .map_err(|e| Fatal::Usage(e.to_string()))?;
+        write(path, json + "\n")?;
+    }
+    if let Some(path) = &reports.junit {
+        let xml = crate::report::junit::render_matrix(&columns(&|_| None))
+            .map_err(|e| Fatal::Usage(e.to_string()))?;
+        write(path, xml)?;
+    }
+    if let Some(path) = &reports.html {
+        // Each run's page sits beside the matrix's: linked by its file name.
+        let page_of = |name: &str| {
+            suffixed(path, name)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        };
+        let page = crate::report::html::matrix::render(matrix.set.name(), &columns(&page_of));
+        write(path, page)?;
+    }
+    Ok(())
 }
 
 /// `report.json` → `report.latency.json`: where one fault's run writes its report.
@@ -150,16 +188,6 @@ fn per_run(reports: &ReportFiles, toxic: &str) -> ReportFiles {
     }
 }
 
-/// What one check did under one fault, in a word: `pass`, `n/a` (the fault removes the whole
-/// check's meaning), `pass, part n/a` (a part of it), `fail`, `skip`, `waived`.
-pub fn cell(result: &CheckResult) -> &'static str {
-    match &result.verdict {
-        Verdict::Pass if result.not_applicable() => "n/a",
-        Verdict::Pass if result.part_not_applicable() => "pass, part n/a",
-        verdict => verdict.label(),
-    }
-}
-
 /// The matrix on the terminal: one line per check, one column per fault, then one line per
 /// fault with its run's counts and time.
 pub fn text(matrix: &Matrix) -> String {
@@ -175,13 +203,7 @@ pub fn text(matrix: &Matrix) -> String {
     }
     out.truncate(out.trim_end().len());
     out.push('\n');
-    // Every check any run made, in the order of the longest run.
-    let ids: Vec<String> = matrix
-        .runs
-        .iter()
-        .max_by_key(|r| r.report.results.len())
-        .map(|r| r.report.results.iter().map(|c| c.id.to_string()).collect())
-        .unwrap_or_default();
+    let ids = matrix_rows(matrix.runs.iter().map(|run| &run.report));
     for id in &ids {
         out.push_str(&format!("{id:<10}"));
         for run in &matrix.runs {
@@ -190,7 +212,7 @@ pub fn text(matrix: &Matrix) -> String {
                 .results
                 .iter()
                 .find(|r| r.id.to_string() == *id)
-                .map_or("–", cell);
+                .map_or("–", CheckResult::matrix_word);
             out.push_str(&format!("{word:<COLUMN$}"));
         }
         out.truncate(out.trim_end().len());
@@ -263,11 +285,11 @@ fn json(matrix: &Matrix, reports: &ReportFiles) -> serde_json::Value {
         .map(|(run, r)| Cell {
             id: r.id.to_string(),
             fault: run.name.to_owned(),
-            verdict: cell(r),
-            why: match &r.verdict {
-                Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => Some(why),
-                Verdict::Pass if cell(r) != "pass" => Some(&r.observed),
-                Verdict::Pass => None,
+            verdict: r.matrix_word(),
+            why: match r.verdict.reason() {
+                Some(why) => Some(why),
+                None if r.matrix_word() != "pass" => Some(&r.observed),
+                None => None,
             },
         })
         .collect();

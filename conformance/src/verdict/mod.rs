@@ -50,6 +50,14 @@ impl Verdict {
             Verdict::Waived(_) => "waived",
         }
     }
+
+    /// Why, for anything but a pass.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Verdict::Pass => None,
+            Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => Some(why),
+        }
+    }
 }
 
 /// What happened to one request, for the timeline picture.
@@ -172,6 +180,16 @@ impl CheckResult {
     /// ([`crate::checks::ctx::Ctx::fault_removes`]).
     pub fn part_not_applicable(&self) -> bool {
         self.verdict == Verdict::Pass && self.observed.contains(NOT_APPLICABLE_UNDER)
+    }
+
+    /// The verdict in a fault matrix's cell: `pass`, `n/a` (the fault removes the whole
+    /// check's meaning), `pass, part n/a` (a part of it), `fail`, `skip`, `waived`.
+    pub fn matrix_word(&self) -> &'static str {
+        match &self.verdict {
+            Verdict::Pass if self.not_applicable() => "n/a",
+            Verdict::Pass if self.part_not_applicable() => "pass, part n/a",
+            verdict => verdict.label(),
+        }
     }
 }
 

@@ -69,9 +69,11 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
         return;
     };
 
+    // First, while every place is free: after the cap's fill, closes still on their way leave
+    // a new connection refused for a moment.
+    let trickled = super::trickle::head(t, c).await;
     let closes = head_timeouts(t, c, addr, &host, head, (early, late)).await;
     let cap_note = connection_cap(c, addr, &host, cap, head).await;
-    let trickled = super::trickle::head(t, c).await;
     c.observed = format!("{closes}; {cap_note}");
     if let Some(note) = trickled {
         c.observed = format!("{}; {note}", c.observed);
