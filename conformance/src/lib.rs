@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod check;
 pub mod checks;
 pub mod docs;
+pub mod fault;
 pub mod id;
 pub mod load;
 pub mod remote;

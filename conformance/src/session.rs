@@ -74,12 +74,25 @@ pub const DEFAULT_TIMEOUT_S: u64 = 1800;
 /// shutdown after it, the process exits within 2 s of the signal.
 const STOPPED_FINISH: Duration = Duration::from_millis(1000);
 
+/// What a finished command counts as failed: one failure is exit code 1.
+pub trait Failures {
+    /// Verdicts that failed.
+    fn failures(&self) -> usize;
+}
+
+impl Failures for RunReport {
+    fn failures(&self) -> usize {
+        self.failed()
+    }
+}
+
 /// Runs a command that judges a target (`check`, `load`) from the command line: starts the
 /// runtime, runs `execute` on it, and maps the outcome to the exit code ([`EXIT_PASS`],
 /// [`EXIT_FAIL`], [`EXIT_CANNOT_PROCEED`] with a one-line reason on stderr).
-pub fn run_command<Fut>(command: &str, execute: impl FnOnce() -> Fut) -> u8
+pub fn run_command<Fut, R>(command: &str, execute: impl FnOnce() -> Fut) -> u8
 where
-    Fut: Future<Output = Result<RunReport, Fatal>>,
+    Fut: Future<Output = Result<R, Fatal>>,
+    R: Failures,
 {
     let runtime = match runtime() {
         Ok(rt) => rt,
@@ -92,7 +105,7 @@ where
     // Work the run left behind (a held job's blocking thread) must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_millis(300));
     match outcome {
-        Ok(report) if report.failed() > 0 => EXIT_FAIL,
+        Ok(report) if report.failures() > 0 => EXIT_FAIL,
         Ok(_) => EXIT_PASS,
         Err(e) => {
             eprintln!("plimsoll {command}: cannot proceed: {e}");
@@ -529,6 +542,7 @@ pub fn manifest(
         trials: 1,
         seed: 0,
         started_unix_ms,
+        fault: None,
         incomplete: None,
     }
 }

@@ -17,12 +17,12 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use plimsoll_spec::model::ConnectionBounds;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connections::ConnectionPolicy;
+use crate::connections::{ConnectionIo, ConnectionPolicy};
 use crate::http::Api;
 
 /// Accepts connections on `listener` and serves `app` on each until `stop` is cancelled, then
@@ -67,8 +67,9 @@ pub(crate) async fn serve(
         // Each connection watches a token of its own: the task polls it every time it wakes,
         // and a child's lock is its own, where the shared token's would be taken by every
         // connection on every request (3 % of a refusal's cost, docs/benchmarks.md).
+        let _ = stream.set_nodelay(true);
         open.spawn(serve_one(
-            stream,
+            policy.io(stream, bounds),
             app.clone(),
             head_timeout,
             stop.child_token(),
@@ -80,13 +81,12 @@ pub(crate) async fn serve(
 }
 
 async fn serve_one(
-    stream: TcpStream,
+    stream: Box<dyn ConnectionIo>,
     app: Api,
     head_timeout: Option<Duration>,
     stop: CancellationToken,
     _place: Option<tokio::sync::OwnedSemaphorePermit>,
 ) {
-    let _ = stream.set_nodelay(true);
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())

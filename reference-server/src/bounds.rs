@@ -16,6 +16,21 @@ pub trait DeadlinePolicy: Debug + Send + Sync {
     /// `arrived`: the request joined its pool's queue (upload already read); `started`: it got
     /// its worker slot; `timeout`: the pool's timeout.
     fn deadline(&self, arrived: Instant, started: Instant, timeout: Duration) -> Instant;
+
+    /// When an upload still arriving is late: `head` is when its request head was read,
+    /// `last_read` when its latest bytes were, `read_timeout` the contract's upload read
+    /// timeout. The contract's timer is a total one from the head: a client trickling a byte
+    /// at a time cannot hold the server past it (an idle timer, reset by every read, could be
+    /// held for ever).
+    fn upload_deadline(
+        &self,
+        head: Instant,
+        _last_read: Instant,
+        read_timeout: Duration,
+    ) -> Instant {
+        // clause: B1 — the whole body within the upload read timeout of the head
+        head + read_timeout
+    }
 }
 
 /// The deadline counts from arrival at the pool: time spent queued is part of the budget.

@@ -5,6 +5,13 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use plimsoll_spec::model::ConnectionBounds;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// The bytes of one accepted connection, as hyper serves them.
+pub trait ConnectionIo: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> ConnectionIo for T {}
 
 /// The connection bounds a server enforces.
 pub trait ConnectionPolicy: Debug + Send + Sync {
@@ -12,6 +19,12 @@ pub trait ConnectionPolicy: Debug + Send + Sync {
     fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration>;
     /// How many connections are served at once (`None`: no limit).
     fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize>;
+
+    /// The accepted socket as the server reads and writes it: the socket itself. (A seam so a
+    /// broken variant can put its own timer or its own reading of a reset between the two.)
+    fn io(&self, stream: TcpStream, _contract: &ConnectionBounds) -> Box<dyn ConnectionIo> {
+        Box::new(stream)
+    }
 }
 
 /// The contract's bounds.

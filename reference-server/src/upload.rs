@@ -3,14 +3,14 @@
 //! a byte of it is kept.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, header};
 use http_body_util::BodyExt;
 use plimsoll_spec::ErrorCode;
 
-use crate::bounds::UploadBudgetPolicy;
+use crate::bounds::{DeadlinePolicy, UploadBudgetPolicy};
 use crate::error::ErrorKind;
 use crate::upload_budget::{Reservation, UploadBudget};
 
@@ -21,6 +21,8 @@ pub struct Upload {
     declared: Option<u64>,
     limit: u64,
     read_timeout: Duration,
+    /// When the body is late, given when its head and its latest bytes arrived (B1).
+    timer: Arc<dyn DeadlinePolicy>,
     budget: Arc<UploadBudget>,
 }
 
@@ -49,7 +51,7 @@ impl Upload {
         body: Body,
         headers: &HeaderMap,
         limit: u64,
-        read_timeout: Duration,
+        (read_timeout, timer): (Duration, Arc<dyn DeadlinePolicy>),
         budget: &Arc<UploadBudget>,
         policy: &dyn UploadBudgetPolicy,
     ) -> Upload {
@@ -62,6 +64,7 @@ impl Upload {
             declared,
             limit,
             read_timeout,
+            timer,
             budget: policy.budget_for(budget, declared),
         }
     }
@@ -77,8 +80,10 @@ impl Upload {
             declared,
             limit,
             read_timeout,
+            timer,
             budget,
         } = self;
+        let head = Instant::now();
         let oversize_declared = declared.is_some_and(|n| n > limit);
         let mut kept = Kept::new(budget.reservation());
         // clause: B5 — a declared length past the budget is refused before its body is read
@@ -92,7 +97,14 @@ impl Upload {
         }
         let mut seen: u64 = 0;
         let read = async {
-            while let Some(frame) = body.frame().await {
+            let mut last_read = head;
+            loop {
+                let late = timer.upload_deadline(head, last_read, read_timeout);
+                let Ok(next) = tokio::time::timeout_at(late.into(), body.frame()).await else {
+                    return Err(ReadError::Late);
+                };
+                let Some(frame) = next else { break };
+                last_read = Instant::now();
                 let frame = frame.map_err(|e| ReadError::Body(e.to_string()))?;
                 if let Ok(data) = frame.into_data() {
                     seen += data.len() as u64;
@@ -105,8 +117,8 @@ impl Upload {
             }
             Ok::<(), ReadError>(())
         };
-        match tokio::time::timeout(read_timeout, read).await {
-            Err(_) => {
+        match read.await {
+            Err(ReadError::Late) => {
                 return Err(ErrorKind::rejected(
                     ErrorCode::UploadTimeout,
                     format!(
@@ -116,18 +128,18 @@ impl Upload {
                 )
                 .into());
             }
-            Ok(Err(ReadError::OverBudget)) => {
+            Err(ReadError::OverBudget) => {
                 drain_in_background(body, drain_cap.saturating_sub(seen), read_timeout);
                 return Err(UploadError::OverBudget);
             }
-            Ok(Err(ReadError::Body(e))) => {
+            Err(ReadError::Body(e)) => {
                 return Err(ErrorKind::rejected(
                     ErrorCode::EmptyBody,
                     format!("the body could not be read: {e}"),
                 )
                 .into());
             }
-            Ok(Ok(())) => {}
+            Ok(()) => {}
         }
         if seen > limit || oversize_declared {
             return Err(ErrorKind::rejected(
@@ -170,6 +182,8 @@ fn drain_in_background(mut body: Body, cap: u64, within: Duration) {
 enum ReadError {
     Body(String),
     OverBudget,
+    /// The body was still arriving at its deadline (B1's upload read timeout).
+    Late,
 }
 
 /// The bytes kept so far and the budget they are charged to. A body that arrives as one frame

@@ -107,6 +107,9 @@ async fn subject(
 
 /// `plimsoll check` from the command line; returns the exit code.
 pub fn run_check(args: CheckArgs) -> u8 {
+    if let Some(set) = args.fault_set {
+        return run_fault_set(args, set);
+    }
     session::run_command("check", async || {
         if args.bridge_mode() {
             let subject = check::bridge::subject(&args).await?;
@@ -122,6 +125,24 @@ pub fn run_check(args: CheckArgs) -> u8 {
         })
         .await?;
         check::execute(&args, subject).await
+    })
+}
+
+/// `plimsoll check --fault-set SET`: the suite once per fault, each against a subject of its
+/// own (a fresh embedded server per run), then the matrix; returns the exit code.
+fn run_fault_set(args: CheckArgs, set: check::matrix::FaultSet) -> u8 {
+    session::run_command("check", async || {
+        let relay = match (&args.subject.target, args.relay_listen) {
+            (None, None) => Some(RELAY_ON_LOOPBACK),
+            (_, relay) => relay,
+        };
+        check::matrix::execute(&args, set, async || {
+            subject(&args.subject, args.server_log.clone(), relay, || {
+                check_config(args.full_timeouts)
+            })
+            .await
+        })
+        .await
     })
 }
 

@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use plimsoll::embedded;
 use plimsoll_conformance::check::{CheckArgs, execute};
 use plimsoll_conformance::checks::{CheckId, REGISTRY, markdown_table};
+use plimsoll_conformance::fault::standard::{QUICK, STANDARD};
 use plimsoll_server::Mutant;
 use plimsoll_spec::Contract;
 
@@ -79,10 +80,11 @@ async fn failing_checks(mutant: Option<Mutant>) -> (BTreeSet<CheckId>, String) {
 async fn assert_caught(mutant: Mutant) {
     let expected = must_fail(mutant);
     if expected.is_empty() {
-        // Visible only where the checker plays both ends of the bridge: tests/bridge.rs.
+        // Visible only where the checker plays both ends of the bridge (tests/bridge.rs), or
+        // only under a fault (tests/faults.rs).
         assert!(
-            !mutant.bridge_fails().is_empty(),
-            "{} must fail something, here or in bridge mode",
+            !mutant.bridge_fails().is_empty() || mutant.fault_fails().is_some(),
+            "{} must fail something, here, in bridge mode or under a fault",
             mutant.name()
         );
         return;
@@ -203,6 +205,47 @@ fn bridge_matrix_markdown() -> String {
     matrix(&columns, "reference bridge", rows)
 }
 
+/// The fault matrix: the standard faults' checks, and each variant only a fault reveals with
+/// the checks it fails under it (`tests/faults.rs` runs them; without the fault they pass).
+fn fault_matrix_markdown() -> String {
+    let mut md = String::from(
+        "| broken variant | what is broken | fault | fails without it | fails under it |\n|---|---|---|---|---|\n",
+    );
+    for m in Mutant::ALL {
+        if let Some((fault, ids)) = m.fault_fails() {
+            let fails = check_ids(*m, ids)
+                .iter()
+                .map(|id| format!("**{id} ✗**"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            md.push_str(&format!(
+                "| `{}` | {} | `{fault}` | nothing | {fails} |\n",
+                m.name(),
+                m.what()
+            ));
+        }
+    }
+    md
+}
+
+/// The standard faults (`--fault NAME`, the matrix's columns), from their one declaration.
+fn standard_faults_markdown() -> String {
+    let mut md = String::from("| name | spec | checks | stands for |\n|---|---|---|---|\n");
+    for (i, f) in STANDARD.iter().enumerate() {
+        let set = if i < QUICK { "quick, full" } else { "full" };
+        let checks = if f.only.is_empty() {
+            "all".to_owned()
+        } else {
+            f.only.join(", ")
+        };
+        md.push_str(&format!(
+            "| `{}` ({set}) | `{}` | {checks} | {} |\n",
+            f.name, f.spec, f.why
+        ));
+    }
+    md
+}
+
 /// Architecture invariant: every clause has at least one broken variant that must fail it, so
 /// every check is proved able to fail.
 #[test]
@@ -252,6 +295,8 @@ fn docs_section_is_fresh(name: &str, fresh: &str) {
 fn docs_show_the_tested_matrix_and_the_registered_checks() {
     docs_section_is_fresh("mutation-matrix", &matrix_markdown());
     docs_section_is_fresh("bridge-matrix", &bridge_matrix_markdown());
+    docs_section_is_fresh("fault-matrix", &fault_matrix_markdown());
+    docs_section_is_fresh("standard-faults", &standard_faults_markdown());
     docs_section_is_fresh("checks", &markdown_table(Contract::embedded()));
 }
 
@@ -268,10 +313,20 @@ fn architecture_with_fresh_variants(doc: &str) -> String {
             out.push_str(line);
             continue;
         };
-        let variants: Vec<&str> = Mutant::ALL
+        let under_fault = |m: &Mutant| {
+            m.fault_fails()
+                .filter(|(_, ids)| check_ids(*m, ids).contains(&Clause(id)))
+                .map(|(fault, _)| format!("{} (under {fault})", m.name()))
+        };
+        let variants: Vec<String> = Mutant::ALL
             .iter()
-            .filter(|m| must_fail(**m).contains(&Clause(id)))
-            .map(|m| m.name())
+            .filter_map(|m| {
+                if must_fail(*m).contains(&Clause(id)) {
+                    Some(m.name().to_owned())
+                } else {
+                    under_fault(m)
+                }
+            })
             .collect();
         out.push_str(&format!("{} | {} |\n", &line[..cut], variants.join(", ")));
     }

@@ -3,6 +3,8 @@
 //! a relay bridge whose both ends the checker plays.
 
 pub mod bridge;
+mod fault;
+pub mod matrix;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -76,6 +78,28 @@ pub struct CheckArgs {
     /// Trials per timing check (default: the contract's tolerances.trials).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub trials: Option<u32>,
+    /// Run the checks through one fault, as Toxiproxy names it (`latency:latency=50,jitter=10`,
+    /// `slicer:average_size=1,delay=20000`, `reset_peer:timeout=500`, `blackhole`,
+    /// `bandwidth:rate=64`, `slow_close:delay=300`; each takes `stream=upstream|downstream|both`),
+    /// or a standard fault by name (`latency`, `slicer`, `bandwidth`, `trickle`, `vanish`):
+    /// every bound the fault lengthens is listed in the report.
+    #[arg(long, value_name = "SPEC", help_heading = "Run")]
+    pub fault: Option<crate::fault::Fault>,
+    /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth;
+    /// `full`: also trickle and vanish), then print a matrix of checks × faults; `--json` gets
+    /// the matrix, and every report file asked for is also written per run with the fault's
+    /// name (`report.latency.json`).
+    #[arg(
+        long,
+        value_name = "SET",
+        help_heading = "Run",
+        hide_possible_values = true,
+        conflicts_with_all = ["fault", "bridge_command", "upstream_listen"]
+    )]
+    pub fault_set: Option<matrix::FaultSet>,
+    /// Seed of the fault's draws (jitter, slice sizes): the same seed, the same draws.
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Run")]
+    pub seed: u64,
     /// The reports: `--json`, `--junit`, `--html`, `--quiet`.
     #[command(flatten)]
     pub reports: ReportFiles,
@@ -152,20 +176,28 @@ async fn run_suite(
     let expected = reconciliation.effective.clone();
     manifest.trials = args.trials.unwrap_or(expected.tolerances.trials);
     manifest.strict = args.strict;
+    let faulted = fault::begin(args, &subject.url, &expected, &mut manifest).await?;
     partial.begin(&manifest);
     let style = args.reports.style();
     // What is checked, before the first request that could fail.
     println!("{}", terminal::header(&manifest, style));
+    let base = faulted.as_ref().map_or(&subject.url, |f| &f.base);
     let target = Arc::new(
         Target::new(
-            subject.url.clone(),
+            base.clone(),
             expected,
             subject.temp_dir.clone(),
             subject.server_log.clone(),
             manifest.trials,
         )
         .with_relay(subject.relay.clone())
-        .with_process(subject.process(args.subject.pid)),
+        .with_process(subject.process(args.subject.pid))
+        .with_adjustments(
+            faulted
+                .as_ref()
+                .map(|f| f.adjustments.clone())
+                .unwrap_or_default(),
+        ),
     );
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them.
@@ -180,7 +212,12 @@ async fn run_suite(
         )));
     }
 
-    let checks: Vec<_> = selected(&args.only, &args.skip).collect();
+    // A standard fault (`--fault trickle`) makes the checks it was chosen for, unless asked.
+    let only = match args.fault.as_ref().and_then(crate::fault::standard::of) {
+        Some(named) => matrix::checks_under(named, &args.only),
+        None => args.only.clone(),
+    };
+    let checks: Vec<_> = selected(&only, &args.skip).collect();
     let results = run_checks(args, &judging, &checks, &target, partial, |_| {
         contract_result(&reconciliation, allow_overrides)
     })
@@ -190,6 +227,7 @@ async fn run_suite(
         "{}",
         terminal::summary(&report, args.reports.html.as_deref(), style)
     );
+    fault::end(faulted);
     Ok(report)
 }
 

@@ -8,7 +8,7 @@ use plimsoll_spec::{ErrorCode, Stage};
 
 use crate::remote::{Reply, Target, is_success};
 use crate::verdict::figure::{Figure, Unit};
-use crate::verdict::{Lane, LaneOutcome, NOT_APPLICABLE, Verdict};
+use crate::verdict::{Lane, LaneOutcome, NOT_APPLICABLE, NOT_APPLICABLE_UNDER, Verdict};
 
 /// What one check builds up while it runs; the registry turns it into its result.
 pub struct Ctx {
@@ -16,6 +16,8 @@ pub struct Ctx {
     failures: Vec<String>,
     skip: Option<String>,
     not_applicable: Option<String>,
+    /// Parts of the check a fault (`check --fault`) removed the meaning of, each with its reason.
+    fault_removed: Vec<String>,
     /// The contract's value in words, as the result shows it.
     pub expected: String,
     /// What was measured in words, as the result shows it.
@@ -41,6 +43,7 @@ impl Ctx {
             failures: Vec::new(),
             skip: None,
             not_applicable: None,
+            fault_removed: Vec::new(),
             expected: String::new(),
             observed: String::new(),
             evidence: Vec::new(),
@@ -133,6 +136,28 @@ impl Ctx {
         self.not_applicable = Some(reason.into());
     }
 
+    /// The fault the run goes through (`t`'s) removes the meaning of `part` of the check (`None`:
+    /// the whole check): a part is left out and named in the observation, `… ; <part> not
+    /// applicable under <fault>: <why>`; the whole check is a pass whose observation says
+    /// `not applicable under <fault>: <why>`. Only where the fault's own numbers make the
+    /// measurement impossible (a body that cannot arrive within its timeout), never for a
+    /// bound the fault merely lengthens (that is [`crate::fault::Adjustments`]). Without a
+    /// fault it does nothing: a fault-free run has no such part.
+    pub fn fault_removes(&mut self, t: &Target, part: Option<&str>, why: impl Into<String>) {
+        let Some(fault) = &t.adjustments.fault else {
+            return;
+        };
+        let why = why.into();
+        match part {
+            Some(part) => {
+                let note = format!("{part}{NOT_APPLICABLE_UNDER}{fault}: {why}");
+                self.evidence.push(note.clone());
+                self.fault_removed.push(note);
+            }
+            None => self.not_applicable = Some(format!("under {fault}, {why}")),
+        }
+    }
+
     /// The verdict so far: failures win over a skip, a skip over not applicable.
     pub(super) fn verdict(&mut self) -> Verdict {
         match (self.skip.take(), self.failures.is_empty()) {
@@ -140,6 +165,8 @@ impl Ctx {
             (_, true) => {
                 if let Some(why) = self.not_applicable.take() {
                     self.observed = format!("{NOT_APPLICABLE}{why}");
+                } else if !self.fault_removed.is_empty() {
+                    self.observed = format!("{}; {}", self.observed, self.fault_removed.join("; "));
                 }
                 Verdict::Pass
             }

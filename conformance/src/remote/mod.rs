@@ -74,6 +74,8 @@ pub struct Target {
     pub bridge: Option<std::sync::Arc<bridge::BridgeProcess>>,
     /// Where the implementation's memory can be read (B5), when the checker can see it.
     pub process: process::ProcessSource,
+    /// What the fault the checks go through adds to their bounds (none without `--fault`).
+    pub adjustments: crate::fault::Adjustments,
 }
 
 impl Target {
@@ -116,7 +118,19 @@ impl Target {
             process: process::ProcessSource::Unavailable(
                 "the checker cannot see the implementation's process (no --pid)".into(),
             ),
+            adjustments: crate::fault::Adjustments::default(),
         }
+    }
+
+    /// The target reached through a fault, whose additions to the bounds are `adjustments`.
+    pub fn with_adjustments(mut self, adjustments: crate::fault::Adjustments) -> Target {
+        self.adjustments = adjustments;
+        self
+    }
+
+    /// A time bound as the checks judge it: the contract's, plus what the fault adds.
+    pub fn bound(&self, bound: crate::fault::Bound) -> Duration {
+        self.adjustments.bound(bound, &self.expected)
     }
 
     /// The target whose process the checker can read through `process`.
@@ -472,6 +486,6 @@ impl Target {
 
     /// How soon a worker must stop once its client disconnects (B3's `stop_within_ms`).
     pub fn stop_within(&self) -> Duration {
-        Duration::from_millis(self.expected.clauses.b3.value.stop_within_ms)
+        self.bound(crate::fault::Bound::StopWithin)
     }
 }

@@ -127,6 +127,24 @@ pub fn build(report: &RunReport) -> Report {
     junit
 }
 
+/// A fault matrix as JUnit: one test suite per fault (`plimsoll under latency`), each with the
+/// run's test cases, so a CI tool shows every check under every fault.
+pub fn render_matrix(columns: &[super::MatrixColumn<'_>]) -> std::io::Result<String> {
+    let mut junit = Report::new("plimsoll");
+    let mut total_ms = 0.0;
+    for col in columns {
+        for mut suite in build(col.report).test_suites {
+            suite.name = format!("{SUITE_NAME} under {}", col.name).into();
+            suite.add_property(Property::new("fault", col.spec.as_str()));
+            junit.add_test_suite(suite);
+        }
+        total_ms += col.seconds * 1000.0;
+    }
+    junit.set_time(duration_from_ms(total_ms));
+    let xml = junit.to_string().map_err(std::io::Error::other)?;
+    Ok(without_root_skipped(xml))
+}
+
 /// The XML text, valid against the Jenkins xunit plugin's JUnit schema (`junit-10.xsd`, which
 /// `ci/junit-xsd.sh` validates every report of CI against).
 pub fn render(report: &RunReport) -> std::io::Result<String> {

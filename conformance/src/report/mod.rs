@@ -10,6 +10,29 @@ use std::path::{Path, PathBuf};
 
 use crate::verdict::RunReport;
 
+/// One fault's run in a fault matrix, as the matrix's reports render it (`--fault-set`).
+pub struct MatrixColumn<'a> {
+    /// The fault's name: the column's heading.
+    pub name: &'a str,
+    /// The fault as its spec.
+    pub spec: String,
+    /// How long the run took, seconds.
+    pub seconds: f64,
+    /// The run's report.
+    pub report: &'a RunReport,
+    /// Where the run's own HTML report is, relative to the matrix's page, when one was written.
+    pub page: Option<String>,
+}
+
+/// Every check any of `runs` made, in the order of the run that made the most: a fault
+/// matrix's rows.
+pub fn matrix_rows<'a>(runs: impl IntoIterator<Item = &'a RunReport>) -> Vec<String> {
+    runs.into_iter()
+        .max_by_key(|r| r.results.len())
+        .map(|r| r.results.iter().map(|c| c.id.to_string()).collect())
+        .unwrap_or_default()
+}
+
 pub use html::write as write_html;
 pub use json::write as write_json;
 pub use junit::write as write_junit;

@@ -50,6 +50,14 @@ impl Verdict {
             Verdict::Waived(_) => "waived",
         }
     }
+
+    /// Why, for anything but a pass.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Verdict::Pass => None,
+            Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => Some(why),
+        }
+    }
 }
 
 /// What happened to one request, for the timeline picture.
@@ -126,6 +134,10 @@ pub struct CheckResult {
 /// observed text starts with this (see [`crate::checks::ctx::Ctx::not_applicable`]).
 pub const NOT_APPLICABLE: &str = "not applicable: ";
 
+/// How a part of a check a fault removes is named in its observation: `<part> not applicable
+/// under <fault>: <why>`.
+pub const NOT_APPLICABLE_UNDER: &str = " not applicable under ";
+
 impl CheckResult {
     /// A result with what every result says (what it judges, its line, the value, what was
     /// measured, the verdict) and nothing gathered yet: evidence, trials, timeline, figures,
@@ -161,6 +173,23 @@ impl CheckResult {
     /// A pass because the clause does not apply to the target's values (not a skip).
     pub fn not_applicable(&self) -> bool {
         self.verdict == Verdict::Pass && self.observed.starts_with(NOT_APPLICABLE)
+    }
+
+    /// A pass with a part of the check left out because the run's fault (`check --fault`)
+    /// removes its meaning, the part named in the observation
+    /// ([`crate::checks::ctx::Ctx::fault_removes`]).
+    pub fn part_not_applicable(&self) -> bool {
+        self.verdict == Verdict::Pass && self.observed.contains(NOT_APPLICABLE_UNDER)
+    }
+
+    /// The verdict in a fault matrix's cell: `pass`, `n/a` (the fault removes the whole
+    /// check's meaning), `pass, part n/a` (a part of it), `fail`, `skip`, `waived`.
+    pub fn matrix_word(&self) -> &'static str {
+        match &self.verdict {
+            Verdict::Pass if self.not_applicable() => "n/a",
+            Verdict::Pass if self.part_not_applicable() => "pass, part n/a",
+            verdict => verdict.label(),
+        }
     }
 }
 
@@ -249,6 +278,9 @@ pub struct Manifest {
     pub seed: u64,
     /// When the run started, ms since the Unix epoch.
     pub started_unix_ms: u128,
+    /// The fault the run went through (`check --fault`) and every bound it lengthened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<crate::fault::Adjustments>,
     /// Why the run stopped before its end (a stop signal, `--timeout`), when it did: the
     /// results are the checks finished by then.
     #[serde(skip_serializing_if = "Option::is_none")]

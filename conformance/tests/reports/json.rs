@@ -97,6 +97,10 @@ fn the_documented_json_members_are_the_reports() {
 
     let mut run = sample();
     run.manifest.incomplete = Some("stopped by SIGTERM".into());
+    run.manifest.fault = Some(plimsoll_conformance::fault::Adjustments::new(
+        &"latency:latency=20".parse().unwrap(),
+        plimsoll_spec::Contract::embedded(),
+    ));
     let figure = Figure::lower("refusal latency", Unit::Ms, vec![1.0, 2.0]);
     run.results[0].deltas = vec![Delta::between(&figure, &figure).unwrap()];
     run.results[0].figures = vec![figure];

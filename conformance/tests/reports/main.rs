@@ -7,6 +7,7 @@ mod files;
 mod html;
 mod json;
 mod junit;
+mod matrix;
 mod terminal;
 mod terminal_lines;
 mod xml;
@@ -125,6 +126,7 @@ fn sample() -> RunReport {
             trials: 5,
             seed: 42,
             started_unix_ms: 1_767_225_600_000,
+            fault: None,
             incomplete: None,
         },
         results: vec![pass, fail, skip],

@@ -71,7 +71,7 @@ pub(super) async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Requ
         body,
         headers,
         limit,
-        read_timeout,
+        (read_timeout, state.components().deadline.clone()),
         &state.upload_budget,
         &*state.config.components().upload_budget,
     );

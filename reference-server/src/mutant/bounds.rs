@@ -36,6 +36,27 @@ impl DeadlinePolicy for FromStart {
     }
 }
 
+/// B1 under a trickle: the upload read timer is an idle timer, restarted by every read, so a
+/// body trickling in faster than the timeout is never timed out (a slowloris hole). A body that
+/// stalls (the fault-free probe) is still timed out on time.
+#[derive(Debug)]
+pub(super) struct IdleUploadTimer;
+
+impl DeadlinePolicy for IdleUploadTimer {
+    fn deadline(&self, arrived: Instant, _started: Instant, timeout: Duration) -> Instant {
+        arrived + timeout
+    }
+
+    fn upload_deadline(
+        &self,
+        _head: Instant,
+        last_read: Instant,
+        read_timeout: Duration,
+    ) -> Instant {
+        last_read + read_timeout
+    }
+}
+
 /// B2: the cap is never reached.
 #[derive(Debug)]
 pub(super) struct NoMemoryCap;

@@ -19,6 +19,7 @@ mod bounds;
 mod lies;
 mod observe;
 mod relay;
+mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,12 +36,16 @@ const JOB_POOLS: &[Pool] = &[Pool::Digitize, Pool::Export];
 /// the checker's (`T1`…`R6`, `API`, `contract`): the server cannot see the checker's types, so
 /// the mutation matrix's test parses them and fails on one it does not know. `bridge` lists what
 /// the variant must fail when its bridge is judged in bridge mode (`plimsoll check
-/// --bridge-command` against `plimsoll serve --relay-url … --relay-upstream …`).
+/// --bridge-command` against `plimsoll serve --relay-url … --relay-upstream …`). `fault "name"`
+/// lists what the variant must fail when the suite runs through that fault of the checker's
+/// standard set (`plimsoll check --fault-set full`): a variant only a fault reveals fails
+/// nothing without it.
 macro_rules! mutants {
     ($(
         $variant:ident = $name:literal, $what:literal,
         fails [$($fail:literal),* $(,)?] $(, also [$($also:literal),* $(,)?])?
-            $(, bridge [$($bridge:literal),* $(,)?])?,
+            $(, bridge [$($bridge:literal),* $(,)?])?
+            $(, fault $fault:literal [$($under:literal),* $(,)?])?,
         |$c:ident| $swap:expr;
     )*) => {
         /// One broken piece each. The name is what `PLIMSOLL_MUTANT` takes.
@@ -82,6 +87,14 @@ macro_rules! mutants {
             pub fn bridge_fails(self) -> &'static [&'static str] {
                 match self {
                     $(Mutant::$variant => &[$($($bridge),*)?],)*
+                }
+            }
+
+            /// The fault of the checker's standard set (by name) under which this variant must
+            /// fail, and the checks it must fail there: no more, no fewer.
+            pub fn fault_fails(self) -> Option<(&'static str, &'static [&'static str])> {
+                match self {
+                    $(Mutant::$variant => None $(.or(Some(($fault, &[$($under),*]))))?,)*
                 }
             }
 
@@ -162,6 +175,16 @@ mutants! {
         "the upload budget charges declared lengths only, not chunked bodies",
         fails ["B5"],
         |c| c.upload_budget = Arc::new(bounds::BudgetIgnoresChunked);
+    // Three variants only a fault reveals: each passes the fault-free suite.
+    IdleUploadTimer = "idle-upload-timer", "the upload read timer restarts at every read (a trickle holds it for ever)",
+        fails [], fault "trickle" ["B1"],
+        |c| c.deadline = Arc::new(bounds::IdleUploadTimer);
+    IdleHeadTimer = "idle-head-timer", "the head timer restarts at every byte of the head",
+        fails [], fault "trickle" ["B4"],
+        |c| c.connections = Arc::new(wire::IdleHeadTimer);
+    ResetUnnoticed = "reset-unnoticed", "a client's FIN cancels its job, its RST does not",
+        fails [], fault "vanish" ["B3"],
+        |c| c.connections = Arc::new(wire::ResetUnnoticed);
     IgnoreDisconnect = "ignore-disconnect", "client disconnects do not reach the job",
         fails ["B3"],
         |c| c.disconnect = Arc::new(bounds::IgnoreDisconnect);

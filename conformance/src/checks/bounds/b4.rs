@@ -27,8 +27,9 @@ pub const CHECK: Check = Check::clause(
      stalls, one sends a whole request, reads its answer and stays idle. The server must close \
      each no earlier than {head_timeout_ms} ms (from opening, or from the answer's end) and \
      within {tolerances.timeout_late_ms} ms after it, while `/healthz` answers 200 on fresh \
-     connections meanwhile. Then connections are opened one at a time, each asking `/healthz` \
-     once and staying open: the one past {max_connections} must be closed without an answer \
+     connections meanwhile. Then connections up to the cap are opened 32 at a time (a slow path \
+     costs one round trip per 32, not one per connection), each asking `/healthz` once and \
+     staying open, and one more after them: the one past {max_connections} must be closed without an answer \
      within a second (not served, not left waiting in the accept backlog); one refused below the \
      cap is retried for up to a second, since a place held by a connection closed just before \
      may take a moment to free. At the cap, a request on an open connection must still be \
@@ -36,17 +37,22 @@ pub const CHECK: Check = Check::clause(
     |t, c| Box::pin(b4(t, c)),
 );
 
-/// How early a close may come (timer granularity; the server's timer starts after our connect).
-const EARLY_SLACK: Duration = Duration::from_millis(10);
 /// How long a connection past the cap may take to be closed, and a freed place to serve again.
 const PROMPT: Duration = Duration::from_secs(1);
+/// Connections opened at once while filling the cap: a slow path costs one round trip per wave
+/// rather than per connection, and a wave stays well inside a small accept backlog (a SYN
+/// dropped from a full one is sent again only a second later).
+const WAVE: usize = 32;
 /// Spacing of retries while a place frees.
 const RETRY_EVERY: Duration = Duration::from_millis(100);
 
 async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     let b4 = &t.expected.clauses.b4.value;
     let head = Duration::from_millis(b4.head_timeout_ms);
-    let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    let late = t.bound(crate::fault::Bound::CloseLate);
+    // How early a close may come: timer granularity (the server's timer starts after our
+    // connect), and a latency fault's jitter.
+    let early = t.bound(crate::fault::Bound::CloseEarly);
     let cap = b4.max_connections as usize;
     c.expected = format!(
         "silent, half-sent and idle connections closed {}–{} ms after opening or answering; connection {} closed unanswered within {} ms; open ones still served; a freed place served again",
@@ -63,9 +69,15 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
         return;
     };
 
-    let closes = head_timeouts(t, c, addr, &host, head, late).await;
+    // First, while every place is free: after the cap's fill, closes still on their way leave
+    // a new connection refused for a moment.
+    let trickled = super::trickle::head(t, c).await;
+    let closes = head_timeouts(t, c, addr, &host, head, (early, late)).await;
     let cap_note = connection_cap(c, addr, &host, cap, head).await;
     c.observed = format!("{closes}; {cap_note}");
+    if let Some(note) = trickled {
+        c.observed = format!("{}; {note}", c.observed);
+    }
 }
 
 /// The target's socket address and Host header, when it is plain HTTP.
@@ -142,7 +154,7 @@ async fn head_timeouts(
     addr: SocketAddr,
     host: &str,
     head: Duration,
-    late: Duration,
+    (early, late): (Duration, Duration),
 ) -> String {
     let give_up = head + late + Duration::from_millis(500);
     let connections = IdleConnections::open(addr, host, give_up);
@@ -163,7 +175,7 @@ async fn head_timeouts(
         ("an idle keep-alive connection (after one answer)", idle),
     ] {
         let closed = task.await.unwrap_or_else(|e| Err(ProbeError::Panicked(e)));
-        notes.push(judge_close(c, label, closed, head, late, give_up));
+        notes.push(judge_close(c, label, closed, head, (early, late), give_up));
     }
     format!(
         "silent / half-sent / idle connections: {}; /healthz 200 {} of {} times meanwhile",
@@ -193,21 +205,21 @@ async fn healthz_meanwhile(
     healthz
 }
 
-/// Requires the connection `label` to be closed at the head timeout (not before, not more than
-/// `late` after); returns the note for the observation.
+/// Requires the connection `label` to be closed at the head timeout (not more than `early`
+/// before, not more than `late` after); returns the note for the observation.
 fn judge_close(
     c: &mut Ctx,
     label: &str,
     closed: Closed,
     head: Duration,
-    late: Duration,
+    (early, late): (Duration, Duration),
     give_up: Duration,
 ) -> String {
     match closed {
         Ok(Some(after)) => {
             c.trials_ms.push(ms(after));
             c.sample("close after the head timeout", ms(after) - ms(head));
-            c.require(after + EARLY_SLACK >= head, || {
+            c.require(after + early >= head, || {
                 format!(
                     "{label} was closed after {:.0} ms, before the {} ms head timeout",
                     ms(after),
@@ -336,7 +348,7 @@ async fn ask(sender: &mut SendRequest<Empty<Bytes>>, host: &str) -> Asked {
         .unwrap_or(Asked::Stalled)
 }
 
-/// Fills the cap one connection at a time; the next must be closed unanswered, the open ones
+/// Fills the cap in waves; the next must be closed unanswered, the open ones
 /// still served, and a freed place served again.
 async fn connection_cap(
     c: &mut Ctx,
@@ -414,9 +426,11 @@ enum Unfilled {
     RefusedBelowCap(usize),
 }
 
-/// Opens connections one at a time, each asking `/healthz` once and kept open, until one is
-/// closed unanswered with the cap open. `Err` says how the fill ended otherwise (its failure
-/// already recorded).
+/// Fills the cap, then opens one more: each connection asks `/healthz` once and is kept open,
+/// until one past the cap is closed unanswered. The missing connections are opened in waves,
+/// so a slow path (a latency fault, a far client) costs one round trip per wave rather than
+/// one per connection. `Err` is the observation when the fill ended otherwise (its failure already
+/// recorded).
 async fn fill(
     c: &mut Ctx,
     addr: SocketAddr,
@@ -447,7 +461,12 @@ async fn fill(
                 cap,
             });
         }
-        match one_more(c, addr, host, cap, &mut held, &mut retry_until).await {
+        let step = if held.len() < cap {
+            side_by_side(c, addr, host, cap, &mut held, &mut retry_until).await
+        } else {
+            one_more(c, addr, host, cap, &mut held, &mut retry_until).await
+        };
+        match step {
             Step::Next => {}
             Step::Refused(at) => break at,
             Step::Ended(note) => return Err(note),
@@ -458,6 +477,74 @@ async fn fill(
         refused_at,
         took: started.elapsed(),
     })
+}
+
+/// What one connection opened to fill the cap showed: the connection (when it opened) and
+/// how its `/healthz` went.
+type Opened = (Result<Held, ProbeError>, Asked);
+
+/// Opens one connection and asks `/healthz` on it.
+async fn open_and_ask(addr: SocketAddr, host: String) -> Opened {
+    match open(addr).await {
+        Ok(mut next) => {
+            let asked = ask(&mut next.sender, &host).await;
+            (Ok(next), asked)
+        }
+        Err(e) => (Err(e), Asked::Closed),
+    }
+}
+
+/// Opens the connections missing below the cap, up to [`WAVE`] at once; the served ones are kept
+/// in `held`.
+/// One closed unanswered below the cap is retried until `retry_until` (set at the first such
+/// close: a place held by a connection closed just before may take a moment to free).
+async fn side_by_side(
+    c: &mut Ctx,
+    addr: SocketAddr,
+    host: &str,
+    cap: usize,
+    held: &mut Vec<Held>,
+    retry_until: &mut Option<Instant>,
+) -> Step {
+    let missing = (cap - held.len()).min(WAVE);
+    let tasks: Vec<JoinHandle<Opened>> = (0..missing)
+        .map(|_| tokio::spawn(open_and_ask(addr, host.to_owned())))
+        .collect();
+    let mut refused = 0usize;
+    let mut first_error = None;
+    for task in tasks {
+        match task.await {
+            Ok((Ok(next), Asked::Answered(_))) => held.push(next),
+            Ok((Ok(_), Asked::Closed)) => refused += 1,
+            Ok((Ok(_), Asked::Stalled)) => {
+                c.fail(format!(
+                    "a connection opened with {} open was neither answered nor closed within {} ms: left waiting instead of closed",
+                    held.len(),
+                    PROMPT.as_millis()
+                ));
+                return Step::Ended(Unfilled::LeftWaiting(held.len() + 1));
+            }
+            Ok((Err(e), _)) => first_error = first_error.or(Some(e)),
+            Err(e) => first_error = first_error.or(Some(ProbeError::Panicked(e))),
+        }
+    }
+    if let Some(e) = first_error {
+        c.fail(format!("a connection opened with {} open: {e}", held.len()));
+        return Step::Ended(Unfilled::CannotOpen(held.len() + 1));
+    }
+    if refused == 0 {
+        return Step::Next;
+    }
+    let open_now = held.iter().filter(|h| !h.closed.is_finished()).count();
+    let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
+    if Instant::now() >= until {
+        c.fail(format!(
+            "{refused} connection(s) were closed unanswered with only {open_now} open, below the cap of {cap}"
+        ));
+        return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
+    }
+    tokio::time::sleep(RETRY_EVERY).await;
+    Step::Next
 }
 
 /// What one more connection showed while filling the cap.

@@ -7,3 +7,4 @@ pub mod b2;
 pub mod b3;
 pub mod b4;
 pub mod b5;
+mod trickle;

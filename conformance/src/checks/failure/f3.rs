@@ -203,11 +203,20 @@ impl Judged {
     }
 }
 
+/// A tag no other run's F3 has used in the target's log: the process and the run's number in it.
+/// A fault set runs the suite several times from one process against one target and its one
+/// log; ids made from the process alone would be logged once per run.
+fn run_tag() -> String {
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}.{n}", std::process::id())
+}
+
 /// Errors of each kind under client-chosen ids; F3 then judges them with the rest of the run's.
 async fn provoke(t: &Arc<Target>, c: &mut Ctx) {
     let stages = &t.expected.stages.digitize;
     let header = t.request_id_header().to_owned();
-    let run = std::process::id();
+    let run = run_tag();
     let cap = t.expected.clauses.b2.value.memory_cap_mb;
     let provoked = [
         (

@@ -8,6 +8,7 @@
 //! Everything shown comes from the server under test or from the command line, so the page is
 //! a `maud` template: every value spliced in is escaped unless it is marked as markup.
 
+pub mod matrix;
 mod timeline;
 
 use std::path::Path;

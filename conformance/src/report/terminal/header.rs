@@ -69,13 +69,31 @@ pub fn header(manifest: &Manifest, style: Style) -> String {
         "contract {} ({hash}), {run}",
         one_line(&manifest.contract_version)
     );
-    for line in [values, contract] {
+    let fault = manifest
+        .fault
+        .as_ref()
+        .map(|f| fault_line(f, manifest.seed));
+    for line in [Some(values), Some(contract), fault].into_iter().flatten() {
         // `wrap` indents the continuation lines itself.
         out.push_str("  ");
         out.push_str(&wrap(&one_line(&line), 2, 4, style.width).join("\n"));
         out.push('\n');
     }
     out
+}
+
+/// The fault a run went through and every bound it lengthened, each with its reason:
+/// `through latency:latency=50,jitter=10,stream=both (seed 1); adjusted: refusal latency: 100 ms
+/// + 2 × 60 ms (…)`.
+fn fault_line(fault: &crate::fault::Adjustments, seed: u64) -> String {
+    let spec = fault.fault.as_deref().unwrap_or("no fault");
+    let adjusted: Vec<&str> = fault.adjusted.iter().map(|a| a.why.as_str()).collect();
+    let adjusted = if adjusted.is_empty() {
+        "no bound adjusted (the fault adds no time a bound can state)".to_owned()
+    } else {
+        format!("adjusted: {}", adjusted.join("; "))
+    };
+    format!("through {spec} (seed {seed}); {adjusted}")
 }
 
 /// An adopted value in words, from its field and the claimed value:

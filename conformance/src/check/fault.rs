@@ -1,0 +1,87 @@
+//! `check --fault SPEC`: the checks' traffic goes through the fault proxy. The target's base
+//! URL becomes the proxy's, so every request of every check (the raw connections of B4 and B5
+//! too, which connect to the base URL's address) crosses the fault; the opening read of the
+//! target's claimed contract does not, so what the checks judge by is read on a clean line.
+
+use plimsoll_spec::Contract;
+
+use super::CheckArgs;
+use crate::fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
+use crate::session::Fatal;
+use crate::verdict::Manifest;
+
+/// Connections the proxy forwards at once, above the contract's connection cap: B4 opens one
+/// past the cap, and the checker's other requests run beside it.
+const PROXY_HEADROOM: usize = 64;
+
+/// The proxy a faulted run goes through, the base URL that reaches the target through it, and
+/// what the fault adds to the checks' bounds.
+pub(super) struct Faulted {
+    /// Kept for the run: dropped, it closes every connection through it.
+    pub(super) proxy: FaultProxy,
+    /// `base`, with the proxy's address in place of the target's.
+    pub(super) base: String,
+    /// The bounds the fault lengthens, shown in the header and the manifest.
+    pub(super) adjustments: Adjustments,
+}
+
+/// With `--fault`: the proxy the run goes through, its fault and seed noted in `manifest`.
+pub(super) async fn begin(
+    args: &CheckArgs,
+    base: &str,
+    expected: &Contract,
+    manifest: &mut Manifest,
+) -> Result<Option<Faulted>, Fatal> {
+    let Some(fault) = &args.fault else {
+        return Ok(None);
+    };
+    let faulted = through(base, fault, args.seed, expected).await?;
+    manifest.fault = Some(faulted.adjustments.clone());
+    manifest.seed = args.seed;
+    Ok(Some(faulted))
+}
+
+/// After the last check: the proxy closes, and its count shows the traffic went through it.
+pub(super) fn end(faulted: Option<Faulted>) {
+    if let Some(faulted) = faulted {
+        println!(
+            "{} connection(s) went through the fault proxy",
+            faulted.proxy.accepted()
+        );
+    }
+}
+
+/// Starts a proxy to `base`'s address under `fault`, drawing from `seed`.
+async fn through(
+    base: &str,
+    fault: &Fault,
+    seed: u64,
+    expected: &Contract,
+) -> Result<Faulted, Fatal> {
+    let usage = |why: String| Fatal::Usage(format!("--fault needs a plain http:// target: {why}"));
+    let mut url = reqwest::Url::parse(base).map_err(|e| usage(e.to_string()))?;
+    if url.scheme() != "http" {
+        return Err(usage(format!("{base} is not http://")));
+    }
+    let upstream = url
+        .socket_addrs(|| Some(80))
+        .ok()
+        .and_then(|addrs| addrs.into_iter().next())
+        .ok_or_else(|| usage(format!("{base} has no address")))?;
+    let options = ProxyOptions {
+        seed,
+        max_connections: expected.clauses.b4.value.max_connections as usize + PROXY_HEADROOM,
+    };
+    let proxy = FaultProxy::start(upstream, *fault, options)
+        .await
+        .map_err(|e| Fatal::Unreachable(e.to_string()))?;
+    let addr = proxy.addr();
+    // A host name would resolve to the target again: the proxy is reached by its address.
+    let _ = url.set_ip_host(addr.ip());
+    let _ = url.set_port(Some(addr.port()));
+    Ok(Faulted {
+        proxy,
+        base: url.as_str().trim_end_matches('/').to_owned(),
+        adjustments: Adjustments::new(fault, expected),
+    })
+}
