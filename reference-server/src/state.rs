@@ -146,6 +146,17 @@ impl AppState {
         self.log.flush(Duration::from_secs(2))
     }
 
+    /// The id of a request with these headers (F4): its well-formed client id, else a fresh one.
+    /// The HTTP API and a relay envelope refused before it reaches the API both take it here.
+    pub fn request_id_of(&self, headers: &axum::http::HeaderMap) -> String {
+        let f4 = &self.config.contract.clauses.f4.value;
+        headers
+            .get(&self.headers.request_id)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| f4.accepts(v))
+            .map_or_else(|| self.new_request_id(), str::to_owned)
+    }
+
     /// A fresh request id: unique per process run, sortable by arrival.
     pub fn new_request_id(&self) -> String {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);

@@ -1,9 +1,8 @@
 //! The test-hook grammar (`X-Plimsoll-Hook`), parsed in one place for the server and the checker.
 //!
-//! ```text
-//! hooks     = directive *( ";" directive )
-//! directive = "hold=" stage ":" millis | "fail=" stage | "panic=" stage | "alloc=" megabytes
-//! ```
+//! The grammar is the contract's `[hooks].grammar` (ABNF): this parser accepts exactly its
+//! language, and the OpenAPI pattern ([`crate::render::hook_pattern`]) is the same language as a
+//! regular expression (`spec/tests/openapi.rs` holds the three together).
 
 use crate::Stage;
 
@@ -45,11 +44,31 @@ pub struct HookParseError {
     pub reason: String,
 }
 
-/// Parses a whole header value; an empty value is no directive.
+/// The grammar's `OWS`: blanks (space, horizontal tab) around tokens.
+const OWS: [char; 2] = [' ', '\t'];
+
+/// The largest `NUMBER` the grammar allows: at most 19 significant digits, so every number fits
+/// a `u64`.
+const MAX_NUMBER: u64 = 9_999_999_999_999_999_999;
+
+/// Parses a whole header value by the contract's grammar; an empty value, and an empty
+/// directive between two `;`, is no directive. A byte outside visible ASCII other than a blank
+/// is refused.
 pub fn parse_hooks(value: &str) -> Result<Vec<HookDirective>, HookParseError> {
+    if let Some(bad) = value
+        .chars()
+        .find(|c| !(c.is_ascii_graphic() || OWS.contains(c)))
+    {
+        return Err(HookParseError {
+            directive: value.trim_matches(OWS).to_owned(),
+            reason: format!(
+                "{bad:?} is outside visible ASCII (only blanks may surround the tokens)"
+            ),
+        });
+    }
     value
         .split(';')
-        .map(str::trim)
+        .map(|d| d.trim_matches(OWS))
         .filter(|d| !d.is_empty())
         .map(parse_directive)
         .collect()
@@ -63,13 +82,19 @@ fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
     let (name, arg) = directive
         .split_once('=')
         .ok_or_else(|| err("expected NAME=VALUE"))?;
-    let stage = |s: &str| s.trim().parse::<Stage>().map_err(|e| err(&e.to_string()));
-    let number = |s: &str| {
-        s.trim()
-            .parse::<u64>()
-            .map_err(|_| err("expected a non-negative integer"))
+    let stage = |s: &str| {
+        s.trim_matches(OWS)
+            .parse::<Stage>()
+            .map_err(|e| err(&e.to_string()))
     };
-    match name.trim() {
+    let number = |s: &str| {
+        s.trim_matches(OWS)
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n <= MAX_NUMBER)
+            .ok_or_else(|| err("expected a non-negative integer of at most 19 digits"))
+    };
+    match name.trim_matches(OWS) {
         "hold" => {
             let (s, ms) = arg
                 .split_once(':')
@@ -137,9 +162,41 @@ mod tests {
             "alloc=-1",
             "explode=now",
             "hold",
+            "alloc=10000000000000000000",
         ] {
             let e = parse_hooks(bad).unwrap_err();
             assert_eq!(e.directive, bad);
         }
+    }
+
+    #[test]
+    fn blanks_surround_tokens_and_nothing_else_outside_visible_ascii_passes() {
+        assert_eq!(
+            parse_hooks(" hold\t=fill: +0005 ;; ").unwrap(),
+            vec![HookDirective::Hold {
+                stage: Stage::Fill,
+                ms: 5
+            }]
+        );
+        assert!(parse_hooks("alloc=9999999999999999999").is_ok());
+        for bad in [
+            "hold=fill:5\u{b}",
+            "\u{a0}alloc=1",
+            "fail=d\u{e9}code",
+            "alloc=1\n",
+        ] {
+            assert!(parse_hooks(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_contracts_grammar_names_every_stage_and_no_other() {
+        let grammar = &crate::Contract::embedded().hooks.grammar;
+        let line = grammar
+            .lines()
+            .find(|l| l.trim_start().starts_with("STAGE"))
+            .expect("the grammar has a STAGE rule");
+        let named: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+        assert_eq!(named, Stage::ALL.map(Stage::as_str), "{line}");
     }
 }

@@ -36,6 +36,7 @@ use plimsoll_spec::relay::RelayResponse;
 use tokio_util::sync::CancellationToken;
 use tracing::instrument::WithSubscriber;
 
+use crate::logging::{ErrorFields, RequestLine};
 use crate::relay::socket::{Incoming, Socket};
 use crate::relay::writer::FrameWriter;
 use crate::relay::{envelope, frames};
@@ -91,17 +92,34 @@ impl Connection {
         true
     }
 
-    /// Answers a message that is not an envelope, off the receive loop.
+    /// Answers a message that is not an envelope, off the receive loop, and writes its error
+    /// line (rule `relay-error`: `stage` `relay`, under the message's id or, when it has none,
+    /// the connection's).
     fn reject(self: &Arc<Self>, malformed: envelope::Malformed) {
         let code = ErrorCode::InvalidParameter;
         let status = self.state.config.contract.error(code).status;
-        tracing::warn!(
-            connection = %self.id,
-            request_id = %malformed.request_id,
-            error = %malformed.detail,
-            code = %code,
-            "malformed relay envelope"
-        );
+        let stack = if self.state.config.contract.clauses.f3.value.stack {
+            std::backtrace::Backtrace::force_capture().to_string()
+        } else {
+            String::new()
+        };
+        let logged_as = if malformed.request_id.is_empty() {
+            &self.id
+        } else {
+            &malformed.request_id
+        };
+        self.state.requests.write(&RequestLine {
+            request_id: logged_as,
+            status,
+            error: Some(ErrorFields {
+                stage: plimsoll_spec::Stage::Relay.as_str(),
+                error: &malformed.detail,
+                stack: &stack,
+                code: code.as_str(),
+                pool: None,
+            }),
+            access: None,
+        });
         let frame = frames::error(
             &malformed.request_id,
             status,

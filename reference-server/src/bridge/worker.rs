@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Duration;
 
+use axum::http::HeaderValue;
 use futures_util::StreamExt;
 use plimsoll_spec::relay::RelayResponse;
 use plimsoll_spec::{ErrorCode, Outcome, Pool};
@@ -36,10 +37,16 @@ pub(super) async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
     let hold = match hold {
         Ok(hold) => hold,
         Err(refused) => {
-            // Refused like the HTTP API refuses the hook header: before admission, no slot.
-            let error = ApiError::new(&state.new_request_id(), Some(Pool::Relay), refused);
+            // Refused like the HTTP API refuses the hook header: before admission, no slot, and
+            // under the id the API would have given it (rule `relay-hooks`).
+            let id = state.request_id_of(envelope.request.headers());
+            let error = ApiError::new(&id, Some(Pool::Relay), refused);
             let mut response = state.problems().respond(error);
             crate::problem::log_unrouted(&state.requests, &mut response);
+            if let Ok(value) = HeaderValue::try_from(id) {
+                let claims = &state.components().claims;
+                claims.stamp_request_id(response.headers_mut(), &state.headers.request_id, value);
+            }
             let conn = conn.clone();
             let answer = async move {
                 respond(&conn, &envelope.request_id, response).await;

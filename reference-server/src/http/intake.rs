@@ -12,8 +12,9 @@ use plimsoll_spec::{ErrorCode, HookDirective, Pool};
 use crate::error::{ApiError, ErrorKind};
 use crate::state::AppState;
 
-/// The query string as axum extracts it (a malformed one is answered by us, not by axum).
-pub(super) type Params = Result<Query<HashMap<String, String>>, QueryRejection>;
+/// The query string as axum extracts it, every pair in order, so a repeated name is seen (a
+/// malformed one is answered by us, not by axum).
+pub(super) type Params = Result<Query<Vec<(String, String)>>, QueryRejection>;
 
 /// The parts of a request that passed intake.
 pub(super) struct Prepared<P> {
@@ -55,11 +56,27 @@ pub(super) fn prepare<P>(
                 format!("bad query string: {e}"),
             )
         })?;
-        let params = params(&query)?;
+        let params = params(&by_name(query)?)?;
         content_type(headers, content_types)?;
         Ok(Prepared { hooks, params })
     };
     checked().map_err(|kind| ApiError::new(id, Some(pool), kind))
+}
+
+/// The query's parameters by name; a name given twice is refused, whatever its values (rule
+/// `query-parameters`): which of them would count is not the client's to guess.
+fn by_name(pairs: Vec<(String, String)>) -> Result<HashMap<String, String>, ErrorKind> {
+    let mut query = HashMap::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        if query.contains_key(&name) {
+            return Err(ErrorKind::rejected(
+                ErrorCode::InvalidParameter,
+                format!("parameter `{name}` is given more than once"),
+            ));
+        }
+        query.insert(name, value);
+    }
+    Ok(query)
 }
 
 /// Refuses the first query parameter that is not one of `known`.

@@ -62,14 +62,7 @@ impl Api {
         let started = Instant::now();
         let state = &self.state;
         let header = &state.headers.request_id;
-        let f4 = &state.config.contract.clauses.f4.value;
-        let id = request
-            .headers()
-            .get(header)
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| f4.accepts(v))
-            .map(str::to_owned)
-            .unwrap_or_else(|| state.new_request_id());
+        let id = state.request_id_of(request.headers());
         let method = request.method().clone();
         let uri = request.uri().clone();
         let routed = async {

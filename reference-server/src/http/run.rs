@@ -100,10 +100,10 @@ where
         Err(_) => {
             // The worker stops at its next checkpoint and keeps its slot until then.
             cancel.cancel();
-            let (current, completed) = snapshot(&progress, &job);
+            let (current, completed) = snapshot(&progress, state, &job);
             Err(job.timed_out(current, completed))
         }
-        Ok(Err(join_error)) => Err(panicked(join_error, &progress, &job)),
+        Ok(Err(join_error)) => Err(panicked(join_error, &progress, state, &job)),
         Ok(Ok(result)) => result.map_err(|e| ErrorKind::from_job(e, job.pool, job.timeout_ms())),
     };
     let timing = Timing {
@@ -177,15 +177,31 @@ fn job_config(
     }
 }
 
-/// Where the job is: the running stage (or the first, before any ran) and the completed ones.
-fn snapshot(progress: &Progress, job: &Job) -> (Stage, Vec<Stage>) {
-    let (current, completed) = progress.snapshot();
-    (current.unwrap_or(job.first_stage), completed)
+/// Where the job is (rule `deadline-stage`): the running stage and the completed ones. Before
+/// any stage ran, the first; between two stages, the one about to start; after the last, the
+/// last, which then is not among the completed ones.
+fn snapshot(progress: &Progress, state: &AppState, job: &Job) -> (Stage, Vec<Stage>) {
+    let (current, mut completed) = progress.snapshot();
+    if let Some(stage) = current {
+        return (stage, completed);
+    }
+    let Some(&last) = completed.last() else {
+        return (job.first_stage, completed);
+    };
+    let stages = state.config.contract.pool(job.pool).stages;
+    let next = stages.iter().skip_while(|s| **s != last).nth(1);
+    match next {
+        Some(&next) => (next, completed),
+        None => {
+            completed.pop();
+            (last, completed)
+        }
+    }
 }
 
 /// A panic that escaped the job's own capture (the worker thread itself died).
-fn panicked(join_error: JoinError, progress: &Progress, job: &Job) -> ErrorKind {
-    let (failed_stage, completed_stages) = snapshot(progress, job);
+fn panicked(join_error: JoinError, progress: &Progress, state: &AppState, job: &Job) -> ErrorKind {
+    let (failed_stage, completed_stages) = snapshot(progress, state, job);
     ErrorKind::Job(Box::new(JobError {
         kind: JobErrorKind::Panicked {
             message: join_error.to_string(),

@@ -169,10 +169,10 @@ impl Headers {
     ) -> Result<Self, Malformed> {
         let mut base64_body = false;
         let mut hook = None;
-        for (name, value) in &envelope.headers {
+        for (name, raw_value) in &envelope.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| blame.bad(format!("header name `{name}` is not valid")))?;
-            let value = HeaderValue::from_str(value)
+            let value = HeaderValue::from_str(raw_value)
                 .map_err(|_| blame.bad(format!("header `{name}` has an invalid value")))?;
             if name == TRANSFER_ENCODING {
                 base64_body = value.as_bytes().eq_ignore_ascii_case(b"base64");
@@ -188,7 +188,9 @@ impl Headers {
                 continue;
             }
             if name.as_str().eq_ignore_ascii_case(hook_header) {
-                hook = Some(value.to_str().unwrap_or_default().to_owned());
+                // The envelope's own text, so a byte outside visible ASCII is refused by the
+                // hook grammar, as over HTTP, rather than read as an empty header.
+                hook = Some(raw_value.clone());
             }
             request = request.header(name, value);
         }

@@ -22,6 +22,10 @@ async fn malformed_messages_get_an_error_frame_and_the_socket_stays_open() {
             envelope("h1", "GET", "/healthz", &[("bad header", "x")], ""),
         ),
         ("", envelope("", "GET", "/healthz", &[], "")),
+        (
+            "nt1",
+            r#"{"request_id":"nt1","method":"GET","path":"/healthz"}"#.to_owned(),
+        ),
     ];
     for (id, text) in &cases {
         ws.send(text).await;
@@ -38,6 +42,26 @@ async fn malformed_messages_get_an_error_frame_and_the_socket_stays_open() {
     ws.send(&held("still-open", 0)).await;
     let f = ws.frame(Duration::from_secs(2)).await;
     assert_eq!((f.request_id.as_str(), f.status), ("still-open", 200));
+    // Each `relay-error` has its one error line (rule `relay-error`), under the message's id.
+    let lines: Vec<serde_json::Value> = s
+        .log_lines()
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for id in ["t1", "m1", "p1", "h1", "nt1"] {
+        let of: Vec<&serde_json::Value> = lines.iter().filter(|v| v["request_id"] == id).collect();
+        assert_eq!(of.len(), 1, "{id}: {of:?}");
+        assert_eq!(
+            (
+                &of[0]["stage"],
+                &of[0]["code"],
+                of[0]["error"].as_str().map(str::is_empty)
+            ),
+            (&"relay".into(), &"invalid_parameter".into(), Some(false)),
+            "{id}"
+        );
+        assert!(of[0].get("stack").is_some(), "{id}");
+    }
 }
 
 #[tokio::test]
@@ -115,16 +139,36 @@ async fn an_invalid_hook_is_a_400_response_frame() {
         "bad",
         "GET",
         "/healthz",
-        &[(HOOK, "hold=relay")],
+        &[(HOOK, "hold=relay"), ("X-Request-Id", "trace-7")],
         "",
     ))
     .await;
-    let r = receive(&mut ws, &["bad".into()], Duration::from_secs(2)).await;
+    // A byte outside visible ASCII is refused by the grammar, not read as an empty header.
+    ws.send(&envelope(
+        "accent",
+        "GET",
+        "/healthz",
+        &[(HOOK, "hold=relay:5\u{e9}")],
+        "",
+    ))
+    .await;
+    let ids = ["bad".to_owned(), "accent".to_owned()];
+    let r = receive(&mut ws, &ids, Duration::from_secs(2)).await;
+    for id in &ids {
+        let problem: serde_json::Value = serde_json::from_slice(&r.body(id)).unwrap();
+        assert_eq!(
+            (r.of(id)[0].status, problem["code"].as_str()),
+            (400, Some("invalid_parameter")),
+            "{id}"
+        );
+    }
+    // Answered as the HTTP API answers it (rule `relay-hooks`): the envelope's well-formed id,
+    // in the body and the frame's headers, with the problem's content type.
+    let frame = r.of("bad")[0];
     let problem: serde_json::Value = serde_json::from_slice(&r.body("bad")).unwrap();
-    assert_eq!(
-        (r.of("bad")[0].status, problem["code"].as_str()),
-        (400, Some("invalid_parameter"))
-    );
+    assert_eq!(problem["request_id"], "trace-7");
+    assert_eq!(frame.headers["x-request-id"], "trace-7");
+    assert_eq!(frame.headers["content-type"], "application/problem+json");
 }
 
 #[tokio::test]

@@ -155,6 +155,20 @@ async fn f2_each_bad_input_gets_400_with_its_code() {
             "invalid_parameter",
         ),
         (
+            "repeated parameter",
+            post(url("?colors=4&colors=4"), "image/png", good.clone()),
+            "invalid_parameter",
+        ),
+        (
+            "format in capitals",
+            post(
+                s.url("/v1/export?format=SVG"),
+                "application/json",
+                b"{}".to_vec(),
+            ),
+            "invalid_parameter",
+        ),
+        (
             "bad hook",
             post(url(""), "image/png", good.clone()).header("x-plimsoll-hook", "explode=now"),
             "invalid_parameter",
@@ -208,6 +222,14 @@ async fn f2_each_bad_input_gets_400_with_its_code() {
             "{name}"
         );
     }
+    // The content is judged in the first stage (rule `image-format`), the query before it.
+    let gif = post(url(""), "image/png", b"GIF89a\x01\x00;".to_vec());
+    let (_, _, body) = problem(gif.send().await.unwrap()).await;
+    assert_eq!(body["failed_stage"], "decode", "{body}");
+    assert_eq!(body["completed_stages"], serde_json::json!([]), "{body}");
+    let repeated = post(url("?colors=4&colors=4"), "image/png", good.clone());
+    let (_, _, body) = problem(repeated.send().await.unwrap()).await;
+    assert!(body.get("failed_stage").is_none(), "{body}");
     let (status, _, body) = problem(s.client.get(s.url("/nowhere")).send().await.unwrap()).await;
     assert_eq!((status, body["code"].as_str()), (404, Some("not_found")));
     assert_eq!(s.digitize(&good, None).send().await.unwrap().status(), 200);

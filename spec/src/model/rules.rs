@@ -40,6 +40,8 @@ pub enum Topic {
     Endpoints,
     Input,
     Admission,
+    Deadlines,
+    Connections,
     Memory,
     Cancellation,
     Failures,
@@ -51,10 +53,12 @@ pub enum Topic {
 
 impl Topic {
     /// Every topic, in the docs' order.
-    pub const ALL: [Topic; 10] = [
+    pub const ALL: [Topic; 12] = [
         Topic::Endpoints,
         Topic::Input,
         Topic::Admission,
+        Topic::Deadlines,
+        Topic::Connections,
         Topic::Memory,
         Topic::Cancellation,
         Topic::Failures,
@@ -70,6 +74,8 @@ impl Topic {
             Topic::Endpoints => "Routes and the contract endpoint",
             Topic::Input => "Input checks and their order",
             Topic::Admission => "Admission and Retry-After",
+            Topic::Deadlines => "Deadlines and the upload read",
+            Topic::Connections => "Connections",
             Topic::Memory => "Memory accounting",
             Topic::Cancellation => "Disconnects",
             Topic::Failures => "Failures and temp files",

@@ -278,9 +278,11 @@ fn hooks_section(md: &mut String, contract: &Contract) {
     let _ = writeln!(
         md,
         "Honoured only when the server runs with `{}=1`; otherwise a request carrying `{}` is answered `400 {}`, \
-         so a misconfigured gate notices. Grammar:\n\n```text\n{}\n```\n\n`hold` waits at the start of a stage \
+         so a misconfigured gate notices. The grammar (ABNF, RFC 5234; a `%s` string is case-sensitive, RFC 7405), \
+         the one the server parses and the OpenAPI document's pattern says:\n\n```text\n{}\n```\n\n`hold` waits at the start of a stage \
          (cancellation and the deadline still apply), `fail` makes a stage fail, `panic` makes it panic, `alloc` \
-         charges megabytes to the request's memory budget.\n",
+         charges megabytes to the request's memory budget; the rules of [Hook directives](#hook-directives) say \
+         exactly what each does, and which stages do nothing where.\n",
         h.env, h.header, h.disabled_code, h.grammar
     );
 }

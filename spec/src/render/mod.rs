@@ -50,11 +50,11 @@ pub fn outputs(contract: &Contract) -> Vec<Output> {
         },
         Output {
             path: "spec/schemas/relay-request.schema.json",
-            contents: pretty(&received_schema::<crate::relay::RelayRequest>()),
+            contents: pretty(&relay_request_schema()),
         },
         Output {
             path: "spec/schemas/relay-response.schema.json",
-            contents: pretty(&root_schema::<crate::relay::RelayResponse>()),
+            contents: pretty(&relay_response_schema()),
         },
     ]
 }
@@ -92,6 +92,19 @@ pub fn root_schema<T: JsonSchema>() -> serde_json::Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value()
+}
+
+/// The relay request envelope's schema: `spec/schemas/relay-request.schema.json` and the OpenAPI
+/// document's `x-plimsoll.frames.request` alike (what a server receives: `headers` and `body` may
+/// be left out).
+pub fn relay_request_schema() -> serde_json::Value {
+    received_schema::<crate::relay::RelayRequest>()
+}
+
+/// The relay response frame's schema: `spec/schemas/relay-response.schema.json` and the OpenAPI
+/// document's `x-plimsoll.frames.response` alike.
+pub fn relay_response_schema() -> serde_json::Value {
+    root_schema::<crate::relay::RelayResponse>()
 }
 
 /// The schema of what a server *receives* (a relay envelope): fields with a serde default may be

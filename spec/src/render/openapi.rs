@@ -10,16 +10,14 @@ use crate::Problem;
 use crate::design::Design;
 use crate::model::{Contract, Endpoint, ErrorSpec, ParamKind};
 use crate::problem::{ErrorCode, PROBLEM_CONTENT_TYPE};
-use crate::relay::{RelayRequest, RelayResponse};
 use crate::stage::Stage;
 
 use super::images;
 
-/// `X-Plimsoll-Hook` as a regular expression: exactly the ASCII values `parse_hooks` accepts, so
-/// a schema-valid hook is honoured and a schema-invalid one refused. Beyond the grammar it allows
-/// what the parser ignores (blanks around tokens, empty directives, an empty value) and numbers
-/// as Rust reads a `u64` (a `+`, leading zeros), keeping to 19 significant digits so every
-/// schema-valid number fits.
+/// `X-Plimsoll-Hook` as a regular expression: the contract's `[hooks].grammar` (blanks around
+/// tokens, empty directives, a `+` and leading zeros, at most 19 significant digits), which is
+/// exactly what `parse_hooks` accepts, so a schema-valid hook is honoured and a schema-invalid one
+/// refused (`spec/tests/openapi.rs`).
 pub fn hook_pattern() -> String {
     let ws = "[ \\t]*";
     let stage = format!("(?:{})", Stage::ALL.map(Stage::as_str).join("|"));
@@ -100,7 +98,7 @@ impl<'a> Parts<'a> {
             }),
             hook_param: json!({
                 "name": hooks.header, "in": "header", "required": false,
-                "description": format!("Test hooks, honoured only when the server runs with {}=1 (else 400 `{}`). Grammar: {}; blanks around tokens and empty directives are ignored, STAGE is a stage name, MS and MB are non-negative integers.", hooks.env, hooks.disabled_code, hooks.grammar),
+                "description": format!("Test hooks, honoured only when the server runs with {}=1 (else 400 `{}`). Grammar (ABNF, RFC 5234 and 7405), the contract's `hooks.grammar`:\n\n{}", hooks.env, hooks.disabled_code, hooks.grammar),
                 "schema": { "type": "string", "pattern": hook_pattern() }, "example": "hold=fill:500"
             }),
             request_id_param: json!({
@@ -277,8 +275,9 @@ impl<'a> Parts<'a> {
         let (api, c) = (&self.contract.api, &self.contract.clauses);
         // The relay's frames travel inside the WebSocket, not as an HTTP body, so they are
         // inlined in the operation's `x-plimsoll` rather than listed as (unreferenced) components.
-        let frame_schema = |schema: Schema| {
-            let mut v = serde_json::to_value(schema).expect("a schema serializes");
+        // They are the very schemas of `spec/schemas/relay-*.schema.json` (one function makes
+        // both), less the `$schema` a nested schema does not carry.
+        let frame_schema = |mut v: Value| {
             if let Some(map) = v.as_object_mut() {
                 map.remove("$schema");
             }
@@ -295,8 +294,8 @@ impl<'a> Parts<'a> {
             "x-plimsoll": {
                 "R1": c.r1.value, "R2": c.r2.value, "R3": c.r3.value, "R4": c.r4.value, "R5": c.r5.value, "R6": c.r6.value,
                 "frames": {
-                    "request": frame_schema(schemars::schema_for!(RelayRequest)),
-                    "response": frame_schema(schemars::schema_for!(RelayResponse))
+                    "request": frame_schema(super::relay_request_schema()),
+                    "response": frame_schema(super::relay_response_schema())
                 }
             }
         }})
