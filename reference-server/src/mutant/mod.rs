@@ -183,6 +183,12 @@ mutants! {
     DuplicateRequestId = "duplicate-request-id", "`X-Request-Id` twice, the second a proxy's",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::DuplicateRequestId);
+    CommaJoinedRequestId = "comma-joined-request-id", "`X-Request-Id` is one line joining the id and a proxy's with a comma",
+        fails ["F4"],
+        |c| c.claims = Arc::new(observe::CommaJoinedRequestId);
+    UpgradeRequiredAs400 = "upgrade-required-as-400", "a plain `GET` of the relay path is 400, not 426",
+        fails ["F4"],
+        |c| c.answers = answers::UPGRADE_REQUIRED_AS_400.arc();
     PlainTextLogs = "plain-text-logs", "error logs are plain text",
         fails ["F3"],
         |c| c.log_format = Arc::new(observe::PlainText);

@@ -5,5 +5,6 @@ pub mod f1;
 pub mod f2;
 pub mod f3;
 pub mod f4;
+pub mod routes;
 
 pub use crate::remote::Seen;
