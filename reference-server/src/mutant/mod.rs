@@ -16,6 +16,7 @@
 mod admission;
 mod answers;
 mod bounds;
+mod input;
 mod lies;
 mod observe;
 mod relay;
@@ -177,6 +178,9 @@ mutants! {
     MalformedAs500 = "malformed-as-500", "a malformed image is answered 500",
         fails ["F2", "API"],
         |c| c.answers = answers::MALFORMED_AS_500.arc();
+    ContentTypeParametersKept = "content-type-parameters-kept", "`image/png; charset=x` is refused: the whole `Content-Type` is compared",
+        fails ["F2"],
+        |c| c.media_types = Arc::new(input::ParametersKept);
     NoRequestId = "no-request-id", "no `X-Request-Id` header",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::NoRequestId);

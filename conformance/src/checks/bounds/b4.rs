@@ -55,7 +55,7 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
         cap + 1,
         PROMPT.as_millis()
     );
-    let Some((addr, host)) = address(t) else {
+    let Some((addr, host)) = t.raw_address() else {
         c.skip(format!(
             "B4 opens raw HTTP/1 connections and needs a plain http:// target, not {}",
             t.base
@@ -66,17 +66,6 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     let closes = head_timeouts(t, c, addr, &host, head, late).await;
     let cap_note = connection_cap(c, addr, &host, cap, head).await;
     c.observed = format!("{closes}; {cap_note}");
-}
-
-/// The target's socket address and Host header, when it is plain HTTP.
-pub(super) fn address(t: &Target) -> Option<(SocketAddr, String)> {
-    let url = reqwest::Url::parse(&t.base).ok()?;
-    if url.scheme() != "http" {
-        return None;
-    }
-    let addr = url.socket_addrs(|| Some(80)).ok()?.into_iter().next()?;
-    let host = url.host_str()?.to_owned();
-    Some((addr, host))
 }
 
 /// What one idle connection showed: the time from opening (or from the answer's end) to the

@@ -16,7 +16,12 @@ pub const CHECK: Check = Check::clause(
     "A table of bad inputs generated in code (truncated PNG, corrupt JPEG, GIF, random bytes, a \
      wrong content type, an empty body, an oversize upload, bad parameters, bad design JSON, an \
      unknown export format, a malformed hook header): each gets {status:malformed_image} with \
-     its own documented code, never a 500.",
+     its own documented code, never a 500. Pairs of bad inputs show the order of the checks: a \
+     bad hook or parameter with a wrong content type is `invalid_parameter`, a wrong content type \
+     with an empty body `unsupported_format`, an oversize body of no image `payload_too_large`, and so \
+     is a chunked upload (no `Content-Length`) one byte over `max_upload_bytes`. A PNG whose \
+     `Content-Type` carries a parameter, is in capitals or is missing, or whose hook names only a \
+     stage of the export endpoint, must be answered 200.",
     |t, c| Box::pin(f2(t, c)),
 );
 
@@ -81,6 +86,11 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
         e("unknown export format", "?format=pes", b"{}", ErrorCode::InvalidParameter),
         // Not the hook grammar on purpose: the server must refuse it as a parameter.
         Case { name: "malformed hook header", hook: Some("explode=now"), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
+        // Two at once: the first failure in rule `input-order`'s order decides.
+        d("unknown parameter and text/plain", "text/plain", "?dpi=300", png.clone(), ErrorCode::InvalidParameter),
+        Case { name: "malformed hook header and text/plain", hook: Some("explode=now"), ..d("", "text/plain", "", png.clone(), ErrorCode::InvalidParameter) },
+        d("text/plain and an empty body", "text/plain", "", Vec::new(), ErrorCode::UnsupportedFormat),
+        e("unknown export format and an empty body", "?format=pes", b"", ErrorCode::InvalidParameter),
     ]
 }
 
@@ -113,8 +123,11 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
             Err(e) => c.fail(format!("{}: {e}", case.name)),
         }
     }
+    let counted = super::input::counted_oversize(t, c).await;
+    let (served, good) = super::input::served(t, c).await;
     c.observed = format!(
-        "{right} of {} bad inputs answered with their code",
-        all.len()
+        "{right} of {} bad inputs answered with their code; a chunked oversize upload {}; {served} of {good} acceptable variations served",
+        all.len(),
+        if counted { "refused" } else { "not refused" }
     );
 }
