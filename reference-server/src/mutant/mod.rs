@@ -225,6 +225,12 @@ mutants! {
     RelayLifo = "relay-lifo", "the relay queue serves the newest envelope first",
         fails ["R4"], bridge ["R4"],
         |c| c.discipline = Arc::new(admission::Lifo(&[Pool::Relay]));
+    RelayHooksUnchecked = "relay-hooks-unchecked", "an envelope's malformed hook header is ignored, not refused",
+        fails ["R1"],
+        |c| c.relay_hooks = Arc::new(relay::UncheckedHooks);
+    RelayErrorsUnanswered = "relay-errors-unanswered", "a message that is no envelope gets no `relay-error`",
+        fails ["R3"],
+        |c| c.frame_sender = Arc::new(relay::DropsRelayErrors);
     RelayBuffered = "relay-buffered", "the bridge buffers each whole response before its first frame",
         fails [], bridge ["R5"],
         |c| c.frame_sender = Arc::new(relay::Buffered::default());
