@@ -32,7 +32,8 @@ pub const CHECK: Check = Check::clause(
      counted as cancellations; afterwards no temp file remains, every worker runs a held \
      request at once and every queue place admits one that waits (no place lost).",
     |t, c| Box::pin(b1(t, c)),
-);
+)
+.covers(&["slot-lifetime", "hook-hold", "failure-cleanup"]);
 
 /// Where a timeout trial is held: at `stages[held]` of `pool`, past the pool's `deadline`. The
 /// answer must then be the timeout on time, naming that stage and exactly the ones before it,

@@ -23,7 +23,8 @@ pub const CHECK: Check = Check::clause(
      `Content-Type` carries a parameter, is in capitals or is missing, or whose hook names only a \
      stage of the export endpoint, must be answered 200.",
     |t, c| Box::pin(f2(t, c)),
-);
+)
+.covers(&["input-order", "query-parameters", "image-format", "hook-header"]);
 
 /// One bad input: where it goes, what it is, and the code it must get.
 struct Case<'a> {

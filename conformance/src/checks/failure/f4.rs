@@ -28,7 +28,8 @@ pub const CHECK: Check = Check::clause(
      {status:upgrade_required} `upgrade_required` with `Upgrade: websocket`, and \
      `GET {api.healthz.path}` 200.",
     |t, c| Box::pin(f4(t, c)),
-);
+)
+.covers(&["routes"]);
 
 /// Error replies whose body id disagrees with the header are listed up to this many.
 const SHOWN: usize = 5;

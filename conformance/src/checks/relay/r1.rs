@@ -21,7 +21,8 @@ pub const CHECK: Check = Check::clause(
      envelope whose `{hooks.header}` does not parse is first refused as the HTTP API refuses it: a \
      `relay-http-response` of {status:invalid_parameter} `invalid_parameter`, not a `relay-error`.",
     |t, c| Box::pin(r1(t, c)),
-);
+)
+.covers(&["relay-pool", "relay-hooks"]);
 
 async fn r1(t: &Arc<Target>, c: &mut Ctx) {
     let n = relay_workers(t);

@@ -33,7 +33,8 @@ pub const CHECK: Check = Check::clause(
      when it had none, `seq` 0, `final`, {status:invalid_parameter} `invalid_parameter`), and \
      the good one is answered on the same socket.",
     |t, c| Box::pin(r3(t, c)),
-);
+)
+.covers(&["relay-inner-request", "relay-error"]);
 
 /// Fisher–Yates with the crate's one generator.
 fn shuffle<T>(rng: &mut SplitMix64, items: &mut [T]) {
