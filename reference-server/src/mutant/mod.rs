@@ -187,8 +187,10 @@ mutants! {
     DuplicateRequestId = "duplicate-request-id", "`X-Request-Id` twice, the second a proxy's",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::DuplicateRequestId);
+    // R3 too: a relayed response's first frame carries the same joined value, which is not the
+    // envelope's trace id (rule `relay-inner-request`).
     CommaJoinedRequestId = "comma-joined-request-id", "`X-Request-Id` is one line joining the id and a proxy's with a comma",
-        fails ["F4"],
+        fails ["F4", "R3"],
         |c| c.claims = Arc::new(observe::CommaJoinedRequestId);
     UpgradeRequiredAs400 = "upgrade-required-as-400", "a plain `GET` of the relay path is 400, not 426",
         fails ["F4"],
@@ -229,7 +231,7 @@ mutants! {
         fails ["R1"],
         |c| c.relay_hooks = Arc::new(relay::UncheckedHooks);
     RelayErrorsUnanswered = "relay-errors-unanswered", "a message that is no envelope gets no `relay-error`",
-        fails ["R3"],
+        fails ["R3"], bridge ["R3"],
         |c| c.frame_sender = Arc::new(relay::DropsRelayErrors);
     RelayBuffered = "relay-buffered", "the bridge buffers each whole response before its first frame",
         fails [], bridge ["R5"],
