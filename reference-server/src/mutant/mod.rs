@@ -184,11 +184,12 @@ mutants! {
     NoRequestId = "no-request-id", "no `X-Request-Id` header",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::NoRequestId);
+    // R3 too: the relay's first frame joins the two values into one header (found by the full
+    // matrix), which is not the envelope's trace id (rule `relay-inner-request`).
     DuplicateRequestId = "duplicate-request-id", "`X-Request-Id` twice, the second a proxy's",
-        fails ["F4"],
+        fails ["F4", "R3"],
         |c| c.claims = Arc::new(observe::DuplicateRequestId);
-    // R3 too: a relayed response's first frame carries the same joined value, which is not the
-    // envelope's trace id (rule `relay-inner-request`).
+    // R3 too, as duplicate-request-id.
     CommaJoinedRequestId = "comma-joined-request-id", "`X-Request-Id` is one line joining the id and a proxy's with a comma",
         fails ["F4", "R3"],
         |c| c.claims = Arc::new(observe::CommaJoinedRequestId);
