@@ -1,4 +1,6 @@
-//! `plimsoll docs`: regenerate (or check) every file derived from the contract.
+//! `plimsoll docs`: regenerate (or check) every file derived from the contract: the spec's
+//! renderings, and what the checker adds to them (`docs/rule-coverage.md`, from the checks'
+//! declarations).
 
 use std::path::{Path, PathBuf};
 
@@ -42,7 +44,7 @@ pub fn run(args: DocsArgs) -> u8 {
         }
     };
     if check {
-        let stale = render::stale(&contract, &root);
+        let stale = stale(&contract, &root);
         if stale.is_empty() {
             println!("plimsoll docs: all generated files are fresh");
             return 0;
@@ -56,7 +58,7 @@ pub fn run(args: DocsArgs) -> u8 {
         );
         return 1;
     }
-    match render::write_all(&contract, &root) {
+    match write_all(&contract, &root) {
         Ok(changed) => {
             for path in &changed {
                 println!("wrote {path}");
@@ -71,4 +73,37 @@ pub fn run(args: DocsArgs) -> u8 {
             2
         }
     }
+}
+
+/// The files the checker generates beside the spec's: path (from the repository root) and
+/// contents.
+fn checker_outputs(contract: &Contract) -> [(&'static str, String); 1] {
+    [(
+        crate::checks::coverage::PATH,
+        crate::checks::coverage::document(contract),
+    )]
+}
+
+/// Every generated file under `root` that differs from a fresh rendering (missing counts).
+pub fn stale(contract: &Contract, root: &Path) -> Vec<&'static str> {
+    let mut stale = render::stale(contract, root);
+    for (path, contents) in checker_outputs(contract) {
+        if std::fs::read_to_string(root.join(path)).ok().as_deref() != Some(&contents) {
+            stale.push(path);
+        }
+    }
+    stale
+}
+
+/// Writes every generated file under `root`; returns the paths that changed.
+fn write_all(contract: &Contract, root: &Path) -> std::io::Result<Vec<&'static str>> {
+    let mut changed = render::write_all(contract, root)?;
+    for (path, contents) in checker_outputs(contract) {
+        let file = root.join(path);
+        if std::fs::read_to_string(&file).ok().as_deref() != Some(&contents) {
+            std::fs::write(&file, contents)?;
+            changed.push(path);
+        }
+    }
+    Ok(changed)
 }

@@ -13,8 +13,10 @@ use crate::bounds::{
 use crate::claims::{Claims, Truthful};
 use crate::connections::{ConnectionPolicy, ContractConnections};
 use crate::logging::{JsonLines, LogFormat};
+use crate::media::{MediaTypes, ParametersIgnored};
 use crate::problem::{ContractAnswers, ErrorMapper};
 use crate::relay::dispatch::{Concurrent, RelayDispatch};
+use crate::relay::hooks::{Authorised, RelayHooks};
 use crate::relay::redial::{ContractBackoff, Redial};
 use crate::relay::stop::{CutAtOnce, RelayStop};
 use crate::relay::writer::{FrameSender, WholeFrames};
@@ -49,6 +51,10 @@ pub struct Components {
     pub claims: Arc<dyn Claims>,
     /// The log line format (F3).
     pub log_format: Arc<dyn LogFormat>,
+    /// The media type a request's `Content-Type` names (F2).
+    pub media_types: Arc<dyn MediaTypes>,
+    /// How an envelope's hook header is authorised and held (R1).
+    pub relay_hooks: Arc<dyn RelayHooks>,
     /// How a relay envelope's job runs (R2).
     pub relay_dispatch: Arc<dyn RelayDispatch>,
     /// How a relay frame goes on the socket (R3, R5).
@@ -78,6 +84,8 @@ impl Components {
             answers: Arc::new(ContractAnswers),
             claims: Arc::new(Truthful),
             log_format: Arc::new(JsonLines),
+            media_types: Arc::new(ParametersIgnored),
+            relay_hooks: Arc::new(Authorised),
             relay_dispatch: Arc::new(Concurrent),
             frame_sender: Arc::new(WholeFrames),
             connections: Arc::new(ContractConnections),

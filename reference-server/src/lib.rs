@@ -32,6 +32,7 @@ mod error;
 mod hooks;
 mod http;
 pub mod logging;
+mod media;
 pub mod metrics;
 #[cfg(feature = "mutants")]
 pub mod mutant;

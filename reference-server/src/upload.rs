@@ -96,27 +96,15 @@ impl Upload {
             return Err(UploadError::OverBudget);
         }
         let mut seen: u64 = 0;
-        let read = async {
-            let mut last_read = head;
-            loop {
-                let late = timer.upload_deadline(head, last_read, read_timeout);
-                let Ok(next) = tokio::time::timeout_at(late.into(), body.frame()).await else {
-                    return Err(ReadError::Late);
-                };
-                let Some(frame) = next else { break };
-                last_read = Instant::now();
-                let frame = frame.map_err(|e| ReadError::Body(e.to_string()))?;
-                if let Ok(data) = frame.into_data() {
-                    seen += data.len() as u64;
-                    if seen <= limit && !oversize_declared {
-                        kept.push(data, limit)?;
-                    } else if seen > drain_cap {
-                        break;
-                    }
-                }
-            }
-            Ok::<(), ReadError>(())
+        let bounds = FrameBounds {
+            limit,
+            keep: !oversize_declared,
+            drain_cap,
+            head,
+            read_timeout,
+            timer: &*timer,
         };
+        let read = take_frames(&mut body, &mut kept, &bounds, &mut seen);
         match read.await {
             Err(ReadError::Late) => {
                 return Err(ErrorKind::rejected(
@@ -156,6 +144,51 @@ impl Upload {
         }
         Ok(received)
     }
+}
+
+/// What bounds the reading of one body's frames.
+struct FrameBounds<'a> {
+    /// The endpoint's `max_upload_bytes`.
+    limit: u64,
+    /// Whether the bytes are kept (not when the declared length is already over the limit).
+    keep: bool,
+    /// Past this many bytes, reading stops.
+    drain_cap: u64,
+    /// When the head was read.
+    head: Instant,
+    read_timeout: Duration,
+    timer: &'a dyn DeadlinePolicy,
+}
+
+/// Takes in `body`'s frames until its end (or past the drain cap), keeping those within the
+/// limit, each frame due by the timer's deadline; `seen` counts every byte.
+async fn take_frames(
+    body: &mut Body,
+    kept: &mut Kept,
+    bounds: &FrameBounds<'_>,
+    seen: &mut u64,
+) -> Result<(), ReadError> {
+    let mut last_read = bounds.head;
+    loop {
+        let late = bounds
+            .timer
+            .upload_deadline(bounds.head, last_read, bounds.read_timeout);
+        let Ok(next) = tokio::time::timeout_at(late.into(), body.frame()).await else {
+            return Err(ReadError::Late);
+        };
+        let Some(frame) = next else { break };
+        last_read = Instant::now();
+        let frame = frame.map_err(|e| ReadError::Body(e.to_string()))?;
+        if let Ok(data) = frame.into_data() {
+            *seen += data.len() as u64;
+            if *seen <= bounds.limit && bounds.keep {
+                kept.push(data, bounds.limit)?;
+            } else if *seen > bounds.drain_cap {
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads what is left of a refused body and keeps none of it, within the read timeout and up to

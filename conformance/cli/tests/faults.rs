@@ -132,7 +132,7 @@ async fn failed(
     let args = CheckArgs {
         trials: Some(2),
         only: only.iter().copied().collect(),
-        fault: fault.map(|f| f.parse().unwrap()),
+        fault: fault.map(|f| standard::parse(f).unwrap()),
         ..CheckArgs::embedded()
     };
     let report = execute(&args, subject).await.unwrap();

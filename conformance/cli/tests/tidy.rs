@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use plimsoll_conformance::checks::{CheckId, REGISTRY};
+use plimsoll_conformance::checks::{Check, CheckId, REGISTRY, coverage};
 use plimsoll_spec::{ClauseId, Contract};
 
 /// The workspace root (this crate is `conformance/cli`).
@@ -350,6 +350,44 @@ fn every_clause_is_followed_through() {
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// Every `[[implementation]]` rule of the contract is exercised by at least one check, its own
+/// check (its clause's, or `contract`) among them, and every rule id a check declares exists
+/// (`conformance/src/checks/coverage.rs`; the table is docs/rule-coverage.md).
+#[test]
+fn every_implementation_rule_is_exercised_by_its_checks() {
+    let gaps = coverage::gaps(Contract::embedded(), REGISTRY);
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+}
+
+#[test]
+fn a_rule_no_check_exercises_is_caught() {
+    let contract = Contract::embedded();
+    let victim = contract.implementation[0].id.as_str();
+    let stripped: Vec<Check> = REGISTRY
+        .iter()
+        .map(|c| {
+            let kept: Vec<&'static str> =
+                c.rules.iter().copied().filter(|r| *r != victim).collect();
+            c.covers(Vec::leak(kept))
+        })
+        .collect();
+    assert_eq!(
+        coverage::gaps(contract, &stripped),
+        [format!("rule `{victim}`: no check exercises it")]
+    );
+}
+
+/// docs/rule-coverage.md (and every file the spec renders) is what `plimsoll docs` writes.
+#[test]
+fn the_rule_coverage_table_is_fresh() {
+    let contract = Contract::from_file(&root().join("spec/contract.toml")).unwrap();
+    let stale = plimsoll_conformance::docs::stale(&contract, &root());
+    assert!(
+        stale.is_empty(),
+        "stale: {stale:?}; run `cargo run -p plimsoll -- docs`"
+    );
 }
 
 /// The workspace crates `manifest`'s normal dependencies name.

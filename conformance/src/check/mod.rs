@@ -83,7 +83,7 @@ pub struct CheckArgs {
     /// `bandwidth:rate=64`, `slow_close:delay=300`; each takes `stream=upstream|downstream|both`),
     /// or a standard fault by name (`latency`, `slicer`, `bandwidth`, `trickle`, `vanish`):
     /// every bound the fault lengthens is listed in the report.
-    #[arg(long, value_name = "SPEC", help_heading = "Run")]
+    #[arg(long, value_name = "SPEC", help_heading = "Run", value_parser = crate::fault::standard::parse)]
     pub fault: Option<crate::fault::Fault>,
     /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth;
     /// `full`: also trickle and vanish), then print a matrix of checks × faults; `--json` gets

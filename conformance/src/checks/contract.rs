@@ -31,7 +31,8 @@ pub const CHECK: Check = Check::whole_run(
      too. Adopted and refused differences are listed separately. The load generator's own \
      `[load]` settings are never compared.",
     Run::Session,
-);
+)
+.covers(&["contract-endpoint"]);
 
 /// `path: ours → theirs (ENV)`.
 pub fn adopted_line(a: &Adopted) -> String {

@@ -4,6 +4,7 @@
 //! [`REGISTRY`] lists them in run order, and the runner, `--only`/`--skip`, the reports, the
 //! docs' check table and the mutation matrix all derive from it.
 
+pub mod coverage;
 pub mod ctx;
 pub mod pool;
 pub mod registry;

@@ -25,6 +25,7 @@ pub enum Run {
 }
 
 /// One entry of the registry.
+#[derive(Clone, Copy)]
 pub struct Check {
     /// Which check it is, and the clause it judges, if one.
     pub id: CheckId,
@@ -35,6 +36,10 @@ pub struct Check {
     evidence: &'static str,
     /// How it gets its verdict: from the session, or by talking to the target.
     pub run: Run,
+    /// The ids of the contract's `[[implementation]]` rules this check exercises: it sends
+    /// requests whose answers tell a reading that keeps the rule from one that does not
+    /// (`checks::coverage` validates them and renders docs/rule-coverage.md).
+    pub rules: &'static [&'static str],
 }
 
 impl Check {
@@ -45,6 +50,7 @@ impl Check {
             own_title: None,
             evidence,
             run: Run::Target(run),
+            rules: &[],
         }
     }
 
@@ -60,7 +66,13 @@ impl Check {
             own_title: Some(title),
             evidence,
             run,
+            rules: &[],
         }
+    }
+
+    /// The check, declared to exercise the implementation rules `rules` (by id).
+    pub const fn covers(self, rules: &'static [&'static str]) -> Check {
+        Check { rules, ..self }
     }
 
     /// The title the reports show: the check's own, else the clause's in `contract`.

@@ -308,9 +308,6 @@ impl FromStr for Fault {
     type Err = SpecError;
 
     fn from_str(spec: &str) -> Result<Fault, SpecError> {
-        if let Some(named) = super::standard::named(spec.trim()) {
-            return named.spec.parse();
-        }
         let (name, params) = spec.trim().split_once(':').unwrap_or((spec.trim(), ""));
         let mut fault = parse_toxic(name, params)?;
         // `reset_peer` with no trigger resets at once, as Toxiproxy's `timeout=0` does.

@@ -3,7 +3,7 @@
 //! them by. Each is a spec of the `--fault` grammar, so a matrix cell can be replayed with
 //! `--fault SPEC` (or Toxiproxy, for the toxics it has).
 
-use super::spec::Fault;
+use super::spec::{Fault, SpecError};
 
 /// A fault of the standard set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +67,14 @@ pub fn named(name: &str) -> Option<&'static NamedFault> {
     STANDARD.iter().find(|f| f.name == name)
 }
 
+/// What `--fault` takes: a standard fault's name, or a spec.
+pub fn parse(text: &str) -> Result<Fault, SpecError> {
+    match named(text.trim()) {
+        Some(named) => named.spec.parse(),
+        None => text.parse(),
+    }
+}
+
 /// The standard fault that is `fault`, if one is.
 pub fn of(fault: &Fault) -> Option<&'static NamedFault> {
     STANDARD.iter().find(|f| f.fault() == *fault)
@@ -83,9 +91,6 @@ mod tests {
             assert!(STANDARD[..i].iter().all(|g| g.name != f.name));
         }
         assert_eq!(named("trickle").map(|f| f.only), Some(&["B1", "B4"][..]));
-        assert_eq!(
-            "vanish".parse::<Fault>().ok(),
-            Some(named("vanish").unwrap().fault())
-        );
+        assert_eq!(parse("vanish").ok(), Some(named("vanish").unwrap().fault()));
     }
 }

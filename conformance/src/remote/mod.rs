@@ -159,6 +159,18 @@ impl Target {
         self
     }
 
+    /// The target's socket address and Host header, when it is plain HTTP: for the checks that
+    /// speak HTTP/1.1 on a raw connection (B4, B5, F2's declared length).
+    pub fn raw_address(&self) -> Option<(std::net::SocketAddr, String)> {
+        let url = reqwest::Url::parse(&self.base).ok()?;
+        if url.scheme() != "http" {
+            return None;
+        }
+        let addr = url.socket_addrs(|| Some(80)).ok()?.into_iter().next()?;
+        let host = url.host_str()?.to_owned();
+        Some((addr, host))
+    }
+
     /// The URL of `path` (which starts with `/`) on the target.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)

@@ -13,8 +13,10 @@ pub struct Seen {
     pub status: u16,
     /// The request-id header (its first value).
     pub header_id: Option<String>,
-    /// How many request-id headers the reply carried: exactly one, or which request it
-    /// answers is ambiguous on the wire.
+    /// How many request ids the reply carried, as a client library may read them: every field
+    /// line counts, and so does every member of a comma-joined one (RFC 9110 §5.3: a list in one
+    /// line is the same field as one line per member). Exactly one, or which request it answers
+    /// is ambiguous on the wire.
     pub header_ids: usize,
     /// An error body's `request_id`, `code` and `failed_stage` (strings only).
     pub body_id: Option<String>,
@@ -24,13 +26,24 @@ pub struct Seen {
     pub failed_stage: Option<String>,
 }
 
+/// The request ids `reply`'s `header` lines carry: one per line, and one per member of a
+/// comma-joined line (a well-formed id has no comma). An empty line still counts as one.
+fn ids_in(reply: &Reply, header: &str) -> usize {
+    reply
+        .headers
+        .get_all(header)
+        .iter()
+        .map(|v| v.as_bytes().split(|b| *b == b',').count())
+        .sum()
+}
+
 impl Seen {
     /// What F3 and F4 need of `reply`, whose request id header is `request_id_header`.
     pub fn of(reply: &Reply, request_id_header: &str) -> Seen {
         let mut seen = Seen {
             status: reply.status,
             header_id: reply.request_id(request_id_header),
-            header_ids: reply.headers.get_all(request_id_header).iter().count(),
+            header_ids: ids_in(reply, request_id_header),
             body_id: None,
             code: None,
             failed_stage: None,

@@ -19,7 +19,7 @@ use tracing::instrument::WithSubscriber;
 use super::Connection;
 use crate::admission::{Permit, Refused, Slot};
 use crate::error::ApiError;
-use crate::relay::envelope::{self, Envelope};
+use crate::relay::envelope::Envelope;
 use crate::relay::frames;
 use crate::worker::WorkerEnd;
 
@@ -29,7 +29,7 @@ use crate::worker::WorkerEnd;
 /// dispatch returns at once, so the receive loop never waits for a request.
 pub(super) async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
     let state = &conn.state;
-    let hold = envelope::relay_hold(
+    let hold = state.components().relay_hooks.hold(
         &state.config.contract,
         state.config.hooks_enabled,
         envelope.hook.as_deref(),

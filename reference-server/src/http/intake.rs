@@ -57,7 +57,7 @@ pub(super) fn prepare<P>(
             )
         })?;
         let params = params(&by_name(query)?)?;
-        content_type(headers, content_types)?;
+        content_type(state, headers, content_types)?;
         Ok(Prepared { hooks, params })
     };
     checked().map_err(|kind| ApiError::new(id, Some(pool), kind))
@@ -96,19 +96,17 @@ pub(super) fn no_unknown<'k>(
     }
 }
 
-/// A present `Content-Type` must be one the endpoint takes (parameters such as `charset` aside).
-fn content_type(headers: &HeaderMap, accepted: &[String]) -> Result<(), ErrorKind> {
+/// A present `Content-Type` must be one the endpoint takes (as the server's
+/// [`MediaTypes`](crate::media::MediaTypes) reads it: parameters such as `charset` aside).
+fn content_type(
+    state: &AppState,
+    headers: &HeaderMap,
+    accepted: &[String],
+) -> Result<(), ErrorKind> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
     };
-    let media = value
-        .to_str()
-        .unwrap_or_default()
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let media = state.components().media_types.media_type(value);
     if accepted.contains(&media) {
         Ok(())
     } else {

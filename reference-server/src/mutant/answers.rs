@@ -99,6 +99,19 @@ pub(super) const BODY_ID_MISMATCH: Tweaked = Tweaked {
     },
 };
 
+/// F4 (rule `routes`): a plain `GET` of the relay path is a 400 `invalid_parameter`, as a
+/// WebSocket library answers a request that is no upgrade, rather than 426 `upgrade_required`.
+pub(super) const UPGRADE_REQUIRED_AS_400: Tweaked = Tweaked {
+    what: "a plain GET of the relay path is 400",
+    tweak: |e, _, a| {
+        if e.code() == ErrorCode::UpgradeRequired {
+            a.status = StatusCode::BAD_REQUEST;
+            a.body.status = a.status.as_u16();
+            a.body.code = ErrorCode::InvalidParameter;
+        }
+    },
+};
+
 /// F3: the log line's `stage` names the stage after the one that failed (the body is right).
 pub(super) const WRONG_LOG_STAGE: Tweaked = Tweaked {
     what: "the log's stage is not the failed stage",

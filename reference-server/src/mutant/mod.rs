@@ -16,6 +16,7 @@
 mod admission;
 mod answers;
 mod bounds;
+mod input;
 mod lies;
 mod observe;
 mod relay;
@@ -200,12 +201,24 @@ mutants! {
     MalformedAs500 = "malformed-as-500", "a malformed image is answered 500",
         fails ["F2", "API"],
         |c| c.answers = answers::MALFORMED_AS_500.arc();
+    ContentTypeParametersKept = "content-type-parameters-kept", "`image/png; charset=x` is refused: the whole `Content-Type` is compared",
+        fails ["F2"],
+        |c| c.media_types = Arc::new(input::ParametersKept);
     NoRequestId = "no-request-id", "no `X-Request-Id` header",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::NoRequestId);
+    // R3 too: the relay's first frame joins the two values into one header (found by the full
+    // matrix), which is not the envelope's trace id (rule `relay-inner-request`).
     DuplicateRequestId = "duplicate-request-id", "`X-Request-Id` twice, the second a proxy's",
-        fails ["F4"],
+        fails ["F4", "R3"],
         |c| c.claims = Arc::new(observe::DuplicateRequestId);
+    // R3 too, as duplicate-request-id.
+    CommaJoinedRequestId = "comma-joined-request-id", "`X-Request-Id` is one line joining the id and a proxy's with a comma",
+        fails ["F4", "R3"],
+        |c| c.claims = Arc::new(observe::CommaJoinedRequestId);
+    UpgradeRequiredAs400 = "upgrade-required-as-400", "a plain `GET` of the relay path is 400, not 426",
+        fails ["F4"],
+        |c| c.answers = answers::UPGRADE_REQUIRED_AS_400.arc();
     PlainTextLogs = "plain-text-logs", "error logs are plain text",
         fails ["F3"],
         |c| c.log_format = Arc::new(observe::PlainText);
@@ -238,6 +251,12 @@ mutants! {
     RelayLifo = "relay-lifo", "the relay queue serves the newest envelope first",
         fails ["R4"], bridge ["R4"],
         |c| c.discipline = Arc::new(admission::Lifo(&[Pool::Relay]));
+    RelayHooksUnchecked = "relay-hooks-unchecked", "an envelope's malformed hook header is ignored, not refused",
+        fails ["R1"],
+        |c| c.relay_hooks = Arc::new(relay::UncheckedHooks);
+    RelayErrorsUnanswered = "relay-errors-unanswered", "a message that is no envelope gets no `relay-error`",
+        fails ["R3"], bridge ["R3"],
+        |c| c.frame_sender = Arc::new(relay::DropsRelayErrors);
     RelayBuffered = "relay-buffered", "the bridge buffers each whole response before its first frame",
         fails [], bridge ["R5"],
         |c| c.frame_sender = Arc::new(relay::Buffered::default());

@@ -29,6 +29,21 @@ impl Claims for DuplicateRequestId {
     }
 }
 
+/// F4: the id and a proxy's joined in one line (`id, edge-proxy-0001`), as a proxy that folds
+/// field lines writes them: by RFC 9110 that is two values, as ambiguous as two lines.
+#[derive(Debug)]
+pub(super) struct CommaJoinedRequestId;
+
+impl Claims for CommaJoinedRequestId {
+    fn stamp_request_id(&self, headers: &mut HeaderMap, name: &HeaderName, id: HeaderValue) {
+        let mut joined = id.as_bytes().to_vec();
+        joined.extend_from_slice(b", edge-proxy-0001");
+        if let Ok(value) = HeaderValue::from_bytes(&joined) {
+            headers.insert(name.clone(), value);
+        }
+    }
+}
+
 /// T1/T2: no `Server-Timing` on any response (every other claim truthful).
 #[derive(Debug)]
 pub(super) struct NoServerTiming;

@@ -7,11 +7,14 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use plimsoll_spec::Contract;
 use plimsoll_spec::model::RelayReconnect;
-use plimsoll_spec::relay::{RELAY_RESPONSE, RelayResponse};
+use plimsoll_spec::relay::{RELAY_ERROR, RELAY_RESPONSE, RelayResponse};
 use tokio::sync::oneshot;
 
+use crate::error::ErrorKind;
 use crate::relay::dispatch::RelayDispatch;
+use crate::relay::hooks::{Authorised, RelayHooks};
 use crate::relay::redial::{Backoff, Redial};
 use crate::relay::stop::RelayStop;
 use crate::relay::writer::{FrameSender, FrameWriter, Gone};
@@ -215,6 +218,45 @@ impl FrameSender for SwapIds {
             let mut relabelled = frame.clone();
             relabelled.request_id = label;
             writer.send(&relabelled).await
+        })
+    }
+}
+
+/// R1 (rule `relay-hooks`): an envelope's hook header is not authorised: one that does not parse
+/// is read as no directive and the envelope performed, where the HTTP API would refuse it.
+#[derive(Debug)]
+pub(super) struct UncheckedHooks;
+
+impl RelayHooks for UncheckedHooks {
+    fn hold(
+        &self,
+        contract: &Contract,
+        hooks_enabled: bool,
+        hook: Option<&str>,
+    ) -> Result<Duration, ErrorKind> {
+        Ok(Authorised
+            .hold(contract, hooks_enabled, hook)
+            .unwrap_or_default())
+    }
+}
+
+/// R3 (rule `relay-error`): a message that is no envelope is logged and left unanswered (its
+/// `relay-error` frame is never written), as a bridge that skips what it cannot parse does.
+#[derive(Debug)]
+pub(super) struct DropsRelayErrors;
+
+impl FrameSender for DropsRelayErrors {
+    fn send<'a>(
+        &'a self,
+        writer: &'a FrameWriter,
+        frame: &'a RelayResponse,
+        _of: usize,
+    ) -> BoxFuture<'a, Result<(), Gone>> {
+        Box::pin(async move {
+            if frame.kind == RELAY_ERROR {
+                return Ok(());
+            }
+            writer.send(frame).await
         })
     }
 }

@@ -30,9 +30,19 @@ pub const CHECK: Check = Check::clause(
      `upload_timeout` within {upload_read_timeout_ms} ms plus the tolerance, and while it \
      stalls every worker admits a held request at once (it holds no slot). Timeouts are not \
      counted as cancellations; afterwards no temp file remains, every worker runs a held \
-     request at once and every queue place admits one that waits (no place lost).",
+     request at once and every queue place admits one that waits (no place lost). Under a \
+     fault that trickles the request's bytes (`--fault trickle`, a bandwidth limit), an upload \
+     that cannot arrive within 1.5 times the upload read timeout must still get \
+     {status:upload_timeout} at the bound: the timer is a total one, not restarted by every read.",
     |t, c| Box::pin(b1(t, c)),
-);
+)
+.covers(&[
+    "slot-lifetime",
+    "hook-hold",
+    "failure-cleanup",
+    "upload-read",
+    "deadline-stage",
+]);
 
 /// Where a timeout trial is held: at `stages[held]` of `pool`, past the pool's `deadline`. The
 /// answer must then be the timeout on time, naming that stage and exactly the ones before it,

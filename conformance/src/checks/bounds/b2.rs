@@ -20,7 +20,13 @@ pub const CHECK: Check = Check::clause(
      stays healthy, and afterwards every worker runs a held request at once and every queue \
      place admits one that waits (no place lost).",
     |t, c| Box::pin(b2(t, c)),
-);
+)
+.covers(&[
+    "memory-estimate",
+    "memory-before-pixels",
+    "memory-running",
+    "alloc-hook",
+]);
 
 async fn b2(t: &Arc<Target>, c: &mut Ctx) {
     let cap = t.expected.clauses.b2.value.memory_cap_mb;

@@ -30,7 +30,13 @@ pub const CHECK: Check = Check::clause(
      number dropped, no temp file remains, and afterwards every worker runs a held request at \
      once and every queue place admits one that waits (no place lost).",
     |t, c| Box::pin(b3(t, c)),
-);
+)
+.covers(&[
+    "disconnect",
+    "slot-lifetime",
+    "failure-cleanup",
+    "metric-series",
+]);
 
 /// The longest the checker allows itself between sending the first holder and dropping.
 const FILL_BUDGET: Duration = Duration::from_millis(800);

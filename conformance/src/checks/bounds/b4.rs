@@ -33,9 +33,13 @@ pub const CHECK: Check = Check::clause(
      within a second (not served, not left waiting in the accept backlog); one refused below the \
      cap is retried for up to a second, since a place held by a connection closed just before \
      may take a moment to free. At the cap, a request on an open connection must still be \
-     answered, and after one is closed a new connection must be served within a second.",
+     answered, and after one is closed a new connection must be served within a second. Under \
+     a fault that trickles the request's bytes (`--fault trickle`), a request head that cannot \
+     arrive within 1.5 times the head timeout must be closed unanswered at the head timeout \
+     from its connection's opening: the timer bounds the head as a whole.",
     |t, c| Box::pin(b4(t, c)),
-);
+)
+.covers(&["connection-bounds"]);
 
 /// How long a connection past the cap may take to be closed, and a freed place to serve again.
 const PROMPT: Duration = Duration::from_secs(1);
@@ -61,7 +65,7 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
         cap + 1,
         PROMPT.as_millis()
     );
-    let Some((addr, host)) = address(t) else {
+    let Some((addr, host)) = t.raw_address() else {
         c.skip(format!(
             "B4 opens raw HTTP/1 connections and needs a plain http:// target, not {}",
             t.base
@@ -78,17 +82,6 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     if let Some(note) = trickled {
         c.observed = format!("{}; {note}", c.observed);
     }
-}
-
-/// The target's socket address and Host header, when it is plain HTTP.
-pub(super) fn address(t: &Target) -> Option<(SocketAddr, String)> {
-    let url = reqwest::Url::parse(&t.base).ok()?;
-    if url.scheme() != "http" {
-        return None;
-    }
-    let addr = url.socket_addrs(|| Some(80)).ok()?.into_iter().next()?;
-    let host = url.host_str()?.to_owned();
-    Some((addr, host))
 }
 
 /// What one idle connection showed: the time from opening (or from the answer's end) to the

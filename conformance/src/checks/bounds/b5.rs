@@ -16,7 +16,6 @@ use reqwest::header::CONTENT_TYPE;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use super::b4::address;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pieces;
 use crate::checks::registry::Check;
@@ -188,7 +187,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
     let budget = t.expected.clauses.b5.value.upload_budget_mb << 20;
     let (digitize, export) = (&t.expected.api.digitize, &t.expected.api.export);
     let large = digitize.max_upload_bytes;
-    let Some((addr, host)) = address(t) else {
+    let Some((addr, host)) = t.raw_address() else {
         c.skip(format!(
             "B5 stalls uploads on raw HTTP/1 connections and needs a plain http:// target, not {}",
             t.base

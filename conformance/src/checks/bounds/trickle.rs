@@ -16,7 +16,6 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-use super::b4::address;
 use crate::checks::ctx::{Ctx, ms};
 use crate::fault::{Bound, Stream};
 use crate::remote::Target;
@@ -127,7 +126,7 @@ pub(super) async fn upload(t: &Arc<Target>, c: &mut Ctx) -> Option<String> {
             ms(crossing(digitize.max_upload_bytes, fastest))
         ));
     }
-    let Some((addr, host)) = address(t) else {
+    let Some((addr, host)) = t.raw_address() else {
         return Some("trickled upload: not applicable, the target is not plain http://".into());
     };
     let head = format!(
@@ -236,7 +235,7 @@ pub(super) async fn head(t: &Target, c: &mut Ctx) -> Option<String> {
             ms(crossing(MAX_HEAD, fastest))
         ));
     }
-    let Some((addr, host)) = address(t) else {
+    let Some((addr, host)) = t.raw_address() else {
         return Some("trickled head: not applicable, the target is not plain http://".into());
     };
     let head = padded_head(&host, bytes as usize);

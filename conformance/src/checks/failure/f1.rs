@@ -18,7 +18,8 @@ pub const CHECK: Check = Check::clause(
      file remains, the next \
      request succeeds, and every slot admits work again.",
     |t, c| Box::pin(f1(t, c)),
-);
+)
+.covers(&["hook-fail", "failure-cleanup", "temp-folder"]);
 
 async fn f1(t: &Arc<Target>, c: &mut Ctx) {
     let code = ErrorCode::StageFailed;

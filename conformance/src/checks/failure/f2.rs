@@ -17,9 +17,15 @@ pub const CHECK: Check = Check::clause(
     "A table of bad inputs generated in code (truncated PNG, corrupt JPEG, GIF, random bytes, a \
      wrong content type, an empty body, an oversize upload, bad parameters, bad design JSON, an \
      unknown export format, a malformed hook header): each gets {status:malformed_image} with \
-     its own documented code, never a 500.",
+     its own documented code, never a 500. Pairs of bad inputs show the order of the checks: a \
+     bad hook or parameter with a wrong content type is `invalid_parameter`, a wrong content type \
+     with an empty body `unsupported_format`, an oversize body of no image `payload_too_large`, and so \
+     is a chunked upload (no `Content-Length`) one byte over `max_upload_bytes`. A PNG whose \
+     `Content-Type` carries a parameter, is in capitals or is missing, or whose hook names only a \
+     stage of the export endpoint, must be answered 200.",
     |t, c| Box::pin(f2(t, c)),
-);
+)
+.covers(&["input-order", "query-parameters", "image-format", "hook-header"]);
 
 /// One bad input: where it goes, what it is, and the code it must get.
 struct Case<'a> {
@@ -82,6 +88,11 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
         e("unknown export format", "?format=pes", b"{}", ErrorCode::InvalidParameter),
         // Not the hook grammar on purpose: the server must refuse it as a parameter.
         Case { name: "malformed hook header", hook: Some("explode=now"), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
+        // Two at once: the first failure in rule `input-order`'s order decides.
+        d("unknown parameter and text/plain", "text/plain", "?dpi=300", png.clone(), ErrorCode::InvalidParameter),
+        Case { name: "malformed hook header and text/plain", hook: Some("explode=now"), ..d("", "text/plain", "", png.clone(), ErrorCode::InvalidParameter) },
+        d("text/plain and an empty body", "text/plain", "", Vec::new(), ErrorCode::UnsupportedFormat),
+        e("unknown export format and an empty body", "?format=pes", b"", ErrorCode::InvalidParameter),
     ]
 }
 
@@ -95,7 +106,7 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
     let mut right = 0;
     let mut judged = 0;
     for case in &all {
-        if !carried(t, c, case) {
+        if !carried(t, c, case.name, case.body.len() as u64) {
             continue;
         }
         judged += 1;
@@ -119,26 +130,39 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
             Err(e) => c.fail(format!("{}: {e}", case.name)),
         }
     }
-    c.observed = format!("{right} of {judged} bad inputs answered with their code");
+    let counted = if carried(
+        t,
+        c,
+        "the chunked oversize upload",
+        t.expected.api.digitize.max_upload_bytes + 1,
+    ) {
+        let counted = super::input::counted_oversize(t, c).await;
+        if counted { "refused" } else { "not refused" }
+    } else {
+        "not sent"
+    };
+    let (served, good) = super::input::served(t, c).await;
+    c.observed = format!(
+        "{right} of {judged} bad inputs answered with their code; a chunked oversize upload {counted}; {served} of {good} acceptable variations served"
+    );
 }
 
-/// Whether the fault the run goes through can carry `case`'s body within the upload read
-/// timeout. When it cannot (a large body at a low bandwidth), the case is not applicable under
-/// the fault, said so: a server may read a body before judging it (the input order puts the
-/// upload timeout and the size in one step), and one that does rightly answers
+/// Whether the fault the run goes through can carry `len` bytes of the case `name` within the
+/// upload read timeout. When it cannot (a large body at a low bandwidth), the case is not
+/// applicable under the fault, said so: a server may read a body before judging it (the input
+/// order puts the upload timeout and the size in one step), and one that does rightly answers
 /// `upload_timeout` first.
-fn carried(t: &Target, c: &mut Ctx, case: &Case<'_>) -> bool {
+fn carried(t: &Target, c: &mut Ctx, name: &str, len: u64) -> bool {
     let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
-    let Some(why) = t.adjustments.cannot_carry(
-        case.body.len() as u64,
-        crate::fault::Stream::Upstream,
-        read_timeout,
-    ) else {
+    let Some(why) = t
+        .adjustments
+        .cannot_carry(len, crate::fault::Stream::Upstream, read_timeout)
+    else {
         return true;
     };
     c.fault_removes(
         t,
-        Some(case.name),
+        Some(name),
         format!(
             "its {why}, past the {} ms upload read timeout: a server that reads the body first rightly answers {} first",
             read_timeout.as_millis(),

@@ -31,7 +31,8 @@ pub const CHECK: Check = Check::clause(
      before admission); `stack` is present, a non-empty backtrace when the contract's `stack` \
      is on.",
     |t, c| Box::pin(f3(t, c)),
-);
+)
+.covers(&["error-line", "log-file"]);
 
 /// The log's `stage` of an error refused before admission (bad input, a stalled upload).
 const STAGE_REQUEST: &str = "request";

@@ -18,13 +18,18 @@ use crate::remote::{Op, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::F4,
     "Every reply of the whole run is noted as it arrives, so F4 runs after the clause checks: \
-     each must carry `{header}` exactly once (two values make the reply's request ambiguous to \
-     a client), and every error reply's body must repeat the header's id. A \
-     well-formed client id comes back unchanged, also one of exactly {client_id_max_len} \
-     allowed characters; one of {client_id_max_len} + 1 characters, and a malformed one, are \
-     replaced by a well-formed id.",
+     each must carry `{header}` exactly once, as a client library reads it (two lines, or two \
+     ids joined by a comma in one, make the reply's request ambiguous), and every error reply's \
+     body must repeat the header's id. A well-formed client id comes back unchanged, also one \
+     of exactly {client_id_max_len} allowed characters; one of {client_id_max_len} + 1 \
+     characters, and a malformed one, are replaced by a well-formed id. The routes are probed \
+     too: an unknown path must be {status:not_found} `not_found`, `GET {api.digitize.path}` 405 \
+     with an `Allow` header naming POST, a plain `GET {api.relay.path}` \
+     {status:upgrade_required} `upgrade_required` with `Upgrade: websocket`, and \
+     `GET {api.healthz.path}` 200.",
     |t, c| Box::pin(f4(t, c)),
-);
+)
+.covers(&["routes"]);
 
 /// Error replies whose body id disagrees with the header are listed up to this many.
 const SHOWN: usize = 5;
@@ -43,12 +48,13 @@ async fn f4(t: &Arc<Target>, c: &mut Ctx) {
     let header = t.request_id_header().to_owned();
     let f4 = t.expected.clauses.f4.value.clone();
     c.expected = format!(
-        "{header} on every response; every error body repeats it; a well-formed client id (up to {} characters) is kept, a longer or malformed one replaced",
+        "{header} exactly once on every response; every error body repeats it; a well-formed client id (up to {} characters) is kept, a longer or malformed one replaced; unknown path 404, wrong method 405 with Allow, plain GET of the relay path 426",
         f4.client_id_max_len
     );
     for case in IdCase::all(&f4) {
         case.send(t, c, &header, &f4).await;
     }
+    super::routes::probe(t, c).await;
     // At least one error of F4's own, so an `--only F4` run judges an error body too.
     let request = t
         .client
@@ -137,7 +143,7 @@ fn judge_run(c: &mut Ctx, header: &str, seen: &[Seen]) {
     let repeated: Vec<_> = seen.iter().filter(|s| s.header_ids > 1).collect();
     if let Some(first) = repeated.first() {
         c.fail(format!(
-            "{} of {} responses carried {header} more than once (first: {} {} with {}): a client library sees the first, the last or both joined, so which request a reply answers is ambiguous",
+            "{} of {} responses carried more than one {header} (two lines or a comma-joined list; first: {} {} with {} ids): a client library sees the first, the last or both joined, so which request a reply answers is ambiguous",
             repeated.len(),
             seen.len(),
             first.status,
@@ -145,7 +151,10 @@ fn judge_run(c: &mut Ctx, header: &str, seen: &[Seen]) {
             first.header_ids
         ));
     }
-    let errors = seen.iter().filter(|s| s.is_error()).count();
+    let errors = seen
+        .iter()
+        .filter(|s| s.is_error() && s.status != METHOD_NOT_ALLOWED)
+        .count();
     let mismatched = mismatched(seen);
     if !mismatched.is_empty() {
         c.fail(format!(
@@ -165,10 +174,13 @@ fn judge_run(c: &mut Ctx, header: &str, seen: &[Seen]) {
     );
 }
 
+/// 405 is no contract error: its body is free (rule `routes`), so it need not repeat the id.
+const METHOD_NOT_ALLOWED: u16 = 405;
+
 /// The error replies whose body does not repeat the header's id (or has none), in words.
 fn mismatched(seen: &[Seen]) -> Vec<String> {
     seen.iter()
-        .filter(|s| s.is_error())
+        .filter(|s| s.is_error() && s.status != METHOD_NOT_ALLOWED)
         .filter(|s| s.body_id.as_deref().is_none_or(str::is_empty) || s.body_id != s.header_id)
         .map(|s| {
             let show = |v: &Option<String>| {

@@ -5,5 +5,7 @@ pub mod f1;
 pub mod f2;
 pub mod f3;
 pub mod f4;
+pub mod input;
+pub mod routes;
 
 pub use crate::remote::Seen;

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod frames;
+pub mod refusals;
 pub mod sampler;
 
 pub mod r1;

@@ -17,9 +17,12 @@ pub const CHECK: Check = Check::clause(
      WebSocket: the requests running at once — counted at the checker's upstream when it plays \
      the bridge's local handler, else by the relay busy gauge sampled throughout — reach \
      {relay_concurrency} and never exceed it, and every envelope is answered with a 2xx \
-     (overflow `{overflow}`: the extras wait, none is refused).",
+     (overflow `{overflow}`: the extras wait, none is refused). On the target's own API, an \
+     envelope whose `{hooks.header}` does not parse is first refused as the HTTP API refuses it: a \
+     `relay-http-response` of {status:invalid_parameter} `invalid_parameter`, not a `relay-error`.",
     |t, c| Box::pin(r1(t, c)),
-);
+)
+.covers(&["relay-pool", "relay-hooks"]);
 
 async fn r1(t: &Arc<Target>, c: &mut Ctx) {
     let n = relay_workers(t);
@@ -30,6 +33,7 @@ async fn r1(t: &Arc<Target>, c: &mut Ctx) {
     c.expected = format!(
         "{busy} (or the upstream's count) reaches {n} and never exceeds it while {total} envelopes (held {HOLD_MS} ms) are in flight; overflow `{overflow:?}`: all {total} answered 2xx"
     );
+    super::refusals::hook_refused(t, c).await;
     let tag = nonce();
     let requests = held_batch(t, &format!("r1-{tag:x}"), total, HOLD_MS);
     let limit = Duration::from_millis(HOLD_MS * (total.div_ceil(n.max(1)) as u64 + 1))

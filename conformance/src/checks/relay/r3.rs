@@ -27,9 +27,14 @@ pub const CHECK: Check = Check::clause(
      response is matched by `{match_by}` to a request that was sent, each exactly once, echoes \
      that request's trace id (at the checker's upstream: carries the header naming the request \
      it answers), and never arrives before its hold could have ended (which would make it \
-     another request's answer).",
+     another request's answer). First, on a socket of their own, messages that are no request \
+     envelope (not JSON, no `type`, another `type`, a `path` without a leading `/`) and a good \
+     envelope after them: each bad one gets exactly one `relay-error` (its `request_id`, empty \
+     when it had none, `seq` 0, `final`, {status:invalid_parameter} `invalid_parameter`), and \
+     the good one is answered on the same socket.",
     |t, c| Box::pin(r3(t, c)),
-);
+)
+.covers(&["relay-inner-request", "relay-error"]);
 
 /// Fisher–Yates with the crate's one generator.
 fn shuffle<T>(rng: &mut SplitMix64, items: &mut [T]) {
@@ -89,6 +94,7 @@ async fn r3(t: &Arc<Target>, c: &mut Ctx) {
         STEP_MS * (COUNT as u64 - 1),
         t.expected.clauses.r3.value.match_by
     );
+    super::refusals::malformed(t, c).await;
     let tag = nonce();
     let mut holds: Vec<u64> = (0..COUNT as u64).map(|i| i * STEP_MS).collect();
     shuffle(&mut SplitMix64::new(tag), &mut holds);

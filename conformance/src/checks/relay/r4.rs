@@ -23,7 +23,8 @@ pub const CHECK: Check = Check::clause(
      than N running, and completions — and, at the checker's upstream, arrivals — come in waves \
      of N in send order (FIFO start).",
     |t, c| Box::pin(r4(t, c)),
-);
+)
+.covers(&["relay-pool"]);
 
 /// The most run intervals `[done - hold, done]` that overlap, each trimmed by the slack at both
 /// ends (times in ms since sending).

@@ -27,7 +27,8 @@ pub const CHECK: Check = Check::clause(
      come in chunks 300 ms apart, and each response's first frame must arrive \
      before the upstream has sent its last chunk: a bridge streams, it does not buffer.",
     |t, c| Box::pin(r5(t, c)),
-);
+)
+.covers(&["relay-inner-request", "relay-frames"]);
 
 /// A response to relay, named, with the body plain HTTP gave for it.
 struct Kind {

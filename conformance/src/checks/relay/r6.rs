@@ -31,7 +31,8 @@ pub const CHECK: Check = Check::clause(
      (SIGTERM) with N requests held far longer in flight, and must exit within \
      {stop_within_ms} ms.",
     |t, c| Box::pin(r6(t, c)),
-);
+)
+.covers(&["relay-pool"]);
 
 /// Why the health endpoint gave no status.
 #[derive(Debug, thiserror::Error)]

@@ -22,7 +22,8 @@ pub const CHECK: Check = Check::clause(
      200 carries a Server-Timing `queue` and `run` that agree with the client (no more than the \
      limit running at once, queued ones reporting queue time, running ones not).",
     |t, c| Box::pin(t1(t, c)),
-);
+)
+.covers(&["slot-lifetime", "server-timing", "metric-series"]);
 
 /// The most requests whose run intervals overlap. Each interval is placed by the server's own
 /// Server-Timing (`queue` after sending, lasting `run`), so response delivery delays on a busy

@@ -23,7 +23,8 @@ pub const CHECK: Check = Check::clause(
      in every trial. The starts the server claims (sent plus its Server-Timing `queue`) must \
      agree.",
     |t, c| Box::pin(t2(t, c)),
-);
+)
+.covers(&["server-timing"]);
 
 /// Spacing between requests whose arrival order matters.
 const SPACING: Duration = Duration::from_millis(25);

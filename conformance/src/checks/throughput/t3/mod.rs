@@ -36,7 +36,8 @@ pub const CHECK: Check = Check::clause(
      At each level a retry sent the advertised seconds after the refusal is admitted (200). \
      The export pool is refused the same way and its retry admitted too.",
     |t, c| Box::pin(t3(t, c)),
-);
+)
+.covers(&["retry-after-estimator"]);
 
 /// The two queue waits the scenario drives the estimator to: their ceilings differ, and both
 /// sit far from whole seconds.
