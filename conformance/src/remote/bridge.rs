@@ -226,16 +226,29 @@ mod tests {
         assert!(!status.success());
     }
 
+    /// Waits until the command says its trap is set: a fixed sleep raced the shell's start on a
+    /// loaded machine, and a SIGTERM before the trap ended the shell at once (3 ms).
+    async fn trap_set(bridge: &BridgeProcess) {
+        let started = Instant::now();
+        while !bridge.tail(10).contains("ready") {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the command never said ready"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     #[tokio::test]
     async fn the_stop_is_timed_until_the_bridge_behind_the_shell_has_exited() {
         // The shell exits at once; its child takes 300 ms to stop.
         let bridge = BridgeProcess::spawn(
-            "sh -c 'trap \"sleep 0.3; exit 0\" TERM; while :; do sleep 0.05; done' & wait # {relay_url}",
+            "sh -c 'trap \"sleep 0.3; exit 0\" TERM; echo ready; while :; do sleep 0.05; done' & wait # {relay_url}",
             "x",
             "y",
         )
         .unwrap();
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        trap_set(&bridge).await;
         let (took, _) = bridge.terminate(Duration::from_secs(5)).await.unwrap();
         assert!(took >= Duration::from_millis(250), "{took:?}");
     }
@@ -243,8 +256,9 @@ mod tests {
     #[tokio::test]
     async fn a_bridge_that_ignores_sigterm_is_killed_after_the_limit() {
         let bridge =
-            BridgeProcess::spawn("trap '' TERM; sleep 30 # {relay_url}", "x", "y").unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+            BridgeProcess::spawn("trap '' TERM; echo ready; sleep 30 # {relay_url}", "x", "y")
+                .unwrap();
+        trap_set(&bridge).await;
         let e = bridge
             .terminate(Duration::from_millis(300))
             .await
