@@ -111,12 +111,14 @@ pub(super) async fn fire(
     // pools hold (an adopted MAX_CONNECTIONS can be smaller than the window): a refusal is
     // immediate, so the waves follow each other within milliseconds.
     let mut replies = Vec::with_capacity(window);
-    for wave in waves(window, crowd_room(t)) {
+    let room = crowd_room(t);
+    for wave in waves(window, room) {
         let tasks: Vec<_> = (0..wave).map(|_| spawn_in(t, pool, None)).collect();
         replies.extend(join_all(tasks).await);
     }
     let mut refused = Vec::new();
     let mut not_refused = Vec::new();
+    let mut unanswered = 0;
     for (i, r) in replies.into_iter().enumerate() {
         let name = format!("{label}-{i}");
         match r {
@@ -134,16 +136,21 @@ pub(super) async fn fire(
                 c.reply(t, &name, &reply);
                 not_refused.push(format!("{name}: {} {}", reply.status, reply.code()));
             }
-            Err(e) => not_refused.push(format!("{name}: {e}")),
+            Err(e) => {
+                unanswered += 1;
+                not_refused.push(format!("{name}: {e}"));
+            }
         }
     }
+    let cap = t.expected.clauses.b4.value.max_connections as usize;
     fail_many(
         c,
         &format!(
-            "{} of {window} requests sent into a full {pool} pool were not answered {} {}",
+            "{} of {window} requests sent into a full {pool} pool were not answered {} {}{}",
             not_refused.len(),
             t.status(ErrorCode::Overloaded),
-            ErrorCode::Overloaded
+            ErrorCode::Overloaded,
+            crowd_note(unanswered, room, (held_by_pools(t), cap))
         ),
         &not_refused,
     );
@@ -323,12 +330,27 @@ pub(super) fn judge_level(
 /// How many requests the checker may have open at once beside what both pools hold: the
 /// connection cap less every worker and queue place and a few for the checker's probes.
 fn crowd_room(t: &Target) -> usize {
-    let held: usize = [Pool::Digitize, Pool::Export]
+    let cap = t.expected.clauses.b4.value.max_connections as usize;
+    cap.saturating_sub(held_by_pools(t) + 4).max(1)
+}
+
+/// Every worker and queue place of both job pools.
+fn held_by_pools(t: &Target) -> usize {
+    [Pool::Digitize, Pool::Export]
         .into_iter()
         .map(|p| t.workers(p) + t.queue_capacity(p))
-        .sum();
-    let cap = t.expected.clauses.b4.value.max_connections as usize;
-    cap.saturating_sub(held + 4).max(1)
+        .sum()
+}
+
+/// When some of a crowd got no answer at all: the crowd was sent within the connection cap, so
+/// the cap is not what cut them off; a full pool owes each an immediate refusal (T3).
+fn crowd_note(unanswered: usize, room: usize, (held, cap): (usize, usize)) -> String {
+    if unanswered == 0 {
+        return String::new();
+    }
+    format!(
+        " ({unanswered} got no answer at all, though the checker sent them in waves of at most {room}, so that with the {held} requests the pools hold they stay within the {cap}-connection cap it judges by (B4): a full pool owes each an immediate refusal, T3)"
+    )
 }
 
 /// `total` split into waves of at most `room`.
@@ -367,6 +389,15 @@ mod tests {
         assert_eq!(ceil_s(p50(&lo) + MS(150)), 1);
         assert_eq!(ceil_s(Other::P90.of(&lo) - MS(150)), 2);
         assert_eq!(ceil_s(Other::Max.of(&lo) - MS(150)), 2);
+    }
+
+    #[test]
+    fn a_crowd_cut_off_says_it_was_sent_within_the_cap() {
+        assert_eq!(crowd_note(0, 50, (8, 64)), "");
+        let note = crowd_note(16, 52, (8, 64));
+        assert!(note.contains("waves of at most 52"), "{note}");
+        assert!(note.contains("within the 64-connection cap"), "{note}");
+        assert!(note.ends_with("T3)"), "{note}");
     }
 
     #[test]
