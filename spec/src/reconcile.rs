@@ -178,23 +178,19 @@ impl Contract {
                 *slot = v.clone();
             }
         }
-        let reason = match serde_json::from_value::<Contract>(effective_doc) {
+        let violations = match serde_json::from_value::<Contract>(effective_doc) {
             Ok(c) if c.effective_violations().is_empty() => return c,
-            Ok(c) => {
-                let why = c
-                    .effective_violations()
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                format!("the claimed values break the contract's rules: {why}")
+            Ok(c) => c.effective_violations(),
+            Err(e) => {
+                let reason = format!("the claimed values do not form a contract: {e}");
+                refused.extend(adopted.drain(..).map(|a| Refused {
+                    difference: a.difference,
+                    reason: reason.clone(),
+                }));
+                return self.clone();
             }
-            Err(e) => format!("the claimed values do not form a contract: {e}"),
         };
-        refused.extend(adopted.drain(..).map(|a| Refused {
-            difference: a.difference,
-            reason: reason.clone(),
-        }));
+        refused.extend(blame(std::mem::take(adopted), &violations));
         self.clone()
     }
 
@@ -210,6 +206,41 @@ impl Contract {
             .find(|o| o.field == field)
             .map(|o| (id, o.env.clone()))
     }
+}
+
+/// The adoptions refused because `violations` broke the contract's rules: each override whose
+/// field a violated rule names is to blame, with that rule's words; the others are named as not
+/// adopted because of them (the overrides are adopted all or none). When no rule names an
+/// override's field, every one carries the rules' words.
+fn blame(adopted: Vec<Adopted>, violations: &[crate::Violation]) -> Vec<Refused> {
+    let guilty = |a: &Adopted| violations.iter().any(|v| v.field == a.difference.path);
+    let culprits: Vec<String> = adopted
+        .iter()
+        .filter(|a| guilty(a))
+        .map(|a| format!("`{}` ({})", a.difference.path, a.env))
+        .collect();
+    let rules = violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    adopted
+        .into_iter()
+        .map(|a| {
+            let reason = if culprits.is_empty() || guilty(&a) {
+                format!("the claimed values break the contract's rules: {rules}")
+            } else {
+                format!(
+                    "not adopted because of {}, which breaks the contract's rules (overrides are adopted all or none)",
+                    culprits.join(", ")
+                )
+            };
+            Refused {
+                difference: a.difference,
+                reason,
+            }
+        })
+        .collect()
 }
 
 /// Drops `[load]`: the checker's own settings, never a claim's.

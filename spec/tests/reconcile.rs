@@ -107,3 +107,30 @@ fn an_unreadable_claim_adopts_nothing() {
     assert!(!r.accepted());
     assert!(r.adopted.is_empty());
 }
+
+#[test]
+fn the_override_that_breaks_a_rule_is_named_once_and_the_others_not_adopted_because_of_it() {
+    let mut c = claim();
+    set(&mut c, "/clauses/B1/value/digitize_timeout_ms", json!(2000));
+    set(&mut c, "/clauses/B4/value/max_connections", json!(8));
+    let r = Contract::embedded().reconcile(&c, true);
+    assert!(r.adopted.is_empty());
+    assert_eq!(r.refused.len(), 2);
+    let reason = |path: &str| {
+        let refused = r.refused.iter().find(|x| x.difference.path == path);
+        refused.unwrap().reason.clone()
+    };
+    let culprit = reason("clauses.B4.value.max_connections");
+    assert!(culprit.contains("break the contract's rules"), "{culprit}");
+    let other = reason("clauses.B1.value.digitize_timeout_ms");
+    assert!(
+        other.starts_with(
+            "not adopted because of `clauses.B4.value.max_connections` (MAX_CONNECTIONS)"
+        ),
+        "{other}"
+    );
+    assert!(
+        !other.contains("must"),
+        "the rule's words only once: {other}"
+    );
+}

@@ -422,6 +422,57 @@ fn kept(admitted: usize, k: usize, m: usize) -> &'static str {
     }
 }
 
+/// Requires the cancellation counter, read a margin after the probes, to have risen by exactly
+/// the drops. When it has not, reads it again now that every request has ended, so the failure
+/// says whether the counter is late (it caught up) or wrong.
+async fn judge_counter(
+    t: &Target,
+    c: &mut Ctx,
+    (plan, dropped): (&Plan, &Dropped),
+    before: Option<f64>,
+    after: Option<f64>,
+) {
+    let (Some(before), Some(after)) = (before, after) else {
+        return;
+    };
+    let n = dropped.count();
+    if after - before == n as f64 {
+        return;
+    }
+    let name = MetricName::CancellationsTotal;
+    let later = counter(t, c, name, plan.pool).await;
+    let rose_later = later.map(|v| (v - before, dropped.at.elapsed()));
+    c.fail(counter_failure(
+        rose(name, plan.pool, after - before),
+        (n, plan.stop + plan.margin),
+        rose_later,
+    ));
+}
+
+/// The counter's failure: `rose` (by the margin after the bound) for `n` disconnects, and, when
+/// read again `since` the drop, whether it caught up (late) or not (wrong).
+fn counter_failure(
+    rose: String,
+    (n, by): (usize, Duration),
+    later: Option<(f64, Duration)>,
+) -> String {
+    let first = format!(
+        "{rose} for {n} disconnects {} ms after them",
+        by.as_millis()
+    );
+    match later {
+        Some((v, since)) if v == n as f64 => format!(
+            "{first}, and reached {n} only {} ms after them: late, not wrong (B3: a cancellation is counted as its job stops, and the places show the same delay)",
+            since.as_millis()
+        ),
+        Some((v, since)) => format!(
+            "{first}, and by {v} {} ms after them, once every request had ended: it does not count one cancellation per disconnect",
+            since.as_millis()
+        ),
+        None => first,
+    }
+}
+
 /// Requires a place freed per disconnect and the counter risen by exactly the drops, with no
 /// temp file left; then that every place came back.
 async fn judge(
@@ -432,7 +483,7 @@ async fn judge(
     before: Option<f64>,
     probed: Probed,
 ) {
-    let (pool, stop) = (plan.pool, plan.stop);
+    let stop = plan.stop;
     let (k, m, n) = (dropped.running.len(), dropped.queued, dropped.count());
     let Probed { admitted, after } = probed;
     c.require(admitted == n, || {
@@ -443,16 +494,11 @@ async fn judge(
             kept(admitted, k, m)
         )
     });
-    let name = MetricName::CancellationsTotal;
-    if let (Some(before), Some(after)) = (before, after) {
-        c.require(after - before == n as f64, || {
-            format!("{} for {n} disconnects", rose(name, pool, after - before))
-        });
-    }
     if let Err(e) = drained(t, c).await {
         c.evidence
             .push(format!("busy gauge after letting every request go: {e}"));
     }
+    judge_counter(t, c, (plan, dropped), before, after).await;
     no_temp_files(t, c, "after the disconnects").await;
     c.observed = format!(
         "{admitted} of {n} places free {} ms after dropping {k} running (at {}) and {m} queued; the counter rose by {}",
@@ -468,4 +514,26 @@ async fn judge(
         ms(dropped.natural.saturating_duration_since(dropped.at + stop))
     ));
     capacity_recovered(t, c).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_that_catches_up_is_called_late_and_one_that_does_not_wrong() {
+        let ms = Duration::from_millis;
+        let rose = || "plimsoll_cancellations_total{pool=\"digitize\"} rose by 1".to_owned();
+        let late = counter_failure(rose(), (5, ms(700)), Some((5.0, ms(2100))));
+        assert!(
+            late.contains("reached 5 only 2100 ms after them: late, not wrong"),
+            "{late}"
+        );
+        let wrong = counter_failure(rose(), (5, ms(700)), Some((1.0, ms(2100))));
+        assert!(wrong.contains("does not count one cancellation"), "{wrong}");
+        assert_eq!(
+            counter_failure(rose(), (5, ms(700)), None),
+            format!("{} for 5 disconnects 700 ms after them", rose())
+        );
+    }
 }

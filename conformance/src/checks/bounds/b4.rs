@@ -76,8 +76,12 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     // First, while every place is free: after the cap's fill, closes still on their way leave
     // a new connection refused for a moment.
     let trickled = super::trickle::head(t, c).await;
-    let closes = head_timeouts(t, c, addr, &host, head, (early, late)).await;
-    let cap_note = connection_cap(c, addr, &host, cap, head).await;
+    let (closes, never_closed) = head_timeouts(t, c, addr, &host, head, (early, late)).await;
+    let room = Room {
+        cap,
+        left_open: never_closed,
+    };
+    let cap_note = connection_cap(c, addr, &host, room, head).await;
     c.observed = format!("{closes}; {cap_note}");
     if let Some(note) = trickled {
         c.observed = format!("{}; {note}", c.observed);
@@ -148,7 +152,7 @@ async fn head_timeouts(
     host: &str,
     head: Duration,
     (early, late): (Duration, Duration),
-) -> String {
+) -> (String, usize) {
     let give_up = head + late + Duration::from_millis(500);
     let connections = IdleConnections::open(addr, host, give_up);
     let healthz = healthz_meanwhile(t, &connections, head + late).await;
@@ -162,20 +166,23 @@ async fn head_timeouts(
 
     let IdleConnections { silent, half, idle } = connections;
     let mut notes = Vec::new();
+    let mut never_closed = 0;
     for (label, task) in [
         ("a silent connection", silent),
         ("a connection that sent half a request head", half),
         ("an idle keep-alive connection (after one answer)", idle),
     ] {
         let closed = task.await.unwrap_or_else(|e| Err(ProbeError::Panicked(e)));
+        never_closed += usize::from(matches!(closed, Ok(None)));
         notes.push(judge_close(c, label, closed, head, (early, late), give_up));
     }
-    format!(
+    let note = format!(
         "silent / half-sent / idle connections: {}; /healthz 200 {} of {} times meanwhile",
         notes.join(" / "),
         healthz.len() - failed,
         healthz.len()
-    )
+    );
+    (note, never_closed)
 }
 
 /// Asks `/healthz` on fresh connections every quarter second until `until` passed or every idle
@@ -347,14 +354,15 @@ async fn connection_cap(
     c: &mut Ctx,
     addr: SocketAddr,
     host: &str,
-    cap: usize,
+    room: Room,
     head: Duration,
 ) -> String {
+    let cap = room.cap;
     let Filled {
         mut held,
         refused_at,
         took: filled,
-    } = match fill(c, addr, host, cap, head).await {
+    } = match fill(c, addr, host, room, head).await {
         Ok(filled) => filled,
         Err(ended) => return ended.to_string(),
     };
@@ -383,6 +391,31 @@ async fn connection_cap(
         if still_served { "yes" } else { "no" },
         served_again.map_or("never".to_owned(), |d| format!("after {:.0} ms", ms(d)))
     )
+}
+
+/// The cap, and how many of the checker's own idle connections (the head-timeout probes) the
+/// server never closed: those still hold places of the cap.
+#[derive(Clone, Copy)]
+struct Room {
+    cap: usize,
+    left_open: usize,
+}
+
+impl Room {
+    /// `who` ("connection 512 was") closed unanswered with `open_now` of the fill's open: a
+    /// fault of the cap, unless the checker's probes the server never closed fill the gap, which
+    /// is the head timeout's fault.
+    fn below_cap(self, who: String, open_now: usize) -> String {
+        let cap = self.cap;
+        if self.left_open > 0 && open_now + self.left_open >= cap {
+            format!(
+                "{who} closed unanswered with {open_now} of the fill open: the missing places of the cap of {cap} are held by the {} idle connection(s) the head-timeout probe left open, which the server never closed (a fault of the head timeout above, not of the cap)",
+                self.left_open
+            )
+        } else {
+            format!("{who} closed unanswered with only {open_now} open, below the cap of {cap}")
+        }
+    }
 }
 
 /// The cap filled: the connections held open, the number of the one closed unanswered past
@@ -428,9 +461,10 @@ async fn fill(
     c: &mut Ctx,
     addr: SocketAddr,
     host: &str,
-    cap: usize,
+    room: Room,
     head: Duration,
 ) -> Result<Filled, Unfilled> {
+    let cap = room.cap;
     let mut held: Vec<Held> = Vec::with_capacity(cap);
     let started = Instant::now();
     let mut retry_until: Option<Instant> = None;
@@ -455,9 +489,9 @@ async fn fill(
             });
         }
         let step = if held.len() < cap {
-            side_by_side(c, addr, host, cap, &mut held, &mut retry_until).await
+            side_by_side(c, addr, host, room, &mut held, &mut retry_until).await
         } else {
-            one_more(c, addr, host, cap, &mut held, &mut retry_until).await
+            one_more(c, addr, host, room, &mut held, &mut retry_until).await
         };
         match step {
             Step::Next => {}
@@ -495,11 +529,11 @@ async fn side_by_side(
     c: &mut Ctx,
     addr: SocketAddr,
     host: &str,
-    cap: usize,
+    room: Room,
     held: &mut Vec<Held>,
     retry_until: &mut Option<Instant>,
 ) -> Step {
-    let missing = (cap - held.len()).min(WAVE);
+    let missing = (room.cap - held.len()).min(WAVE);
     let tasks: Vec<JoinHandle<Opened>> = (0..missing)
         .map(|_| tokio::spawn(open_and_ask(addr, host.to_owned())))
         .collect();
@@ -531,9 +565,7 @@ async fn side_by_side(
     let open_now = held.iter().filter(|h| !h.closed.is_finished()).count();
     let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
     if Instant::now() >= until {
-        c.fail(format!(
-            "{refused} connection(s) were closed unanswered with only {open_now} open, below the cap of {cap}"
-        ));
+        c.fail(room.below_cap(format!("{refused} connection(s) were"), open_now));
         return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
     }
     tokio::time::sleep(RETRY_EVERY).await;
@@ -556,10 +588,11 @@ async fn one_more(
     c: &mut Ctx,
     addr: SocketAddr,
     host: &str,
-    cap: usize,
+    room: Room,
     held: &mut Vec<Held>,
     retry_until: &mut Option<Instant>,
 ) -> Step {
+    let cap = room.cap;
     let alive = |held: &[Held]| held.iter().filter(|h| !h.closed.is_finished()).count();
     let mut next = match open(addr).await {
         Ok(next) => next,
@@ -603,10 +636,7 @@ async fn one_more(
             }
             let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
             if Instant::now() >= until {
-                c.fail(format!(
-                    "connection {} was closed unanswered with only {open_now} open, below the cap of {cap}",
-                    open_now + 1
-                ));
+                c.fail(room.below_cap(format!("connection {} was", open_now + 1), open_now));
                 return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
             }
             tokio::time::sleep(RETRY_EVERY).await;
@@ -648,6 +678,26 @@ mod tests {
     use super::*;
     use crate::verdict::Verdict;
 
+    #[test]
+    fn a_place_held_by_a_probe_the_server_never_closed_blames_the_head_timeout() {
+        let blamed = Room {
+            cap: 512,
+            left_open: 1,
+        }
+        .below_cap("connection 512 was".into(), 511);
+        assert!(blamed.contains("head-timeout probe left open"), "{blamed}");
+        assert!(blamed.contains("not of the cap"), "{blamed}");
+        let cap = Room {
+            cap: 512,
+            left_open: 1,
+        }
+        .below_cap("connection 300 was".into(), 299);
+        assert_eq!(
+            cap,
+            "connection 300 was closed unanswered with only 299 open, below the cap of 512"
+        );
+    }
+
     /// A target without keep-alive: it answers every request and closes the connection, as
     /// Python's `http.server` and HTTP/1.0 stacks do.
     async fn closes_after_each_answer() -> SocketAddr {
@@ -677,7 +727,16 @@ mod tests {
         let started = Instant::now();
         let note = tokio::time::timeout(
             Duration::from_secs(10),
-            connection_cap(&mut c, addr, "127.0.0.1", 512, head),
+            connection_cap(
+                &mut c,
+                addr,
+                "127.0.0.1",
+                Room {
+                    cap: 512,
+                    left_open: 0,
+                },
+                head,
+            ),
         )
         .await
         .expect("the scan ends by itself");

@@ -274,16 +274,11 @@ impl Exchange {
         let missing = self.missing();
         if !missing.is_empty() {
             let shown: Vec<&str> = missing.iter().copied().take(MAX_QUOTED).collect();
-            c.fail(format!(
-                "{} of {} requests not answered within {} ms{}: {}",
-                missing.len(),
-                self.sent.len(),
-                limit.as_millis(),
-                self.closed
-                    .as_ref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default(),
-                shown.join(", ")
+            c.fail(unanswered(
+                (missing.len(), self.sent.len()),
+                limit,
+                self.closed.as_deref(),
+                &shown,
             ));
         }
         let bad: Vec<String> = self
@@ -310,9 +305,37 @@ pub fn header<'a>(headers: &'a BTreeMap<String, String>, name: &str) -> Option<&
         .map(|(_, v)| v.as_str())
 }
 
+/// Requests the relay left unanswered within `limit`: `missing` of `sent`, the socket's close
+/// reason if it closed, a few of their ids. One never answered is the relay's fault whichever
+/// check sent it (R3: one answer per request), so the message names R3 beside this check's
+/// bound.
+fn unanswered(
+    (missing, sent): (usize, usize),
+    limit: Duration,
+    closed: Option<&str>,
+    shown: &[&str],
+) -> String {
+    format!(
+        "{missing} of {sent} requests not answered within {} ms{}: {} (an envelope the bridge never answers breaks R3's one answer per request_id, whichever check sent it; one answered late, this check's bound)",
+        limit.as_millis(),
+        closed.map(|r| format!(" ({r})")).unwrap_or_default(),
+        shown.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unanswered_envelope_names_r3_beside_the_bound() {
+        let m = unanswered((1, 5), Duration::from_millis(3000), None, &["r5-3"]);
+        assert!(
+            m.starts_with("1 of 5 requests not answered within 3000 ms: r5-3 ("),
+            "{m}"
+        );
+        assert!(m.contains("breaks R3's one answer per request_id"), "{m}");
+    }
 
     fn frame(id: &str, seq: u64, fin: bool, headers: &[(&str, &str)], chunk: &str) -> String {
         serde_json::to_string(&RelayResponse {
