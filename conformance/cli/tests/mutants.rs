@@ -63,10 +63,11 @@ async fn failing_checks(mutant: Option<Mutant>) -> (BTreeSet<CheckId>, String) {
     if let Some(m) = mutant {
         config = config.with_mutant(m);
     }
-    let subject = embedded::start(config, Some(embedded::RELAY_ON_LOOPBACK))
+    let args = args(mutant);
+    let subject = embedded::start(config, Some(args.relay_end()))
         .await
         .unwrap();
-    let report = execute(&args(mutant), subject).await.unwrap();
+    let report = execute(&args, subject).await.unwrap();
     let failed = report.results.iter().filter(|r| r.verdict.is_fail());
     let why = failed
         .clone()

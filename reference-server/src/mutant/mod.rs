@@ -176,7 +176,7 @@ mutants! {
         "the upload budget charges declared lengths only, not chunked bodies",
         fails ["B5"],
         |c| c.upload_budget = Arc::new(bounds::BudgetIgnoresChunked);
-    // Three variants only a fault reveals: each passes the fault-free suite.
+    // The variants only a fault reveals: each passes the fault-free suite.
     IdleUploadTimer = "idle-upload-timer", "the upload read timer restarts at every read (a trickle holds it for ever)",
         fails [], fault "trickle" ["B1"],
         |c| c.deadline = Arc::new(bounds::IdleUploadTimer);
@@ -186,6 +186,9 @@ mutants! {
     ResetUnnoticed = "reset-unnoticed", "a client's FIN cancels its job, its RST does not",
         fails [], fault "vanish" ["B3"],
         |c| c.connections = Arc::new(wire::ResetUnnoticed);
+    RelayResetNoRedial = "relay-reset-no-redial", "the bridge dials its relay again after a close, not after a reset",
+        fails [], fault "vanish" ["R6"],
+        |c| c.redial = Arc::new(relay::ResetEndsDialling);
     IgnoreDisconnect = "ignore-disconnect", "client disconnects do not reach the job",
         fails ["B3"],
         |c| c.disconnect = Arc::new(bounds::IgnoreDisconnect);
