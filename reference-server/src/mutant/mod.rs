@@ -207,6 +207,9 @@ mutants! {
     ContentTypeParametersKept = "content-type-parameters-kept", "`image/png; charset=x` is refused: the whole `Content-Type` is compared",
         fails ["F2"],
         |c| c.media_types = Arc::new(input::ParametersKept);
+    OversizeRefusedUnread = "oversize-refused-unread", "a body declared over the limit is refused at once, unread (a client still sending meets a reset)",
+        fails ["F2"],
+        |c| c.deadline = Arc::new(bounds::OversizeRefusedUnread);
     NoRequestId = "no-request-id", "no `X-Request-Id` header",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::NoRequestId);
