@@ -145,14 +145,15 @@ mutants! {
     Lifo = "lifo", "the queue serves the newest waiter first",
         fails ["T2"],
         |c| c.discipline = Arc::new(admission::Lifo(JOB_POOLS));
+    // B5 judges the Retry-After of an upload-budget refusal too.
     NoRetryAfter = "no-retry-after", "503 without Retry-After",
-        fails ["T3"],
+        fails ["T3", "B5"],
         |c| c.answers = answers::NO_RETRY_AFTER.arc();
     RetryAfterZero = "retry-after-zero", "`Retry-After: 0`",
-        fails ["T3"],
+        fails ["T3", "B5"],
         |c| c.answers = answers::RETRY_AFTER_ZERO.arc();
     RetryAfterHttpDate = "retry-after-http-date", "Retry-After as an HTTP-date",
-        fails ["T3", "API"],
+        fails ["T3", "B5", "API"],
         |c| c.answers = answers::RETRY_AFTER_HTTP_DATE.arc();
     RefusalWaits = "refusal-waits", "a refusal waits for a free slot",
         fails ["T3"],
