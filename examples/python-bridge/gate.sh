@@ -9,8 +9,10 @@
 #   PLIMSOLL_BIN  the plimsoll binary (default: built in release mode with cargo)
 #   REPORT_DIR    where the reports go (default ./plimsoll-reports/python-bridge)
 #   PYTHON        the interpreter (default python3)
-# Exit: plimsoll check's (0 pass, 1 a clause failed, 2 the bridge could not be judged); 2 if the
-# requirement could not be installed, 1 if a unit test failed.
+#   BRIDGE_FAULTS the standard faults the relay's sockets are also judged through (default
+#                 "latency vanish"; empty: none)
+# Exit: plimsoll check's, the worst of its runs (0 pass, 1 a clause failed, 2 the bridge could not
+# be judged); 2 if the requirement could not be installed, 1 if a unit test failed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,8 +31,19 @@ echo "==> python-bridge: installing requirements"
 echo "==> python-bridge: unit tests"
 (cd "$here" && "$PYTHON" -m unittest discover -s tests) || exit 1
 
-echo "==> python-bridge: plimsoll check --bridge-command"
 cd "$here" || exit 2
-"$PLIMSOLL_BIN" check --strict \
-  --bridge-command "exec $PYTHON -m plimsoll_bridge --relay-url {relay_url} --upstream {upstream_url}" \
+bridge="exec $PYTHON -m plimsoll_bridge --relay-url {relay_url} --upstream {upstream_url}"
+echo "==> python-bridge: plimsoll check --bridge-command"
+"$PLIMSOLL_BIN" check --strict --bridge-command "$bridge" \
   --junit "$REPORT_DIR/check.junit.xml" --html "$REPORT_DIR/check.html" --json "$REPORT_DIR/check.json"
+status=$?
+# The same clauses with the relay's sockets through a fault: a far relay, and one that vanishes
+# (the socket R6 drops reaches the bridge as a reset, which it must survive as a close).
+for fault in ${BRIDGE_FAULTS-latency vanish}; do
+  echo "==> python-bridge: plimsoll check --bridge-command --fault $fault"
+  "$PLIMSOLL_BIN" check --strict --bridge-command "$bridge" --fault "$fault" \
+    --junit "$REPORT_DIR/check.$fault.junit.xml" --json "$REPORT_DIR/check.$fault.json"
+  code=$?
+  (( code > status )) && status=$code
+done
+exit "$status"

@@ -31,6 +31,14 @@ pub trait DeadlinePolicy: Debug + Send + Sync {
         // clause: B1 — the whole body within the upload read timeout of the head
         head + read_timeout
     }
+
+    /// Whether a body whose declared length is over the endpoint's limit is read (and
+    /// dropped) until it ends or its upload deadline passes before it is refused. The
+    /// contract's answer is yes (rule `upload-read`): a client still sending reads the 400
+    /// rather than a reset, and one that sends nothing is `upload_timeout`.
+    fn drains_declared_oversize(&self) -> bool {
+        true
+    }
 }
 
 /// The deadline counts from arrival at the pool: time spent queued is part of the budget.

@@ -85,6 +85,9 @@ impl Upload {
         } = self;
         let head = Instant::now();
         let oversize_declared = declared.is_some_and(|n| n > limit);
+        if oversize_declared && !timer.drains_declared_oversize() {
+            return Err(too_large(limit).into());
+        }
         let mut kept = Kept::new(budget.reservation());
         // clause: B5 — a declared length past the budget is refused before its body is read
         // Past this much, stop draining and let the connection close.
@@ -130,11 +133,7 @@ impl Upload {
             Ok(()) => {}
         }
         if seen > limit || oversize_declared {
-            return Err(ErrorKind::rejected(
-                ErrorCode::PayloadTooLarge,
-                format!("the upload is larger than {limit} bytes"),
-            )
-            .into());
+            return Err(too_large(limit).into());
         }
         let received = kept.finish();
         if received.body.is_empty() {
@@ -144,6 +143,14 @@ impl Upload {
         }
         Ok(received)
     }
+}
+
+/// The refusal of a body over the endpoint's `limit`.
+fn too_large(limit: u64) -> ErrorKind {
+    ErrorKind::rejected(
+        ErrorCode::PayloadTooLarge,
+        format!("the upload is larger than {limit} bytes"),
+    )
 }
 
 /// What bounds the reading of one body's frames.

@@ -2,13 +2,12 @@
 //! given, in a workspace of its own (temp folder, log file) that the checker may read.
 
 use std::future::Future;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::pin::Pin;
 use std::sync::Arc;
 
 use plimsoll_conformance::check::{self, CheckArgs};
 use plimsoll_conformance::load::{self, LoadArgs};
-use plimsoll_conformance::remote::relay::RelayListener;
+use plimsoll_conformance::remote::relay::{RelayEnd, RelayListener};
 use plimsoll_conformance::session::{self, Fatal, Started, Subject, SubjectArgs};
 use plimsoll_server::{Config, Embedded};
 
@@ -31,16 +30,14 @@ fn config(overrides: &[(&str, &str)]) -> Result<Config, Fatal> {
     Ok(config)
 }
 
-/// Where the checker plays the embedded server's relay: a free loopback port.
-pub const RELAY_ON_LOOPBACK: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
-
 /// Starts the reference server from `config` in a workspace of its own, as a run's subject.
-/// With `relay`, the checker plays the relay there: the server's bridge dials it, as a mesh
-/// node's bridge dials its relay (seed 003), and the relay checks take that socket.
-pub async fn start(mut config: Config, relay: Option<SocketAddr>) -> Result<Subject, Fatal> {
+/// With `relay` (a run's [`CheckArgs::relay_end`]), the checker plays the relay there: the
+/// server's bridge dials it, as a mesh node's bridge dials its relay (seed 003), and the relay
+/// checks take that socket.
+pub async fn start(mut config: Config, relay: Option<RelayEnd>) -> Result<Subject, Fatal> {
     let listener = match relay {
-        Some(addr) => {
-            let listener = listen(addr).await?;
+        Some(end) => {
+            let listener = listen(end).await?;
             config.relay_url = Some(listener.url().to_owned());
             Some(listener)
         }
@@ -61,9 +58,10 @@ pub async fn start(mut config: Config, relay: Option<SocketAddr>) -> Result<Subj
     })
 }
 
-/// The checker's relay listener on `addr`.
-async fn listen(addr: SocketAddr) -> Result<Arc<RelayListener>, Fatal> {
-    RelayListener::bind(addr)
+/// The checker's relay listener at `end`.
+async fn listen(end: RelayEnd) -> Result<Arc<RelayListener>, Fatal> {
+    let addr = end.addr;
+    end.listen()
         .await
         .map(Arc::new)
         .map_err(|e| Fatal::Usage(format!("cannot listen as the relay on {addr}: {e}")))
@@ -85,16 +83,16 @@ impl Started for Running {
 async fn subject(
     args: &SubjectArgs,
     server_log: Option<std::path::PathBuf>,
-    relay: Option<SocketAddr>,
+    relay: Option<RelayEnd>,
     config: impl FnOnce() -> Result<Config, Fatal>,
 ) -> Result<Subject, Fatal> {
     match &args.target {
         Some(url) => {
             let subject = Subject::external(url, args.temp_dir.clone(), server_log)?;
-            let Some(addr) = relay else {
+            let Some(end) = relay else {
                 return Ok(subject);
             };
-            let listener = listen(addr).await?;
+            let listener = listen(end).await?;
             println!(
                 "Relay: start the bridge under test dialling {}",
                 listener.url()
@@ -115,14 +113,12 @@ pub fn run_check(args: CheckArgs) -> u8 {
             let subject = check::bridge::subject(&args).await?;
             return check::execute(&args, subject).await;
         }
-        // The embedded server's bridge always dials the checker, which plays its relay.
-        let relay = match (&args.subject.target, args.relay_listen) {
-            (None, None) => Some(RELAY_ON_LOOPBACK),
-            (_, relay) => relay,
-        };
-        let subject = subject(&args.subject, args.server_log.clone(), relay, || {
-            check_config(args.full_timeouts)
-        })
+        let subject = subject(
+            &args.subject,
+            args.server_log.clone(),
+            relay_end(&args),
+            || check_config(args.full_timeouts),
+        )
         .await?;
         check::execute(&args, subject).await
     })
@@ -132,18 +128,20 @@ pub fn run_check(args: CheckArgs) -> u8 {
 /// own (a fresh embedded server per run), then the matrix; returns the exit code.
 fn run_fault_set(args: CheckArgs, set: check::matrix::FaultSet) -> u8 {
     session::run_command("check", async || {
-        let relay = match (&args.subject.target, args.relay_listen) {
-            (None, None) => Some(RELAY_ON_LOOPBACK),
-            (_, relay) => relay,
-        };
-        check::matrix::execute(&args, set, async || {
-            subject(&args.subject, args.server_log.clone(), relay, || {
-                check_config(args.full_timeouts)
+        check::matrix::execute(&args, set, async |run: &CheckArgs| {
+            subject(&run.subject, run.server_log.clone(), relay_end(run), || {
+                check_config(run.full_timeouts)
             })
             .await
         })
         .await
     })
+}
+
+/// Where the checker plays the relay in a run of `args`: the embedded server's bridge always
+/// dials the checker; a target's only with `--relay-listen`.
+fn relay_end(args: &CheckArgs) -> Option<RelayEnd> {
+    (args.subject.target.is_none() || args.relay_listen.is_some()).then(|| args.relay_end())
 }
 
 /// `plimsoll load` from the command line; returns the exit code.

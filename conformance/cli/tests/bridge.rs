@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 
 use common::{failed, why};
 use plimsoll_conformance::check::{self, CheckArgs};
+use plimsoll_conformance::fault::standard;
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::RunReport;
 use plimsoll_server::Mutant;
@@ -30,8 +31,14 @@ fn reference_bridge(mutant: Option<Mutant>) -> String {
 }
 
 async fn run(command: String) -> Result<RunReport, Fatal> {
+    run_under(command, None).await
+}
+
+/// A bridge run whose relay sockets cross `fault` (`--fault NAME`).
+async fn run_under(command: String, fault: Option<&str>) -> Result<RunReport, Fatal> {
     let args = CheckArgs {
         bridge_command: Some(command),
+        fault: fault.map(|f| standard::parse(f).unwrap()),
         ..CheckArgs::embedded()
     };
     let subject = check::bridge::subject(&args).await?;
@@ -54,6 +61,30 @@ async fn the_reference_bridge_passes_r1_to_r6_judged_at_both_ends() {
     );
     let r6 = &report.results[5];
     assert!(r6.observed.contains("after SIGTERM"), "{}", r6.observed);
+}
+
+/// Through a fault the bridge's sockets cross it: the reference bridge survives a relay that
+/// vanishes (R6's drop reaches it as a reset) with every clause intact, and a bridge that gives
+/// up after a reset is caught by R6, and by every later check left without a socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_vanish_a_bridge_must_dial_again_after_a_reset() {
+    let report = run_under(reference_bridge(None), Some("vanish"))
+        .await
+        .unwrap();
+    assert!(failed(&report).is_empty(), "{}", why(&report));
+    let fault = report.manifest.fault.as_ref().and_then(|f| f.fault.clone());
+    assert_eq!(
+        fault.as_deref(),
+        Some("reset_peer:on_close=1,stream=upstream")
+    );
+
+    let broken = Some(Mutant::RelayResetNoRedial);
+    let clean = run(reference_bridge(broken)).await.unwrap();
+    assert!(failed(&clean).is_empty(), "{}", why(&clean));
+    let vanished = run_under(reference_bridge(broken), Some("vanish"))
+        .await
+        .unwrap();
+    assert!(failed(&vanished).contains("R6"), "{}", why(&vanished));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,10 +27,10 @@ async fn the_reference_server_passes_the_full_fault_set() {
         ..CheckArgs::embedded()
     };
     let started = Instant::now();
-    let matrix = matrix::execute(&args, FaultSet::Full, async || {
+    let matrix = matrix::execute(&args, FaultSet::Full, async |run: &CheckArgs| {
         embedded::start(
             embedded::check_config(false).unwrap(),
-            Some(embedded::RELAY_ON_LOOPBACK),
+            Some(run.relay_end()),
         )
         .await
     })
@@ -86,15 +86,15 @@ async fn an_adjusted_bound_still_fails_a_broken_server() {
     let config = embedded::check_config(false)
         .unwrap()
         .with_mutant(Mutant::RefusalWaits);
-    let subject = embedded::start(config, Some(embedded::RELAY_ON_LOOPBACK))
-        .await
-        .unwrap();
     let args = CheckArgs {
         trials: Some(2),
         only: vec![CheckId::Clause(ClauseId::T3)],
         fault: Some("latency:latency=20,jitter=5".parse().unwrap()),
         ..CheckArgs::embedded()
     };
+    let subject = embedded::start(config, Some(args.relay_end()))
+        .await
+        .unwrap();
     let report = execute(&args, subject).await.unwrap();
     let t3 = report
         .results
@@ -107,6 +107,40 @@ async fn an_adjusted_bound_still_fails_a_broken_server() {
         "the adjusted bound is shown: {}",
         t3.expected
     );
+}
+
+/// `timeout` and `blackhole` withhold every answer: each check is not applicable, saying why,
+/// and the run sends nothing, so it ends at once instead of waiting out every bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_that_drops_every_byte_leaves_nothing_to_judge() {
+    for spec in ["blackhole", "timeout:timeout=500,stream=downstream"] {
+        let args = CheckArgs {
+            fault: Some(spec.parse().unwrap()),
+            ..CheckArgs::embedded()
+        };
+        let subject = embedded::start(
+            embedded::check_config(false).unwrap(),
+            Some(args.relay_end()),
+        )
+        .await
+        .unwrap();
+        let started = Instant::now();
+        let report = execute(&args, subject).await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{spec}: {:?}",
+            started.elapsed()
+        );
+        let judged: Vec<_> = report
+            .results
+            .iter()
+            .filter(|r| r.id.check() != Some(CheckId::Contract))
+            .filter(|r| !(r.not_applicable() && r.observed.contains("nothing the check judges")))
+            .map(|r| format!("{}: {:?} {}", r.id, r.verdict, r.observed))
+            .collect();
+        assert!(judged.is_empty(), "{spec}: {judged:#?}");
+        assert!(report.results.len() > 10, "{spec}: every check reported");
+    }
 }
 
 /// The checks `ids` names; an unknown id fails.
@@ -126,15 +160,15 @@ async fn failed(
     fault: Option<&str>,
 ) -> BTreeSet<CheckId> {
     let config = embedded::check_config(false).unwrap().with_mutant(mutant);
-    let subject = embedded::start(config, Some(embedded::RELAY_ON_LOOPBACK))
-        .await
-        .unwrap();
     let args = CheckArgs {
         trials: Some(2),
         only: only.iter().copied().collect(),
         fault: fault.map(|f| standard::parse(f).unwrap()),
         ..CheckArgs::embedded()
     };
+    let subject = embedded::start(config, Some(args.relay_end()))
+        .await
+        .unwrap();
     let report = execute(&args, subject).await.unwrap();
     report
         .results

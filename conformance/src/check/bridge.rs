@@ -13,6 +13,7 @@ use plimsoll_spec::model::Category;
 
 use super::{CheckArgs, Judging, run_checks};
 use crate::checks::selected;
+use crate::fault::Adjustments;
 use crate::id::CheckId;
 use crate::remote::Target;
 use crate::remote::bridge::{BridgeProcess, RELAY_URL, UPSTREAM_URL};
@@ -36,8 +37,10 @@ const ON_LOOPBACK: SocketAddr =
 /// The subject of a bridge run: both ends listening and, with `--bridge-command`, the bridge
 /// started against them.
 pub async fn subject(args: &CheckArgs) -> Result<Subject, Fatal> {
-    let relay_at = args.relay_listen.unwrap_or(ON_LOOPBACK);
-    let relay = RelayListener::bind(relay_at)
+    let relay_end = args.relay_end();
+    let relay_at = relay_end.addr;
+    let relay = relay_end
+        .listen()
         .await
         .map_err(|e| Fatal::Usage(format!("cannot listen as the relay on {relay_at}: {e}")))?;
     let upstream_at = args.upstream_listen.unwrap_or(ON_LOOPBACK);
@@ -85,6 +88,15 @@ pub(super) async fn run_suite(
     let mut manifest = session::manifest("plimsoll".into(), source, subject, &reconciliation);
     manifest.trials = args.trials.unwrap_or(expected.tolerances.trials);
     manifest.strict = args.strict;
+    // Only the relay's sockets cross a fault here (the listener was bound through it): the
+    // bridge's local handler is its own node's, on a clean line.
+    let adjustments = args
+        .fault
+        .map(|fault| Adjustments::new(&fault, &expected))
+        .unwrap_or_default();
+    if args.fault.is_some() {
+        super::fault::note(args, &adjustments, &mut manifest);
+    }
     partial.begin(&manifest);
     let style = args.reports.style();
     println!("{}", terminal::header(&manifest, style));
@@ -97,7 +109,8 @@ pub(super) async fn run_suite(
             None,
             manifest.trials,
         )
-        .with_bridge_ends(relay.clone(), upstream.clone(), subject.bridge.clone()),
+        .with_bridge_ends(relay.clone(), upstream.clone(), subject.bridge.clone())
+        .with_adjustments(adjustments),
     );
     let checks: Vec<_> = selected(&args.only, &args.skip)
         .filter(|check| match check.id {
@@ -114,6 +127,7 @@ pub(super) async fn run_suite(
         "{}",
         terminal::summary(&report, args.reports.html.as_deref(), style)
     );
+    super::fault::end(None, Some(relay));
     if let Some(bridge) = &subject.bridge
         && report.failed() > 0
     {

@@ -1,12 +1,16 @@
 //! `check --fault SPEC`: the checks' traffic goes through the fault proxy. The target's base
 //! URL becomes the proxy's, so every request of every check (the raw connections of B4 and B5
-//! too, which connect to the base URL's address) crosses the fault; the opening read of the
-//! target's claimed contract does not, so what the checks judge by is read on a clean line.
+//! too, which connect to the base URL's address, and the relay socket the checker dials to the
+//! target) crosses the fault; the opening read of the target's claimed contract does not, so
+//! what the checks judge by is read on a clean line. Where the target's bridge dials the
+//! checker instead, its sockets cross the same fault in the relay listener
+//! ([`super::CheckArgs::relay_end`]), bound before the subject starts.
 
 use plimsoll_spec::Contract;
 
 use super::CheckArgs;
 use crate::fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
+use crate::remote::relay::RelayListener;
 use crate::session::Fatal;
 use crate::verdict::Manifest;
 
@@ -36,18 +40,27 @@ pub(super) async fn begin(
         return Ok(None);
     };
     let faulted = through(base, fault, args.seed, expected).await?;
-    manifest.fault = Some(faulted.adjustments.clone());
-    manifest.seed = args.seed;
+    note(args, &faulted.adjustments, manifest);
     Ok(Some(faulted))
 }
 
-/// After the last check: the proxy closes, and its count shows the traffic went through it.
-pub(super) fn end(faulted: Option<Faulted>) {
+/// The fault and its seed in `manifest`, with every bound it lengthens.
+pub(super) fn note(args: &CheckArgs, adjustments: &Adjustments, manifest: &mut Manifest) {
+    manifest.fault = Some(adjustments.clone());
+    manifest.seed = args.seed;
+}
+
+/// After the last check: the proxy closes, and the counts show the traffic went through the
+/// fault (the proxy's connections; the bridge's relay sockets, when it dials the checker).
+pub(super) fn end(faulted: Option<Faulted>, relay: Option<&RelayListener>) {
     if let Some(faulted) = faulted {
         println!(
             "{} connection(s) went through the fault proxy",
             faulted.proxy.accepted()
         );
+    }
+    if let Some((fault, sockets)) = relay.and_then(RelayListener::through) {
+        println!("{sockets} relay socket(s) the bridge dialled went through {fault}");
     }
 }
 

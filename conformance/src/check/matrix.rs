@@ -92,13 +92,13 @@ impl crate::session::Failures for Matrix {
     }
 }
 
-/// Runs the suite once per fault of `set`, each against a subject `subject` starts (a fresh
-/// embedded server per run, so no run inherits another's state), then prints the matrix and
-/// writes it to `--json`.
+/// Runs the suite once per fault of `set`, each against a subject `subject` starts for that
+/// run's arguments (a fresh embedded server per run, so no run inherits another's state, its
+/// relay listener through the run's fault), then prints the matrix and writes it to `--json`.
 pub async fn execute(
     args: &CheckArgs,
     set: FaultSet,
-    subject: impl AsyncFn() -> Result<Subject, Fatal>,
+    subject: impl AsyncFn(&CheckArgs) -> Result<Subject, Fatal>,
 ) -> Result<Matrix, Fatal> {
     let mut runs = Vec::new();
     for named in set.faults() {
@@ -111,7 +111,7 @@ pub async fn execute(
             ..args.clone()
         };
         let started = Instant::now();
-        let report = super::execute(&run_args, subject().await?).await?;
+        let report = super::execute(&run_args, subject(&run_args).await?).await?;
         runs.push(FaultRun {
             name: named.name,
             fault,

@@ -6,6 +6,7 @@ pub mod bridge;
 mod fault;
 pub mod matrix;
 
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,13 +15,18 @@ pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, Run};
 use crate::checks::selected;
+use crate::fault::FaultLine;
 use crate::id::CheckId;
 use crate::remote::Target;
+use crate::remote::relay::RelayEnd;
 use crate::report::{ReportFiles, terminal};
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectArgs};
 use crate::verdict::{CheckResult, RunReport};
 use crate::waivers::Waivers;
+
+/// Where the checker plays a subject's relay without `--relay-listen`: a free loopback port.
+const RELAY_ON_LOOPBACK: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
 
 /// `plimsoll check`'s command line: what is checked, which checks run and how, and the reports.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -82,7 +88,8 @@ pub struct CheckArgs {
     /// `slicer:average_size=1,delay=20000`, `reset_peer:timeout=500`, `blackhole`,
     /// `bandwidth:rate=64`, `slow_close:delay=300`; each takes `stream=upstream|downstream|both`),
     /// or a standard fault by name (`latency`, `slicer`, `bandwidth`, `trickle`, `vanish`):
-    /// every bound the fault lengthens is listed in the report.
+    /// every bound the fault lengthens is listed in the report. The relay's WebSocket crosses
+    /// it too, whichever end dials.
     #[arg(long, value_name = "SPEC", help_heading = "Run", value_parser = crate::fault::standard::parse)]
     pub fault: Option<crate::fault::Fault>,
     /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth;
@@ -112,6 +119,16 @@ impl CheckArgs {
     /// Whether a relay bridge is checked (`--bridge-command` or `--upstream-listen`).
     pub fn bridge_mode(&self) -> bool {
         self.bridge_command.is_some() || self.upstream_listen.is_some()
+    }
+
+    /// Where the checker plays a subject's relay in this run: on `--relay-listen` (a free
+    /// loopback port without it), the bridge's sockets crossing the run's `--fault`, drawn from
+    /// its `--seed`, as the checker's own requests do.
+    pub fn relay_end(&self) -> RelayEnd {
+        RelayEnd {
+            addr: self.relay_listen.unwrap_or(RELAY_ON_LOOPBACK),
+            line: self.fault.map(|fault| FaultLine::new(fault, self.seed)),
+        }
     }
 
     /// The embedded reference server with every default and no progress display: what a test
@@ -200,16 +217,10 @@ async fn run_suite(
         ),
     );
 
-    // Hooks make saturation, timeouts and failures deterministic; most checks need them.
-    let probe = target
-        .digitize(Some(&hold_first(&target, 1)))
-        .await
-        .map_err(|e| Fatal::Unreachable(e.to_string()))?;
-    if target.is_error(&probe, target.expected.hooks.disabled_code) {
-        return Err(Fatal::Hooks(format!(
-            "the target refuses test hooks: start it with {}=1",
-            target.expected.hooks.env
-        )));
+    // Hooks make saturation, timeouts and failures deterministic; most checks need them. Through
+    // a fault that withholds every answer no check sends a request, so neither does the probe.
+    if target.adjustments.unobservable().is_none() {
+        hooks_on(&target).await?;
     }
 
     // A standard fault (`--fault trickle`) makes the checks it was chosen for, unless asked.
@@ -227,8 +238,23 @@ async fn run_suite(
         "{}",
         terminal::summary(&report, args.reports.html.as_deref(), style)
     );
-    fault::end(faulted);
+    fault::end(faulted, subject.relay.as_deref());
     Ok(report)
+}
+
+/// Whether the target takes test hooks: a hold on the first stage is obeyed, not refused.
+async fn hooks_on(target: &Target) -> Result<(), Fatal> {
+    let probe = target
+        .digitize(Some(&hold_first(target, 1)))
+        .await
+        .map_err(|e| Fatal::Unreachable(e.to_string()))?;
+    if target.is_error(&probe, target.expected.hooks.disabled_code) {
+        return Err(Fatal::Hooks(format!(
+            "the target refuses test hooks: start it with {}=1",
+            target.expected.hooks.env
+        )));
+    }
+    Ok(())
 }
 
 /// What a finished check's verdict is judged against besides the target: the `--baseline`

@@ -95,16 +95,37 @@ impl Check {
 
 /// Runs a check that talks to the target and turns what it recorded into a result.
 pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult {
+    let c = match target.adjustments.unobservable() {
+        // Not a request is sent: the fault would withhold every answer the check judges by.
+        Some(why) => {
+            let mut c = Ctx::new(0.0);
+            c.expected = "nothing judged: the run's fault lets nothing through to observe".into();
+            c.fault_removes(target, None, why);
+            c
+        }
+        None => {
+            let mut c = Ctx::new(baseline(target).await);
+            run(target, &mut c).await;
+            c
+        }
+    };
+    result(check, target, c)
+}
+
+/// The digitize pool's busy workers before the check: what its gauges are read against.
+async fn baseline(target: &Target) -> f64 {
     // A bridge the checker plays both ends of has no /metrics.
-    let baseline = match target.upstream {
+    match target.upstream {
         Some(_) => 0.0,
         None => target
             .metric(MetricName::WorkersBusy, Pool::Digitize)
             .await
             .unwrap_or(0.0),
-    };
-    let mut c = Ctx::new(baseline);
-    run(target, &mut c).await;
+    }
+}
+
+/// The finished check's result, from what its context gathered.
+fn result(check: &Check, target: &Target, mut c: Ctx) -> CheckResult {
     let verdict = c.verdict();
     CheckResult {
         id: check.id.into(),

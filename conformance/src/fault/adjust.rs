@@ -180,6 +180,32 @@ impl Adjustments {
         }
     }
 
+    /// Why nothing a check judges can be observed through the fault, when that is so: a
+    /// `timeout` or `blackhole` drops every byte of the direction it covers, so no request
+    /// reaches the target or no answer reaches the checker. Every check is then not applicable
+    /// (run by [`crate::checks::registry::run`] without a request), rather than failing on
+    /// answers the fault itself withholds or waiting out each check's bounds.
+    pub fn unobservable(&self) -> Option<String> {
+        let fault = self.toxic?;
+        let Toxic::Timeout { timeout } = fault.toxic else {
+            return None;
+        };
+        let lost = match fault.stream {
+            Stream::Upstream => "no request reaches the target",
+            Stream::Downstream => "no answer reaches the checker",
+            Stream::Both => "no request reaches the target and no answer the checker",
+        };
+        let closed = if timeout.is_zero() {
+            "keeps every connection open".to_owned()
+        } else {
+            format!("closes each connection after {} ms", timeout.as_millis())
+        };
+        Some(format!(
+            "it drops every byte ({}) and {closed}: {lost}, so nothing the check judges can be observed",
+            fault.stream.name()
+        ))
+    }
+
     /// What the fault adds to `bound` (zero without a fault).
     pub fn added(&self, bound: Bound) -> Duration {
         self.adjusted
@@ -313,6 +339,27 @@ mod tests {
         let up = adjustments("latency:latency=50,stream=upstream");
         assert_eq!(up.added(Bound::RefusalLatency), Duration::from_millis(50));
         assert_eq!(up.added(Bound::CloseLate), Duration::ZERO);
+    }
+
+    #[test]
+    fn only_a_fault_that_drops_bytes_leaves_nothing_to_observe() {
+        let why = adjustments("blackhole:stream=downstream")
+            .unobservable()
+            .unwrap();
+        assert_eq!(
+            why,
+            "it drops every byte (downstream) and keeps every connection open: no answer reaches the checker, so nothing the check judges can be observed"
+        );
+        let why = adjustments("timeout:timeout=500").unobservable().unwrap();
+        assert!(why.contains("closes each connection after 500 ms"), "{why}");
+        for spec in [
+            "latency:latency=20",
+            "bandwidth:rate=10",
+            "reset_peer:timeout=100",
+        ] {
+            assert_eq!(adjustments(spec).unobservable(), None, "{spec}");
+        }
+        assert_eq!(Adjustments::default().unobservable(), None);
     }
 
     #[test]

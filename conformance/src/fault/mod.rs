@@ -23,6 +23,6 @@ pub mod standard;
 mod tests;
 
 pub use adjust::{Adjustment, Adjustments, Bound};
-pub use proxy::{FaultProxy, ProxyError, ProxyOptions};
+pub use proxy::{FaultLine, FaultProxy, ProxyError, ProxyOptions};
 pub use spec::{Fault, SpecError, Stream, Toxic};
 pub use standard::NamedFault;

@@ -57,8 +57,7 @@ pub enum ProxyError {
 #[derive(Debug)]
 pub struct FaultProxy {
     addr: SocketAddr,
-    fault: Fault,
-    accepted: Arc<AtomicU64>,
+    line: FaultLine,
     accept: JoinHandle<()>,
 }
 
@@ -76,20 +75,14 @@ impl FaultProxy {
         };
         let listener = TcpListener::bind((ip, 0)).await.map_err(ProxyError::Bind)?;
         let addr = listener.local_addr().map_err(ProxyError::Bind)?;
-        let accepted = Arc::new(AtomicU64::new(0));
+        let line = FaultLine::new(fault, options.seed);
         let accept = tokio::spawn(accept_loop(
             listener,
             upstream,
-            fault,
-            options,
-            accepted.clone(),
+            line.clone(),
+            options.max_connections,
         ));
-        Ok(FaultProxy {
-            addr,
-            fault,
-            accepted,
-            accept,
-        })
+        Ok(FaultProxy { addr, line, accept })
     }
 
     /// The address clients connect to instead of the target's.
@@ -99,12 +92,12 @@ impl FaultProxy {
 
     /// The fault every connection goes through.
     pub fn fault(&self) -> Fault {
-        self.fault
+        self.line.fault()
     }
 
     /// Connections forwarded so far: evidence that traffic went through the proxy.
     pub fn accepted(&self) -> u64 {
-        self.accepted.load(Ordering::Relaxed)
+        self.line.carried()
     }
 }
 
@@ -118,12 +111,10 @@ impl Drop for FaultProxy {
 async fn accept_loop(
     listener: TcpListener,
     upstream: SocketAddr,
-    fault: Fault,
-    options: ProxyOptions,
-    accepted: Arc<AtomicU64>,
+    line: FaultLine,
+    max_connections: usize,
 ) {
-    let slots = Arc::new(Semaphore::new(options.max_connections));
-    let budget = Arc::new(Semaphore::new(BYTE_BUDGET));
+    let slots = Arc::new(Semaphore::new(max_connections));
     let mut connections = JoinSet::new();
     // Ends when the proxy is dropped (the task is aborted).
     loop {
@@ -139,54 +130,118 @@ async fn accept_loop(
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             continue;
         };
-        let index = accepted.fetch_add(1, Ordering::Relaxed);
-        let budget = budget.clone();
+        let line = line.clone();
         connections.spawn(async move {
-            connection(client, upstream, fault, (options.seed, index), budget).await;
+            connection(client, upstream, &line).await;
             drop(slot);
         });
     }
 }
 
-/// Forwards one connection until both directions end or the fault resets or closes it.
-async fn connection(
-    client: TcpStream,
-    upstream: SocketAddr,
-    fault: Fault,
-    (seed, index): (u64, u64),
-    budget: Arc<Semaphore>,
-) {
-    let server = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(upstream)).await {
-        Ok(Ok(server)) => server,
+/// Connects to `upstream` for one accepted client and carries the connection through the line.
+async fn connection(client: TcpStream, upstream: SocketAddr, line: &FaultLine) {
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(upstream)).await {
+        Ok(Ok(server)) => line.carry(client, server).await,
         _ => {
             let _ = client.set_zero_linger();
-            return;
         }
-    };
-    // Each write leaves as its own segment: a slice must not be merged back by Nagle.
-    let _ = client.set_nodelay(true);
-    let _ = server.set_nodelay(true);
-    let link = Link::new(&fault);
-    let (client_read, client_write) = client.into_split();
-    let (server_read, server_write) = server.into_split();
-    let shape =
-        |direction, n| Shape::new(&fault, direction, SplitMix64::stream(seed, 2 * index + n));
-    let up = pump(
-        client_read,
-        server_write,
-        shape(Stream::Upstream, 0),
-        &link,
-        budget.clone(),
-    );
-    let down = pump(
-        server_read,
-        client_write,
-        shape(Stream::Downstream, 1),
-        &link,
-        budget,
-    );
-    tokio::select! {
-        _ = async { tokio::join!(up, down) } => {}
-        _ = link.timers(&fault) => {}
+    }
+}
+
+/// One fault applied to connections whose two ends are open: what the proxy does to each
+/// connection it accepts, and what the checker's relay listener does to each socket a bridge
+/// dials ([`crate::remote::relay::RelayListener::bind_through`]). `client` is always the
+/// checker's end, so `upstream` means "from the checker" whichever end dialled. Clones share the
+/// byte budget and the count.
+#[derive(Debug, Clone)]
+pub struct FaultLine {
+    fault: Fault,
+    seed: u64,
+    budget: Arc<Semaphore>,
+    carried: Arc<AtomicU64>,
+}
+
+impl FaultLine {
+    /// A line through `fault`, drawing from `seed`: the n-th connection carried draws the same
+    /// jitter and slice sizes in every run of that seed.
+    pub fn new(fault: Fault, seed: u64) -> FaultLine {
+        FaultLine {
+            fault,
+            seed,
+            budget: Arc::new(Semaphore::new(BYTE_BUDGET)),
+            carried: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The fault every connection goes through.
+    pub fn fault(&self) -> Fault {
+        self.fault
+    }
+
+    /// Connections carried so far.
+    pub fn carried(&self) -> u64 {
+        self.carried.load(Ordering::Relaxed)
+    }
+
+    /// Forwards between `client` (the checker's end) and `server` until both directions end or
+    /// the fault resets or closes them.
+    pub async fn carry(&self, client: TcpStream, server: TcpStream) {
+        let index = self.carried.fetch_add(1, Ordering::Relaxed);
+        let fault = &self.fault;
+        // Each write leaves as its own segment: a slice must not be merged back by Nagle.
+        let _ = client.set_nodelay(true);
+        let _ = server.set_nodelay(true);
+        let link = Link::new(fault);
+        let (client_read, client_write) = client.into_split();
+        let (server_read, server_write) = server.into_split();
+        let shape = |direction, n| {
+            Shape::new(
+                fault,
+                direction,
+                SplitMix64::stream(self.seed, 2 * index + n),
+            )
+        };
+        let up = pump(
+            client_read,
+            server_write,
+            shape(Stream::Upstream, 0),
+            &link,
+            self.budget.clone(),
+        );
+        let down = pump(
+            server_read,
+            client_write,
+            shape(Stream::Downstream, 1),
+            &link,
+            self.budget.clone(),
+        );
+        tokio::select! {
+            _ = async { tokio::join!(up, down) } => {}
+            _ = link.timers(fault) => {}
+        }
+    }
+
+    /// Puts the line in front of `server`, a connection the target opened to the checker: the
+    /// checker talks on the returned stream, and the returned future (which the caller owns, so
+    /// dropping it ends the connection) carries its bytes to and from `server` through the
+    /// fault. The two ends of the checker's side are a loopback pair made for it.
+    pub async fn interpose(
+        &self,
+        server: TcpStream,
+    ) -> std::io::Result<(TcpStream, impl Future<Output = ()> + Send + 'static)> {
+        let ip: IpAddr = match server.local_addr()? {
+            SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+        };
+        let pair = TcpListener::bind((ip, 0)).await?;
+        let (near, (far, peer)) =
+            tokio::try_join!(TcpStream::connect(pair.local_addr()?), pair.accept())?;
+        if peer != near.local_addr()? {
+            return Err(std::io::Error::other(format!(
+                "another connection ({peer}) reached the checker's loopback pair"
+            )));
+        }
+        let line = self.clone();
+        Ok((near, async move { line.carry(far, server).await }))
     }
 }

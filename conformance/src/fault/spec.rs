@@ -31,7 +31,8 @@ impl Stream {
         self == Stream::Both || self == direction
     }
 
-    fn name(self) -> &'static str {
+    /// Its name in a spec (`stream=upstream`).
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stream::Upstream => "upstream",
             Stream::Downstream => "downstream",

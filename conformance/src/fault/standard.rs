@@ -55,7 +55,7 @@ pub const STANDARD: &[NamedFault] = &[
         name: "vanish",
         spec: "reset_peer:on_close=1,stream=upstream",
         only: &[],
-        why: "clients that vanish: every close of a client reaches the server as a reset (RST), so B3's dropped clients are reset ones",
+        why: "clients that vanish: every close of a client reaches the server as a reset (RST), so B3's dropped clients are reset ones, and so is the relay socket R6 drops",
     },
 ];
 

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, mpsc};
+use tokio::task::JoinSet;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use crate::fault::FaultLine;
 
 /// A relay socket, whichever end dialled.
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -22,6 +25,9 @@ const HANDSHAKE: Duration = Duration::from_secs(3);
 /// them a new socket is dropped, and further connections wait in the kernel's backlog, so a
 /// bridge that dials in a loop cannot grow the checker's memory or its tasks.
 const WAITING: usize = 8;
+/// Sockets carried through a fault at once: a bridge holds one, and a dropped one lingers only
+/// until the fault has delivered its close; beyond this a new connection is closed at once.
+const CARRIED: usize = 4 * WAITING;
 
 /// Why no bridge's socket came.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +48,23 @@ pub enum DialError {
     },
 }
 
+/// Where the checker listens as the relay, and the fault the bridge's sockets cross there (a
+/// run's `--relay-listen` and `--fault`: [`crate::check::CheckArgs::relay_end`]).
+#[derive(Debug, Clone)]
+pub struct RelayEnd {
+    /// The address to listen on (port 0: a free one).
+    pub addr: SocketAddr,
+    /// The run's fault, if any.
+    pub line: Option<FaultLine>,
+}
+
+impl RelayEnd {
+    /// The listener.
+    pub async fn listen(self) -> std::io::Result<RelayListener> {
+        RelayListener::bind_through(self.addr, self.line).await
+    }
+}
+
 /// A bridge's socket, with when its handshake completed.
 pub struct Dialled {
     /// The socket, its handshake done: a check speaks the relay protocol on it.
@@ -55,6 +78,7 @@ pub struct Dialled {
 /// The relay's listener.
 pub struct RelayListener {
     url: String,
+    line: Option<FaultLine>,
     ready: Mutex<Ready>,
     accepting: tokio::task::JoinHandle<()>,
 }
@@ -81,22 +105,41 @@ impl Ready {
 impl RelayListener {
     /// Listens on `addr` (port 0: a free one) and starts accepting.
     pub async fn bind(addr: SocketAddr) -> std::io::Result<RelayListener> {
+        RelayListener::bind_through(addr, None).await
+    }
+
+    /// As [`RelayListener::bind`], with every socket the bridge dials carried through `line`
+    /// when there is one: the fault sits between the bridge and the checker's end of the
+    /// socket, its handshake included, and `upstream` is what the checker sends.
+    pub async fn bind_through(
+        addr: SocketAddr,
+        line: Option<FaultLine>,
+    ) -> std::io::Result<RelayListener> {
         let listener = TcpListener::bind(addr).await?;
         let url = format!("ws://{}{PATH}", listener.local_addr()?);
         let (tx, rx) = mpsc::channel(WAITING);
         Ok(RelayListener {
             url,
+            line: line.clone(),
             ready: Mutex::new(Ready {
                 queued: rx,
                 kept: None,
             }),
-            accepting: tokio::spawn(accept(listener, tx)),
+            accepting: tokio::spawn(accept(listener, tx, line)),
         })
     }
 
     /// The URL a bridge dials.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The fault the bridge's sockets cross, if any, with how many have crossed it: the
+    /// evidence that the relay's traffic went through the run's fault.
+    pub fn through(&self) -> Option<(crate::fault::Fault, u64)> {
+        self.line
+            .as_ref()
+            .map(|line| (line.fault(), line.carried()))
     }
 
     /// The bridge's newest socket: one already accepted, or the next within `limit`.
@@ -150,9 +193,11 @@ impl Drop for RelayListener {
 }
 
 /// Accepts connections and completes their handshakes off the accept loop, at most
-/// [`WAITING`] at once.
-async fn accept(listener: TcpListener, ready: mpsc::Sender<Dialled>) {
+/// [`WAITING`] at once; with a `line`, each connection is first put behind the fault, and the
+/// loop owns what carries it, so dropping the listener ends every carried socket.
+async fn accept(listener: TcpListener, ready: mpsc::Sender<Dialled>, line: Option<FaultLine>) {
     let handshakes = std::sync::Arc::new(tokio::sync::Semaphore::new(WAITING));
+    let mut carried = JoinSet::new();
     loop {
         let Ok(permit) = handshakes.clone().acquire_owned().await else {
             return;
@@ -160,10 +205,22 @@ async fn accept(listener: TcpListener, ready: mpsc::Sender<Dialled>) {
         let Ok((tcp, peer)) = listener.accept().await else {
             return;
         };
+        while carried.try_join_next().is_some() {}
+        let stream = match &line {
+            None => tcp,
+            Some(_) if carried.len() >= CARRIED => continue,
+            Some(line) => match line.interpose(tcp).await {
+                Ok((near, carry)) => {
+                    carried.spawn(carry);
+                    near
+                }
+                Err(_) => continue,
+            },
+        };
         let ready = ready.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let stream = MaybeTlsStream::Plain(tcp);
+            let stream = MaybeTlsStream::Plain(stream);
             let handshake = tokio_tungstenite::accept_async(stream);
             if let Ok(Ok(ws)) = tokio::time::timeout(HANDSHAKE, handshake).await {
                 let _ = ready.try_send(Dialled {
@@ -225,6 +282,69 @@ mod tests {
                 relay.url()
             )
         );
+    }
+
+    async fn through(spec: &str) -> RelayListener {
+        let line = FaultLine::new(spec.parse().unwrap(), 1);
+        RelayListener::bind_through(SocketAddr::from(([127, 0, 0, 1], 0)), Some(line))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_bridges_socket_crosses_the_fault_both_ways() {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let relay = through("latency:latency=100").await;
+        let (mut bridge, _) = tokio_tungstenite::connect_async(relay.url()).await.unwrap();
+        let mut checker = relay.next(Duration::from_secs(2)).await.unwrap();
+        // The peer is the bridge's own end, not the checker's side of the fault.
+        assert_eq!(checker.peer, local(&bridge));
+
+        let sent = Instant::now();
+        checker.ws.send(Message::text("envelope")).await.unwrap();
+        assert_eq!(
+            bridge.next().await.unwrap().unwrap(),
+            Message::text("envelope")
+        );
+        let down = sent.elapsed();
+        let sent = Instant::now();
+        bridge.send(Message::text("frame")).await.unwrap();
+        assert_eq!(
+            checker.ws.next().await.unwrap().unwrap(),
+            Message::text("frame")
+        );
+        let up = sent.elapsed();
+        for (way, took) in [("to the bridge", down), ("to the checker", up)] {
+            assert!(
+                (Duration::from_millis(100)..Duration::from_millis(400)).contains(&took),
+                "{way}: {took:?}"
+            );
+        }
+        assert_eq!(relay.through().map(|(_, n)| n), Some(1));
+    }
+
+    /// Under `vanish`, the checker dropping its socket reaches the bridge as a reset; without a
+    /// fault, as a plain close.
+    #[tokio::test]
+    async fn under_vanish_a_dropped_socket_reaches_the_bridge_as_a_reset() {
+        use futures_util::StreamExt;
+        use tokio_tungstenite::tungstenite::Error;
+        for (relay, reset) in [
+            (through("reset_peer:on_close=1,stream=upstream").await, true),
+            (listener().await, false),
+        ] {
+            let (mut bridge, _) = tokio_tungstenite::connect_async(relay.url()).await.unwrap();
+            drop(relay.next(Duration::from_secs(2)).await.unwrap());
+            let end = tokio::time::timeout(Duration::from_secs(2), bridge.next())
+                .await
+                .expect("the bridge learns of the drop");
+            let was_reset = matches!(
+                &end,
+                Some(Err(Error::Io(e))) if e.kind() == std::io::ErrorKind::ConnectionReset
+            );
+            assert_eq!(was_reset, reset, "{end:?}");
+        }
     }
 
     /// The client side's local address: the peer the relay saw.

@@ -8,6 +8,7 @@ import asyncio
 import json
 import math
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
@@ -26,6 +27,11 @@ OUTCOME = {
     "memory_cap_exceeded": "memory_cap_exceeded",
     "stage_failed": "stage_failed",
 }  # every other code (400s, 408) counts as `invalid`
+
+# Rule `query-parameters`: a decimal number is an optional sign, digits with an optional fraction
+# or a fraction alone, then an optional exponent, once Unicode White_Space around it is dropped.
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 class Service:
@@ -77,7 +83,11 @@ class Service:
                 continue
             raw = values[0]
             try:
-                value = float(raw)
+                # Python's float() takes more than the rule's grammar (`1_000`, `inf`, `nan`,
+                # non-ASCII digits): the text must match it first.
+                if not DECIMAL.fullmatch(raw.strip(WHITE_SPACE)):
+                    raise ValueError
+                value = float(raw.strip(WHITE_SPACE))
                 if integer:  # JSON Schema's integer: a number without a fractional part (6, 6.0)
                     if not value.is_integer():
                         raise ValueError
@@ -122,12 +132,14 @@ class Service:
         B5: the body is charged to `share` of the upload budget, which the caller gives back when
         the request ends. A declared length is reserved whole before a byte is read, so an upload
         that would not fit is refused unread; a body without one is charged chunk by chunk, so the
-        charge is what is really held. Past the endpoint's limit is payload_too_large first."""
+        charge is what is really held. Past the endpoint's limit is payload_too_large first, but
+        only once the body has ended (rule `upload-read`): its bytes are read and dropped within
+        the same read timeout, so a client still sending reads the 400 rather than a reset, one
+        that never ends is upload_timeout, and past four times the limit reading stops."""
         too_large = Problem("payload_too_large", f"the upload is larger than {limit} bytes")
         declared = request.content_length
-        if declared is not None and declared > limit:
-            raise too_large
-        if declared is not None and not share.reserve(declared):
+        oversize = declared is not None and declared > limit
+        if not oversize and declared is not None and not share.reserve(declared):
             raise self.over_budget(pool)
         chunks, size = [], 0
         timeout_ms = self.settings.upload_read_timeout_ms
@@ -135,13 +147,18 @@ class Service:
             async with asyncio.timeout(timeout_ms / 1000):
                 async for chunk in request.content.iter_chunked(256 * 1024):
                     size += len(chunk)
-                    if size > limit:
-                        raise too_large
+                    oversize = oversize or size > limit
+                    if oversize:
+                        if size > 4 * limit:
+                            break  # stop draining: answered, then the connection closes
+                        continue  # drained: nothing kept, nothing charged
                     if not share.reserve(size):  # within a declared length: already reserved
                         raise self.over_budget(pool)
                     chunks.append(chunk)
         except TimeoutError:
             raise Problem("upload_timeout", f"the request body did not arrive within {timeout_ms} ms") from None
+        if oversize:
+            raise too_large
         if size == 0:
             raise Problem("empty_body", "the request body is empty")
         return b"".join(chunks)

@@ -88,6 +88,21 @@ class PoolTest(unittest.TestCase):
         asyncio.run(scenario())
 
 
+class DecimalTest(unittest.TestCase):
+    """Rule `query-parameters`' number grammar, which Python's float() is looser than."""
+
+    def test_the_rules_numbers_and_nothing_else(self):
+        from plimsoll_service.app import DECIMAL, WHITE_SPACE
+
+        def number(text):
+            return bool(DECIMAL.fullmatch(text.strip(WHITE_SPACE)))
+
+        for good in ("6", "6.0", "6e0", " +6", "\u30006\t", "-5", "5.", ".5", "1e1", "1E-2", "1e400"):
+            self.assertTrue(number(good), good)
+        for bad in ("", ".", "inf", "nan", "0x10", "1_000", "1,5", "e5", "\u0666", "6\x1c"):
+            self.assertFalse(number(bad), bad)
+
+
 class HooksTest(unittest.TestCase):
     def test_grammar(self):
         h = jobs.parse_hooks("hold=fill:500;fail=decode; alloc=20", True, ALL_STAGES, "X-Plimsoll-Hook")

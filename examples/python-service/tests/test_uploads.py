@@ -238,14 +238,21 @@ class UploadBudgetServiceTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(held(), 0)
 
         # Past the endpoint's limit: declared (never reserved), and counted while read (after its
-        # first chunk was charged). payload_too_large comes before the budget either way.
+        # first chunk was charged). payload_too_large comes before the budget either way, once the
+        # body has ended (rule `upload-read`: drained first); a declared one that never comes is
+        # upload_timeout.
         self.svc.settings.api["export"]["max_upload_bytes"] = 500
-        reader, _ = await self.connect(head(EXPORT, self.LIMIT + 1))
+        reader, _ = await self.connect(head(EXPORT, self.LIMIT + 1) + b" " * (self.LIMIT + 1))
         await self.assert_answer(reader, "payload_too_large")
+        self.assertEqual(held(), 0)
+        started = time.monotonic()
+        reader, _ = await self.connect(head(EXPORT, self.LIMIT + 1))
+        await self.assert_answer(reader, "upload_timeout")
+        self.assertGreaterEqual(time.monotonic() - started, 0.4)
         self.assertEqual(held(), 0)
         reader, writer = await self.connect(head(EXPORT, None) + chunk(b" " * 300))
         await self.until("the first chunk is charged", lambda: held() == 300)
-        writer.write(chunk(b" " * 300))
+        writer.write(chunk(b" " * 300) + b"0\r\n\r\n")
         await self.assert_answer(reader, "payload_too_large")
         self.assertEqual(held(), 0)
         self.assertEqual(self.pool.outcomes["overloaded"], 0)

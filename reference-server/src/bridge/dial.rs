@@ -39,7 +39,11 @@ pub(crate) async fn run(
                     return;
                 };
                 tracing::info!(relay = %url, "relay dialled");
-                connection(state.clone(), api, Socket::dialled(ws), &stop).await;
+                let ending = connection(state.clone(), api, Socket::dialled(ws), &stop).await;
+                if !state.components().redial.after(ending) {
+                    tracing::warn!(relay = %url, ?ending, "the bridge does not dial again");
+                    return;
+                }
                 wait = redial.map(|b| b.initial).unwrap_or_default();
             }
             Ok(Err(e)) => {

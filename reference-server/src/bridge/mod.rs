@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::instrument::WithSubscriber;
 
 use crate::logging::{ErrorFields, RequestLine};
-use crate::relay::socket::{Incoming, Socket};
+use crate::relay::socket::{Ending, Incoming, Socket};
 use crate::relay::writer::FrameWriter;
 use crate::relay::{envelope, frames};
 use crate::state::{ApiService, AppState};
@@ -135,8 +135,13 @@ impl Connection {
 }
 
 /// The receive loop of one socket, until the relay closes it or `stop` is cancelled (the server
-/// stops, or a dialling bridge does).
-async fn connection(state: AppState, api: ApiService, socket: Socket, stop: &CancellationToken) {
+/// stops, or a dialling bridge does); returns how the socket ended.
+async fn connection(
+    state: AppState,
+    api: ApiService,
+    socket: Socket,
+    stop: &CancellationToken,
+) -> Ending {
     let Socket { sink, mut stream } = socket;
     let conn = Arc::new(Connection {
         api,
@@ -150,10 +155,10 @@ async fn connection(state: AppState, api: ApiService, socket: Socket, stop: &Can
     let hook_header = conn.state.config.contract.hooks.header.clone();
     tracing::info!(connection = %conn.id, "relay connection opened");
     let mut envelopes = 0u64;
-    loop {
+    let ending = loop {
         let message = tokio::select! {
-            () = conn.gone.cancelled() => break,
-            message = stream.next() => message.unwrap_or(Incoming::End),
+            () = conn.gone.cancelled() => break Ending::Closed,
+            message = stream.next() => message.unwrap_or(Incoming::End(Ending::Closed)),
         };
         match message {
             Incoming::Text(text) => match envelope::parse(&text, &hook_header) {
@@ -168,9 +173,9 @@ async fn connection(state: AppState, api: ApiService, socket: Socket, stop: &Can
                 detail: "binary messages are not envelopes: send JSON text".to_owned(),
             }),
             Incoming::Control => {}
-            Incoming::End => break,
+            Incoming::End(ending) => break ending,
         }
-    }
+    };
     let stopping = stop.is_cancelled();
     conn.gone.cancel();
     if stopping {
@@ -182,6 +187,8 @@ async fn connection(state: AppState, api: ApiService, socket: Socket, stop: &Can
         delivered = conn.delivered.load(Ordering::Relaxed),
         dropped = conn.dropped.load(Ordering::Relaxed),
         server_stopping = stopping,
+        reset = ending == Ending::Reset,
         "relay connection closed"
     );
+    ending
 }

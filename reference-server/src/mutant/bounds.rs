@@ -57,6 +57,22 @@ impl DeadlinePolicy for IdleUploadTimer {
     }
 }
 
+/// F2: a body declared over the limit is refused at once from its `Content-Length`, unread (the
+/// common shortcut): a client still sending meets a reset rather than the 400, and a head with no
+/// body after it gets `payload_too_large` at once instead of `upload_timeout` at the deadline.
+#[derive(Debug)]
+pub(super) struct OversizeRefusedUnread;
+
+impl DeadlinePolicy for OversizeRefusedUnread {
+    fn deadline(&self, arrived: Instant, _started: Instant, timeout: Duration) -> Instant {
+        arrived + timeout
+    }
+
+    fn drains_declared_oversize(&self) -> bool {
+        false
+    }
+}
+
 /// B2: the cap is never reached.
 #[derive(Debug)]
 pub(super) struct NoMemoryCap;

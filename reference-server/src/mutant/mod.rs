@@ -145,14 +145,15 @@ mutants! {
     Lifo = "lifo", "the queue serves the newest waiter first",
         fails ["T2"],
         |c| c.discipline = Arc::new(admission::Lifo(JOB_POOLS));
+    // B5 judges the Retry-After of an upload-budget refusal too.
     NoRetryAfter = "no-retry-after", "503 without Retry-After",
-        fails ["T3"],
+        fails ["T3", "B5"],
         |c| c.answers = answers::NO_RETRY_AFTER.arc();
     RetryAfterZero = "retry-after-zero", "`Retry-After: 0`",
-        fails ["T3"],
+        fails ["T3", "B5"],
         |c| c.answers = answers::RETRY_AFTER_ZERO.arc();
     RetryAfterHttpDate = "retry-after-http-date", "Retry-After as an HTTP-date",
-        fails ["T3", "API"],
+        fails ["T3", "B5", "API"],
         |c| c.answers = answers::RETRY_AFTER_HTTP_DATE.arc();
     RefusalWaits = "refusal-waits", "a refusal waits for a free slot",
         fails ["T3"],
@@ -176,7 +177,7 @@ mutants! {
         "the upload budget charges declared lengths only, not chunked bodies",
         fails ["B5"],
         |c| c.upload_budget = Arc::new(bounds::BudgetIgnoresChunked);
-    // Three variants only a fault reveals: each passes the fault-free suite.
+    // The variants only a fault reveals: each passes the fault-free suite.
     IdleUploadTimer = "idle-upload-timer", "the upload read timer restarts at every read (a trickle holds it for ever)",
         fails [], fault "trickle" ["B1"],
         |c| c.deadline = Arc::new(bounds::IdleUploadTimer);
@@ -186,6 +187,9 @@ mutants! {
     ResetUnnoticed = "reset-unnoticed", "a client's FIN cancels its job, its RST does not",
         fails [], fault "vanish" ["B3"],
         |c| c.connections = Arc::new(wire::ResetUnnoticed);
+    RelayResetNoRedial = "relay-reset-no-redial", "the bridge dials its relay again after a close, not after a reset",
+        fails [], fault "vanish" ["R6"],
+        |c| c.redial = Arc::new(relay::ResetEndsDialling);
     IgnoreDisconnect = "ignore-disconnect", "client disconnects do not reach the job",
         fails ["B3"],
         |c| c.disconnect = Arc::new(bounds::IgnoreDisconnect);
@@ -204,6 +208,9 @@ mutants! {
     ContentTypeParametersKept = "content-type-parameters-kept", "`image/png; charset=x` is refused: the whole `Content-Type` is compared",
         fails ["F2"],
         |c| c.media_types = Arc::new(input::ParametersKept);
+    OversizeRefusedUnread = "oversize-refused-unread", "a body declared over the limit is refused at once, unread (a client still sending meets a reset)",
+        fails ["F2"],
+        |c| c.deadline = Arc::new(bounds::OversizeRefusedUnread);
     NoRequestId = "no-request-id", "no `X-Request-Id` header",
         fails ["F4"],
         |c| c.claims = Arc::new(observe::NoRequestId);
@@ -239,14 +246,16 @@ mutants! {
         fails ["R5"], bridge ["R5"],
         |c| c.frame_sender = Arc::new(relay::SplitFrames);
     // In bridge mode every check takes a socket the bridge dialled after the last one closed.
+    // R1 closes the socket its envelope-hook probe used and waits for the next one, so a bridge
+    // that never dials again fails every relay check from R1 on.
     RelayNoRedial = "relay-no-redial", "the bridge never dials its relay again after a drop",
-        fails ["R6"], bridge ["R2", "R3", "R4", "R5", "R6"],
+        fails ["R1", "R2", "R3", "R4", "R5", "R6"], bridge ["R2", "R3", "R4", "R5", "R6"],
         |c| c.redial = Arc::new(relay::NoRedial);
     RelaySlowRedial = "relay-slow-redial", "the bridge dials its relay again only after twice R6's bound",
         fails ["R6"], bridge ["R6"],
         |c| c.redial = Arc::new(relay::SlowRedial);
     RelayRejectWhenFull = "relay-reject-when-full", "a full relay pool refuses instead of queueing (the seed's rejected alternative)",
-        fails ["R1", "R4"], bridge ["R1", "R4", "R6"],
+        fails ["R1", "R4", "R6"], bridge ["R1", "R4", "R6"],
         |c| c.sizing = Arc::new(admission::RejectWhenFull(&[Pool::Relay]));
     RelayLifo = "relay-lifo", "the relay queue serves the newest envelope first",
         fails ["R4"], bridge ["R4"],
@@ -304,7 +313,7 @@ mutants! {
         fails ["F4"], also ["T3", "B1"],
         |c| c.answers = answers::BODY_ID_MISMATCH.arc();
     RelayWrongId = "relay-wrong-id", "concurrent relay responses go out under each other's ids",
-        fails ["R3"], bridge ["R3", "R5"],
+        fails ["R3", "R5"], bridge ["R3", "R5"],
         |c| {
             c.frame_sender = Arc::new(relay::SwapIds::new(Duration::from_millis(100)));
         };

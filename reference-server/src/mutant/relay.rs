@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use crate::error::ErrorKind;
 use crate::relay::dispatch::RelayDispatch;
 use crate::relay::hooks::{Authorised, RelayHooks};
-use crate::relay::redial::{Backoff, Redial};
+use crate::relay::redial::{Backoff, ContractBackoff, Ending, Redial};
 use crate::relay::stop::RelayStop;
 use crate::relay::writer::{FrameSender, FrameWriter, Gone};
 
@@ -26,6 +26,22 @@ pub(super) struct NoRedial;
 impl Redial for NoRedial {
     fn backoff(&self, _r6: &RelayReconnect) -> Option<Backoff> {
         None
+    }
+}
+
+/// R6 under a fault: a bridge that dials again when its relay closes the socket, but gives up
+/// when the relay resets it (its read error ends the dialling task), so only a relay that
+/// vanishes (`vanish`: the checker's close reaches it as an RST) shows it.
+#[derive(Debug)]
+pub(super) struct ResetEndsDialling;
+
+impl Redial for ResetEndsDialling {
+    fn backoff(&self, r6: &RelayReconnect) -> Option<Backoff> {
+        ContractBackoff.backoff(r6)
+    }
+
+    fn after(&self, ending: Ending) -> bool {
+        ending != Ending::Reset
     }
 }
 

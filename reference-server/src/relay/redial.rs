@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use plimsoll_spec::model::RelayReconnect;
 
+pub(crate) use super::socket::Ending;
+
 /// How long a dialling bridge waits before it dials again: the [`Redial`] seam.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
@@ -19,6 +21,12 @@ pub struct Backoff {
 pub trait Redial: Debug + Send + Sync {
     /// The backoff from R6's values; `None`: never dial again.
     fn backoff(&self, r6: &RelayReconnect) -> Option<Backoff>;
+
+    /// Whether to dial again after a socket ended this way: R6 makes no difference between a
+    /// relay that closed the socket and one that reset it, so by default both.
+    fn after(&self, _ending: Ending) -> bool {
+        true
+    }
 }
 
 /// R6's backoff, as written.

@@ -21,7 +21,34 @@ pub(crate) enum Incoming {
     /// Ping or pong: the WebSocket library answers pings itself.
     Control,
     /// The relay closed the socket, or it failed.
-    End,
+    End(Ending),
+}
+
+/// How a socket ended, as its reader saw it: a bridge that dials its relay dials again either
+/// way (R6), but a reset is the way a relay that vanished ends one, so the two are told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// A close frame, the end of the stream (a FIN), or a failure other than a reset.
+    Closed,
+    /// The connection was reset (an RST).
+    Reset,
+}
+
+impl Ending {
+    /// How a read that failed with `error` ended the socket: a reset anywhere in its sources
+    /// (the WebSocket libraries wrap the I/O error) is a reset.
+    fn of(error: &(dyn std::error::Error + 'static)) -> Ending {
+        let mut cause = Some(error);
+        while let Some(e) = cause {
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionReset)
+            {
+                return Ending::Reset;
+            }
+            cause = e.source();
+        }
+        Ending::Closed
+    }
 }
 
 /// A message the bridge writes.
@@ -61,7 +88,8 @@ impl Socket {
             Ok(Message::Text(text)) => Incoming::Text(text.as_str().to_owned()),
             Ok(Message::Binary(_)) => Incoming::Binary,
             Ok(Message::Ping(_) | Message::Pong(_)) => Incoming::Control,
-            Ok(Message::Close(_)) | Err(_) => Incoming::End,
+            Ok(Message::Close(_)) => Incoming::End(Ending::Closed),
+            Err(e) => Incoming::End(Ending::of(&e)),
         });
         Socket {
             sink: Box::pin(sink),
@@ -88,7 +116,8 @@ impl Socket {
             Ok(Message::Text(text)) => Incoming::Text(text.as_str().to_owned()),
             Ok(Message::Binary(_)) => Incoming::Binary,
             Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => Incoming::Control,
-            Ok(Message::Close(_)) | Err(_) => Incoming::End,
+            Ok(Message::Close(_)) => Incoming::End(Ending::Closed),
+            Err(e) => Incoming::End(Ending::of(&e)),
         });
         Socket {
             sink: Box::pin(sink),

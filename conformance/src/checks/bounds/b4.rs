@@ -416,6 +416,25 @@ impl Room {
             format!("{who} closed unanswered with only {open_now} open, below the cap of {cap}")
         }
     }
+
+    /// `who` was closed unanswered with only `open_now` open: a place held by a connection
+    /// closed just before may take a moment to free, so the fill goes on until `retry_until`
+    /// (set at the first such close), then fails, blaming the cap or the head timeout.
+    async fn closed_below_cap(
+        self,
+        c: &mut Ctx,
+        who: String,
+        open_now: usize,
+        retry_until: &mut Option<Instant>,
+    ) -> Step {
+        let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
+        if Instant::now() >= until {
+            c.fail(self.below_cap(who, open_now));
+            return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
+        }
+        tokio::time::sleep(RETRY_EVERY).await;
+        Step::Next
+    }
 }
 
 /// The cap filled: the connections held open, the number of the one closed unanswered past
@@ -563,13 +582,13 @@ async fn side_by_side(
         return Step::Next;
     }
     let open_now = held.iter().filter(|h| !h.closed.is_finished()).count();
-    let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
-    if Instant::now() >= until {
-        c.fail(room.below_cap(format!("{refused} connection(s) were"), open_now));
-        return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
-    }
-    tokio::time::sleep(RETRY_EVERY).await;
-    Step::Next
+    room.closed_below_cap(
+        c,
+        format!("{refused} connection(s) were"),
+        open_now,
+        retry_until,
+    )
+    .await
 }
 
 /// What one more connection showed while filling the cap.
@@ -634,12 +653,8 @@ async fn one_more(
             if open_now >= cap {
                 return Step::Refused(open_now + 1);
             }
-            let until = *retry_until.get_or_insert_with(|| Instant::now() + PROMPT);
-            if Instant::now() >= until {
-                c.fail(room.below_cap(format!("connection {} was", open_now + 1), open_now));
-                return Step::Ended(Unfilled::RefusedBelowCap(open_now + 1));
-            }
-            tokio::time::sleep(RETRY_EVERY).await;
+            let who = format!("connection {} was", open_now + 1);
+            return room.closed_below_cap(c, who, open_now, retry_until).await;
         }
     }
     Step::Next

@@ -17,15 +17,27 @@ pub const CHECK: Check = Check::clause(
     "A table of bad inputs generated in code (truncated PNG, corrupt JPEG, GIF, random bytes, a \
      wrong content type, an empty body, an oversize upload, bad parameters, bad design JSON, an \
      unknown export format, a malformed hook header): each gets {status:malformed_image} with \
-     its own documented code, never a 500. Pairs of bad inputs show the order of the checks: a \
+     its own documented code, never a 500; among the parameters a name given twice, an \
+     integer with a fraction, hex, a digit separator, `inf`, `1e400` and a `format` in capitals. \
+     Pairs of bad inputs show the order of the checks: a \
      bad hook or parameter with a wrong content type is `invalid_parameter`, a wrong content type \
      with an empty body `unsupported_format`, an oversize body of no image `payload_too_large`, and so \
-     is a chunked upload (no `Content-Length`) one byte over `max_upload_bytes`. A PNG whose \
-     `Content-Type` carries a parameter, is in capitals or is missing, or whose hook names only a \
-     stage of the export endpoint, must be answered 200.",
+     is a chunked upload (no `Content-Length`) one byte over `max_upload_bytes`. A head declaring \
+     one byte over `max_upload_bytes` with no body after it is {status:upload_timeout} at the \
+     upload read timeout (within B1's tolerance): an oversize body is read before its 400, never \
+     refused unread from its declared length. A PNG whose \
+     `Content-Type` carries a parameter, is in capitals or is missing, whose hook names only a \
+     stage of the export endpoint, or whose integer parameter is spelt `6.0`, `6e0` or ` +6`, \
+     must be answered 200.",
     |t, c| Box::pin(f2(t, c)),
 )
-.covers(&["input-order", "query-parameters", "image-format", "hook-header"]);
+.covers(&[
+    "input-order",
+    "query-parameters",
+    "image-format",
+    "hook-header",
+    "upload-read",
+]);
 
 /// One bad input: where it goes, what it is, and the code it must get.
 struct Case<'a> {
@@ -83,9 +95,17 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
         d("colors not a number", png_type, "?colors=many", png.clone(), ErrorCode::InvalidParameter),
         d("width_mm negative", png_type, "?width_mm=-5", png.clone(), ErrorCode::InvalidParameter),
         d("unknown parameter", png_type, "?dpi=300", png.clone(), ErrorCode::InvalidParameter),
+        // Rule `query-parameters`: one value per name, and a finite decimal number only.
+        d("a parameter given twice", png_type, "?colors=6&colors=6", png.clone(), ErrorCode::InvalidParameter),
+        d("colors with a fraction", png_type, "?colors=6.5", png.clone(), ErrorCode::InvalidParameter),
+        d("colors in hex", png_type, "?colors=0x10", png.clone(), ErrorCode::InvalidParameter),
+        d("colors with a digit separator", png_type, "?colors=1_0", png.clone(), ErrorCode::InvalidParameter),
+        d("width_mm infinite", png_type, "?width_mm=inf", png.clone(), ErrorCode::InvalidParameter),
+        d("width_mm past any finite number", png_type, "?width_mm=1e400", png.clone(), ErrorCode::InvalidParameter),
         e("design not JSON", "", b"{stitches: oops", ErrorCode::MalformedDesign),
         e("design of the wrong shape", "", br#"{"format":"plimsoll-design/1","stitches":"none"}"#, ErrorCode::MalformedDesign),
         e("unknown export format", "?format=pes", b"{}", ErrorCode::InvalidParameter),
+        e("export format in capitals", "?format=DST", b"{}", ErrorCode::InvalidParameter),
         // Not the hook grammar on purpose: the server must refuse it as a parameter.
         Case { name: "malformed hook header", hook: Some("explode=now"), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
         // Two at once: the first failure in rule `input-order`'s order decides.
@@ -141,9 +161,10 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
     } else {
         "not sent"
     };
+    let declared = super::input::declared_oversize_unsent(t, c).await;
     let (served, good) = super::input::served(t, c).await;
     c.observed = format!(
-        "{right} of {judged} bad inputs answered with their code; a chunked oversize upload {counted}; {served} of {good} acceptable variations served"
+        "{right} of {judged} bad inputs answered with their code; a chunked oversize upload {counted}; {declared}; {served} of {good} acceptable variations served"
     );
 }
 

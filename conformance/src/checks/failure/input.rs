@@ -1,13 +1,17 @@
 //! F2's probes of what a request may carry and still be served (rules `input-order` and
-//! `hook-header`), and of a size counted while reading (rule `input-order`, step 4).
+//! `hook-header`), of a size counted while reading (rule `input-order`, step 4), and of a size
+//! declared but never sent (rule `upload-read`: an oversize body is read before its 400).
 //! The bad inputs themselves, alone and two at once, are F2's table.
 
+use std::time::Duration;
+
+use futures_util::StreamExt;
 use hyper::body::Bytes;
 use image::ImageFormat;
 use plimsoll_spec::{ErrorCode, HookDirective};
-use reqwest::header::CONTENT_TYPE;
+use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE};
 
-use crate::checks::ctx::Ctx;
+use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pieces;
 use crate::checks::pool::hook;
 use crate::remote::{Op, Target};
@@ -18,24 +22,36 @@ const CHUNK: u64 = 1 << 20;
 /// A good image sent in a way the contract says is served: what it carries, and how.
 struct Accepted {
     name: String,
+    query: &'static str,
     content_type: Option<String>,
     hook: Option<String>,
 }
 
 /// `Content-Type` with a parameter and in capitals (rule `input-order` (3): the media type,
-/// case-insensitive, parameters ignored), none at all (accepted), and a hook naming a stage of
-/// the export endpoint only (rule `hook-header`: it does nothing on digitize).
+/// case-insensitive, parameters ignored), none at all (accepted), a hook naming a stage of the
+/// export endpoint only (rule `hook-header`: it does nothing on digitize), and an integer
+/// parameter spelt with a fraction of zero, an exponent, or a blank and a sign (rule
+/// `query-parameters`).
 fn accepted(t: &Target) -> Vec<Accepted> {
     let png = ImageFormat::Png.to_mime_type();
     let case = |name: &str, content_type: Option<String>, hook| Accepted {
         name: name.to_owned(),
+        query: "",
         content_type,
         hook,
+    };
+    // Rule `query-parameters`: an integer is judged by its value, white space around it dropped.
+    let spelt = |query| Accepted {
+        query,
+        ..case(&format!("`{query}`"), Some(png.to_owned()), None)
     };
     let mut all = vec![
         case("a parameter", Some(format!("{png}; charset=x")), None),
         case("capitals", Some(png.to_ascii_uppercase()), None),
         case("no Content-Type", None, None),
+        spelt("?colors=6.0"),
+        spelt("?colors=6e0"),
+        spelt("?colors=%20%2B6"),
     ];
     let stages = &t.expected.stages;
     if let Some(&stage) = stages.export.iter().find(|s| !stages.digitize.contains(s)) {
@@ -52,10 +68,8 @@ pub(super) async fn served(t: &Target, c: &mut Ctx) -> (usize, usize) {
     let all = accepted(t);
     let mut right = 0;
     for case in &all {
-        let mut request = t
-            .client
-            .post(t.url(&t.expected.api.digitize.path))
-            .body(t.image.clone());
+        let path = format!("{}{}", t.expected.api.digitize.path, case.query);
+        let mut request = t.client.post(t.url(&path)).body(t.image.clone());
         if let Some(ct) = &case.content_type {
             request = request.header(CONTENT_TYPE, ct.as_str());
         }
@@ -108,4 +122,69 @@ pub(super) async fn counted_oversize(t: &Target, c: &mut Ctx) -> bool {
             false
         }
     }
+}
+
+/// A digitize head declaring one byte over `max_upload_bytes`, and no body byte after it. The
+/// declared size alone decides nothing yet (rule `upload-read`): an oversize body is read and
+/// discarded within the upload read timeout before `payload_too_large`, so that a client still
+/// sending reads the 400 instead of a reset; one that does not end in that time is
+/// `upload_timeout`. So the answer is `upload_timeout`, no earlier than the timeout and no later
+/// than B1's tolerance after it. A server that refuses the declared length at once, unread,
+/// answers `payload_too_large` here, and resets a client still sending. Returns a note for the
+/// observation.
+pub(super) async fn declared_oversize_unsent(t: &Target, c: &mut Ctx) -> String {
+    let api = &t.expected.api.digitize;
+    let declared = api.max_upload_bytes + 1;
+    let timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let late = t.bound(crate::fault::Bound::TimeoutLate);
+    let give_up = timeout + late + Duration::from_secs(2);
+    let never = futures_util::stream::once(async move {
+        tokio::time::sleep(give_up).await;
+        Err::<Bytes, _>(std::io::Error::other("the checker's unsent body gave up"))
+    })
+    .boxed();
+    let request = t
+        .client
+        .post(t.url(&api.path))
+        .header(CONTENT_TYPE, api.content_types[0].as_str())
+        .header(CONTENT_LENGTH, declared)
+        .body(reqwest::Body::wrap_stream(never))
+        .timeout(give_up);
+    let label = format!("a head declaring {declared} bytes, no body sent");
+    let code = ErrorCode::UploadTimeout;
+    let reply = match t.send(request, Op::Digitize).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            c.fail(format!(
+                "{label}: no {} {code} within {} ms: {e}",
+                t.status(code),
+                give_up.as_millis()
+            ));
+            return "a declared oversize with no body: not answered".into();
+        }
+    };
+    c.reply(t, label.as_str(), &reply);
+    let took = reply.elapsed;
+    if reply.code() == ErrorCode::PayloadTooLarge.as_str() && took < timeout {
+        c.fail(format!(
+            "{label}: answered {} payload_too_large after {:.0} ms, from the declared length alone: an oversize body must be read (and discarded) within the {} ms upload read timeout before its 400, so a client still sending reads the answer rather than a reset, and one that sends nothing is {code}",
+            reply.status,
+            ms(took),
+            timeout.as_millis()
+        ));
+    } else if c.require_error(t, &label, &reply, code) {
+        c.require(took >= timeout && took <= timeout + late, || {
+            format!(
+                "{label}: {code} after {:.0} ms, expected between the {} ms upload read timeout and {} ms after it",
+                ms(took),
+                timeout.as_millis(),
+                late.as_millis()
+            )
+        });
+    }
+    format!(
+        "a declared oversize with no body: {} after {:.0} ms",
+        reply.status,
+        ms(took)
+    )
 }

@@ -75,11 +75,17 @@ fn relay_url(t: &Target) -> String {
     format!("{base}{}", t.expected.api.relay.path)
 }
 
-/// Where the socket comes from, for the evidence.
+/// Where the socket comes from, and the fault it crosses, for the evidence.
 fn socket_source(t: &Target) -> String {
+    let through =
+        |fault: Option<String>| fault.map(|f| format!(" through {f}")).unwrap_or_default();
     match &t.relay {
-        Some(relay) => format!("the bridge's socket to {}", relay.url()),
-        None => relay_url(t),
+        Some(relay) => format!(
+            "the bridge's socket to {}{}",
+            relay.url(),
+            through(relay.through().map(|(fault, _)| fault.to_string()))
+        ),
+        None => format!("{}{}", relay_url(t), through(t.adjustments.fault.clone())),
     }
 }
 

@@ -2,37 +2,24 @@
 //! under that fault, linking to the check's section in that fault's own report (the evidence),
 //! and the reason in the cell's tooltip.
 
-use maud::{DOCTYPE, Markup, PreEscaped, html};
+use maud::{Markup, html};
 
-use super::{STYLE, anchor, without_controls};
+use super::{anchor, page};
 use crate::report::{MatrixColumn, matrix_rows};
 
 /// The page for the runs of a fault set named `set`.
 pub fn render(set: &str, columns: &[MatrixColumn<'_>]) -> String {
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { "Plimsoll fault matrix: " (set) }
-                style { (PreEscaped(STYLE)) }
+    page(
+        &format!("Plimsoll fault matrix: {set}"),
+        html! {
+            header.card {
+                h1 { "Plimsoll fault matrix (" (set) ")" }
+                p.muted { "Each cell is a check's verdict under one fault; it links to that check in the fault's own report, where its evidence is." }
             }
-            body {
-                main {
-                    header.card {
-                        h1 { "Plimsoll fault matrix (" (set) ")" }
-                        p.muted { "Each cell is a check's verdict under one fault; it links to that check in the fault's own report, where its evidence is." }
-                    }
-                    (faults(columns))
-                    (cells(columns))
-                }
-            }
-        }
-    };
-    let mut page = without_controls(&page.into_string());
-    page.push('\n');
-    page
+            (faults(columns))
+            (cells(columns))
+        },
+    )
 }
 
 /// One row per fault: its spec, counts and time, and its report.

@@ -75,24 +75,31 @@ fn without_controls(page: &str) -> String {
 
 /// The whole page as a string.
 pub fn render(report: &RunReport) -> String {
+    page(
+        &format!("Plimsoll check: {}", report.manifest.target),
+        html! {
+            (header(report))
+            (verdict_table(report))
+            @for (i, r) in report.results.iter().enumerate() {
+                (check_section(i, r))
+            }
+        },
+    )
+}
+
+/// A whole page of ours: the one style sheet inline (a report is one file, opened anywhere),
+/// `body` in its `main`, and no control character from a target's text left in it.
+fn page(title: &str, body: Markup) -> String {
     let page = html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                title { "Plimsoll check: " (report.manifest.target) }
+                title { (title) }
                 style { (PreEscaped(STYLE)) }
             }
-            body {
-                main {
-                    (header(report))
-                    (verdict_table(report))
-                    @for (i, r) in report.results.iter().enumerate() {
-                        (check_section(i, r))
-                    }
-                }
-            }
+            body { main { (body) } }
         }
     };
     let mut page = without_controls(&page.into_string());

@@ -88,7 +88,9 @@ pub fn header(manifest: &Manifest, style: Style) -> String {
 fn fault_line(fault: &crate::fault::Adjustments, seed: u64) -> String {
     let spec = fault.fault.as_deref().unwrap_or("no fault");
     let adjusted: Vec<&str> = fault.adjusted.iter().map(|a| a.why.as_str()).collect();
-    let adjusted = if adjusted.is_empty() {
+    let adjusted = if let Some(why) = fault.unobservable() {
+        format!("every check not applicable: {why}")
+    } else if adjusted.is_empty() {
         "no bound adjusted (the fault adds no time a bound can state)".to_owned()
     } else {
         format!("adjusted: {}", adjusted.join("; "))
