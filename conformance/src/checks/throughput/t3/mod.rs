@@ -29,19 +29,28 @@ pub const CHECK: Check = Check::clause(
      `overloaded` within the refusal tolerance (every one sent alone; the median of those sent \
      {window_samples} at once), with `{retry_after_header}` as {format} between {min_seconds} and \
      the pool's timeout. The estimator is driven to two clearly different \
-     levels: each time the window of {window_samples} samples is filled with refusals whose wait \
-     (refusal sent to the first slot freed, by the client's clock) is about 0.5 s, then about \
-     1.5 s; the advertised delay must be the {estimator} of the waits the checker observed, \
-     rounded up (within the jitter tolerance), so it moves with the load and no constant passes. \
-     At each level a retry sent the advertised seconds after the refusal is admitted (200). \
-     The export pool is refused the same way and its retry admitted too.",
+     levels: each time the window of {window_samples} samples is filled with refusals whose waits \
+     (refusal sent to the first slot freed, by the client's clock) mix short and long: first a \
+     p50 of about 1.25 s with nearly half the waits about 0.15 s (so the mean rounds lower), then \
+     a p50 of about 0.5 s with nearly half the waits over 1.25 s (so the p90 and the maximum \
+     round higher). The advertised delay must be the {estimator} of the waits the checker \
+     observed, rounded up (within the jitter tolerance), so it moves with the load, no constant \
+     passes and neither does another order statistic of the same window (when the values leave \
+     no room to tell them apart, a skip says which). At each level a retry sent the advertised \
+     seconds after the refusal is admitted (200). The export pool's estimator is driven the same \
+     way when its timeout leaves room for the levels; else it is refused and its retry admitted.",
     |t, c| Box::pin(t3(t, c)),
 )
 .covers(&["retry-after-estimator"]);
 
-/// The two queue waits the scenario drives the estimator to: their ceilings differ, and both
-/// sit far from whole seconds.
-const LEVELS: [Duration; 2] = [Duration::from_millis(500), Duration::from_millis(1500)];
+/// The two queue waits the scenario drives the estimator's p50 to: their ceilings differ, and
+/// both sit far from whole seconds. Each level's window also holds waits of the other kind, so
+/// its mean (the high level) or its p90 and max (the low level) round elsewhere than its p50.
+const LEVELS: [Duration; 2] = [Duration::from_millis(500), Duration::from_millis(1250)];
+/// The short waits of the high level's window: they pull its mean below a second.
+const HIGH_SHORT: Duration = Duration::from_millis(150);
+/// What a held request leaves before its deadline.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
 /// Time allowed to saturate the pool before the scripted refusals go out.
 const FILL: Duration = Duration::from_millis(200);
 /// What a probe must leave before the held slots free, beside its own round trip.
@@ -272,25 +281,33 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     let mut samples = Samples::default();
     // The export design comes from a digitize: fetched now, not in the middle of a saturation.
     let export = start_export(t, c).await;
-    let levels = if judgeable(t) {
-        let Some(levels) = drive_levels(t, c, &mut samples).await else {
-            return;
-        };
-        Some(levels)
+    let mut levels = Vec::new();
+    if judgeable(t, Pool::Digitize) {
+        levels.push(drive_levels(t, c, Pool::Digitize, &mut samples).await);
     } else {
         refusal_only(t, c, &mut samples.latencies).await;
-        None
+    }
+    let export_note = match export {
+        ExportPart::Levels => {
+            levels.push(drive_levels(t, c, Pool::Export, &mut samples).await);
+            "export: levels as above".to_owned()
+        }
+        ExportPart::Alone(task) => finish_export(t, c, task, &mut samples.latencies).await,
+        ExportPart::NoDesign => "export: no design".into(),
     };
-    let export_note = finish_export(t, c, export, &mut samples.latencies).await;
+    // A saturation that freed no slot has recorded its failure.
+    let Some(levels) = levels.into_iter().collect::<Option<Vec<Levels>>>() else {
+        return;
+    };
     let figures = samples.judge(t, c);
     c.trials_ms = samples.latencies.clone();
     for &latency in &samples.latencies {
         c.sample("refusal latency", latency);
     }
-    if let Some(levels) = &levels {
-        levels.judge(t, c);
+    for level in &levels {
+        level.judge(t, c);
     }
-    c.observed = observed(t, &samples, &figures, levels.as_ref(), &export_note);
+    c.observed = observed(t, &samples, &figures, &levels, &export_note);
 }
 
 /// What T3 expects, in words.
@@ -299,7 +316,7 @@ fn expected(t: &Target) -> String {
     let t3 = &t.expected.clauses.t3.value;
     let header = &t3.retry_after_header;
     format!(
-        "{} {} within {}, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels; a retry after it is admitted",
+        "{} {} within {}, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels, apart from the window's mean, p90 and max; a retry after it is admitted",
         t.status(ErrorCode::Overloaded),
         ErrorCode::Overloaded,
         t.adjustments
@@ -354,49 +371,78 @@ impl Samples {
     }
 }
 
-/// Starts the export pool's part on its own task once the design is fetched; None (a failure
-/// recorded) without a design.
-async fn start_export(t: &Arc<Target>, c: &mut Ctx) -> Option<JoinHandle<ExportRun>> {
-    match t.design().await {
-        Ok(_) => Some(tokio::spawn(export_run(t.clone()))),
+/// The export pool's part: its own levels after the digitize pool's, when its values let them
+/// be shown; else a refusal and its retry on a task of their own beside the digitize levels.
+enum ExportPart {
+    Levels,
+    Alone(JoinHandle<ExportRun>),
+    NoDesign,
+}
+
+/// Starts the export pool's part once the design is fetched (a failure recorded without one).
+async fn start_export(t: &Arc<Target>, c: &mut Ctx) -> ExportPart {
+    if let Err(e) = t.design().await {
+        c.fail(e.to_string());
+        return ExportPart::NoDesign;
+    }
+    if judgeable(t, Pool::Export) {
+        return ExportPart::Levels;
+    }
+    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let (max_s, min_s) = (
+        t.max_retry_after_s(Pool::Export),
+        t.expected.clauses.t3.value.min_seconds,
+    );
+    let deadline = t.deadline(Pool::Export).as_millis();
+    if max_s <= min_s {
+        c.evidence.push(format!(
+            "export estimator not applicable: the {deadline} ms export timeout caps {header} at {max_s} s, what every order statistic of the window rounds to"
+        ));
+    } else {
+        c.skip(format!(
+            "cannot judge the export estimator: the {deadline} ms export timeout leaves no room for the {} s level",
+            LEVELS[1].as_secs_f64()
+        ));
+    }
+    ExportPart::Alone(tokio::spawn(export_run(t.clone())))
+}
+
+/// Waits for the export pool's lone refusal and judges it; its note for the observation.
+async fn finish_export(
+    t: &Target,
+    c: &mut Ctx,
+    task: JoinHandle<ExportRun>,
+    latencies: &mut Vec<f64>,
+) -> String {
+    match task.await {
+        Ok(run) => judge_export(t, c, run, latencies),
         Err(e) => {
-            c.fail(e.to_string());
-            None
+            c.fail(format!("export: {e}"));
+            "export: failed".into()
         }
     }
 }
 
-/// Waits for the export pool's part and judges it; its note for the observation.
-async fn finish_export(
-    t: &Target,
-    c: &mut Ctx,
-    export: Option<JoinHandle<ExportRun>>,
-    latencies: &mut Vec<f64>,
-) -> String {
-    match export {
-        Some(task) => match task.await {
-            Ok(run) => judge_export(t, c, run, latencies),
-            Err(e) => {
-                c.fail(format!("export: {e}"));
-                "export: failed".into()
-            }
-        },
-        None => "export: no design".into(),
+/// Whether the two levels can be shown in `pool`: the higher level holds its workers FILL + its
+/// wait, and its queued requests then need a moment before their own deadline; a timeout that
+/// caps Retry-After below the higher level's ceiling cannot show two levels.
+fn judgeable(t: &Target, pool: Pool) -> bool {
+    let [_, high] = LEVELS;
+    t.deadline(pool) >= FILL + high + DEADLINE_MARGIN && t.max_retry_after_s(pool) >= ceil_s(high)
+}
+
+/// A request's label in `pool`: the digitize pool's bare, the export pool's prefixed.
+fn tag(pool: Pool, name: &str) -> String {
+    match pool {
+        Pool::Digitize => name.to_owned(),
+        _ => format!("{pool}-{name}"),
     }
 }
 
-/// Whether the two levels can be shown: the higher level holds its workers FILL + its wait, and
-/// its queued requests then need a moment before their own deadline; a timeout that caps
-/// Retry-After below the higher level's ceiling cannot show two levels.
-fn judgeable(t: &Target) -> bool {
-    let pool = Pool::Digitize;
-    let [_, high] = LEVELS;
-    t.deadline(pool) >= FILL + high + Duration::from_millis(250)
-        && t.max_retry_after_s(pool) >= ceil_s(high)
-}
-
-/// The two levels the estimator was driven to, each with the delay it advertised there.
+/// The two levels the estimator of a pool was driven to, each with the delay it advertised
+/// there.
 struct Levels {
+    pool: Pool,
     lo: Expectation,
     hi: Expectation,
 }
@@ -405,18 +451,29 @@ impl Levels {
     /// The advertised delay must move between two levels whose accepted delays differ; when
     /// this load made them round alike the estimator cannot be judged (a skip).
     fn judge(&self, t: &Target, c: &mut Ctx) {
-        let header = &t.expected.clauses.t3.value.retry_after_header;
-        let Levels { lo, hi } = self;
+        let t3 = &t.expected.clauses.t3.value;
+        let header = &t3.retry_after_header;
+        let Levels { pool, lo, hi } = self;
+        let untold = untold(&[lo, hi]);
         if lo.accepted.end() >= hi.accepted.start() {
             c.skip(format!(
-                "cannot judge the estimator: the two levels' waits ({}, {}) round alike under this load",
+                "cannot judge the {pool} estimator: the two levels' waits ({}, {}) round alike under this load",
                 lo.p50_text(),
                 hi.p50_text()
             ));
-        } else if let (Some(x), Some(y)) = (lo.advertised, hi.advertised) {
+        } else if !untold.is_empty() {
+            c.skip(format!(
+                "cannot tell the {pool} pool's {} from the {} of the same window under this load (low level: {}; high level: {})",
+                t3.estimator,
+                untold.join(", "),
+                lo.alternatives_text(),
+                hi.alternatives_text()
+            ));
+        }
+        if let (Some(x), Some(y)) = (lo.advertised, hi.advertised) {
             c.require(x != y, || {
                 format!(
-                    "{header} stayed {x} s while the queue wait moved from {} to {}",
+                    "{pool}: {header} stayed {x} s while the queue wait moved from {} to {}",
                     lo.p50_text(),
                     hi.p50_text()
                 )
@@ -425,85 +482,120 @@ impl Levels {
     }
 }
 
-/// Drives the estimator to the high level, reads it while filling the window for the low
+/// Drives `pool`'s estimator to the high level, reads it while filling the window for the low
 /// level, then reads the low level; each reading is retried after its advertised delay. None
 /// when a saturation freed no slot (a failure is recorded).
-async fn drive_levels(t: &Arc<Target>, c: &mut Ctx, samples: &mut Samples) -> Option<Levels> {
-    let mut hi = fill_high(t, c, &mut samples.crowded).await?;
-    let mut lo = read_high_fill_low(t, c, samples, &mut hi).await?;
-    read_low(t, c, &mut samples.latencies, &mut lo).await;
-    Some(Levels { lo, hi })
+async fn drive_levels(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    pool: Pool,
+    samples: &mut Samples,
+) -> Option<Levels> {
+    let mut hi = fill_high(t, c, pool, &mut samples.crowded).await?;
+    let mut lo = read_high_fill_low(t, c, (pool, samples), &mut hi).await?;
+    read_low(t, c, pool, &mut samples.latencies, &mut lo).await;
+    Some(Levels { pool, lo, hi })
 }
 
-/// High level: saturate, and `high` before the first slot frees fill the window.
-async fn fill_high(t: &Arc<Target>, c: &mut Ctx, crowded: &mut Vec<f64>) -> Option<Expectation> {
-    let pool = Pool::Digitize;
+/// High level: saturate; `high` before the first slot frees, the long waits of the window go
+/// out, and just before it frees the short ones: fewer than half, so the p50 is long and the
+/// mean short.
+async fn fill_high(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    pool: Pool,
+    crowded: &mut Vec<f64>,
+) -> Option<Expectation> {
     let [_, high] = LEVELS;
+    let window = t.expected.clauses.t3.value.window_samples as usize;
+    let mix = Mix::median_long(window, t.workers(pool));
     idle(t, c, pool).await;
     let s = saturate(t, pool, FILL + high).await;
-    let refused = fire(t, c, "high-scripted", s.sent + FILL, crowded).await;
-    let (freed, queued) = finish(t, c, "high-fill", s).await;
+    let frees = s.sent + s.hold;
+    let long = (pool, mix.long);
+    let mut refused = fire(
+        t,
+        c,
+        long,
+        (&tag(pool, "high-long"), s.sent + FILL),
+        crowded,
+    )
+    .await;
+    let short = (&*tag(pool, "high-short"), frees - HIGH_SHORT);
+    refused.extend(fire(t, c, (pool, mix.short), short, crowded).await);
+    let (freed, queued) = finish(t, c, &tag(pool, "high-fill"), s).await;
     let Some(freed) = freed else {
-        c.fail("high level: no held request finished");
+        c.fail(format!("{pool} high level: no held request finished"));
         return None;
     };
-    Some(expectation(t, &refused, &queued, freed, t.workers(pool)))
+    let zeros = t.workers(pool);
+    Some(expectation(t, pool, (&refused, &queued), freed, zeros))
 }
 
-/// Reads the high level with the pool saturated again and retries after it; meanwhile, `low`
-/// before those holders free their slots, fills the window for the low level. Returns the low
-/// level's expectation.
+/// Reads the high level with the pool saturated again and retries after it; meanwhile fills
+/// the window for the low level: long waits at once, then, `low` before those holders free
+/// their slots, more than half of the window short. Returns the low level's expectation.
 async fn read_high_fill_low(
     t: &Arc<Target>,
     c: &mut Ctx,
-    samples: &mut Samples,
+    (pool, samples): (Pool, &mut Samples),
     hi: &mut Expectation,
 ) -> Option<Expectation> {
-    let pool = Pool::Digitize;
     let [low, _] = LEVELS;
+    let window = t.expected.clauses.t3.value.window_samples as usize;
     idle(t, c, pool).await;
-    let hold_hi = read_hold(hi);
-    let s = saturate(t, pool, hold_hi).await;
+    let s = saturate(t, pool, read_hold(hi, t.deadline(pool) - DEADLINE_MARGIN)).await;
     let frees = s.sent + s.hold;
-    let probe_hi = probe(t, c, (pool, frees), "high-probe", &mut samples.latencies).await;
-    let at = (s.sent + hold_hi.saturating_sub(low)).max(Instant::now());
-    let refused = fire(t, c, "low-scripted", at, &mut samples.crowded).await;
-    let retry_hi = probe_hi.map(|(at, n)| spawn_retry(t, pool, at, n));
-    let (freed, queued) = finish(t, c, "high-read", s).await;
-    judge_level(t, c, "high-probe", hi, probe_hi);
-    let retried = judge_retry(t, c, "high-retry", retry_hi).await;
-    c.evidence.push(level_evidence("high", hi, &retried));
-    let Some(freed) = freed else {
-        c.fail("low level: no held request finished");
-        return None;
-    };
+    let label = tag(pool, "high-probe");
+    let probe_hi = probe(t, c, (pool, frees), &label, &mut samples.latencies).await;
     // Admitted at once after these refusals: the high retry, then the next holders.
     let zeros = t.workers(pool) + usize::from(probe_hi.is_some());
-    Some(expectation(t, &refused, &queued, freed, zeros))
+    let mix = Mix::median_short(window, zeros);
+    let long = (&*tag(pool, "low-long"), Instant::now());
+    let mut refused = fire(t, c, (pool, mix.long), long, &mut samples.crowded).await;
+    let short = (&*tag(pool, "low-short"), (frees - low).max(Instant::now()));
+    refused.extend(fire(t, c, (pool, mix.short), short, &mut samples.crowded).await);
+    let retry_hi = probe_hi.map(|(at, n)| spawn_retry(t, pool, at, n));
+    let (freed, queued) = finish(t, c, &tag(pool, "high-read"), s).await;
+    judge_level(t, c, &label, hi, probe_hi);
+    let retried = judge_retry(t, c, &tag(pool, "high-retry"), retry_hi).await;
+    c.evidence.push(level_evidence(pool, "high", hi, &retried));
+    let Some(freed) = freed else {
+        c.fail(format!("{pool} low level: no held request finished"));
+        return None;
+    };
+    Some(expectation(t, pool, (&refused, &queued), freed, zeros))
 }
 
 /// Reads the low level and retries after it.
-async fn read_low(t: &Arc<Target>, c: &mut Ctx, latencies: &mut Vec<f64>, lo: &mut Expectation) {
-    let pool = Pool::Digitize;
+async fn read_low(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    pool: Pool,
+    latencies: &mut Vec<f64>,
+    lo: &mut Expectation,
+) {
     idle(t, c, pool).await;
-    let s = saturate(t, pool, read_hold(lo)).await;
-    let probe_lo = probe(t, c, (pool, s.sent + s.hold), "low-probe", latencies).await;
-    judge_level(t, c, "low-probe", lo, probe_lo);
+    let s = saturate(t, pool, read_hold(lo, lo.p50_early)).await;
+    let label = tag(pool, "low-probe");
+    let probe_lo = probe(t, c, (pool, s.sent + s.hold), &label, latencies).await;
+    judge_level(t, c, &label, lo, probe_lo);
     let retry_lo = probe_lo.map(|(at, n)| spawn_retry(t, pool, at, n));
-    finish(t, c, "low-read", s).await;
-    let retried = judge_retry(t, c, "low-retry", retry_lo).await;
-    c.evidence.push(level_evidence("low", lo, &retried));
+    finish(t, c, &tag(pool, "low-read"), s).await;
+    let retried = judge_retry(t, c, &tag(pool, "low-retry"), retry_lo).await;
+    c.evidence.push(level_evidence(pool, "low", lo, &retried));
 }
 
 /// A level's evidence: its refusals, the wait the checker observed and the delays it accepts,
 /// what was advertised, and how the retry fared.
-fn level_evidence(name: &str, e: &Expectation, retried: &str) -> String {
+fn level_evidence(pool: Pool, name: &str, e: &Expectation, retried: &str) -> String {
     format!(
-        "{name} level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
+        "{pool} {name} level: {} refusals, observed p50 {} → accepts {}..={} s (the same window's {}); advertised {}; {retried}",
         e.refusals,
         e.p50_text(),
         e.accepted.start(),
         e.accepted.end(),
+        e.alternatives_text(),
         e.advertised
             .map_or("nothing valid".into(), |n| format!("{n} s"))
     )
@@ -533,7 +625,7 @@ fn observed(
     t: &Target,
     samples: &Samples,
     figures: &Figures,
-    levels: Option<&Levels>,
+    levels: &[Levels],
     export_note: &str,
 ) -> String {
     let header = &t.expected.clauses.t3.value.retry_after_header;
@@ -544,11 +636,11 @@ fn observed(
         crowd_median,
     } = figures;
     let shown: Vec<String> = levels
-        .into_iter()
-        .flat_map(|l| [&l.lo, &l.hi])
-        .map(|l| {
+        .iter()
+        .flat_map(|l| [(l.pool, &l.lo), (l.pool, &l.hi)])
+        .map(|(pool, l)| {
             format!(
-                "{} s at p50 {}",
+                "{pool} {} s at p50 {}",
                 l.advertised.map_or("–".to_owned(), |n| n.to_string()),
                 l.p50_text()
             )
