@@ -1,4 +1,4 @@
-//! The estimator's levels: a window of scripted refusals mixing short and long waits, what the
+//! The estimator's levels: a window of scripted refusals and requests admitted at once, what the
 //! checker expects the advertised delay to be from its own observations (and what the other
 //! order statistics of the same window would advertise), and the judgement of a level.
 
@@ -26,7 +26,7 @@ impl Other {
     }
 
     /// The statistic of `sorted` (ascending, not empty).
-    fn of(self, sorted: &[Duration]) -> Duration {
+    pub(super) fn of(self, sorted: &[Duration]) -> Duration {
         match self {
             Other::Mean => {
                 sorted.iter().sum::<Duration>() / u32::try_from(sorted.len()).unwrap_or(u32::MAX)
@@ -44,43 +44,6 @@ pub(super) struct Alternative {
     pub(super) value: Duration,
     /// The delays it would advertise, jitter and the bracket included.
     pub(super) rounds_to: RangeInclusive<u64>,
-}
-
-/// How a level's window is mixed: `long` refusals sent early, then `short` sent shortly before
-/// the first slot frees. The ordering of the window decides which statistic lands where.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) struct Mix {
-    pub(super) long: usize,
-    pub(super) short: usize,
-}
-
-/// How many ranks the p50 keeps from the boundary between the short and the long waits, so a
-/// refusal or two lost to the crowd does not move it across.
-const RANK_MARGIN: usize = 2;
-
-impl Mix {
-    /// A window whose p50 is long while its mean stays short: just under half of it short
-    /// waits, counting the `zeros` (requests admitted at once) recorded after the refusals.
-    pub(super) fn median_long(window: usize, zeros: usize) -> Mix {
-        let rank = window.div_ceil(2);
-        let short = (rank - 1).saturating_sub(zeros + RANK_MARGIN);
-        Mix {
-            long: window - short,
-            short,
-        }
-    }
-
-    /// A window whose p50 is short while its p90 and max are long: just over half of it short
-    /// waits (with the `zeros`), the rest long.
-    pub(super) fn median_short(window: usize, zeros: usize) -> Mix {
-        let short = (window.div_ceil(2) + RANK_MARGIN)
-            .saturating_sub(zeros)
-            .min(window);
-        Mix {
-            long: window - short,
-            short,
-        }
-    }
 }
 
 /// What the estimator should say after a window of scripted refusals, by the checker's model.
@@ -237,15 +200,6 @@ pub(super) fn expectation(
     }
 }
 
-/// How long the holders of a reading saturation hold: until just before the lowest delay the
-/// level accepts, so an honest delay finds a free slot and a shorter one does not, and no longer
-/// than `longest`.
-pub(super) fn read_hold(e: &Expectation, longest: Duration) -> Duration {
-    longest
-        .min(Duration::from_secs(*e.accepted.start()))
-        .saturating_sub(Duration::from_millis(50))
-}
-
 impl Expectation {
     /// `0.55 s`, or `0.50–0.62 s` when the client could only bracket the moment.
     pub(super) fn p50_text(&self) -> String {
@@ -354,7 +308,7 @@ fn crowd_note(unanswered: usize, room: usize, (held, cap): (usize, usize)) -> St
 }
 
 /// `total` split into waves of at most `room`.
-fn waves(total: usize, room: usize) -> Vec<usize> {
+pub(super) fn waves(total: usize, room: usize) -> Vec<usize> {
     crate::checks::pieces(total as u64, room as u64)
         .into_iter()
         .map(|n| n as usize)
@@ -366,30 +320,6 @@ mod tests {
     use super::*;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
-
-    /// A window as the mix lays it out: `zeros`, then the short and the long waits.
-    fn laid_out(mix: Mix, zeros: usize, short: Duration, long: Duration) -> Vec<Duration> {
-        let mut w = vec![Duration::ZERO; zeros];
-        w.extend(std::iter::repeat_n(short, mix.short));
-        w.extend(std::iter::repeat_n(long, mix.long));
-        w.truncate(64);
-        w.sort_unstable();
-        w
-    }
-
-    #[test]
-    fn the_mixes_put_the_p50_apart_from_the_other_statistics() {
-        let p50 = |w: &[Duration]| w[w.len().div_ceil(2) - 1];
-        // The high level: four holders admitted at once after the refusals.
-        let hi = laid_out(Mix::median_long(64, 4), 4, MS(150), MS(1250));
-        assert_eq!(ceil_s(p50(&hi)), 2);
-        assert_eq!(ceil_s(Other::Mean.of(&hi) + MS(150)), 1);
-        // The low level: the holders and the high level's retry.
-        let lo = laid_out(Mix::median_short(64, 5), 5, MS(500), MS(1600));
-        assert_eq!(ceil_s(p50(&lo) + MS(150)), 1);
-        assert_eq!(ceil_s(Other::P90.of(&lo) - MS(150)), 2);
-        assert_eq!(ceil_s(Other::Max.of(&lo) - MS(150)), 2);
-    }
 
     #[test]
     fn a_crowd_cut_off_says_it_was_sent_within_the_cap() {
