@@ -420,7 +420,7 @@ fn start_export(t: &Arc<Target>, c: &mut Ctx, design: bool) -> ExportPart {
     } else {
         c.skip(format!(
             "cannot judge the export estimator: the {deadline} ms export timeout leaves no room for the {} s level",
-            Plan::Two.high_wait().as_secs_f64()
+            Plan::Two.high_wait(Duration::ZERO).as_secs_f64()
         ));
     }
     ExportPart::Alone(tokio::spawn(export_run(t.clone())))
@@ -537,7 +537,7 @@ async fn fill_high(
     let refusals = (long + SPARE).saturating_sub(queue).max(1);
     let label = tag(pool, "high-long");
     let at = (s.sent + s.hold)
-        .checked_sub(plan.high_wait())
+        .checked_sub(plan.high_wait(timing.overhead))
         .map_or(s.ready, |at| at.max(s.ready));
     let refused = fire(t, c, (pool, refusals), (&label, at), crowded).await;
     let (freed, queued) = finish(t, c, &tag(pool, "high-fill"), s).await;
@@ -676,7 +676,7 @@ async fn refusal_only(t: &Arc<Target>, c: &mut Ctx, latencies: &mut Vec<f64>) {
     c.skip(format!(
         "cannot judge the estimator: the {} ms digitize timeout caps {header} below 2 s or the holds below the {} s level",
         t.deadline(pool).as_millis(),
-        Plan::Two.high_wait().as_secs_f64()
+        Plan::Two.high_wait(Duration::ZERO).as_secs_f64()
     ));
     // Still judge the refusal itself.
     idle(t, c, pool).await;
