@@ -40,6 +40,13 @@ impl RetryAfterPolicy for MedianWait {
     }
 }
 
+/// A wait as the advertised delay: rounded up to whole seconds, at least `min_seconds`, at most
+/// `max_seconds` (the pool's timeout; `min_seconds` if that is smaller).
+pub(crate) fn whole_seconds(wait: Duration, min_seconds: u64, max_seconds: u64) -> u64 {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    seconds.clamp(min_seconds, max_seconds.max(min_seconds))
+}
+
 /// A sliding window of queue-wait samples.
 #[derive(Debug, Clone)]
 pub(crate) struct RetryAfterEstimator {
@@ -96,8 +103,7 @@ impl WaitEstimator for RetryAfterEstimator {
             .estimator
             .of(self.window.iter().copied())
             .unwrap_or_default();
-        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        seconds.clamp(self.min_seconds, max_seconds.max(self.min_seconds))
+        whole_seconds(wait, self.min_seconds, max_seconds)
     }
 
     /// The window: a sample older than the last `capacity` has fallen out.

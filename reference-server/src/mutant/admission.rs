@@ -1,6 +1,7 @@
 //! Broken admission: pools too big, the queue served newest first, a refusal that waits, a
 //! Retry-After that ignores the load, a slot taken before the upload.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -10,7 +11,7 @@ use plimsoll_spec::model::Backpressure;
 use crate::admission::{
     Admission, Admitted, Denied, Entry, PoolSizing, QueueDiscipline, UploadFirst,
 };
-use crate::retry_after::{RetryAfterPolicy, WaitEstimator};
+use crate::retry_after::{RetryAfterPolicy, WaitEstimator, whole_seconds};
 
 /// T1/R1: the listed pools let everything run.
 #[derive(Debug)]
@@ -114,6 +115,75 @@ impl WaitEstimator for Constant {
     /// No sample changes the answer.
     fn window(&self) -> usize {
         0
+    }
+}
+
+/// T3: Retry-After from another order statistic of the same window than the contract's p50.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Statistic {
+    /// The mean of the window.
+    Mean,
+    /// The nearest-rank 90th percentile.
+    P90,
+    /// The longest wait of the window.
+    Max,
+}
+
+impl Statistic {
+    fn of(self, window: &VecDeque<Duration>) -> Duration {
+        let mut sorted: Vec<Duration> = window.iter().copied().collect();
+        sorted.sort_unstable();
+        match self {
+            Statistic::Mean => {
+                sorted.iter().sum::<Duration>() / u32::try_from(sorted.len()).unwrap_or(u32::MAX)
+            }
+            Statistic::P90 => sorted[(sorted.len() * 90).div_ceil(100).max(1) - 1],
+            Statistic::Max => sorted[sorted.len() - 1],
+        }
+    }
+}
+
+/// T3: the window, its size and rounding as the contract says, but [`Statistic`] instead of
+/// the p50.
+#[derive(Debug)]
+pub(super) struct OtherStatistic(pub Statistic);
+
+impl RetryAfterPolicy for OtherStatistic {
+    fn estimator(&self, _pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator> {
+        Box::new(OtherWindow {
+            statistic: self.0,
+            window: VecDeque::new(),
+            t3: t3.clone(),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct OtherWindow {
+    statistic: Statistic,
+    window: VecDeque<Duration>,
+    t3: Backpressure,
+}
+
+impl WaitEstimator for OtherWindow {
+    fn record(&mut self, wait: Duration) {
+        if self.window.len() == self.window() {
+            self.window.pop_front();
+        }
+        self.window.push_back(wait);
+    }
+
+    fn retry_after_seconds(&self, max_seconds: u64) -> u64 {
+        let wait = if self.window.is_empty() {
+            Duration::from_secs(self.t3.empty_window_seconds)
+        } else {
+            self.statistic.of(&self.window)
+        };
+        whole_seconds(wait, self.t3.min_seconds, max_seconds)
+    }
+
+    fn window(&self) -> usize {
+        (self.t3.window_samples as usize).max(1)
     }
 }
 

@@ -286,6 +286,21 @@ mutants! {
         |c| {
             c.retry_after = Arc::new(admission::ConstantRetryAfter(1));
         };
+    RetryAfterMean = "retry-after-mean", "Retry-After from the mean of the window, not its p50",
+        fails ["T3"],
+        |c| {
+            c.retry_after = Arc::new(admission::OtherStatistic(admission::Statistic::Mean));
+        };
+    RetryAfterP90 = "retry-after-p90", "Retry-After from the p90 of the window, not its p50",
+        fails ["T3"],
+        |c| {
+            c.retry_after = Arc::new(admission::OtherStatistic(admission::Statistic::P90));
+        };
+    RetryAfterMax = "retry-after-max", "Retry-After from the longest wait of the window, not its p50",
+        fails ["T3"],
+        |c| {
+            c.retry_after = Arc::new(admission::OtherStatistic(admission::Statistic::Max));
+        };
     DeadlineFromStart = "deadline-from-start", "the deadline counts from the worker's start (queue time free)",
         fails ["B1"],
         |c| c.deadline = Arc::new(bounds::FromStart);

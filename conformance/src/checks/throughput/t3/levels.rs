@@ -1,7 +1,50 @@
-//! The estimator's levels: a window of scripted refusals, what the checker expects the
-//! advertised delay to be from its own observations, and the judgement of a level.
+//! The estimator's levels: a window of scripted refusals and requests admitted at once, what the
+//! checker expects the advertised delay to be from its own observations (and what the other
+//! order statistics of the same window would advertise), and the judgement of a level.
 
 use super::*;
+
+/// The order statistics of the window the contract's estimator must be told apart from: a
+/// server advertising one of these instead passes a window of nearly equal waits.
+const OTHERS: [Other; 3] = [Other::Mean, Other::P90, Other::Max];
+
+/// An order statistic of the window other than the contract's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Other {
+    Mean,
+    P90,
+    Max,
+}
+
+impl Other {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Other::Mean => "mean",
+            Other::P90 => "p90",
+            Other::Max => "max",
+        }
+    }
+
+    /// The statistic of `sorted` (ascending, not empty).
+    pub(super) fn of(self, sorted: &[Duration]) -> Duration {
+        match self {
+            Other::Mean => {
+                sorted.iter().sum::<Duration>() / u32::try_from(sorted.len()).unwrap_or(u32::MAX)
+            }
+            Other::P90 => sorted[(sorted.len() * 90).div_ceil(100).max(1) - 1],
+            Other::Max => sorted[sorted.len() - 1],
+        }
+    }
+}
+
+/// What another statistic of the observed window would advertise.
+pub(super) struct Alternative {
+    pub(super) other: Other,
+    /// Its value if the slot freed when the client learnt of it.
+    pub(super) value: Duration,
+    /// The delays it would advertise, jitter and the bracket included.
+    pub(super) rounds_to: RangeInclusive<u64>,
+}
 
 /// What the estimator should say after a window of scripted refusals, by the checker's model.
 pub(super) struct Expectation {
@@ -12,30 +55,33 @@ pub(super) struct Expectation {
     pub(super) p50: Duration,
     pub(super) accepted: RangeInclusive<u64>,
     pub(super) advertised: Option<u64>,
+    /// The other statistics of the same window, and what they would advertise.
+    pub(super) alternatives: Vec<Alternative>,
 }
 
-/// Sends a window's worth of requests at `at`, into a saturated pool; each must be refused at
-/// once. Returns when each refused one was sent.
+/// Sends `count` requests at `at`, into a saturated `pool`; each must be refused at once.
+/// Returns when each refused one was sent.
 pub(super) async fn fire(
     t: &Arc<Target>,
     c: &mut Ctx,
-    label: &str,
-    at: Instant,
+    (pool, count): (Pool, usize),
+    (label, at): (&str, Instant),
     latencies: &mut Vec<f64>,
 ) -> Vec<Instant> {
-    let pool = Pool::Digitize;
-    let window = t.expected.clauses.t3.value.window_samples as usize;
+    let window = count;
     sleep_until(at).await;
-    // A window's worth at once, in waves that fit the connection cap beside the requests both
+    // All at once, in waves that fit the connection cap beside the requests both
     // pools hold (an adopted MAX_CONNECTIONS can be smaller than the window): a refusal is
     // immediate, so the waves follow each other within milliseconds.
     let mut replies = Vec::with_capacity(window);
-    for wave in waves(window, crowd_room(t)) {
+    let room = crowd_room(t);
+    for wave in waves(window, room) {
         let tasks: Vec<_> = (0..wave).map(|_| spawn_in(t, pool, None)).collect();
         replies.extend(join_all(tasks).await);
     }
     let mut refused = Vec::new();
     let mut not_refused = Vec::new();
+    let mut unanswered = 0;
     for (i, r) in replies.into_iter().enumerate() {
         let name = format!("{label}-{i}");
         match r {
@@ -53,16 +99,21 @@ pub(super) async fn fire(
                 c.reply(t, &name, &reply);
                 not_refused.push(format!("{name}: {} {}", reply.status, reply.code()));
             }
-            Err(e) => not_refused.push(format!("{name}: {e}")),
+            Err(e) => {
+                unanswered += 1;
+                not_refused.push(format!("{name}: {e}"));
+            }
         }
     }
+    let cap = t.expected.clauses.b4.value.max_connections as usize;
     fail_many(
         c,
         &format!(
-            "{} of {window} requests sent into a full pool were not answered {} {}",
+            "{} of {window} requests sent into a full {pool} pool were not answered {} {}{}",
             not_refused.len(),
             t.status(ErrorCode::Overloaded),
-            ErrorCode::Overloaded
+            ErrorCode::Overloaded,
+            crowd_note(unanswered, room, (held_by_pools(t), cap))
         ),
         &not_refused,
     );
@@ -73,52 +124,80 @@ pub(super) async fn fire(
 /// The window the server should hold at its next refusal, from what the client saw: the
 /// scripted refusals (each waited from its sending until the first slot freed), then the queued
 /// requests' waits (recorded when they started, at that release too), then `zeros` requests
-/// admitted at once. The advertised delay is its p50 rounded up, within the jitter tolerance
-/// around the bracket the client has for the moment the slot freed.
-pub(super) fn expectation(
-    t: &Target,
-    refused: &[Instant],
-    queued: &[Reply],
-    freed: Freed,
+/// admitted at once; its last `window_samples`, sorted.
+struct Window<'a> {
+    refused: &'a [Instant],
+    queued: &'a [Reply],
     zeros: usize,
-) -> Expectation {
-    let t3 = &t.expected.clauses.t3.value;
-    let window = t3.window_samples as usize;
-    let p50_at = |freed: Instant| {
-        let mut model: Vec<Duration> = refused
+}
+
+impl Window<'_> {
+    fn at(&self, window: usize, freed: Instant) -> Vec<Duration> {
+        let mut model: Vec<Duration> = self
+            .refused
             .iter()
             .map(|&at| freed.saturating_duration_since(at))
             .collect();
         model.extend(
-            queued
+            self.queued
                 .iter()
                 .map(|r| freed.saturating_duration_since(r.sent)),
         );
-        model.extend(std::iter::repeat_n(Duration::ZERO, zeros));
-        let keep = model.len().saturating_sub(window);
-        t3.estimator
-            .of(model[keep..].iter().copied())
-            .unwrap_or_default()
-    };
-    let (p50_early, p50) = (p50_at(freed.earliest), p50_at(freed.latest));
-    let jitter = Duration::from_millis(t.expected.tolerances.retry_after_jitter_ms);
-    let (lo, hi) = (t3.min_seconds, t.max_retry_after_s(Pool::Digitize));
-    Expectation {
-        refusals: refused.len(),
-        p50_early,
-        p50,
-        accepted: ceil_s(p50_early.saturating_sub(jitter)).clamp(lo, hi)
-            ..=ceil_s(p50 + jitter).clamp(lo, hi),
-        advertised: None,
+        model.extend(std::iter::repeat_n(Duration::ZERO, self.zeros));
+        let mut kept = model.split_off(model.len().saturating_sub(window));
+        kept.sort_unstable();
+        kept
     }
 }
 
-/// How long the holders of a reading saturation hold: until just before the lowest delay the
-/// level accepts, so an honest delay finds a free slot and a shorter one does not.
-pub(super) fn read_hold(e: &Expectation) -> Duration {
-    e.p50_early
-        .min(Duration::from_secs(*e.accepted.start()))
-        .saturating_sub(Duration::from_millis(50))
+/// The advertised delay is the window's p50 rounded up, within the jitter tolerance around the
+/// bracket the client has for the moment the slot freed; each other statistic's delays are
+/// rounded the same way.
+pub(super) fn expectation(
+    t: &Target,
+    pool: Pool,
+    (refused, queued): (&[Instant], &[Reply]),
+    freed: Freed,
+    zeros: usize,
+) -> Expectation {
+    let t3 = &t.expected.clauses.t3.value;
+    let model = Window {
+        refused,
+        queued,
+        zeros,
+    };
+    let window = t3.window_samples as usize;
+    let (early, late) = (
+        model.at(window, freed.earliest),
+        model.at(window, freed.latest),
+    );
+    let jitter = Duration::from_millis(t.expected.tolerances.retry_after_jitter_ms);
+    let (lo, hi) = (t3.min_seconds, t.max_retry_after_s(pool));
+    let rounds_to = |a: Duration, b: Duration| {
+        ceil_s(a.saturating_sub(jitter)).clamp(lo, hi)..=ceil_s(b + jitter).clamp(lo, hi)
+    };
+    let p50 = |w: &[Duration]| t3.estimator.of(w.iter().copied()).unwrap_or_default();
+    let (p50_early, p50_late) = (p50(&early), p50(&late));
+    let alternatives = if late.is_empty() {
+        Vec::new()
+    } else {
+        OTHERS
+            .iter()
+            .map(|&other| Alternative {
+                other,
+                value: other.of(&late),
+                rounds_to: rounds_to(other.of(&early), other.of(&late)),
+            })
+            .collect()
+    };
+    Expectation {
+        refusals: refused.len(),
+        p50_early,
+        p50: p50_late,
+        accepted: rounds_to(p50_early, p50_late),
+        advertised: None,
+        alternatives,
+    }
 }
 
 impl Expectation {
@@ -131,6 +210,48 @@ impl Expectation {
             format!("{a:.2}–{b:.2} s")
         }
     }
+
+    /// Whether a server advertising `other` instead of the p50 fails this level: every delay
+    /// `other` rounds to lies outside the ones the level accepts.
+    pub(super) fn tells_apart(&self, other: Other) -> bool {
+        self.alternatives.iter().any(|a| {
+            a.other == other
+                && (a.rounds_to.end() < self.accepted.start()
+                    || a.rounds_to.start() > self.accepted.end())
+        })
+    }
+
+    /// `mean 0.78 s → 1 s, p90 1.31 s → 2 s, max 1.52 s → 2 s`.
+    pub(super) fn alternatives_text(&self) -> String {
+        let shown: Vec<String> = self
+            .alternatives
+            .iter()
+            .map(|a| {
+                let (x, y) = (a.rounds_to.start(), a.rounds_to.end());
+                let secs = if x == y {
+                    format!("{x}")
+                } else {
+                    format!("{x}..={y}")
+                };
+                format!(
+                    "{} {:.2} s → {secs} s",
+                    a.other.name(),
+                    a.value.as_secs_f64()
+                )
+            })
+            .collect();
+        shown.join(", ")
+    }
+}
+
+/// The other statistics neither level tells apart from the p50 (a server advertising one of
+/// them would pass).
+pub(super) fn untold(levels: &[&Expectation]) -> Vec<&'static str> {
+    OTHERS
+        .iter()
+        .filter(|&&o| !levels.iter().any(|l| l.tells_apart(o)))
+        .map(|o| o.name())
+        .collect()
 }
 
 /// Judges the advertised delay of a level against the checker's expectation.
@@ -149,12 +270,13 @@ pub(super) fn judge_level(
     e.advertised = Some(n);
     c.require(e.accepted.contains(&n), || {
         format!(
-            "{label}: {header} {n} s, but the {} of the queue waits the checker observed was {} (±{} ms → {}..={} s)",
+            "{label}: {header} {n} s, but the {} of the queue waits the checker observed was {} (±{} ms → {}..={} s; the same window's {})",
             t3.estimator,
             e.p50_text(),
             t.expected.tolerances.retry_after_jitter_ms,
             e.accepted.start(),
-            e.accepted.end()
+            e.accepted.end(),
+            e.alternatives_text()
         )
     });
 }
@@ -162,16 +284,31 @@ pub(super) fn judge_level(
 /// How many requests the checker may have open at once beside what both pools hold: the
 /// connection cap less every worker and queue place and a few for the checker's probes.
 fn crowd_room(t: &Target) -> usize {
-    let held: usize = [Pool::Digitize, Pool::Export]
+    let cap = t.expected.clauses.b4.value.max_connections as usize;
+    cap.saturating_sub(held_by_pools(t) + 4).max(1)
+}
+
+/// Every worker and queue place of both job pools.
+fn held_by_pools(t: &Target) -> usize {
+    [Pool::Digitize, Pool::Export]
         .into_iter()
         .map(|p| t.workers(p) + t.queue_capacity(p))
-        .sum();
-    let cap = t.expected.clauses.b4.value.max_connections as usize;
-    cap.saturating_sub(held + 4).max(1)
+        .sum()
+}
+
+/// When some of a crowd got no answer at all: the crowd was sent within the connection cap, so
+/// the cap is not what cut them off; a full pool owes each an immediate refusal (T3).
+fn crowd_note(unanswered: usize, room: usize, (held, cap): (usize, usize)) -> String {
+    if unanswered == 0 {
+        return String::new();
+    }
+    format!(
+        " ({unanswered} got no answer at all, though the checker sent them in waves of at most {room}, so that with the {held} requests the pools hold they stay within the {cap}-connection cap it judges by (B4): a full pool owes each an immediate refusal, T3)"
+    )
 }
 
 /// `total` split into waves of at most `room`.
-fn waves(total: usize, room: usize) -> Vec<usize> {
+pub(super) fn waves(total: usize, room: usize) -> Vec<usize> {
     crate::checks::pieces(total as u64, room as u64)
         .into_iter()
         .map(|n| n as usize)
@@ -180,7 +317,26 @@ fn waves(total: usize, room: usize) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::waves;
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn a_crowd_cut_off_says_it_was_sent_within_the_cap() {
+        assert_eq!(crowd_note(0, 50, (8, 64)), "");
+        let note = crowd_note(16, 52, (8, 64));
+        assert!(note.contains("waves of at most 52"), "{note}");
+        assert!(note.contains("within the 64-connection cap"), "{note}");
+        assert!(note.ends_with("T3)"), "{note}");
+    }
+
+    #[test]
+    fn the_other_statistics_take_nearest_ranks() {
+        let w: Vec<Duration> = (1..=10).map(Duration::from_secs).collect();
+        assert_eq!(Other::P90.of(&w), Duration::from_secs(9));
+        assert_eq!(Other::Max.of(&w), Duration::from_secs(10));
+        assert_eq!(Other::Mean.of(&w), MS(5500));
+    }
 
     #[test]
     fn a_crowd_is_split_into_waves_that_fit_the_room() {

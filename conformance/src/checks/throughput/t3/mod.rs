@@ -18,9 +18,11 @@ use crate::remote::{Reply, RequestError, Target};
 
 mod export;
 mod levels;
+mod plan;
 
 use export::*;
 use levels::*;
+use plan::*;
 
 /// T3's entry in the check registry: the evidence the docs print, and `t3`, which gathers it.
 pub const CHECK: Check = Check::clause(
@@ -28,20 +30,27 @@ pub const CHECK: Check = Check::clause(
     "With every worker and queue place held, each further request gets {status:overloaded} \
      `overloaded` within the refusal tolerance (every one sent alone; the median of those sent \
      {window_samples} at once), with `{retry_after_header}` as {format} between {min_seconds} and \
-     the pool's timeout. The estimator is driven to two clearly different \
-     levels: each time the window of {window_samples} samples is filled with refusals whose wait \
-     (refusal sent to the first slot freed, by the client's clock) is about 0.5 s, then about \
-     1.5 s; the advertised delay must be the {estimator} of the waits the checker observed, \
-     rounded up (within the jitter tolerance), so it moves with the load and no constant passes. \
-     At each level a retry sent the advertised seconds after the refusal is admitted (200). \
-     The export pool is refused the same way and its retry admitted too.",
+     the pool's timeout. The estimator is driven to two clearly different levels, each window of \
+     {window_samples} samples mixing long and short waits (refusal sent to the first slot freed, \
+     by the client's clock; a request admitted at once waits 0): first a p50 of about 2.4 s \
+     with two fifths of the window admitted at once (so the mean, about 1.5 s, rounds lower), \
+     then a p50 of about 0.5 s with nearly half the waits about 2.7 s (so the p90, the maximum \
+     and the mean round higher). Where the pool's timeout caps {retry_after_header} at 2 s (a \
+     scaled deployment) the high level's p50 is about 1.25 s and its mean about 0.7 s. The \
+     moments are timed on how long after its hold a held request's answer comes, measured \
+     first. The advertised delay must be the {estimator} of the waits the checker observed, \
+     rounded up (within the jitter tolerance), so it moves with the load, no constant passes \
+     and neither does another order statistic of the same window (when the values leave no \
+     room to tell them apart, a skip says which). At each level a retry sent the advertised \
+     seconds after the refusal is admitted (200). The export pool's estimator is driven the \
+     same way when its timeout leaves room for the levels; else it is refused and its retry \
+     admitted.",
     |t, c| Box::pin(t3(t, c)),
 )
 .covers(&["retry-after-estimator"]);
 
-/// The two queue waits the scenario drives the estimator to: their ceilings differ, and both
-/// sit far from whole seconds.
-const LEVELS: [Duration; 2] = [Duration::from_millis(500), Duration::from_millis(1500)];
+/// What a held request leaves before its deadline.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
 /// Time allowed to saturate the pool before the scripted refusals go out.
 const FILL: Duration = Duration::from_millis(200);
 /// What a probe must leave before the held slots free, beside its own round trip.
@@ -76,6 +85,9 @@ async fn idle(t: &Target, c: &mut Ctx, pool: Pool) {
 /// Every worker and queue place of a pool, held.
 struct Saturation {
     sent: Instant,
+    /// When the pool was seen full (its gauges polled across the network: under a latency
+    /// fault that takes a few round trips).
+    ready: Instant,
     hold: Duration,
     holders: Vec<Pending>,
     queued: Vec<Pending>,
@@ -96,6 +108,7 @@ async fn saturate(t: &Arc<Target>, pool: Pool, hold: Duration) -> Saturation {
     settle(t, pool, workers, queue, SETTLE).await;
     Saturation {
         sent,
+        ready: Instant::now(),
         hold,
         holders,
         queued,
@@ -186,15 +199,17 @@ fn judge_refusal(t: &Target, c: &mut Ctx, pool: Pool, label: &str, reply: &Reply
 /// checker's own crowding in the way). Each must reach the server while the pool is still
 /// full, so one more is sent only while it fits before `frees` (the held slots' release), by
 /// the slowest round trip so far and a margin: on a slow path (a latency fault) fewer fit, and
-/// the evidence says how many. Returns when the first was sent and the delay it advertised.
+/// the evidence says how many. Returns when the first was sent and the delay it advertised,
+/// and when each refused one was sent (each adds a wait to the window).
 async fn probe(
     t: &Arc<Target>,
     c: &mut Ctx,
     (pool, frees): (Pool, Instant),
     label: &str,
     latencies: &mut Vec<f64>,
-) -> Option<(Instant, u64)> {
+) -> (Option<(Instant, u64)>, Vec<Instant>) {
     let mut first = None;
+    let mut refused = Vec::new();
     let mut slowest = Duration::ZERO;
     let trials = t.trials.max(1);
     for i in 0..trials {
@@ -215,6 +230,9 @@ async fn probe(
                 slowest = slowest.max(reply.elapsed);
                 latencies.push(ms(reply.elapsed));
                 let n = judge_refusal(t, c, pool, &name, &reply);
+                if t.is_error(&reply, ErrorCode::Overloaded) {
+                    refused.push(reply.sent);
+                }
                 if i == 0 {
                     first = n.map(|n| (reply.sent, n));
                 }
@@ -222,7 +240,7 @@ async fn probe(
             Err(e) => c.fail(format!("{name}: {e}")),
         }
     }
-    first
+    (first, refused)
 }
 
 /// A retry sent `n` seconds after `refused_at` (the refusal that advertised `n`), on its own
@@ -271,26 +289,44 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
     c.expected = expected(t);
     let mut samples = Samples::default();
     // The export design comes from a digitize: fetched now, not in the middle of a saturation.
-    let export = start_export(t, c).await;
-    let levels = if judgeable(t) {
-        let Some(levels) = drive_levels(t, c, &mut samples).await else {
-            return;
-        };
-        Some(levels)
+    let design = t.design().await.map_err(|e| c.fail(e.to_string())).is_ok();
+    // The digitize pool is timed before the export pool's lone part starts beside its levels:
+    // the export jobs' own work would slow the calibration's.
+    let timing = if judgeable(t, Pool::Digitize) {
+        Some(calibrate(t, c, Pool::Digitize).await)
     } else {
-        refusal_only(t, c, &mut samples.latencies).await;
         None
     };
-    let export_note = finish_export(t, c, export, &mut samples.latencies).await;
+    let export = start_export(t, c, design);
+    let mut levels = Vec::new();
+    match timing {
+        Some(timing) => {
+            levels.push(drive_levels(t, c, (Pool::Digitize, timing), &mut samples).await);
+        }
+        None => refusal_only(t, c, &mut samples.latencies).await,
+    }
+    let export_note = match export {
+        ExportPart::Levels => {
+            let timing = calibrate(t, c, Pool::Export).await;
+            levels.push(drive_levels(t, c, (Pool::Export, timing), &mut samples).await);
+            "export: levels as above".to_owned()
+        }
+        ExportPart::Alone(task) => finish_export(t, c, task, &mut samples.latencies).await,
+        ExportPart::NoDesign => "export: no design".into(),
+    };
+    // A saturation that freed no slot has recorded its failure.
+    let Some(levels) = levels.into_iter().collect::<Option<Vec<Levels>>>() else {
+        return;
+    };
     let figures = samples.judge(t, c);
     c.trials_ms = samples.latencies.clone();
     for &latency in &samples.latencies {
         c.sample("refusal latency", latency);
     }
-    if let Some(levels) = &levels {
-        levels.judge(t, c);
+    for level in &levels {
+        level.judge(t, c);
     }
-    c.observed = observed(t, &samples, &figures, levels.as_ref(), &export_note);
+    c.observed = observed(t, &samples, &figures, &levels, &export_note);
 }
 
 /// What T3 expects, in words.
@@ -299,7 +335,7 @@ fn expected(t: &Target) -> String {
     let t3 = &t.expected.clauses.t3.value;
     let header = &t3.retry_after_header;
     format!(
-        "{} {} within {}, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels; a retry after it is admitted",
+        "{} {} within {}, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels, apart from the window's mean, p90 and max; a retry after it is admitted",
         t.status(ErrorCode::Overloaded),
         ErrorCode::Overloaded,
         t.adjustments
@@ -354,49 +390,75 @@ impl Samples {
     }
 }
 
-/// Starts the export pool's part on its own task once the design is fetched; None (a failure
-/// recorded) without a design.
-async fn start_export(t: &Arc<Target>, c: &mut Ctx) -> Option<JoinHandle<ExportRun>> {
-    match t.design().await {
-        Ok(_) => Some(tokio::spawn(export_run(t.clone()))),
+/// The export pool's part: its own levels after the digitize pool's, when its values let them
+/// be shown; else a refusal and its retry on a task of their own beside the digitize levels.
+enum ExportPart {
+    Levels,
+    Alone(JoinHandle<ExportRun>),
+    NoDesign,
+}
+
+/// Starts the export pool's part once the design is fetched (`design`: a failure is recorded
+/// without one).
+fn start_export(t: &Arc<Target>, c: &mut Ctx, design: bool) -> ExportPart {
+    if !design {
+        return ExportPart::NoDesign;
+    }
+    if judgeable(t, Pool::Export) {
+        return ExportPart::Levels;
+    }
+    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let (max_s, min_s) = (
+        t.max_retry_after_s(Pool::Export),
+        t.expected.clauses.t3.value.min_seconds,
+    );
+    let deadline = t.deadline(Pool::Export).as_millis();
+    if max_s <= min_s {
+        c.evidence.push(format!(
+            "export estimator not applicable: the {deadline} ms export timeout caps {header} at {max_s} s, what every order statistic of the window rounds to"
+        ));
+    } else {
+        c.skip(format!(
+            "cannot judge the export estimator: the {deadline} ms export timeout leaves no room for the {} s level",
+            Plan::Two.high_wait(Duration::ZERO).as_secs_f64()
+        ));
+    }
+    ExportPart::Alone(tokio::spawn(export_run(t.clone())))
+}
+
+/// Waits for the export pool's lone refusal and judges it; its note for the observation.
+async fn finish_export(
+    t: &Target,
+    c: &mut Ctx,
+    task: JoinHandle<ExportRun>,
+    latencies: &mut Vec<f64>,
+) -> String {
+    match task.await {
+        Ok(run) => judge_export(t, c, run, latencies),
         Err(e) => {
-            c.fail(e.to_string());
-            None
+            c.fail(format!("export: {e}"));
+            "export: failed".into()
         }
     }
 }
 
-/// Waits for the export pool's part and judges it; its note for the observation.
-async fn finish_export(
-    t: &Target,
-    c: &mut Ctx,
-    export: Option<JoinHandle<ExportRun>>,
-    latencies: &mut Vec<f64>,
-) -> String {
-    match export {
-        Some(task) => match task.await {
-            Ok(run) => judge_export(t, c, run, latencies),
-            Err(e) => {
-                c.fail(format!("export: {e}"));
-                "export: failed".into()
-            }
-        },
-        None => "export: no design".into(),
+/// Whether the two levels can be shown in `pool` (see [`Plan::for_pool`]).
+fn judgeable(t: &Target, pool: Pool) -> bool {
+    Plan::for_pool(t, pool).is_some()
+}
+
+/// A request's label in `pool`: the digitize pool's bare, the export pool's prefixed.
+fn tag(pool: Pool, name: &str) -> String {
+    match pool {
+        Pool::Digitize => name.to_owned(),
+        _ => format!("{pool}-{name}"),
     }
 }
 
-/// Whether the two levels can be shown: the higher level holds its workers FILL + its wait, and
-/// its queued requests then need a moment before their own deadline; a timeout that caps
-/// Retry-After below the higher level's ceiling cannot show two levels.
-fn judgeable(t: &Target) -> bool {
-    let pool = Pool::Digitize;
-    let [_, high] = LEVELS;
-    t.deadline(pool) >= FILL + high + Duration::from_millis(250)
-        && t.max_retry_after_s(pool) >= ceil_s(high)
-}
-
-/// The two levels the estimator was driven to, each with the delay it advertised there.
+/// The two levels the estimator of a pool was driven to, each with the delay it advertised
+/// there.
 struct Levels {
+    pool: Pool,
     lo: Expectation,
     hi: Expectation,
 }
@@ -405,18 +467,29 @@ impl Levels {
     /// The advertised delay must move between two levels whose accepted delays differ; when
     /// this load made them round alike the estimator cannot be judged (a skip).
     fn judge(&self, t: &Target, c: &mut Ctx) {
-        let header = &t.expected.clauses.t3.value.retry_after_header;
-        let Levels { lo, hi } = self;
+        let t3 = &t.expected.clauses.t3.value;
+        let header = &t3.retry_after_header;
+        let Levels { pool, lo, hi } = self;
+        let untold = untold(&[lo, hi]);
         if lo.accepted.end() >= hi.accepted.start() {
             c.skip(format!(
-                "cannot judge the estimator: the two levels' waits ({}, {}) round alike under this load",
+                "cannot judge the {pool} estimator: the two levels' waits ({}, {}) round alike under this load",
                 lo.p50_text(),
                 hi.p50_text()
             ));
-        } else if let (Some(x), Some(y)) = (lo.advertised, hi.advertised) {
+        } else if !untold.is_empty() {
+            c.skip(format!(
+                "cannot tell the {pool} pool's {} from the {} of the same window under this load (low level: {}; high level: {})",
+                t3.estimator,
+                untold.join(", "),
+                lo.alternatives_text(),
+                hi.alternatives_text()
+            ));
+        }
+        if let (Some(x), Some(y)) = (lo.advertised, hi.advertised) {
             c.require(x != y, || {
                 format!(
-                    "{header} stayed {x} s while the queue wait moved from {} to {}",
+                    "{pool}: {header} stayed {x} s while the queue wait moved from {} to {}",
                     lo.p50_text(),
                     hi.p50_text()
                 )
@@ -425,85 +498,171 @@ impl Levels {
     }
 }
 
-/// Drives the estimator to the high level, reads it while filling the window for the low
-/// level, then reads the low level; each reading is retried after its advertised delay. None
-/// when a saturation freed no slot (a failure is recorded).
-async fn drive_levels(t: &Arc<Target>, c: &mut Ctx, samples: &mut Samples) -> Option<Levels> {
-    let mut hi = fill_high(t, c, &mut samples.crowded).await?;
-    let mut lo = read_high_fill_low(t, c, samples, &mut hi).await?;
-    read_low(t, c, &mut samples.latencies, &mut lo).await;
-    Some(Levels { lo, hi })
+/// Drives `pool`'s estimator to the high level, reads it while filling the window for the low
+/// level, then reads the low level; each reading is retried after its advertised delay. Every
+/// moment is timed on the pool's `timing`, calibrated first. None when a saturation freed no
+/// slot (a failure is recorded).
+async fn drive_levels(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    (pool, mut timing): (Pool, Timing),
+    samples: &mut Samples,
+) -> Option<Levels> {
+    let plan = Plan::for_pool(t, pool)?;
+    let mut hi = fill_high(t, c, (pool, plan), &mut timing, &mut samples.crowded).await?;
+    let w = timing.overhead;
+    let mut lo = read_high_fill_low(t, c, (pool, samples), w, &mut hi).await?;
+    read_low(t, c, (pool, w), &mut samples.latencies, &mut lo).await;
+    Some(Levels { pool, lo, hi })
 }
 
-/// High level: saturate, and `high` before the first slot frees fill the window.
-async fn fill_high(t: &Arc<Target>, c: &mut Ctx, crowded: &mut Vec<f64>) -> Option<Expectation> {
-    let pool = Pool::Digitize;
-    let [_, high] = LEVELS;
+/// High level: saturate; once the pool is full the long waits of the window go out, timed to
+/// wait the plan's high wait until the holds end; once the pool is idle again, requests
+/// admitted at once add waits of 0: fewer than half the window, so the p50 is long and the mean
+/// short. Updates the overhead with this saturation's.
+async fn fill_high(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    (pool, plan): (Pool, Plan),
+    timing: &mut Timing,
+    crowded: &mut Vec<f64>,
+) -> Option<Expectation> {
+    let window = t.expected.clauses.t3.value.window_samples as usize;
+    let (workers, queue) = (t.workers(pool), t.queue_capacity(pool));
+    let long = plan.long(window);
+    // The reading saturation's holders are admitted at once too.
+    let at_once = window.saturating_sub(long + workers);
     idle(t, c, pool).await;
-    let s = saturate(t, pool, FILL + high).await;
-    let refused = fire(t, c, "high-scripted", s.sent + FILL, crowded).await;
-    let (freed, queued) = finish(t, c, "high-fill", s).await;
+    let s = saturate(t, pool, fill_hold(t, pool, plan, *timing)).await;
+    let refusals = (long + SPARE).saturating_sub(queue).max(1);
+    let label = tag(pool, "high-long");
+    let at = (s.sent + s.hold)
+        .checked_sub(plan.high_wait(timing.overhead))
+        .map_or(s.ready, |at| at.max(s.ready));
+    let refused = fire(t, c, (pool, refusals), (&label, at), crowded).await;
+    let (freed, queued) = finish(t, c, &tag(pool, "high-fill"), s).await;
     let Some(freed) = freed else {
-        c.fail("high level: no held request finished");
+        c.fail(format!("{pool} high level: no held request finished"));
         return None;
     };
-    Some(expectation(t, &refused, &queued, freed, t.workers(pool)))
+    // The overhead of this saturation, the latest like the ones to come, times them.
+    timing.overhead = (freed.latest - freed.earliest).min(MAX_OVERHEAD);
+    admit_at_once(t, c, pool, at_once).await;
+    let zeros = at_once + workers;
+    Some(expectation(t, pool, (&refused, &queued), freed, zeros))
 }
 
-/// Reads the high level with the pool saturated again and retries after it; meanwhile, `low`
-/// before those holders free their slots, fills the window for the low level. Returns the low
-/// level's expectation.
+/// Sends `count` requests into the idle `pool`, a worker's worth at a time, each wave once the
+/// last one is answered: every worker is free, so each is admitted at once and adds a wait of 0
+/// to the window.
+async fn admit_at_once(t: &Arc<Target>, c: &mut Ctx, pool: Pool, count: usize) {
+    let label = tag(pool, "at-once");
+    let mut i = 0;
+    for wave in waves(count, t.workers(pool)) {
+        let tasks: Vec<_> = (0..wave).map(|_| spawn_in(t, pool, None)).collect();
+        for r in join_all(tasks).await {
+            let name = format!("{label}-{i}");
+            i += 1;
+            match r {
+                Ok(reply) => {
+                    c.reply(t, &name, &reply);
+                    c.require(reply.ok(), || {
+                        format!(
+                            "{name}: sent to the {pool} pool with every worker free, answered {} {}",
+                            reply.status,
+                            reply.code()
+                        )
+                    });
+                }
+                Err(e) => c.fail(format!("{name}: {e}")),
+            }
+        }
+    }
+}
+
+/// Reads the high level with the pool saturated again and retries after it; meanwhile fills
+/// the window for the low level: long waits at once, then, `LOW_WAIT` before those holders free
+/// their slots, just over half of the window short. Returns the low level's expectation.
 async fn read_high_fill_low(
     t: &Arc<Target>,
     c: &mut Ctx,
-    samples: &mut Samples,
+    (pool, samples): (Pool, &mut Samples),
+    w: Duration,
     hi: &mut Expectation,
 ) -> Option<Expectation> {
-    let pool = Pool::Digitize;
-    let [low, _] = LEVELS;
+    let window = t.expected.clauses.t3.value.window_samples as usize;
+    let queue = t.queue_capacity(pool);
     idle(t, c, pool).await;
-    let hold_hi = read_hold(hi);
-    let s = saturate(t, pool, hold_hi).await;
-    let frees = s.sent + s.hold;
-    let probe_hi = probe(t, c, (pool, frees), "high-probe", &mut samples.latencies).await;
-    let at = (s.sent + hold_hi.saturating_sub(low)).max(Instant::now());
-    let refused = fire(t, c, "low-scripted", at, &mut samples.crowded).await;
+    let s = saturate(t, pool, read_hold(t, pool, *hi.accepted.start(), w)).await;
+    // When the first slot frees, by the calibrated overhead.
+    let frees = s.sent + s.hold + w;
+    // Admitted at once after these refusals: the holders of the low level's reading, and the
+    // high retry when there is one (a probe is refused).
+    let zeros = t.workers(pool) + 1;
+    let short = (window.div_ceil(2) + RANK_MARGIN).saturating_sub(zeros);
+    let long = window.saturating_sub(short + zeros + queue) + SPARE;
+    // The long waits first, as long as they can be: their waits wait for a slot to free, so the
+    // window the probes read is still the high level's.
+    let at = (&*tag(pool, "low-long"), Instant::now());
+    let mut refused = fire(t, c, (pool, long), at, &mut samples.crowded).await;
+    let label = tag(pool, "high-probe");
+    let (probe_hi, probed) = probe(
+        t,
+        c,
+        (pool, s.sent + s.hold),
+        &label,
+        &mut samples.latencies,
+    )
+    .await;
+    refused.extend(probed);
+    let at = (
+        &*tag(pool, "low-short"),
+        (frees - LOW_WAIT).max(Instant::now()),
+    );
+    refused.extend(fire(t, c, (pool, short), at, &mut samples.crowded).await);
+    refused.sort();
+    let zeros = t.workers(pool) + usize::from(probe_hi.is_some());
     let retry_hi = probe_hi.map(|(at, n)| spawn_retry(t, pool, at, n));
-    let (freed, queued) = finish(t, c, "high-read", s).await;
-    judge_level(t, c, "high-probe", hi, probe_hi);
-    let retried = judge_retry(t, c, "high-retry", retry_hi).await;
-    c.evidence.push(level_evidence("high", hi, &retried));
+    let (freed, queued) = finish(t, c, &tag(pool, "high-read"), s).await;
+    judge_level(t, c, &label, hi, probe_hi);
+    let retried = judge_retry(t, c, &tag(pool, "high-retry"), retry_hi).await;
+    c.evidence.push(level_evidence(pool, "high", hi, &retried));
     let Some(freed) = freed else {
-        c.fail("low level: no held request finished");
+        c.fail(format!("{pool} low level: no held request finished"));
         return None;
     };
-    // Admitted at once after these refusals: the high retry, then the next holders.
-    let zeros = t.workers(pool) + usize::from(probe_hi.is_some());
-    Some(expectation(t, &refused, &queued, freed, zeros))
+    Some(expectation(t, pool, (&refused, &queued), freed, zeros))
 }
 
 /// Reads the low level and retries after it.
-async fn read_low(t: &Arc<Target>, c: &mut Ctx, latencies: &mut Vec<f64>, lo: &mut Expectation) {
-    let pool = Pool::Digitize;
+async fn read_low(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    (pool, w): (Pool, Duration),
+    latencies: &mut Vec<f64>,
+    lo: &mut Expectation,
+) {
     idle(t, c, pool).await;
-    let s = saturate(t, pool, read_hold(lo)).await;
-    let probe_lo = probe(t, c, (pool, s.sent + s.hold), "low-probe", latencies).await;
-    judge_level(t, c, "low-probe", lo, probe_lo);
+    let s = saturate(t, pool, read_hold(t, pool, *lo.accepted.start(), w)).await;
+    let label = tag(pool, "low-probe");
+    let (probe_lo, _) = probe(t, c, (pool, s.sent + s.hold), &label, latencies).await;
+    judge_level(t, c, &label, lo, probe_lo);
     let retry_lo = probe_lo.map(|(at, n)| spawn_retry(t, pool, at, n));
-    finish(t, c, "low-read", s).await;
-    let retried = judge_retry(t, c, "low-retry", retry_lo).await;
-    c.evidence.push(level_evidence("low", lo, &retried));
+    finish(t, c, &tag(pool, "low-read"), s).await;
+    let retried = judge_retry(t, c, &tag(pool, "low-retry"), retry_lo).await;
+    c.evidence.push(level_evidence(pool, "low", lo, &retried));
 }
 
 /// A level's evidence: its refusals, the wait the checker observed and the delays it accepts,
 /// what was advertised, and how the retry fared.
-fn level_evidence(name: &str, e: &Expectation, retried: &str) -> String {
+fn level_evidence(pool: Pool, name: &str, e: &Expectation, retried: &str) -> String {
     format!(
-        "{name} level: {} refusals, observed p50 {} → accepts {}..={} s; advertised {}; {retried}",
+        "{pool} {name} level: {} refusals, observed p50 {} → accepts {}..={} s (the same window's {}); advertised {}; {retried}",
         e.refusals,
         e.p50_text(),
         e.accepted.start(),
         e.accepted.end(),
+        e.alternatives_text(),
         e.advertised
             .map_or("nothing valid".into(), |n| format!("{n} s"))
     )
@@ -513,12 +672,11 @@ fn level_evidence(name: &str, e: &Expectation, retried: &str) -> String {
 /// high level), the refusal itself still is.
 async fn refusal_only(t: &Arc<Target>, c: &mut Ctx, latencies: &mut Vec<f64>) {
     let pool = Pool::Digitize;
-    let [_, high] = LEVELS;
     let header = &t.expected.clauses.t3.value.retry_after_header;
     c.skip(format!(
-        "cannot judge the estimator: the {} ms digitize timeout caps {header} or the holds below the {} s level",
+        "cannot judge the estimator: the {} ms digitize timeout caps {header} below 2 s or the holds below the {} s level",
         t.deadline(pool).as_millis(),
-        high.as_secs_f64()
+        Plan::Two.high_wait(Duration::ZERO).as_secs_f64()
     ));
     // Still judge the refusal itself.
     idle(t, c, pool).await;
@@ -533,7 +691,7 @@ fn observed(
     t: &Target,
     samples: &Samples,
     figures: &Figures,
-    levels: Option<&Levels>,
+    levels: &[Levels],
     export_note: &str,
 ) -> String {
     let header = &t.expected.clauses.t3.value.retry_after_header;
@@ -544,11 +702,11 @@ fn observed(
         crowd_median,
     } = figures;
     let shown: Vec<String> = levels
-        .into_iter()
-        .flat_map(|l| [&l.lo, &l.hi])
-        .map(|l| {
+        .iter()
+        .flat_map(|l| [(l.pool, &l.lo), (l.pool, &l.hi)])
+        .map(|(pool, l)| {
             format!(
-                "{} s at p50 {}",
+                "{pool} {} s at p50 {}",
                 l.advertised.map_or("–".to_owned(), |n| n.to_string()),
                 l.p50_text()
             )
@@ -565,7 +723,6 @@ fn observed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plimsoll_spec::Contract;
 
     #[test]
     fn waits_round_up_to_whole_seconds() {
@@ -573,15 +730,5 @@ mod tests {
         assert_eq!(ceil_s(ms(1000)), 1);
         assert_eq!(ceil_s(ms(1001)), 2);
         assert_eq!(ceil_s(Duration::ZERO), 0);
-    }
-
-    #[test]
-    fn the_two_levels_round_to_different_seconds_even_with_the_jitter() {
-        let jitter = Duration::from_millis(Contract::embedded().tolerances.retry_after_jitter_ms);
-        let [low, high] = LEVELS;
-        assert!(ceil_s(low + jitter) < ceil_s(high.saturating_sub(jitter)));
-        for level in LEVELS {
-            assert_eq!(ceil_s(level.saturating_sub(jitter)), ceil_s(level + jitter));
-        }
     }
 }
