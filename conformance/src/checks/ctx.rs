@@ -33,6 +33,12 @@ pub struct Ctx {
     /// Busy digitize workers when the check started: a check answers only for the capacity it
     /// could have lost itself.
     pub baseline_busy: f64,
+    /// The job directories in the target's temp folder when the check started (when the checker
+    /// can see it): a check answers only for the files its own requests left
+    /// ([`Ctx::temp_left`]).
+    pub(super) temp_before: Option<Vec<String>>,
+    /// Whether the files already there were noted in the evidence.
+    temp_noted: bool,
 }
 
 impl Ctx {
@@ -50,7 +56,26 @@ impl Ctx {
             figures: Vec::new(),
             lanes: Vec::new(),
             trials_ms: Vec::new(),
+            temp_before: None,
+            temp_noted: false,
         }
+    }
+
+    /// The job directories in the target's temp folder that appeared since the check started,
+    /// if the checker can see the folder: what this check's requests left. Older ones were left
+    /// by an earlier check's requests, whose check judged them; they are noted once, in the
+    /// evidence, and not failed again here (blame stays with the clause that leaked them).
+    pub fn temp_left(&mut self, t: &Target) -> Option<Vec<String>> {
+        let now = t.temp_entries()?;
+        let before = self.temp_before.as_deref().unwrap_or_default();
+        if !before.is_empty() && !self.temp_noted {
+            self.temp_noted = true;
+            self.evidence.push(format!(
+                "{} temp entr(y/ies) were already there when the check began, left by an earlier check's requests (judged there, not here): {before:?}",
+                before.len()
+            ));
+        }
+        Some(now.into_iter().filter(|e| !before.contains(e)).collect())
     }
 
     /// Records a failure: the check fails whatever else it finds (the messages joined by `; `).

@@ -389,10 +389,11 @@ pub async fn counter(t: &Target, c: &mut Ctx, name: MetricName, pool: Pool) -> O
     }
 }
 
-/// Requires the implementation's temp folder to be empty, or, when the checker cannot see it,
-/// the temp-files gauge to be 0 (a missing gauge fails).
+/// Requires the implementation's temp folder to hold nothing the check's requests left
+/// ([`Ctx::temp_left`]), or, when the checker cannot see it, the temp-files gauge to be 0 (a
+/// missing gauge fails).
 pub async fn no_temp_files(t: &Target, c: &mut Ctx, label: &str) {
-    match t.temp_entries() {
+    match c.temp_left(t) {
         Some(entries) => {
             c.require(entries.is_empty(), || {
                 format!("{label}: temp files left: {entries:?}")

@@ -105,6 +105,7 @@ pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult
         }
         None => {
             let mut c = Ctx::new(baseline(target).await);
+            c.temp_before = target.temp_entries();
             run(target, &mut c).await;
             c
         }

@@ -193,7 +193,7 @@ async fn released_after_timeouts(t: &Target, c: &mut Ctx, pool: Pool, stop: Dura
             stop.as_millis()
         )),
     }
-    if let Some(entries) = t.temp_entries() {
+    if let Some(entries) = c.temp_left(t) {
         c.require(entries.is_empty(), || {
             format!("temp files left after the timeout: {entries:?}")
         });

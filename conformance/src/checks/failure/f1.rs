@@ -75,7 +75,7 @@ async fn f1(t: &Arc<Target>, c: &mut Ctx) {
                         format!("{label}: no `{member}`")
                     });
                 }
-                if let Some(entries) = t.temp_entries() {
+                if let Some(entries) = c.temp_left(t) {
                     c.require(entries.is_empty(), || {
                         format!("{label}: temp files left: {entries:?}")
                     });
@@ -89,7 +89,7 @@ async fn f1(t: &Arc<Target>, c: &mut Ctx) {
     plain_request_succeeds(t, c, "next", "the request after the failures").await;
     c.observed = format!(
         "{cases} injected failures and panics answered; temp dir {}",
-        match t.temp_entries() {
+        match c.temp_left(t) {
             Some(e) if e.is_empty() => "empty".to_owned(),
             Some(e) => format!("holds {e:?}"),
             None => "not visible (metric used)".to_owned(),
