@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-5}
 out=target/flaky-tests
 mkdir -p "$out"
-cargo nextest run --workspace --locked --no-run >/dev/null 2>&1 || {
+bash ci/test.sh --no-run >/dev/null 2>&1 || {
   echo "flaky-tests: the tests do not build" >&2
   exit 2
 }

@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
-use common::{Process, failed, result, serial, serve, why};
+use common::gate::{assert_reports, gate, serve_scaled};
+use common::{failed, result, serial, why};
 use plimsoll::embedded::{self, load_config as embedded_config};
 use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::verdict::RunReport;
@@ -217,51 +216,6 @@ async fn leaked_temp_files_fail_soak() {
     assert_fails(&report, &["L-soak.temp-files", "L-soak.recovery"]);
 }
 
-/// `plimsoll serve` with the check's scaled timeouts (so B1 is quick), `extra_env` on top.
-fn serve_scaled(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
-    let mut env = vec![
-        ("DIGITIZE_TIMEOUT_MS", "2000"),
-        ("EXPORT_TIMEOUT_MS", "1000"),
-        ("HEAD_TIMEOUT_MS", "2000"),
-    ];
-    env.extend_from_slice(extra_env);
-    serve(dir, &env)
-}
-
-fn gate(url: &str, dir: &Path, steps: &str) -> (std::process::ExitStatus, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let reports = dir.join("reports");
-    let status = Command::new("bash")
-        .arg(root.join("ci/gate.sh"))
-        .env("TARGET", url)
-        .env("TEMP_DIR", dir.join("jobs"))
-        .env("SERVER_LOG", dir.join("server.log"))
-        .env("REPORT_DIR", &reports)
-        .env("PLIMSOLL_BIN", env!("CARGO_BIN_EXE_plimsoll"))
-        // The server runs with scaled timeouts (so B1 is quick): judge its own values.
-        .env("CHECK_ARGS", "--allow-overrides --trials 1")
-        .env("LOAD_ARGS", "--allow-overrides")
-        .env("LOAD_DURATION", "5")
-        .env("GATE_STEPS", steps)
-        .status()
-        .unwrap();
-    (status, reports)
-}
-
-/// The gate's first step, the whole suite against a server in another process. Apart from the
-/// load steps below: it generates no load, so it runs beside them (nextest's `timing` group).
-#[test]
-fn the_gate_checks_a_conforming_server_in_another_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_served, url) = serve_scaled(dir.path(), &[]);
-    let (status, reports) = gate(&url, dir.path(), "check");
-    assert!(status.success(), "gate failed: {status}");
-    assert_reports(&reports, &["check"]);
-    let junit = std::fs::read_to_string(reports.join("check.junit.xml")).unwrap();
-    assert!(!junit.contains("<failure"), "{junit}");
-    assert!(!junit.contains("<skipped"), "{junit}");
-}
-
 #[test]
 fn the_gate_loads_a_conforming_server_in_another_process() {
     let _lock = serial();
@@ -275,18 +229,6 @@ fn the_gate_loads_a_conforming_server_in_another_process() {
     let junit = std::fs::read_to_string(reports.join("load-overload.junit.xml")).unwrap();
     assert!(junit.contains("L-overload.refusal-latency"), "{junit}");
     assert!(!junit.contains("<failure"), "{junit}");
-}
-
-/// Every step named wrote its JUnit and HTML report, and neither is empty.
-fn assert_reports(reports: &Path, steps: &[&str]) {
-    for name in steps {
-        for ext in ["junit.xml", "html"] {
-            let file = reports.join(format!("{name}.{ext}"));
-            let text = std::fs::read_to_string(&file)
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            assert!(!text.is_empty());
-        }
-    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! What the load and fleet tests share: one lock so they never load the machine at once,
-//! `plimsoll serve` in a process of its own, and what they read from a run's report (one
+//! `plimsoll serve` in a process of its own, `ci/gate.sh` against it (`gate`), and what they read from a run's report (one
 //! verdict by id, which verdicts failed, every verdict in one line each).
 
 use std::collections::BTreeSet;
@@ -9,6 +9,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
+
+#[allow(
+    dead_code,
+    reason = "the gate and load tests run the gate; the fleet tests share the rest of `common`"
+)]
+pub mod gate;
 
 /// One load test at a time, across the test binaries: profiles measure latency and refusal
 /// rates, and two running at once on a small machine would disturb each other's figures.
