@@ -148,8 +148,9 @@ impl Baseline {
 
 #[cfg(test)]
 mod tests {
+    use plimsoll_spec::CheckId;
+
     use super::*;
-    use crate::id::CheckId;
     use crate::verdict::figure::Unit;
 
     fn result(samples: Vec<f64>) -> CheckResult {

@@ -7,7 +7,6 @@ pub mod check;
 pub mod checks;
 pub mod docs;
 pub mod fault;
-pub mod id;
 pub mod load;
 pub mod remote;
 pub mod report;

@@ -14,12 +14,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use time::Date;
-
-use crate::id::CheckId;
 pub use crate::verdict::waiver::{Waiver, WaiverNote, WaiverState};
 use crate::verdict::{CheckResult, ResultId, Verdict};
+use plimsoll_spec::CheckId;
+use serde::Deserialize;
+use time::Date;
 
 /// The day a run judges expiries by: today, in UTC.
 pub fn today() -> Date {

@@ -8,13 +8,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plimsoll_spec::Reconciliation;
 use plimsoll_spec::model::Category;
+use plimsoll_spec::{CheckId, Reconciliation};
 
 use super::{CheckArgs, Judging, run_checks};
 use crate::checks::selected;
 use crate::fault::Adjustments;
-use crate::id::CheckId;
 use crate::remote::Target;
 use crate::remote::bridge::{BridgeProcess, RELAY_URL, UPSTREAM_URL};
 use crate::remote::relay::RelayListener;

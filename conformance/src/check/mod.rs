@@ -10,13 +10,14 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use plimsoll_spec::CheckId;
+
 use crate::baseline::{Baseline, BaselineArgs};
 pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, Run};
 use crate::checks::selected;
 use crate::fault::FaultLine;
-use crate::id::CheckId;
 use crate::remote::Target;
 use crate::remote::relay::RelayEnd;
 use crate::report::{ReportFiles, terminal};

@@ -3,6 +3,8 @@
 //! them by. Each is a spec of the `--fault` grammar, so a matrix cell can be replayed with
 //! `--fault SPEC` (or Toxiproxy, for the toxics it has).
 
+use plimsoll_spec::CheckId;
+
 use super::spec::{Fault, SpecError};
 
 /// A fault of the standard set.
@@ -13,7 +15,7 @@ pub struct NamedFault {
     /// The fault, as `--fault` takes it.
     pub spec: &'static str,
     /// The checks a run under it makes when none are chosen (`--only`): empty for all.
-    pub only: &'static [&'static str],
+    pub only: &'static [CheckId],
     /// What it stands for, and why it runs the checks it runs.
     pub why: &'static str,
 }
@@ -48,7 +50,7 @@ pub const STANDARD: &[NamedFault] = &[
     NamedFault {
         name: "trickle",
         spec: "slicer:average_size=100,size_variation=25,delay=50000,stream=upstream",
-        only: &["B1", "B4"],
+        only: &[CheckId::B1, CheckId::B4],
         why: "a client sending 1.5 to 2.5 KB/s: B1's and B4's timers bound how long a client may take to send, so they run (a trickled upload and a trickled head); every other check's requests would cross slower than its tolerances",
     },
     NamedFault {
@@ -90,7 +92,10 @@ mod tests {
             assert_eq!(of(&f.fault()).map(|n| n.name), Some(f.name));
             assert!(STANDARD[..i].iter().all(|g| g.name != f.name));
         }
-        assert_eq!(named("trickle").map(|f| f.only), Some(&["B1", "B4"][..]));
+        assert_eq!(
+            named("trickle").map(|f| f.only),
+            Some(&[CheckId::B1, CheckId::B4][..])
+        );
         assert_eq!(parse("vanish").ok(), Some(named("vanish").unwrap().fault()));
     }
 }

@@ -4,9 +4,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use crate::id::ResultId;
 pub mod figure;
+mod id;
 pub mod waiver;
+
+pub use id::ResultId;
 
 use figure::{Delta, Figure};
 use waiver::WaiverNote;

@@ -106,7 +106,7 @@ fn the_documented_json_members_are_the_reports() {
     run.results[0].figures = vec![figure];
     run.results[0].waiver = Some(WaiverNote {
         waiver: Waiver {
-            check: "T1".parse().unwrap(),
+            check: plimsoll_spec::CheckId::T1,
             reason: "r".into(),
             link: None,
             expires: time::Date::MIN,

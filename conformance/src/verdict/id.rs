@@ -1,63 +1,12 @@
-//! What a run judges, by id: a check of `plimsoll check` ([`CheckId`]), and any result a report
-//! renders ([`ResultId`]: a check's, or a load profile's verdict). Below the checks and the
-//! reports alike, so both name results without depending on each other.
+//! What a result judges, by id ([`ResultId`]): a check's ([`CheckId`], declared in the spec
+//! crate beside the clauses' ids) or a load profile's verdict. Part of the verdict model, which
+//! the checks and the load profiles produce and the reports render.
 
 use std::fmt;
-use std::str::FromStr;
 
-use plimsoll_spec::ClauseId;
+use plimsoll_spec::CheckId;
 use serde::Serialize;
 use serde::ser::SerializeMap as _;
-
-/// A check's id: a contract clause, or one of the two checks that judge the run as a whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CheckId {
-    /// The target's effective values against the contract (`contract`).
-    Contract,
-    /// One clause (`T1`, ..., `R6`).
-    Clause(ClauseId),
-    /// Every reply of the run against the OpenAPI document and problem schema (`API`).
-    Api,
-}
-
-impl CheckId {
-    /// Every id: the contract, each clause in id order, the API.
-    pub fn all() -> impl Iterator<Item = CheckId> {
-        std::iter::once(CheckId::Contract)
-            .chain(ClauseId::ALL.into_iter().map(CheckId::Clause))
-            .chain(std::iter::once(CheckId::Api))
-    }
-
-    /// The id as `--only`, `--skip` and the reports spell it (`contract`, `T1`, `API`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CheckId::Contract => "contract",
-            CheckId::Clause(id) => id.as_str(),
-            CheckId::Api => "API",
-        }
-    }
-}
-
-impl fmt::Display for CheckId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// An id that names no check; the message lists the known ones.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a check id (known: {known})", known = CheckId::all().map(CheckId::as_str).collect::<Vec<_>>().join(", "))]
-pub struct UnknownCheck(pub String);
-
-/// Case-insensitive, as people type ids on the command line.
-impl FromStr for CheckId {
-    type Err = UnknownCheck;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        CheckId::all()
-            .find(|id| id.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| UnknownCheck(s.to_owned()))
-    }
-}
 
 /// What a result judges, typed: a check of `plimsoll check` by its [`CheckId`], a load
 /// profile's verdict by profile and name, either about one replica of a fleet. Reports print it
