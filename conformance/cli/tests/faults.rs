@@ -11,8 +11,8 @@ use plimsoll::embedded;
 use plimsoll_conformance::check::matrix::{self, FaultSet};
 use plimsoll_conformance::check::{CheckArgs, execute};
 use plimsoll_conformance::checks::CheckId;
-use plimsoll_conformance::fault::standard;
 use plimsoll_conformance::verdict::Verdict;
+use plimsoll_fault::standard;
 use plimsoll_server::Mutant;
 use plimsoll_spec::ClauseId;
 

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use plimsoll::embedded;
 use plimsoll_conformance::check::{CheckArgs, execute};
 use plimsoll_conformance::checks::{CheckId, REGISTRY, markdown_table};
-use plimsoll_conformance::fault::standard::{QUICK, STANDARD};
+use plimsoll_fault::standard::{QUICK, STANDARD};
 use plimsoll_server::Mutant;
 use plimsoll_spec::Contract;
 

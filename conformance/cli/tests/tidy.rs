@@ -39,7 +39,8 @@ const NAMED: &[&str] = &[
 ];
 
 /// The crates and the workspace crates each may depend on (normal dependencies): the one-way
-/// flow contract → engine → server, contract → conformance library, everything → the binary.
+/// flow contract → engine → server, contract → fault proxy → conformance library, everything →
+/// the binary.
 const CRATES: &[(&str, &str, &[&str])] = &[
     ("spec", "plimsoll-spec", &[]),
     (
@@ -52,11 +53,21 @@ const CRATES: &[(&str, &str, &[&str])] = &[
         "plimsoll-server",
         &["plimsoll-spec", "plimsoll-engine"],
     ),
-    ("conformance", "plimsoll-conformance", &["plimsoll-spec"]),
+    ("conformance/fault", "plimsoll-fault", &["plimsoll-spec"]),
+    (
+        "conformance",
+        "plimsoll-conformance",
+        &["plimsoll-spec", "plimsoll-fault"],
+    ),
     (
         "conformance/cli",
         "plimsoll",
-        &["plimsoll-spec", "plimsoll-server", "plimsoll-conformance"],
+        &[
+            "plimsoll-spec",
+            "plimsoll-server",
+            "plimsoll-fault",
+            "plimsoll-conformance",
+        ],
     ),
 ];
 

@@ -13,7 +13,6 @@ use plimsoll_spec::{CheckId, Reconciliation};
 
 use super::{CheckArgs, Judging, run_checks};
 use crate::checks::selected;
-use crate::fault::Adjustments;
 use crate::remote::Target;
 use crate::remote::bridge::{BridgeProcess, RELAY_URL, UPSTREAM_URL};
 use crate::remote::relay::RelayListener;
@@ -21,6 +20,7 @@ use crate::remote::upstream::Upstream;
 use crate::report::terminal;
 use crate::session::{self, ContractSource, Fatal, Partial, Subject};
 use crate::verdict::RunReport;
+use plimsoll_fault::Adjustments;
 
 /// How long a bridge the checker started has to dial the relay for the first time.
 const FIRST_DIAL_STARTED: Duration = Duration::from_secs(30);

@@ -9,10 +9,10 @@
 use plimsoll_spec::Contract;
 
 use super::CheckArgs;
-use crate::fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
 use crate::remote::relay::RelayListener;
 use crate::session::Fatal;
 use crate::verdict::Manifest;
+use plimsoll_fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
 
 /// Connections the proxy forwards at once, above the contract's connection cap: B4 opens one
 /// past the cap, and the checker's other requests run beside it.

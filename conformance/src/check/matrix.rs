@@ -11,11 +11,11 @@ use serde::Serialize;
 
 use super::CheckArgs;
 use crate::checks::CheckId;
-use crate::fault::standard::{QUICK, STANDARD};
-use crate::fault::{Fault, NamedFault};
 use crate::report::{MatrixColumn, ReportFiles, matrix_rows};
 use crate::session::{Fatal, Subject};
 use crate::verdict::{CheckResult, RunReport};
+use plimsoll_fault::standard::{QUICK, STANDARD};
+use plimsoll_fault::{Fault, NamedFault};
 
 /// A standard set of faults for `--fault-set`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

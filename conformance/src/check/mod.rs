@@ -17,7 +17,6 @@ pub use crate::checks::contract::contract_result;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, Run};
 use crate::checks::selected;
-use crate::fault::FaultLine;
 use crate::remote::Target;
 use crate::remote::relay::RelayEnd;
 use crate::report::{ReportFiles, terminal};
@@ -25,6 +24,7 @@ pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectArgs};
 use crate::verdict::{CheckResult, RunReport};
 use crate::waivers::Waivers;
+use plimsoll_fault::FaultLine;
 
 /// Where the checker plays a subject's relay without `--relay-listen`: a free loopback port.
 const RELAY_ON_LOOPBACK: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
@@ -91,8 +91,8 @@ pub struct CheckArgs {
     /// or a standard fault by name (`latency`, `slicer`, `bandwidth`, `trickle`, `vanish`):
     /// every bound the fault lengthens is listed in the report. The relay's WebSocket crosses
     /// it too, whichever end dials.
-    #[arg(long, value_name = "SPEC", help_heading = "Run", value_parser = crate::fault::standard::parse)]
-    pub fault: Option<crate::fault::Fault>,
+    #[arg(long, value_name = "SPEC", help_heading = "Run", value_parser = plimsoll_fault::standard::parse)]
+    pub fault: Option<plimsoll_fault::Fault>,
     /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth;
     /// `full`: also trickle and vanish), then print a matrix of checks × faults; `--json` gets
     /// the matrix, and every report file asked for is also written per run with the fault's
@@ -225,7 +225,7 @@ async fn run_suite(
     }
 
     // A standard fault (`--fault trickle`) makes the checks it was chosen for, unless asked.
-    let only = match args.fault.as_ref().and_then(crate::fault::standard::of) {
+    let only = match args.fault.as_ref().and_then(plimsoll_fault::standard::of) {
         Some(named) => matrix::checks_under(named, &args.only),
         None => args.only.clone(),
     };

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::Engine;
 use super::scrape::read_metrics;
-use crate::rng::SplitMix64;
+use plimsoll_fault::rng::SplitMix64;
 
 /// Everything a finished run hands to the verdicts.
 pub struct RunOutput {

@@ -18,7 +18,7 @@ use super::run::{
     Attempt, DrainWait, HoldPlan, Outcome, RequestTemplate, RunKind, RunOutput, RunSpec,
     problem_code,
 };
-use crate::rng::SplitMix64;
+use plimsoll_fault::rng::SplitMix64;
 
 /// Counters the progress display reads while the run goes on.
 #[derive(Debug, Default)]

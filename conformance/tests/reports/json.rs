@@ -97,7 +97,7 @@ fn the_documented_json_members_are_the_reports() {
 
     let mut run = sample();
     run.manifest.incomplete = Some("stopped by SIGTERM".into());
-    run.manifest.fault = Some(plimsoll_conformance::fault::Adjustments::new(
+    run.manifest.fault = Some(plimsoll_fault::Adjustments::new(
         &"latency:latency=20".parse().unwrap(),
         plimsoll_spec::Contract::embedded(),
     ));

@@ -17,8 +17,8 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::fault::{Bound, Stream};
 use crate::remote::Target;
+use plimsoll_fault::{Bound, Stream};
 
 /// How far past its timer a trickle is made to last at the fault's fastest rate: far enough
 /// that an answer at the bound cannot be its end.

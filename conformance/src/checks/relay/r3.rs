@@ -13,7 +13,7 @@ use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
 use crate::remote::upstream::ID_HEADER;
-use crate::rng::SplitMix64;
+use plimsoll_fault::rng::SplitMix64;
 
 /// Holds are multiples of this, shuffled.
 const STEP_MS: u64 = 60;

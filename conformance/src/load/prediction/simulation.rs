@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::{Arrivals, Balancer, Model};
-use crate::rng::SplitMix64;
+use plimsoll_fault::rng::SplitMix64;
 
 /// Ratio of the simulated spread of the refused fraction to the binomial one (≥ 1).
 pub fn dispersion(model: &Model, attempts: usize, seed: u64) -> f64 {

@@ -85,7 +85,7 @@ pub fn header(manifest: &Manifest, style: Style) -> String {
 /// The fault a run went through and every bound it lengthened, each with its reason:
 /// `through latency:latency=50,jitter=10,stream=both (seed 1); adjusted: refusal latency: 100 ms
 /// + 2 × 60 ms (…)`.
-fn fault_line(fault: &crate::fault::Adjustments, seed: u64) -> String {
+fn fault_line(fault: &plimsoll_fault::Adjustments, seed: u64) -> String {
     let spec = fault.fault.as_deref().unwrap_or("no fault");
     let adjusted: Vec<&str> = fault.adjusted.iter().map(|a| a.why.as_str()).collect();
     let adjusted = if let Some(why) = fault.unobservable() {

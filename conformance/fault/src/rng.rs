@@ -1,5 +1,9 @@
-//! A small seeded generator for the load profiles' random draws (think times, holds,
-//! abandonment) and the prediction's simulation.
+//! A small seeded generator for the fault proxy's draws (jitter, slice sizes), one relay check's
+//! and the load profiles' random draws (think times, holds, abandonment) and the prediction's
+//! simulation.
+//!
+//! It lives in `plimsoll-fault` because that is the lowest crate of the checker that draws: the
+//! checks and the load profiles sit above it and use it from there.
 //!
 //! Why our own and not `rand`: `--seed N` must reproduce the same draws (think times, holds,
 //! which requests are abandoned) and the same acceptance interval after any dependency
