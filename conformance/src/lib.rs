@@ -7,6 +7,7 @@ pub mod check;
 pub mod checks;
 pub mod docs;
 pub mod load;
+pub mod observe;
 pub mod remote;
 pub mod report;
 pub mod session;

@@ -13,7 +13,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{failed, why};
-use plimsoll_conformance::check::{self, CheckArgs};
+use plimsoll::check::{self, CheckArgs};
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::RunReport;
 use plimsoll_fault::standard;

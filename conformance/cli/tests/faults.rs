@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use plimsoll::check::matrix::{self, FaultSet};
+use plimsoll::check::{CheckArgs, execute};
 use plimsoll::embedded;
-use plimsoll_conformance::check::matrix::{self, FaultSet};
-use plimsoll_conformance::check::{CheckArgs, execute};
 use plimsoll_conformance::checks::CheckId;
 use plimsoll_conformance::verdict::Verdict;
 use plimsoll_fault::standard;

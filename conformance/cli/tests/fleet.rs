@@ -16,8 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Process, failed, free_port, result, serial, serve, wait_listening, why};
+use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::load::prediction::Balancer;
-use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::session::Subject;
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
 

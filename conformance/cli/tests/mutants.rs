@@ -10,8 +10,8 @@
 
 use std::collections::BTreeSet;
 
+use plimsoll::check::{CheckArgs, execute};
 use plimsoll::embedded;
-use plimsoll_conformance::check::{CheckArgs, execute};
 use plimsoll_conformance::checks::{CheckId, REGISTRY, markdown_table};
 use plimsoll_fault::standard::{QUICK, STANDARD};
 use plimsoll_server::Mutant;

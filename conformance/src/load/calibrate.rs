@@ -22,7 +22,7 @@ pub(super) struct Calibration {
 /// Sends [`REQUESTS`] zero-hold requests one at a time to `node`. A target that refuses hooks
 /// stops the run ([`Fatal::Hooks`]); any other answer but 200 means it is not idle or not
 /// usable.
-pub(super) async fn calibrate(ctx: &Ctx, node: &Node) -> Result<Calibration, Fatal> {
+pub(super) async fn calibrate(ctx: &Ctx<'_>, node: &Node) -> Result<Calibration, Fatal> {
     let t = &ctx.template;
     let (mut runs, mut latencies) = (Vec::new(), Vec::new());
     for i in 0..REQUESTS {

@@ -17,30 +17,30 @@
 //! found by reading the failing id.
 
 use super::prediction;
-use super::{Ctx, LoadArgs, ProfileName};
+use super::{Ctx, LoadPlan, ProfileName};
 use crate::checks::contract::contract_result;
 use crate::session::{self, ContractSource, Fatal};
 use crate::verdict::{CheckResult, Verdict};
 use plimsoll_spec::Reconciliation;
 
 /// What the fleet options ask that cannot work, before anything starts.
-pub(super) fn validate(args: &LoadArgs) -> Result<(), Fatal> {
+pub(super) fn validate(load: &LoadPlan) -> Result<(), Fatal> {
     let usage = |why: &str| Err(Fatal::Usage(why.to_owned()));
-    if args.replica.is_empty() {
-        if args.balancer.is_some() {
+    if load.replica.is_empty() {
+        if load.balancer.is_some() {
             return usage("--balancer describes a fleet: name its replicas with --replica URL");
         }
         return Ok(());
     }
-    if args.balancer.is_none() {
+    if load.balancer.is_none() {
         return usage(
             "fleet mode (--replica) needs --balancer random|least-conn: it selects the prediction's model",
         );
     }
-    if args.subject.target.is_none() {
+    if load.subject.target.is_none() {
         return usage("fleet mode (--replica) needs --target: the balancer's URL");
     }
-    match args.profile {
+    match load.profile {
         ProfileName::Steady | ProfileName::Overload => {}
         ProfileName::Burst => {
             return usage(
@@ -53,13 +53,13 @@ pub(super) fn validate(args: &LoadArgs) -> Result<(), Fatal> {
             );
         }
     }
-    if args.subject.pid.is_some() || args.subject.temp_dir.is_some() {
+    if load.subject.pid.is_some() || load.subject.temp_dir.is_some() {
         return usage(
             "--pid and --temp-dir name one server; in fleet mode each replica's /metrics is read instead",
         );
     }
     let mut seen = std::collections::BTreeSet::new();
-    for url in &args.replica {
+    for url in &load.replica {
         if !seen.insert(url.trim_end_matches('/')) {
             return Err(Fatal::Usage(format!("--replica {url} is named twice")));
         }
@@ -68,21 +68,21 @@ pub(super) fn validate(args: &LoadArgs) -> Result<(), Fatal> {
 }
 
 /// The tool line of the report's manifest.
-pub(super) fn tool_name(args: &LoadArgs) -> String {
-    let profile = format!("plimsoll load --profile {}", args.profile.as_str());
-    match args.balancer {
-        Some(b) if !args.replica.is_empty() => format!(
+pub(super) fn tool_name(load: &LoadPlan) -> String {
+    let profile = format!("plimsoll load --profile {}", load.profile.as_str());
+    match load.balancer {
+        Some(b) if !load.replica.is_empty() => format!(
             "{profile} through a {} balancer to {} replicas ({})",
             b.as_str(),
-            args.replica.len(),
-            args.replica.join(", ")
+            load.replica.len(),
+            load.replica.join(", ")
         ),
         _ => profile,
     }
 }
 
 /// `3 × ` before "4 workers" in fleet mode.
-pub(super) fn replicas_times(ctx: &Ctx) -> String {
+pub(super) fn replicas_times(ctx: &Ctx<'_>) -> String {
     match ctx.fleet() {
         Some(f) => format!("{} × ", f.replicas),
         None => String::new(),
@@ -90,7 +90,7 @@ pub(super) fn replicas_times(ctx: &Ctx) -> String {
 }
 
 /// Refuses a fleet whose exact chain is too large to solve, before the load starts.
-pub(super) fn check_size(ctx: &Ctx) -> Result<(), Fatal> {
+pub(super) fn check_size(ctx: &Ctx<'_>) -> Result<(), Fatal> {
     let Some(f) = ctx.fleet() else {
         return Ok(());
     };
@@ -128,7 +128,7 @@ pub fn replica_result(mut r: CheckResult, url: &str) -> CheckResult {
 /// whose effective values differ fails its own result, since the prediction assumes identical
 /// replicas and the per-replica verdicts hold each to the same limits.
 pub(super) async fn contract_results(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     source: &ContractSource,
     first: &Reconciliation,
     allow_overrides: bool,
@@ -202,17 +202,17 @@ mod tests {
 
     #[test]
     fn fleet_options_are_checked_before_the_run() {
-        let mut args = LoadArgs::new(ProfileName::Overload);
-        args.balancer = Some(Balancer::Random);
-        assert!(validate(&args).is_err(), "a balancer without replicas");
-        args.replica = vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()];
-        assert!(validate(&args).is_err(), "replicas without --target");
-        args.subject.target = Some("http://127.0.0.1:3".into());
-        assert!(validate(&args).is_ok());
-        args.profile = ProfileName::Burst;
-        assert!(validate(&args).is_err(), "burst through a balancer");
-        args.profile = ProfileName::Steady;
-        args.replica.push("http://127.0.0.1:2/".into());
-        assert!(validate(&args).is_err(), "a replica named twice");
+        let mut load = LoadPlan::new(ProfileName::Overload);
+        load.balancer = Some(Balancer::Random);
+        assert!(validate(&load).is_err(), "a balancer without replicas");
+        load.replica = vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()];
+        assert!(validate(&load).is_err(), "replicas without --target");
+        load.subject.target = Some("http://127.0.0.1:3".into());
+        assert!(validate(&load).is_ok());
+        load.profile = ProfileName::Burst;
+        assert!(validate(&load).is_err(), "burst through a balancer");
+        load.profile = ProfileName::Steady;
+        load.replica.push("http://127.0.0.1:2/".into());
+        assert!(validate(&load).is_err(), "a replica named twice");
     }
 }

@@ -14,11 +14,11 @@
 //! In fleet mode ([`fleet`]) the target is a load balancer: the load goes through it, while
 //! each replica behind it is read and judged on its own.
 
-pub mod args;
 pub mod bench;
 mod calibrate;
 pub mod fleet;
 pub mod locust;
+pub mod plan;
 pub mod prediction;
 mod profiles;
 mod progress;
@@ -28,7 +28,7 @@ pub mod runner;
 pub mod scrape;
 pub mod verdicts;
 
-pub use args::{EngineName, LoadArgs, ProfileName};
+pub use plan::{EngineName, LoadPlan, ProfileName};
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -37,8 +37,8 @@ use std::time::Duration;
 use plimsoll_spec::{Contract, ErrorCode, Pool};
 
 use crate::checks::contract::contract_result;
+use crate::observe::Observer;
 use crate::remote::process::ProcessSource;
-use crate::report;
 use crate::session::{self, ContractSource, Fatal, Opening, Partial, Subject};
 use crate::verdict::{CheckResult, RunReport};
 use run::RequestTemplate;
@@ -72,21 +72,33 @@ fn init_tracing() {
     });
 }
 
-/// Runs `args.profile` against `subject` (an external target, or a server the binary started
-/// with the contract's own values).
-pub async fn execute(args: &LoadArgs, subject: Subject) -> Result<RunReport, Fatal> {
+/// Runs `load.profile` against `subject` (an external target, or a server the binary started
+/// with the contract's own values), telling `observer` each verdict; the report files are the
+/// caller's.
+pub async fn execute(
+    load: &LoadPlan,
+    subject: Subject,
+    observer: &dyn Observer,
+) -> Result<RunReport, Fatal> {
     init_tracing();
-    args.validate()?;
-    session::judge(
-        &args.subject,
-        subject,
-        &args.reports,
-        async |source, subject, partial| {
-            let process = subject.process(args.subject.pid);
-            run_profile(args, source, subject, process, partial).await
-        },
-    )
+    load.validate()?;
+    session::judge(&load.subject, subject, async |source, subject, partial| {
+        let process = subject.process(load.subject.pid);
+        let run = Run {
+            load,
+            observer,
+            partial,
+        };
+        run_profile(&run, source, subject, process).await
+    })
     .await
+}
+
+/// One run of a profile: its plan, who watches it, and what it has finished so far.
+struct Run<'a> {
+    load: &'a LoadPlan,
+    observer: &'a dyn Observer,
+    partial: &'a Partial,
 }
 
 /// A server the checker sends requests to and reads: its base URL, its `/metrics`, and its
@@ -110,7 +122,7 @@ impl Node {
 }
 
 /// Everything a profile needs about the target, resolved once.
-struct Ctx {
+struct Ctx<'o> {
     /// Where the load goes: the server, or the balancer in front of the replicas.
     target: Node,
     /// Fleet mode: the replicas behind the balancer, each read and judged on its own (empty:
@@ -124,10 +136,13 @@ struct Ctx {
     contract: Contract,
     expect: Expectations,
     template: RequestTemplate,
-    style: report::Style,
+    /// Shows the profile's progress bar (on an interactive stderr).
+    progress: bool,
+    /// Told each verdict as it is reached.
+    observer: &'o dyn Observer,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     /// The servers whose `/metrics` are read and whose pools must drain: the replicas in fleet
     /// mode, else the target.
     fn watched(&self) -> Vec<&Node> {
@@ -156,8 +171,9 @@ impl Ctx {
         &self.contract.load
     }
 
+    /// A verdict reached.
     fn print(&self, r: &CheckResult) {
-        println!("{}", report::terminal::progress_line(r, self.style));
+        self.observer.finished(r);
     }
 }
 
@@ -208,7 +224,7 @@ fn lightest_request(expected: &Contract) -> RequestTemplate {
 /// The run's client and its opening: the target's claim reconciled with the contract, and the
 /// manifest of a load run.
 async fn open(
-    args: &LoadArgs,
+    load: &LoadPlan,
     source: &ContractSource,
     subject: &Subject,
 ) -> Result<(reqwest::Client, Opening), Fatal> {
@@ -217,34 +233,34 @@ async fn open(
         .build()
         .map_err(|e| Fatal::Unreachable(e.to_string()))?;
     // `[load]` is the checker's own settings: never compared, always ours (reconcile keeps it).
-    let tool = fleet::tool_name(args);
+    let tool = fleet::tool_name(load);
     // In fleet mode the claim is read from the first replica, not through the balancer (which
     // would hand it to any of them); every replica's own claim is judged below.
-    let first_replica = match args.replica.first() {
+    let first_replica = match load.replica.first() {
         Some(first) => Some(Subject::external(first, None, None)?),
         None => None,
     };
     let claimant = first_replica.as_ref().unwrap_or(subject);
-    let mut opening = session::open(&client, tool, &args.subject, source, claimant).await?;
+    let mut opening = session::open(&client, tool, &load.subject, source, claimant).await?;
     let manifest = &mut opening.manifest;
-    manifest.seed = args.seed;
+    manifest.seed = load.seed;
     manifest.target = subject.url.clone();
     manifest.mode = subject.mode().as_str().into();
     Ok((client, opening))
 }
 
 async fn run_profile(
-    args: &LoadArgs,
+    run: &Run<'_>,
     source: &ContractSource,
     subject: &Subject,
     process: ProcessSource,
-    partial: &Partial,
 ) -> Result<RunReport, Fatal> {
-    let baseline = args
+    let (load, partial) = (run.load, run.partial);
+    let baseline = load
         .baseline
         .load()
         .map_err(|e| Fatal::Usage(e.to_string()))?;
-    let (client, opening) = open(args, source, subject).await?;
+    let (client, opening) = open(load, source, subject).await?;
     let Opening {
         reconciliation,
         allow_overrides,
@@ -253,21 +269,21 @@ async fn run_profile(
     partial.begin(&manifest);
     let expected = reconciliation.effective.clone();
 
-    let style = args.reports.style();
-    println!("{}", report::terminal::header(&manifest, style));
+    run.observer.header(&manifest);
     let ctx = Ctx {
         target: Node::new(&subject.url, &expected, subject.temp_dir.clone()),
-        replicas: args
+        replicas: load
             .replica
             .iter()
             .map(|url| Node::new(url, &expected, None))
             .collect(),
-        balancer: args.balancer,
+        balancer: load.balancer,
         client,
-        expect: expectations(args.profile, &expected),
+        expect: expectations(load.profile, &expected),
         template: lightest_request(&expected),
         contract: expected,
-        style,
+        progress: load.progress,
+        observer: run.observer,
     };
 
     let mut results = if ctx.replicas.is_empty() {
@@ -279,28 +295,25 @@ async fn run_profile(
         ctx.print(r);
         partial.finished(r);
     }
-    partial.running(&format!("the {} profile", args.profile.as_str()));
+    partial.running(&format!("the {} profile", load.profile.as_str()));
     // Also the hooks probe: a target without hooks stops the run here (exit 2). In fleet mode
     // every replica is probed directly first, so one without hooks is named.
     for replica in &ctx.replicas {
         calibrate::calibrate(&ctx, replica).await?;
     }
     let calibration = calibrate::calibrate(&ctx, &ctx.target).await?;
-    let profile_results = match args.profile {
-        ProfileName::Burst => profiles::burst::run(args, &ctx).await?,
-        _ => profiles::rate::run(args, &ctx, &calibration, &process).await?,
+    let profile_results = match load.profile {
+        ProfileName::Burst => profiles::burst::run(load, &ctx).await?,
+        _ => profiles::rate::run(load, &ctx, &calibration, &process).await?,
     };
     results.extend(profile_results);
     if let Some(baseline) = &baseline {
         for r in &mut results {
-            baseline.compare(r, args.baseline.fail_on_regression);
+            baseline.compare(r, load.baseline.fail_on_regression);
         }
     }
 
     let report = RunReport { manifest, results };
-    print!(
-        "{}",
-        report::terminal::summary(&report, args.reports.html.as_deref(), style)
-    );
+    run.observer.summary(&report);
     Ok(report)
 }

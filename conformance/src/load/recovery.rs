@@ -14,7 +14,7 @@ use super::{Ctx, Node, POOL, fleet, scrape};
 use crate::verdict::CheckResult;
 
 /// A server's temp files now: the `plimsoll_temp_files` gauge, and its temp folder if visible.
-async fn temp_count(ctx: &Ctx, node: &Node) -> TempCount {
+async fn temp_count(ctx: &Ctx<'_>, node: &Node) -> TempCount {
     TempCount {
         gauge: scrape::read_metrics(&ctx.client, &node.metrics_url, POOL)
             .await
@@ -25,14 +25,14 @@ async fn temp_count(ctx: &Ctx, node: &Node) -> TempCount {
 }
 
 /// The temp files of every watched server (the target, or each replica), before the load.
-pub(super) async fn temp_counts(ctx: &Ctx) -> Vec<TempCount> {
+pub(super) async fn temp_counts(ctx: &Ctx<'_>) -> Vec<TempCount> {
     let reads = ctx.watched().into_iter().map(|node| temp_count(ctx, node));
     futures_util::future::join_all(reads).await
 }
 
 /// [`drain`] of every watched server at once; `before` is [`temp_counts`]' answer.
 pub(super) async fn drain_all(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     before: &[TempCount],
     longest_hold_ms: u64,
     allowance: u64,
@@ -54,7 +54,7 @@ pub(super) async fn drain_all(
 /// client leaving, so the drain is given `longest_hold_ms` + that bound + a margin for a slow
 /// machine. A pool that never drains is read at that deadline.
 async fn drain(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     node: &Node,
     temp_before: TempCount,
     longest_hold_ms: u64,
@@ -97,7 +97,7 @@ async fn drain(
 /// Workers + queue held requests sent at once to `node`: all must be admitted (no slot was
 /// lost to an abandoned request). In fleet mode each replica is probed directly: through a
 /// random balancer even a fleet at full capacity would refuse some of R·(c + K) requests.
-async fn probe(ctx: &Ctx, node: &Node) -> CapacityProbe {
+async fn probe(ctx: &Ctx<'_>, node: &Node) -> CapacityProbe {
     let started = Instant::now();
     let t = &ctx.template;
     let n = ctx.expect.admissible();
@@ -142,7 +142,7 @@ pub(super) struct Ending<'a> {
 /// Verdicts every profile ends with: statuses (of every answer, through the balancer in fleet
 /// mode), then for each watched server the busy gauge and recovery (which sends the capacity
 /// probe) — named for the replica in fleet mode.
-pub(super) async fn ending_verdicts(ctx: &Ctx, end: Ending<'_>) -> Vec<CheckResult> {
+pub(super) async fn ending_verdicts(ctx: &Ctx<'_>, end: Ending<'_>) -> Vec<CheckResult> {
     let out = &end.observed.out;
     let mut statuses = verdicts::statuses(&ctx.expect, &out.attempts);
     statuses.duration_ms = out.elapsed_ms;

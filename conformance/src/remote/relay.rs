@@ -49,7 +49,7 @@ pub enum DialError {
 }
 
 /// Where the checker listens as the relay, and the fault the bridge's sockets cross there (a
-/// run's `--relay-listen` and `--fault`: [`crate::check::CheckArgs::relay_end`]).
+/// run's `--relay-listen` and `--fault`, as the binary reads them).
 #[derive(Debug, Clone)]
 pub struct RelayEnd {
     /// The address to listen on (port 0: a free one).

@@ -38,50 +38,15 @@ pub use json::write as write_json;
 pub use junit::write as write_junit;
 pub use terminal::{Progress, Style, header, progress_line, summary};
 
-/// The reports of a run, as the command line names them: the files it leaves behind (`--json`,
-/// `--junit`, `--html`) and how the terminal one looks (`--quiet`). One set of options for
-/// every command that judges a target.
-#[derive(Debug, Clone, Default, clap::Args)]
-#[command(next_help_heading = "Reports")]
-pub struct ReportFiles {
-    /// Write the JSON report here (the run's manifest and every result with its evidence).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write a JUnit XML report here (one testcase per check).
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Write a self-contained HTML report here (with a timeline of the requests per check).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// No spinner and no colours on the terminal (also when stdout is not a terminal).
-    #[arg(long)]
-    pub quiet: bool,
-}
-
-impl ReportFiles {
-    /// No files, no progress display: what tests start from.
-    pub fn quiet() -> ReportFiles {
-        ReportFiles {
-            quiet: true,
-            ..ReportFiles::default()
-        }
-    }
-
-    /// How the terminal report is drawn: colours and the terminal's width on an interactive
-    /// stdout unless `--quiet`, plain lines of at most [`terminal::WIDTH`] columns otherwise.
-    pub fn style(&self) -> Style {
-        Style::detect(self.quiet)
-    }
-
-    /// Writes each file asked for ([`write_all`]).
-    pub fn write(&self, report: &RunReport) -> std::io::Result<()> {
-        write_all(
-            report,
-            self.json.as_deref(),
-            self.junit.as_deref(),
-            self.html.as_deref(),
-        )
-    }
+/// `report.json` → `report.latency.json`: where one fault's run of a fault matrix writes the
+/// report asked for at `path`.
+pub fn suffixed(path: &Path, fault: &str) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{fault}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{fault}"),
+    };
+    path.with_file_name(name)
 }
 
 /// Writes every report file that was asked for; `None` skips that format.

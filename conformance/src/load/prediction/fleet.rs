@@ -31,19 +31,18 @@ use super::Arrivals;
 /// How the balancer picks a replica for each request: `Random`, uniformly at random whatever
 /// the replicas are doing (nginx `random`); `LeastConn`, a replica with the fewest requests in
 /// flight (nginx `least_conn`).
-// No doc comments on the variants: clap would list them in `load --help` in a layout of its own
-// (as for the profiles).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-#[expect(
-    missing_docs,
-    reason = "a documented variant would change the layout of `load --help`"
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Balancer {
+    /// Uniformly at random (nginx `random`).
     Random,
+    /// The fewest requests in flight (nginx `least_conn`).
     LeastConn,
 }
 
 impl Balancer {
+    /// Every policy, in the order `--balancer` lists them.
+    pub const ALL: [Balancer; 2] = [Balancer::Random, Balancer::LeastConn];
+
     /// The policy as `--balancer` takes it, and as the model's name and the manifest say it.
     pub fn as_str(self) -> &'static str {
         match self {

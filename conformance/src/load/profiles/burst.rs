@@ -8,13 +8,16 @@ use super::super::recovery::{self, Ending};
 use super::super::run::{DrainWait, Hold, HoldPlan};
 use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
-use super::super::{Ctx, LoadArgs, POOL};
+use super::super::{Ctx, LoadPlan, POOL};
 use super::drive;
 use crate::remote::process::ProcessSource;
 use crate::session::Fatal;
 use crate::verdict::CheckResult;
 
-pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<CheckResult>, Fatal> {
+pub(in crate::load) async fn run(
+    load: &LoadPlan,
+    ctx: &Ctx<'_>,
+) -> Result<Vec<CheckResult>, Fatal> {
     let l = ctx.section();
     let b = &l.burst;
     let (c, admit) = (ctx.expect.workers as usize, ctx.expect.admissible());
@@ -23,7 +26,7 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
         // Too few to overflow workers + queue: send as many again as there are workers.
         per_wave = admit + c;
     }
-    let waves = args.waves.unwrap_or(b.waves).max(1) as usize;
+    let waves = load.waves.unwrap_or(b.waves).max(1) as usize;
     println!(
         "plimsoll load burst: {waves} waves of {per_wave} requests at once (hold {} ms) against {}; expecting {admit} admitted per wave",
         b.hold_ms, ctx.target.base
@@ -41,15 +44,15 @@ pub(in crate::load) async fn run(args: &LoadArgs, ctx: &Ctx) -> Result<Vec<Check
     let spec = RunSpec {
         host: ctx.target.base.clone(),
         users: per_wave,
-        seed: args.seed,
+        seed: load.seed,
         template: ctx.template.clone(),
         hold: HoldPlan {
             hold: Hold::Fixed { ms: b.hold_ms },
             abandon_fraction: 0.0,
             pre_hold_ms: 0.0,
         },
-        report: args.goose_report(),
-        engine: args.engine(),
+        report: load.goose_report(),
+        engine: load.engine(),
         keep_alive: keep_alive(&ctx.contract),
         overloaded_status: ctx.expect.overloaded_status,
         kind: RunKind::Burst { waves, drain },

@@ -47,7 +47,7 @@ enum EngineError {
 /// mode every replica is read directly (through the balancer a read would reach any of them);
 /// the process figures are read beside the first only.
 pub(super) async fn drive(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     spec: RunSpec,
     process: ProcessSource,
     goal: Goal,
@@ -75,7 +75,7 @@ pub(super) async fn drive(
         .collect();
     let live = Arc::new(LiveCounts::default());
     let ticker = Ticker::start(
-        ctx.style.color,
+        ctx.progress,
         goal,
         live.clone(),
         scrapers[0].max_busy.clone(),

@@ -11,7 +11,7 @@ use super::super::recovery::{self, Ending};
 use super::super::run::{Attempt, Hold, HoldPlan};
 use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
-use super::super::{Ctx, LoadArgs, ProfileName, fleet};
+use super::super::{Ctx, LoadPlan, ProfileName, fleet};
 use super::{Observed, drive, soak};
 use crate::remote::process::ProcessSource;
 use crate::session::Fatal;
@@ -35,10 +35,10 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(args: &LoadArgs, ctx: &Ctx, cal: &Calibration) -> Result<Plan, Fatal> {
+    fn new(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration) -> Result<Plan, Fatal> {
         fleet::check_size(ctx)?;
         let l = ctx.section();
-        let (factor, mean_hold_ms, duration_s, abandon_fraction) = match args.profile {
+        let (factor, mean_hold_ms, duration_s, abandon_fraction) = match load.profile {
             ProfileName::Steady => (
                 l.steady.load_factor,
                 l.steady.mean_hold_ms,
@@ -59,15 +59,15 @@ impl Plan {
             ),
             ProfileName::Burst => unreachable!("burst has its own runner"),
         };
-        let factor = args.load_factor.unwrap_or(factor);
-        let duration = Duration::from_secs_f64(args.duration.unwrap_or(duration_s as f64).max(1.0));
+        let factor = load.load_factor.unwrap_or(factor);
+        let duration = Duration::from_secs_f64(load.duration.unwrap_or(duration_s as f64).max(1.0));
         let (c, k, r) = (ctx.expect.workers, ctx.expect.queue, ctx.replica_count());
         // Capacity counts the pipeline's own time on top of the hold; a fleet's is every
         // replica's.
         let service_s = (mean_hold_ms as f64 + cal.service_ms) / 1000.0;
         let capacity = f64::from(r * c) / service_s;
         let target_rate = factor * capacity;
-        let mut users = match args.users {
+        let mut users = match load.users {
             Some(n) => n.max(1),
             None => l.users.max(8 * r * (c + k)),
         };
@@ -125,7 +125,7 @@ impl<'a> Measurement<'a> {
     /// censored-sample estimate; the recorded thinks alone would be a biased sample) and the
     /// mean time an admitted request held its slot (Server-Timing `run`, else its latency),
     /// which includes the pipeline's own cost.
-    fn new(ctx: &Ctx, plan: &Plan, observed: &'a Observed) -> Measurement<'a> {
+    fn new(ctx: &Ctx<'_>, plan: &Plan, observed: &'a Observed) -> Measurement<'a> {
         let out = &observed.out;
         let warm = ctx.section().warm_up_ms as f64;
         let run_ms = plan.duration.as_secs_f64() * 1000.0;
@@ -173,37 +173,37 @@ impl<'a> Measurement<'a> {
 }
 
 pub(in crate::load) async fn run(
-    args: &LoadArgs,
-    ctx: &Ctx,
+    load: &LoadPlan,
+    ctx: &Ctx<'_>,
     cal: &Calibration,
     process: &ProcessSource,
 ) -> Result<Vec<CheckResult>, Fatal> {
-    let plan = Plan::new(args, ctx, cal)?;
-    announce(args, ctx, cal, &plan);
-    let temp_allowance = if args.profile == ProfileName::Soak {
+    let plan = Plan::new(load, ctx, cal)?;
+    announce(load, ctx, cal, &plan);
+    let temp_allowance = if load.profile == ProfileName::Soak {
         ctx.section().soak.temp_files_growth
     } else {
         0
     };
     let temp_before = recovery::temp_counts(ctx).await;
-    let spec = run_spec(args, ctx, cal, &plan);
+    let spec = run_spec(load, ctx, cal, &plan);
     let goal = Goal::Seconds(plan.duration.as_secs());
     let observed = drive(ctx, spec, process.clone(), goal).await?;
     let drained = recovery::drain_all(ctx, &temp_before, plan.hold_cap_ms, temp_allowance).await;
-    let judged = Judged::new(args, ctx, &plan, &observed);
+    let judged = Judged::new(load, ctx, &plan, &observed);
     let mut results = Vec::new();
     let mut push = |mut r: CheckResult| {
         r.duration_ms = observed.out.elapsed_ms;
         ctx.print(&r);
         results.push(r);
     };
-    match args.profile {
+    match load.profile {
         ProfileName::Steady | ProfileName::Overload => {
             push(judged.refusals(evidence(cal, &judged)));
         }
         ProfileName::Soak | ProfileName::Burst => {}
     }
-    match args.profile {
+    match load.profile {
         ProfileName::Steady => push(judged.latency()),
         ProfileName::Overload => {
             push(judged.goodput());
@@ -219,7 +219,7 @@ pub(in crate::load) async fn run(
     let end = Ending {
         observed: &observed,
         drained: &drained,
-        must_reach: args.profile == ProfileName::Overload,
+        must_reach: load.profile == ProfileName::Overload,
         temp_allowance,
     };
     results.extend(recovery::ending_verdicts(ctx, end).await);
@@ -228,10 +228,10 @@ pub(in crate::load) async fn run(
 
 /// Says what the run will do before it starts: the plan's every figure, so a surprising
 /// verdict can be read against it.
-fn announce(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) {
+fn announce(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration, plan: &Plan) {
     println!(
         "plimsoll load {}: {} x capacity ({:.1}/s = {}{} workers / ({} ms hold + {:.1} ms pipeline)) = {:.1} attempts/s from {} users thinking {:.0} ms on average, for {:.0} s against {}",
-        args.profile.as_str(),
+        load.profile.as_str(),
         plan.factor,
         plan.capacity,
         fleet::replicas_times(ctx),
@@ -247,11 +247,11 @@ fn announce(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) {
 }
 
 /// The plan as the engine runs it: exponential holds and thinks for the planned duration.
-fn run_spec(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) -> RunSpec {
+fn run_spec(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration, plan: &Plan) -> RunSpec {
     RunSpec {
         host: ctx.target.base.clone(),
         users: plan.users as usize,
-        seed: args.seed,
+        seed: load.seed,
         template: ctx.template.clone(),
         hold: HoldPlan {
             hold: Hold::Exponential {
@@ -261,8 +261,8 @@ fn run_spec(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) -> RunSp
             abandon_fraction: plan.abandon_fraction,
             pre_hold_ms: cal.latency_ms,
         },
-        report: args.goose_report(),
-        engine: args.engine(),
+        report: load.goose_report(),
+        engine: load.engine(),
         keep_alive: keep_alive(&ctx.contract),
         overloaded_status: ctx.expect.overloaded_status,
         kind: RunKind::Rate {
@@ -275,7 +275,7 @@ fn run_spec(args: &LoadArgs, ctx: &Ctx, cal: &Calibration, plan: &Plan) -> RunSp
 /// One finished rate run as its verdicts read it: the measurement, the prediction for it,
 /// and the window the timelines draw.
 struct Judged<'a> {
-    ctx: &'a Ctx,
+    ctx: &'a Ctx<'a>,
     plan: &'a Plan,
     observed: &'a Observed,
     m: Measurement<'a>,
@@ -287,10 +287,15 @@ struct Judged<'a> {
 
 impl<'a> Judged<'a> {
     /// Measures the run and predicts its refused fraction from what the run really did.
-    fn new(args: &LoadArgs, ctx: &'a Ctx, plan: &'a Plan, observed: &'a Observed) -> Judged<'a> {
+    fn new(
+        load: &LoadPlan,
+        ctx: &'a Ctx<'a>,
+        plan: &'a Plan,
+        observed: &'a Observed,
+    ) -> Judged<'a> {
         let l = ctx.section();
         let m = Measurement::new(ctx, plan, observed);
-        let iv = prediction::interval(&m.model, m.counted, l.sigma, args.seed);
+        let iv = prediction::interval(&m.model, m.counted, l.sigma, load.seed);
         Judged {
             ctx,
             plan,

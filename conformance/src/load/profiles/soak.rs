@@ -13,7 +13,7 @@ use crate::verdict::CheckResult;
 
 /// `L-soak.rss`, `L-soak.fds` and `L-soak.temp-files`, in that order.
 pub(super) fn verdicts(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     observed: &Observed,
     drained: &Drained,
     process: &ProcessSource,
@@ -56,7 +56,7 @@ pub(super) fn verdicts(
 /// When resources have settled, ms: once the users have opened their connections, from the
 /// time 90 % of them had their first answer (the last few add a connection each, well within
 /// the allowance; waiting for all would take θ·ln N), and never before the warm-up ends.
-fn settled_ms(ctx: &Ctx, attempts: &[Attempt]) -> f64 {
+fn settled_ms(ctx: &Ctx<'_>, attempts: &[Attempt]) -> f64 {
     let mut first = BTreeMap::new();
     for a in attempts {
         let end = a.sent_ms + a.latency_ms;
@@ -75,7 +75,7 @@ fn settled_ms(ctx: &Ctx, attempts: &[Attempt]) -> f64 {
 /// The first watched server's resource readings and the settled part of the run they are
 /// judged over, shared by the memory and open-file verdicts.
 struct Readings<'a> {
-    ctx: &'a Ctx,
+    ctx: &'a Ctx<'a>,
     samples: &'a [Sample],
     process: &'a ProcessSource,
     settled_ms: f64,
@@ -128,7 +128,7 @@ impl Readings<'_> {
 
 /// `L-soak.temp-files`: temp files back to their count once drained, with the abandoned
 /// requests (those whose temp dirs are at risk) and the most read at once as evidence.
-fn temp_files(ctx: &Ctx, observed: &Observed, drained: &Drained) -> CheckResult {
+fn temp_files(ctx: &Ctx<'_>, observed: &Observed, drained: &Drained) -> CheckResult {
     let attempts = &observed.out.attempts;
     let samples = &observed.watched[0].samples;
     let abandoned = attempts

@@ -7,11 +7,14 @@
 //! 3. a [`summary()`]: the counts, every failure, skip and not-applicable pass with its reasons
 //!    in full (wrapped, never cut), and one line of next steps.
 //!
+//! A fault matrix (`check --fault-set`) ends with its table of checks × faults ([`matrix()`]).
+//!
 //! Durations are always seconds with two decimals (one from 10 s on). Colour is plain ANSI and
 //! only on an interactive stdout, so piped output and CI logs stay clean.
 
 mod check_line;
 mod header;
+mod matrix;
 mod progress;
 mod style;
 mod summary;
@@ -23,6 +26,7 @@ use crate::verdict::{Manifest, RunReport};
 
 pub use check_line::progress_line;
 pub use header::{adopted_words, header};
+pub use matrix::matrix;
 pub use progress::Progress;
 pub use style::{Style, WIDTH, symbol};
 pub use summary::{stopped_line, summary};

@@ -1,28 +1,35 @@
-//! The command line of `plimsoll load`: which profile, against what, and where the reports go.
+//! What `plimsoll load` runs (the binary makes it from the command line): which profile, on
+//! which engine, against what.
 
+use std::fmt;
 use std::path::PathBuf;
 
 use super::prediction::Balancer;
-use crate::baseline::BaselineArgs;
-use crate::report::ReportFiles;
-use crate::session::{Fatal, SubjectArgs};
+use crate::baseline::BaselinePlan;
+use crate::session::{Fatal, SubjectPlan};
 
 /// The profiles of the contract's `[load]` section, each described by [`ProfileName::about`].
-// No doc comments on the variants: clap would turn them into a long `--help` of another layout
-// than every other command's; `load --help` lists the profiles in a block of its own instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-#[expect(
-    missing_docs,
-    reason = "a documented variant would change the layout of `load --help`"
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProfileName {
+    /// Waves of simultaneous requests.
     Burst,
+    /// Below capacity.
     Steady,
+    /// Far past capacity.
     Overload,
+    /// Below capacity for long.
     Soak,
 }
 
 impl ProfileName {
+    /// Every profile, in the order `load --help` lists them.
+    pub const ALL: [ProfileName; 4] = [
+        ProfileName::Burst,
+        ProfileName::Steady,
+        ProfileName::Overload,
+        ProfileName::Soak,
+    ];
+
     /// The name `--profile` takes; the verdicts' ids (`L-steady`) and clauses (`load.steady`)
     /// are built on it.
     pub fn as_str(self) -> &'static str {
@@ -50,85 +57,78 @@ impl ProfileName {
 }
 
 /// What sends the requests: goose in this process, or Locust's master and workers.
-// No doc comments on the variants, as for the profiles: `--engine`'s help says what each is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-#[expect(
-    missing_docs,
-    reason = "a documented variant would change the layout of `load --help`"
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EngineName {
+    /// goose, as a library: its users are tasks of this process.
     #[default]
     Goose,
+    /// Locust's distributed mode: a master and worker processes.
     Locust,
 }
 
-/// `plimsoll load`'s command line: what is loaded, which profile on which engine, and the reports.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LoadArgs {
-    /// What is loaded: `--target`, `--contract`, `--allow-overrides`, `--temp-dir`.
-    #[command(flatten)]
-    pub subject: SubjectArgs,
-    /// Fleet mode: a replica behind the balancer `--target` names (repeat for each). Each is
-    /// read and judged against the per-replica contract on its own.
-    #[arg(long, value_name = "URL", help_heading = "Fleet")]
-    pub replica: Vec<String>,
-    /// Fleet mode: how the balancer picks a replica; selects the prediction's model.
-    #[arg(long, value_enum, value_name = "POLICY", help_heading = "Fleet")]
-    pub balancer: Option<Balancer>,
-    /// The profile to run (see Profiles below).
-    #[arg(long, value_enum, help_heading = "Run")]
-    pub profile: ProfileName,
-    /// Seconds of load (default: the profile's duration_s; burst runs its waves instead).
-    #[arg(long, value_name = "SECONDS", help_heading = "Run")]
-    pub duration: Option<f64>,
-    /// Burst waves (default: the profile's waves).
-    #[arg(long, value_name = "N", help_heading = "Run")]
-    pub waves: Option<u32>,
-    /// Offered load as a multiple of capacity (default: the profile's load_factor), e.g. a soak
-    /// at overload: `--profile soak --load-factor 3`.
-    #[arg(long, value_name = "X", help_heading = "Run")]
-    pub load_factor: Option<f64>,
-    /// Closed-loop users (default: the contract's load.users, more for large pools).
-    #[arg(long, value_name = "N", help_heading = "Run")]
-    pub users: Option<u32>,
-    /// The load engine: goose in this process, or Locust's distributed mode (a master and
-    /// worker processes; rate profiles only; needs `pip install locust`).
-    #[arg(long, value_enum, default_value_t = EngineName::Goose, help_heading = "Engine")]
-    pub engine: EngineName,
-    /// Locust worker processes started on this machine.
-    #[arg(long, default_value_t = 2, value_name = "N", help_heading = "Engine")]
-    pub locust_workers: u32,
-    /// Workers the Locust master waits for, these and any joining from elsewhere (default: the
-    /// local ones).
-    #[arg(long, value_name = "N", help_heading = "Engine")]
-    pub locust_expect: Option<u32>,
-    /// The address the Locust master listens on for workers.
-    #[arg(
-        long,
-        default_value = "127.0.0.1",
-        value_name = "ADDR",
-        help_heading = "Engine"
-    )]
-    pub locust_bind: String,
-    /// Seed of every random draw (think times, holds, abandonment).
-    #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Run")]
-    pub seed: u64,
-    /// The verdict reports: `--json`, `--junit`, `--html`, `--quiet`.
-    #[command(flatten)]
-    pub reports: ReportFiles,
-    /// An earlier run to compare the figures with: `--baseline`, `--fail-on-regression`.
-    #[command(flatten)]
-    pub baseline: BaselineArgs,
-    /// Write goose's own report here (.html, .json or .md).
-    #[arg(long, value_name = "FILE", help_heading = "Reports")]
-    pub report: Option<PathBuf>,
+impl EngineName {
+    /// Every engine, in the order `--engine` lists them.
+    pub const ALL: [EngineName; 2] = [EngineName::Goose, EngineName::Locust];
+
+    /// The name `--engine` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineName::Goose => "goose",
+            EngineName::Locust => "locust",
+        }
+    }
 }
 
-impl LoadArgs {
-    /// Arguments for running `profile` against the embedded server with every default.
-    pub fn new(profile: ProfileName) -> LoadArgs {
-        LoadArgs {
-            subject: SubjectArgs::default(),
+impl fmt::Display for EngineName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What `plimsoll load` runs: what is loaded, which profile on which engine, and what the
+/// verdicts are compared with.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// What is loaded, and how long the run may take.
+    pub subject: SubjectPlan,
+    /// Fleet mode: the replicas behind the balancer the target names (empty: one server).
+    pub replica: Vec<String>,
+    /// Fleet mode: how the balancer picks a replica; selects the prediction's model.
+    pub balancer: Option<Balancer>,
+    /// The profile to run.
+    pub profile: ProfileName,
+    /// Seconds of load; `None`: the profile's `duration_s` (burst runs its waves instead).
+    pub duration: Option<f64>,
+    /// Burst waves; `None`: the profile's.
+    pub waves: Option<u32>,
+    /// Offered load as a multiple of capacity; `None`: the profile's `load_factor`.
+    pub load_factor: Option<f64>,
+    /// Closed-loop users; `None`: the contract's `load.users`, more for large pools.
+    pub users: Option<u32>,
+    /// The load engine.
+    pub engine: EngineName,
+    /// Locust worker processes started on this machine.
+    pub locust_workers: u32,
+    /// Workers the Locust master waits for; `None`: the local ones.
+    pub locust_expect: Option<u32>,
+    /// The address the Locust master listens on for workers.
+    pub locust_bind: String,
+    /// Seed of every random draw (think times, holds, abandonment).
+    pub seed: u64,
+    /// An earlier run to compare the figures with.
+    pub baseline: BaselinePlan,
+    /// Where goose writes its own report (.html, .json or .md).
+    pub report: Option<PathBuf>,
+    /// Show the profile's progress bar (on an interactive stderr only).
+    pub progress: bool,
+}
+
+impl LoadPlan {
+    /// A plan for running `profile` against the embedded server with every default, no
+    /// progress bar.
+    pub fn new(profile: ProfileName) -> LoadPlan {
+        LoadPlan {
+            subject: SubjectPlan::default(),
             replica: Vec::new(),
             balancer: None,
             profile,
@@ -141,9 +141,9 @@ impl LoadArgs {
             locust_expect: None,
             locust_bind: "127.0.0.1".into(),
             seed: 1,
-            reports: ReportFiles::quiet(),
-            baseline: BaselineArgs::default(),
+            baseline: BaselinePlan::default(),
             report: None,
+            progress: false,
         }
     }
 
