@@ -9,7 +9,6 @@ pub mod docs;
 pub mod load;
 pub mod observe;
 pub mod remote;
-pub mod report;
 pub mod session;
 pub mod verdict;
 pub mod waivers;

@@ -12,7 +12,7 @@ use clap::builder::styling::Styles;
 use clap::{Parser, Subcommand};
 
 use plimsoll_conformance::load::ProfileName;
-use plimsoll_conformance::report::terminal::wrap;
+use plimsoll_report::terminal::wrap;
 
 use crate::args::{CheckArgs, DocsArgs, LoadArgs};
 

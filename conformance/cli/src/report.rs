@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
 use plimsoll_conformance::observe::Observer;
-use plimsoll_conformance::report::{self as render, Progress, Style, terminal};
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::{CheckResult, Manifest, RunReport};
+use plimsoll_report::{self as render, Progress, Style, terminal};
 use plimsoll_spec::CheckId;
 
 use crate::args::ReportFiles;

@@ -33,14 +33,14 @@ const NAMED: &[&str] = &[
     "reference-server/src/bridge",
     "conformance",
     "conformance/src/checks",
-    "conformance/src/report",
+    "conformance/report/src",
     "conformance/src/remote",
     "conformance/cli",
 ];
 
 /// The crates and the workspace crates each may depend on (normal dependencies): the one-way
-/// flow contract → engine → server, contract → fault proxy → conformance library, everything →
-/// the binary.
+/// flow contract → engine → server, contract → fault proxy → conformance library → reports,
+/// everything → the binary.
 const CRATES: &[(&str, &str, &[&str])] = &[
     ("spec", "plimsoll-spec", &[]),
     (
@@ -60,6 +60,11 @@ const CRATES: &[(&str, &str, &[&str])] = &[
         &["plimsoll-spec", "plimsoll-fault"],
     ),
     (
+        "conformance/report",
+        "plimsoll-report",
+        &["plimsoll-spec", "plimsoll-fault", "plimsoll-conformance"],
+    ),
+    (
         "conformance/cli",
         "plimsoll",
         &[
@@ -67,6 +72,7 @@ const CRATES: &[(&str, &str, &[&str])] = &[
             "plimsoll-server",
             "plimsoll-fault",
             "plimsoll-conformance",
+            "plimsoll-report",
         ],
     ),
 ];

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use plimsoll_conformance::report::Style;
+use plimsoll_report::Style;
 
 /// The reports of a run, as the command line names them: the files it leaves behind (`--json`,
 /// `--junit`, `--html`) and how the terminal one looks (`--quiet`). One set of options for
@@ -36,7 +36,7 @@ impl ReportFiles {
     }
 
     /// How the terminal report is drawn: colours and the terminal's width on an interactive
-    /// stdout unless `--quiet`, plain lines of at most [`plimsoll_conformance::report::terminal::WIDTH`]
+    /// stdout unless `--quiet`, plain lines of at most [`plimsoll_report::terminal::WIDTH`]
     /// columns otherwise.
     pub fn style(&self) -> Style {
         Style::detect(self.quiet)

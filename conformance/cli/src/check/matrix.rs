@@ -9,12 +9,12 @@ use std::time::Instant;
 
 use plimsoll_conformance::check::matrix::checks_under;
 pub use plimsoll_conformance::check::matrix::{FaultRun, FaultSet, Matrix};
-use plimsoll_conformance::report::{self as render, MatrixColumn, suffixed};
 use plimsoll_conformance::session::{Fatal, Subject};
+use plimsoll_report::{self as render, MatrixColumn, suffixed};
 
 /// The matrix on the terminal: one line per check, one column per fault, then one line per
 /// fault with its run's counts and time.
-pub use plimsoll_conformance::report::terminal::matrix as text;
+pub use plimsoll_report::terminal::matrix as text;
 
 use super::CheckArgs;
 use crate::args::ReportFiles;

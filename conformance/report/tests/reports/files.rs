@@ -1,7 +1,7 @@
 //! Which report files a run leaves behind: only those asked for, and a bad path for one does not
 //! stop the others.
 
-use plimsoll_conformance::report;
+use plimsoll_report as report;
 
 use super::*;
 

@@ -1,9 +1,9 @@
 //! A fault matrix (`check --fault-set`) on the terminal: one line per check, one column per
 //! fault, then one line per fault with its run's counts and time.
 
-use crate::check::matrix::Matrix;
-use crate::report::matrix_rows;
-use crate::verdict::CheckResult;
+use crate::matrix_rows;
+use plimsoll_conformance::check::matrix::Matrix;
+use plimsoll_conformance::verdict::CheckResult;
 
 /// The matrix on the terminal: one line per check, one column per fault, then one line per
 /// fault with its run's counts and time.

@@ -1,7 +1,7 @@
 //! The JSON report: every fact of the run, in a field order that stays the same so two runs'
 //! reports diff readably.
 
-use plimsoll_conformance::report::json;
+use plimsoll_report::json;
 use serde_json::Value;
 
 use super::*;
@@ -115,7 +115,7 @@ fn the_documented_json_members_are_the_reports() {
     });
     let value: Value = serde_json::to_value(&run).unwrap();
     let docs = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/conformance.md"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conformance.md"),
     )
     .unwrap();
     let keys = |v: &Value, prefix: &str| -> Vec<String> {

@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use crate::verdict::Verdict;
+use plimsoll_conformance::verdict::Verdict;
 
 pub(super) const GREEN: &str = "\x1b[32m";
 pub(super) const RED: &str = "\x1b[31m";

@@ -5,7 +5,7 @@
 use maud::{Markup, html};
 
 use super::{anchor, page};
-use crate::report::{MatrixColumn, matrix_rows};
+use crate::{MatrixColumn, matrix_rows};
 
 /// The page for the runs of a fault set named `set`.
 pub fn render(set: &str, columns: &[MatrixColumn<'_>]) -> String {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::is_load;
 use super::style::{BOLD, Style, paint};
 use super::text::{one_line, wrap};
-use crate::verdict::Manifest;
+use plimsoll_conformance::verdict::Manifest;
 
 /// What the run checks, before the first check: the target (or the embedded server, with the
 /// values it was scaled to), the contract, and how the checks run.

@@ -22,7 +22,7 @@ mod text;
 
 use std::path::Path;
 
-use crate::verdict::{Manifest, RunReport};
+use plimsoll_conformance::verdict::{Manifest, RunReport};
 
 pub use check_line::progress_line;
 pub use header::{adopted_words, header};

@@ -1,7 +1,7 @@
 //! The pieces a terminal line is made of, each on its own: adopted values in words, durations,
 //! one finished check's line (cut to fit, flattened, coloured) and the spinner when it is off.
 
-use plimsoll_conformance::report::terminal;
+use plimsoll_report::terminal;
 use serde_json::Value;
 
 use super::*;

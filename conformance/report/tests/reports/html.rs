@@ -1,7 +1,7 @@
 //! The HTML report: self-contained, everything from the run escaped, and a timeline picture per
 //! check that stays readable however many lanes it has.
 
-use plimsoll_conformance::report::html;
+use plimsoll_report::html;
 
 use super::*;
 use crate::xml::well_formed;

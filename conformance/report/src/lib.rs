@@ -1,5 +1,15 @@
-//! Renderings of a [`RunReport`]: the terminal while running, and the files a run leaves
-//! behind (`--json`, `--junit`, `--html`), so people and CI systems each get a form they read.
+//! `plimsoll-report`: renderings of a [`RunReport`]: the terminal while running, and the files a
+//! run leaves behind (`--json`, `--junit`, `--html`), so people and CI systems each get a form
+//! they read.
+//!
+//! Its own crate because rendering is one job with its own dependencies (HTML templates, JUnit
+//! XML, a spinner): the checks and the load profiles produce the verdict model
+//! (`plimsoll_conformance::verdict`) and say what happens through
+//! `plimsoll_conformance::observe::Observer`, and never call a renderer, so a change to a
+//! report rebuilds neither, and they build without these dependencies. The `plimsoll` binary
+//! draws its terminal with [`terminal`] and writes the files with [`write_all`].
+
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 pub mod html;
 pub mod json;
@@ -8,7 +18,7 @@ pub mod terminal;
 
 use std::path::{Path, PathBuf};
 
-use crate::verdict::RunReport;
+use plimsoll_conformance::verdict::RunReport;
 
 /// One fault's run in a fault matrix, as the matrix's reports render it (`--fault-set`).
 pub struct MatrixColumn<'a> {

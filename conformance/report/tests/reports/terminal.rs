@@ -1,7 +1,7 @@
 //! Whole terminal transcripts and headers as snapshots (in `snapshots/` beside this file), and
 //! the promise that every line fits the width and a full run fits one screen.
 
-use plimsoll_conformance::report::terminal;
+use plimsoll_report::terminal;
 
 use super::*;
 

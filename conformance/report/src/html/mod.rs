@@ -16,8 +16,8 @@ use std::path::Path;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::format_ms;
-use crate::checks::contract::{adopted_line, refused_line};
-use crate::verdict::{CheckResult, RunReport, Verdict};
+use plimsoll_conformance::checks::contract::{adopted_line, refused_line};
+use plimsoll_conformance::verdict::{CheckResult, RunReport, Verdict};
 
 const STYLE: &str = include_str!("style.css");
 

@@ -6,7 +6,7 @@
 
 use maud::{Markup, html};
 
-use crate::verdict::{Lane, LaneOutcome};
+use plimsoll_conformance::verdict::{Lane, LaneOutcome};
 
 // Geometry of the picture, in SVG user units (≈ CSS px at full width).
 const SVG_W: f64 = 1100.0;

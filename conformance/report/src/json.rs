@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::check::matrix::Matrix;
-use crate::verdict::RunReport;
+use plimsoll_conformance::check::matrix::Matrix;
+use plimsoll_conformance::verdict::RunReport;
 
 /// The pretty JSON text, newline-terminated.
 pub fn render(report: &RunReport) -> serde_json::Result<String> {

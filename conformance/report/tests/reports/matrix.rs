@@ -1,8 +1,8 @@
 //! A fault matrix's own files (`check --fault-set … --junit --html`): a JUnit suite per fault,
 //! and a page whose cells link to each check in its fault's report, the hostile string escaped.
 
-use plimsoll_conformance::report::html::matrix;
-use plimsoll_conformance::report::{MatrixColumn, junit};
+use plimsoll_report::html::matrix;
+use plimsoll_report::{MatrixColumn, junit};
 
 use super::*;
 use crate::xml::well_formed;

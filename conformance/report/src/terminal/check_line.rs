@@ -4,7 +4,7 @@
 use super::format_duration;
 use super::style::{DIM, Style, paint, symbol, verdict_colour};
 use super::text::{chars, one_line, truncate};
-use crate::verdict::{CheckResult, Verdict};
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// The id column of a check line (`contract` is the longest id of `check`).
 const ID_WIDTH: usize = 8;

@@ -8,8 +8,8 @@ use std::path::Path;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::duration_from_ms;
-use crate::checks::contract::{adopted_line, refused_line};
-use crate::verdict::{CheckResult, RunReport, Verdict};
+use plimsoll_conformance::checks::contract::{adopted_line, refused_line};
+use plimsoll_conformance::verdict::{CheckResult, RunReport, Verdict};
 
 /// The name of the single suite every testcase sits in.
 pub const SUITE_NAME: &str = "plimsoll check";

@@ -1,7 +1,7 @@
 //! The JUnit file CI systems read: well-formed XML, one testcase per check, the hostile string
 //! escaped yet intact.
 
-use plimsoll_conformance::report::junit;
+use plimsoll_report::junit;
 
 use super::*;
 use crate::xml::well_formed;
