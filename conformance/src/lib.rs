@@ -6,7 +6,6 @@ pub mod baseline;
 pub mod check;
 pub mod checks;
 pub mod docs;
-pub mod load;
 pub mod observe;
 pub mod remote;
 pub mod session;

@@ -11,7 +11,7 @@ use clap::builder::StyledStr;
 use clap::builder::styling::Styles;
 use clap::{Parser, Subcommand};
 
-use plimsoll_conformance::load::ProfileName;
+use plimsoll_load::ProfileName;
 use plimsoll_report::terminal::wrap;
 
 use crate::args::{CheckArgs, DocsArgs, LoadArgs};

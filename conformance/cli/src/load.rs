@@ -1,9 +1,9 @@
 //! `plimsoll load` as the binary runs it: the command line's [`LoadArgs`] made a plan, the
 //! library's run of the profile watched by the terminal report, then the report files.
 
-pub use plimsoll_conformance::load::{EngineName, ProfileName};
 use plimsoll_conformance::session::{Fatal, Subject};
 use plimsoll_conformance::verdict::RunReport;
+pub use plimsoll_load::{EngineName, ProfileName};
 
 pub use crate::args::LoadArgs;
 use crate::report::{self, Terminal};
@@ -13,6 +13,6 @@ use crate::report::{self, Terminal};
 /// report files asked for.
 pub async fn execute(args: &LoadArgs, subject: Subject) -> Result<RunReport, Fatal> {
     let terminal = Terminal::new(&args.reports);
-    let result = plimsoll_conformance::load::execute(&args.plan(), subject, &terminal).await;
+    let result = plimsoll_load::execute(&args.plan(), subject, &terminal).await;
     report::finish(result, &terminal, &args.reports)
 }

@@ -39,8 +39,8 @@ const NAMED: &[&str] = &[
 ];
 
 /// The crates and the workspace crates each may depend on (normal dependencies): the one-way
-/// flow contract → engine → server, contract → fault proxy → conformance library → reports,
-/// everything → the binary.
+/// flow contract → engine → server, contract → fault proxy → conformance library → load
+/// profiles and reports, everything → the binary.
 const CRATES: &[(&str, &str, &[&str])] = &[
     ("spec", "plimsoll-spec", &[]),
     (
@@ -60,6 +60,11 @@ const CRATES: &[(&str, &str, &[&str])] = &[
         &["plimsoll-spec", "plimsoll-fault"],
     ),
     (
+        "conformance/load",
+        "plimsoll-load",
+        &["plimsoll-spec", "plimsoll-fault", "plimsoll-conformance"],
+    ),
+    (
         "conformance/report",
         "plimsoll-report",
         &["plimsoll-spec", "plimsoll-fault", "plimsoll-conformance"],
@@ -72,6 +77,7 @@ const CRATES: &[(&str, &str, &[&str])] = &[
             "plimsoll-server",
             "plimsoll-fault",
             "plimsoll-conformance",
+            "plimsoll-load",
             "plimsoll-report",
         ],
     ),

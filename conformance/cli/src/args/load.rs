@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use plimsoll_conformance::load::prediction::Balancer;
-use plimsoll_conformance::load::{EngineName, ProfileName};
+use plimsoll_load::prediction::Balancer;
+use plimsoll_load::{EngineName, ProfileName};
 
 use super::one_of;
 use super::reports::{BaselineArgs, ReportFiles};

@@ -7,8 +7,8 @@ use std::time::Duration;
 use plimsoll_conformance::baseline::BaselinePlan;
 use plimsoll_conformance::check::CheckPlan;
 use plimsoll_conformance::check::bridge::BridgePlan;
-use plimsoll_conformance::load::LoadPlan;
 use plimsoll_conformance::session::{DEFAULT_TIMEOUT_S, SubjectPlan};
+use plimsoll_load::LoadPlan;
 
 use super::check::CheckArgs;
 use super::load::LoadArgs;

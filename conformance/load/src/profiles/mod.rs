@@ -15,8 +15,8 @@ use super::run::{RunOutput, RunSpec};
 use super::runner::{self, LiveCounts};
 use super::scrape::{Sample, Scraper};
 use super::{Ctx, POOL};
-use crate::remote::process::ProcessSource;
-use crate::session::Fatal;
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::Fatal;
 
 /// What `/metrics` (and the process) of one watched server said throughout a run.
 pub(super) struct Watched {

@@ -18,9 +18,9 @@
 
 use super::prediction;
 use super::{Ctx, LoadPlan, ProfileName};
-use crate::checks::contract::contract_result;
-use crate::session::{self, ContractSource, Fatal};
-use crate::verdict::{CheckResult, Verdict};
+use plimsoll_conformance::checks::contract::contract_result;
+use plimsoll_conformance::session::{self, ContractSource, Fatal};
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
 use plimsoll_spec::Reconciliation;
 
 /// What the fleet options ask that cannot work, before anything starts.
@@ -162,8 +162,8 @@ pub(super) async fn contract_results(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::prediction::Balancer;
-    use crate::verdict::ResultId;
+    use crate::prediction::Balancer;
+    use plimsoll_conformance::verdict::ResultId;
 
     #[test]
     fn a_replica_verdict_names_the_replica() {
@@ -191,7 +191,7 @@ mod tests {
             )
         );
         let contract = CheckResult {
-            id: crate::checks::CheckId::Contract.into(),
+            id: plimsoll_conformance::checks::CheckId::Contract.into(),
             ..r
         };
         assert_eq!(

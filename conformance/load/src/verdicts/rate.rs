@@ -2,10 +2,10 @@
 //! (`steady`, `overload`), admitted latency (`steady`), goodput and refusal latency (`overload`).
 
 use super::{Expectations, lanes, pct, percentile, who};
-use crate::load::prediction::{Interval, Model};
-use crate::load::run::Attempt;
-use crate::verdict::figure::{Figure, Unit};
-use crate::verdict::{CheckResult, Verdict};
+use crate::prediction::{Interval, Model};
+use crate::run::Attempt;
+use plimsoll_conformance::verdict::figure::{Figure, Unit};
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// The measured refused fraction against the prediction's interval.
 pub fn refusals(
@@ -214,7 +214,7 @@ pub fn refusal_latency(expect: &Expectations, window: &[&Attempt], bound_ms: u64
 mod tests {
     use super::super::tests::expect;
     use super::*;
-    use crate::load::prediction::Arrivals;
+    use crate::prediction::Arrivals;
 
     #[test]
     fn goodput_fails_a_collapse_but_not_counting_noise() {

@@ -4,7 +4,7 @@
 use plimsoll_spec::MetricName;
 
 use super::{Drained, Expectations, percentile, verdict_of};
-use crate::verdict::{CheckResult, Verdict};
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// The median of a resource series' reads in the first quarter of the settled part of a run,
 /// `from_ms..to_ms` (from the moment 90 % of the users had their first answer, so connections

@@ -164,7 +164,7 @@ impl RequestTemplate {
         headers
             .get(self.server_timing_header.as_str())
             .and_then(|v| v.to_str().ok())
-            .and_then(crate::remote::parse_server_timing)
+            .and_then(plimsoll_conformance::remote::parse_server_timing)
     }
 }
 

@@ -510,7 +510,7 @@ fn read_attempts(path: &Path) -> Result<(Vec<Attempt>, f64), RecordsError> {
                     request_id: text("request_id"),
                     timing: r["server_timing"]
                         .as_str()
-                        .and_then(crate::remote::parse_server_timing),
+                        .and_then(plimsoll_conformance::remote::parse_server_timing),
                 });
             }
             _ => {}

@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::MetricName;
 use tokio_util::sync::CancellationToken;
 
-use crate::remote::process::{FDS_METRIC, ProcessSource, RSS_METRIC, proc_fds, proc_rss_bytes};
-use crate::remote::{MetricError, metric_value};
+use plimsoll_conformance::remote::process::{
+    FDS_METRIC, ProcessSource, RSS_METRIC, proc_fds, proc_rss_bytes,
+};
+use plimsoll_conformance::remote::{MetricError, metric_value};
 
 /// One reading.
 #[derive(Debug, Clone, Default, PartialEq)]

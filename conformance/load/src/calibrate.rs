@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::verdicts::percentile;
 use super::{Ctx, Node};
-use crate::session::Fatal;
+use plimsoll_conformance::session::Fatal;
 
 /// Requests sent one after another; their medians are the calibration.
 const REQUESTS: usize = 8;

@@ -8,8 +8,8 @@ use super::super::run::{Attempt, Outcome};
 use super::super::scrape::Sample;
 use super::super::verdicts::{self, Drained, Resource};
 use super::Observed;
-use crate::remote::process::{self, ProcessSource};
-use crate::verdict::CheckResult;
+use plimsoll_conformance::remote::process::{self, ProcessSource};
+use plimsoll_conformance::verdict::CheckResult;
 
 /// `L-soak.rss`, `L-soak.fds` and `L-soak.temp-files`, in that order.
 pub(super) fn verdicts(

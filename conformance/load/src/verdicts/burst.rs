@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{Expectations, lanes, who};
-use crate::load::run::Attempt;
-use crate::verdict::{CheckResult, Verdict};
+use crate::run::Attempt;
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// Per wave: exactly workers + queue admitted, the rest refused within `refusal_ms`, each
 /// refusal with a valid Retry-After.

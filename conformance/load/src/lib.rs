@@ -1,5 +1,11 @@
-//! `plimsoll load`: goose load profiles judged against the contract and a queueing-theory
-//! prediction.
+//! `plimsoll-load`: `plimsoll load`'s goose (or Locust) load profiles judged against the
+//! contract and a queueing-theory prediction.
+//!
+//! Its own crate because load generation is one job with the heaviest dependencies of the
+//! checker (goose, and through it its own HTTP stack and command line): the checks build and
+//! run without them, and a change to a check does not rebuild them. It sits on
+//! `plimsoll-conformance` for what every run shares (the session, the target seen from outside,
+//! the verdict model) and ends in the same [`RunReport`] as `plimsoll check`.
 //!
 //! The conformance checks prove each clause alone; the profiles prove they hold together under
 //! sustained traffic, and that admission admits exactly what it should. Every profile is sized
@@ -7,12 +13,14 @@
 //! ([`runner`]), reads `/metrics` throughout ([`scrape`]), predicts the refused fraction
 //! ([`prediction`]) and ends in the same [`RunReport`] as `plimsoll check` ([`verdicts`]).
 //!
-//! This module is the run: contract, subject, what the profiles need to know about it
+//! This crate's root is the run: contract, subject, what the profiles need to know about it
 //! ([`Ctx`]), then [`calibrate`], the profile ([`profiles`]) and the verdicts every profile
 //! ends with ([`recovery`]).
 //!
 //! In fleet mode ([`fleet`]) the target is a load balancer: the load goes through it, while
 //! each replica behind it is read and judged on its own.
+
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 pub mod bench;
 mod calibrate;
@@ -36,11 +44,11 @@ use std::time::Duration;
 
 use plimsoll_spec::{Contract, ErrorCode, Pool};
 
-use crate::checks::contract::contract_result;
-use crate::observe::Observer;
-use crate::remote::process::ProcessSource;
-use crate::session::{self, ContractSource, Fatal, Opening, Partial, Subject};
-use crate::verdict::{CheckResult, RunReport};
+use plimsoll_conformance::checks::contract::contract_result;
+use plimsoll_conformance::observe::Observer;
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::{self, ContractSource, Fatal, Opening, Partial, Subject};
+use plimsoll_conformance::verdict::{CheckResult, RunReport};
 use run::RequestTemplate;
 use verdicts::Expectations;
 
@@ -212,7 +220,7 @@ fn lightest_request(expected: &Contract) -> RequestTemplate {
             api.path, p.width_mm.min, p.density_mm.max, p.colors.min
         ),
         content_type: api.content_types[0].clone(),
-        body: crate::remote::sample_png(),
+        body: plimsoll_conformance::remote::sample_png(),
         hook_header: expected.hooks.header.clone(),
         hold_stage: expected.load.hold_stage.as_str().to_owned(),
         request_id_header: expected.observability.request_id_header.clone(),

@@ -10,14 +10,11 @@ use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
 use super::super::{Ctx, LoadPlan, POOL};
 use super::drive;
-use crate::remote::process::ProcessSource;
-use crate::session::Fatal;
-use crate::verdict::CheckResult;
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::CheckResult;
 
-pub(in crate::load) async fn run(
-    load: &LoadPlan,
-    ctx: &Ctx<'_>,
-) -> Result<Vec<CheckResult>, Fatal> {
+pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Vec<CheckResult>, Fatal> {
     let l = ctx.section();
     let b = &l.burst;
     let (c, admit) = (ctx.expect.workers as usize, ctx.expect.admissible());

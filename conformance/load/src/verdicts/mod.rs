@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use plimsoll_spec::model::RetryAfterFormat;
 
 use super::run::Attempt;
-use crate::verdict::{CheckResult, ResultId, Verdict};
+use plimsoll_conformance::verdict::{CheckResult, ResultId, Verdict};
 
 pub use burst::burst;
 pub use ending::{CapacityProbe, Drained, TempCount, busy_limit, lanes, recovery, statuses};
@@ -124,7 +124,7 @@ fn who(a: &Attempt) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::load::run::Outcome;
+    use crate::run::Outcome;
 
     pub(crate) fn expect() -> Expectations {
         Expectations {

@@ -13,9 +13,9 @@ use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
 use super::super::{Ctx, LoadPlan, ProfileName, fleet};
 use super::{Observed, drive, soak};
-use crate::remote::process::ProcessSource;
-use crate::session::Fatal;
-use crate::verdict::{CheckResult, Lane};
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::{CheckResult, Lane};
 
 /// What a rate profile asks of the generator, from the contract and the calibration.
 struct Plan {
@@ -172,7 +172,7 @@ impl<'a> Measurement<'a> {
     }
 }
 
-pub(in crate::load) async fn run(
+pub(crate) async fn run(
     load: &LoadPlan,
     ctx: &Ctx<'_>,
     cal: &Calibration,

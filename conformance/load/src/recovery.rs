@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::profiles::Observed;
 use super::verdicts::{self, CapacityProbe, Drained, TempCount};
 use super::{Ctx, Node, POOL, fleet, scrape};
-use crate::verdict::CheckResult;
+use plimsoll_conformance::verdict::CheckResult;
 
 /// A server's temp files now: the `plimsoll_temp_files` gauge, and its temp folder if visible.
 async fn temp_count(ctx: &Ctx<'_>, node: &Node) -> TempCount {

@@ -5,8 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::prediction::Balancer;
-use crate::baseline::BaselinePlan;
-use crate::session::{Fatal, SubjectPlan};
+use plimsoll_conformance::baseline::BaselinePlan;
+use plimsoll_conformance::session::{Fatal, SubjectPlan};
 
 /// The profiles of the contract's `[load]` section, each described by [`ProfileName::about`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -58,7 +58,7 @@ fn full_probability(c: u32, k: u32, offered: impl Fn(usize) -> f64) -> f64 {
 pub(super) mod tests {
     use super::*;
 
-    pub(in crate::load::prediction) fn close(a: f64, b: f64, tol: f64) -> bool {
+    pub(in crate::prediction) fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
     }
 
