@@ -26,8 +26,9 @@ pub trait Observer: Sync {
     /// The check `id`, titled `title` for the target's values, began.
     fn started(&self, id: CheckId, title: &str);
 
-    /// A check or a verdict finished; its result is final (strictness, the baseline's
-    /// comparison and its waiver applied).
+    /// A check or a verdict finished: a check's result with strictness, the baseline's
+    /// comparison and its waiver applied; a load verdict's as the profile reached it (the
+    /// baseline is compared once every verdict is in, and the summary shows that).
     fn finished(&self, result: &CheckResult);
 
     /// The run ended with `report`: every result, before the run's last notes (the fault

@@ -14,11 +14,12 @@
 
 use std::path::{Path, PathBuf};
 
-pub use crate::verdict::waiver::{Waiver, WaiverNote, WaiverState};
-use crate::verdict::{CheckResult, ResultId, Verdict};
 use plimsoll_spec::CheckId;
 use serde::Deserialize;
 use time::Date;
+
+pub use crate::verdict::waiver::{Waiver, WaiverNote, WaiverState};
+use crate::verdict::{CheckResult, ResultId, Verdict};
 
 /// The day a run judges expiries by: today, in UTC.
 pub fn today() -> Date {

@@ -3,9 +3,10 @@
 
 use std::time::Instant;
 
+use plimsoll_conformance::session::Fatal;
+
 use super::verdicts::percentile;
 use super::{Ctx, Node};
-use plimsoll_conformance::session::Fatal;
 
 /// Requests sent one after another; their medians are the calibration.
 const REQUESTS: usize = 8;

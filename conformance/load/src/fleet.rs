@@ -16,12 +16,13 @@
 //! A verdict about a replica names its URL in its id, so a mis-sized replica among good ones is
 //! found by reading the failing id.
 
-use super::prediction;
-use super::{Ctx, LoadPlan, ProfileName};
 use plimsoll_conformance::checks::contract::contract_result;
 use plimsoll_conformance::session::{self, ContractSource, Fatal};
 use plimsoll_conformance::verdict::{CheckResult, Verdict};
 use plimsoll_spec::Reconciliation;
+
+use super::prediction;
+use super::{Ctx, LoadPlan, ProfileName};
 
 /// What the fleet options ask that cannot work, before anything starts.
 pub(super) fn validate(load: &LoadPlan) -> Result<(), Fatal> {
@@ -161,9 +162,10 @@ pub(super) async fn contract_results(
 
 #[cfg(test)]
 mod tests {
+    use plimsoll_conformance::verdict::ResultId;
+
     use super::*;
     use crate::prediction::Balancer;
-    use plimsoll_conformance::verdict::ResultId;
 
     #[test]
     fn a_replica_verdict_names_the_replica() {

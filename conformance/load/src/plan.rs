@@ -4,9 +4,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::prediction::Balancer;
 use plimsoll_conformance::baseline::BaselinePlan;
 use plimsoll_conformance::session::{Fatal, SubjectPlan};
+
+use super::prediction::Balancer;
 
 /// The profiles of the contract's `[load]` section, each described by [`ProfileName::about`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

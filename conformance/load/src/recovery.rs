@@ -8,10 +8,11 @@
 
 use std::time::{Duration, Instant};
 
+use plimsoll_conformance::verdict::CheckResult;
+
 use super::profiles::Observed;
 use super::verdicts::{self, CapacityProbe, Drained, TempCount};
 use super::{Ctx, Node, POOL, fleet, scrape};
-use plimsoll_conformance::verdict::CheckResult;
 
 /// A server's temp files now: the `plimsoll_temp_files` gauge, and its temp folder if visible.
 async fn temp_count(ctx: &Ctx<'_>, node: &Node) -> TempCount {

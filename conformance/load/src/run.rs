@@ -3,9 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use plimsoll_fault::rng::SplitMix64;
+
 use super::Engine;
 use super::scrape::read_metrics;
-use plimsoll_fault::rng::SplitMix64;
 
 /// Everything a finished run hands to the verdicts.
 pub struct RunOutput {

@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
+use plimsoll_fault::rng::SplitMix64;
 use plimsoll_spec::ErrorCode;
 
 use super::run::{
     Attempt, DrainWait, HoldPlan, Outcome, RequestTemplate, RunKind, RunOutput, RunSpec,
     problem_code,
 };
-use plimsoll_fault::rng::SplitMix64;
 
 /// Counters the progress display reads while the run goes on.
 #[derive(Debug, Default)]

@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
+use plimsoll_conformance::checks::contract::{adopted_line, refused_line};
+use plimsoll_conformance::verdict::{CheckResult, RunReport, Verdict};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::duration_from_ms;
-use plimsoll_conformance::checks::contract::{adopted_line, refused_line};
-use plimsoll_conformance::verdict::{CheckResult, RunReport, Verdict};
 
 /// The name of the single suite every testcase sits in.
 pub const SUITE_NAME: &str = "plimsoll check";

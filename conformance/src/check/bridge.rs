@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plimsoll_fault::Adjustments;
 use plimsoll_spec::model::Category;
 use plimsoll_spec::{CheckId, Reconciliation};
 
@@ -19,7 +20,6 @@ use crate::remote::relay::{RelayEnd, RelayListener};
 use crate::remote::upstream::Upstream;
 use crate::session::{self, ContractSource, Fatal, Subject};
 use crate::verdict::RunReport;
-use plimsoll_fault::Adjustments;
 
 /// How long a bridge the checker started has to dial the relay for the first time.
 const FIRST_DIAL_STARTED: Duration = Duration::from_secs(30);

@@ -7,13 +7,13 @@
 //! ([`super::bridge::BridgePlan::relay`], or the embedded server's), bound before the subject
 //! starts.
 
+use plimsoll_fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
 use plimsoll_spec::Contract;
 
 use super::CheckPlan;
 use crate::remote::relay::RelayListener;
 use crate::session::Fatal;
 use crate::verdict::Manifest;
-use plimsoll_fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
 
 /// Connections the proxy forwards at once, above the contract's connection cap: B4 opens one
 /// past the cap, and the checker's other requests run beside it.

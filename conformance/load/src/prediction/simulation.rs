@@ -8,8 +8,9 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::{Arrivals, Balancer, Model};
 use plimsoll_fault::rng::SplitMix64;
+
+use super::{Arrivals, Balancer, Model};
 
 /// Ratio of the simulated spread of the refused fraction to the binomial one (≥ 1).
 pub fn dispersion(model: &Model, attempts: usize, seed: u64) -> f64 {

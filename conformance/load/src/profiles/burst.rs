@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::CheckResult;
+
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
 use super::super::run::{DrainWait, Hold, HoldPlan};
@@ -10,9 +14,6 @@ use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
 use super::super::{Ctx, LoadPlan, POOL};
 use super::drive;
-use plimsoll_conformance::remote::process::ProcessSource;
-use plimsoll_conformance::session::Fatal;
-use plimsoll_conformance::verdict::CheckResult;
 
 pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Vec<CheckResult>, Fatal> {
     let l = ctx.section();

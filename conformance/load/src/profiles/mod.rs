@@ -9,14 +9,15 @@ pub(super) mod soak;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::Fatal;
+
 use super::Engine;
 use super::progress::{Goal, Ticker};
 use super::run::{RunOutput, RunSpec};
 use super::runner::{self, LiveCounts};
 use super::scrape::{Sample, Scraper};
 use super::{Ctx, POOL};
-use plimsoll_conformance::remote::process::ProcessSource;
-use plimsoll_conformance::session::Fatal;
 
 /// What `/metrics` (and the process) of one watched server said throughout a run.
 pub(super) struct Watched {

@@ -4,6 +4,10 @@
 
 use std::time::Duration;
 
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::{CheckResult, Lane};
+
 use super::super::calibrate::Calibration;
 use super::super::prediction::{self, Arrivals, Interval, Model};
 use super::super::progress::Goal;
@@ -13,9 +17,6 @@ use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
 use super::super::{Ctx, LoadPlan, ProfileName, fleet};
 use super::{Observed, drive, soak};
-use plimsoll_conformance::remote::process::ProcessSource;
-use plimsoll_conformance::session::Fatal;
-use plimsoll_conformance::verdict::{CheckResult, Lane};
 
 /// What a rate profile asks of the generator, from the contract and the calibration.
 struct Plan {

@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use plimsoll_conformance::remote::process::{self, ProcessSource};
+use plimsoll_conformance::verdict::CheckResult;
+
 use super::super::Ctx;
 use super::super::run::{Attempt, Outcome};
 use super::super::scrape::Sample;
 use super::super::verdicts::{self, Drained, Resource};
 use super::Observed;
-use plimsoll_conformance::remote::process::{self, ProcessSource};
-use plimsoll_conformance::verdict::CheckResult;
 
 /// `L-soak.rss`, `L-soak.fds` and `L-soak.temp-files`, in that order.
 pub(super) fn verdicts(

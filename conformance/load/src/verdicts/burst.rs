@@ -2,9 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
+
 use super::{Expectations, lanes, who};
 use crate::run::Attempt;
-use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// Per wave: exactly workers + queue admitted, the rest refused within `refusal_ms`, each
 /// refusal with a valid Retry-After.

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use plimsoll_conformance::verdict::{CheckResult, Lane, LaneOutcome, Verdict};
 use plimsoll_spec::MetricName;
 
 use super::{Expectations, verdict_of, who};
 use crate::run::{Attempt, Outcome};
 use crate::scrape::Sample;
-use plimsoll_conformance::verdict::{CheckResult, Lane, LaneOutcome, Verdict};
 
 /// Every answer is a documented status; refusals carry the `overloaded` code and a valid
 /// Retry-After; nothing failed without an answer (planned abandonment aside).

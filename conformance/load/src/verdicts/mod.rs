@@ -10,10 +10,10 @@ pub mod soak;
 
 use std::collections::BTreeSet;
 
+use plimsoll_conformance::verdict::{CheckResult, ResultId, Verdict};
 use plimsoll_spec::model::RetryAfterFormat;
 
 use super::run::Attempt;
-use plimsoll_conformance::verdict::{CheckResult, ResultId, Verdict};
 
 pub use burst::burst;
 pub use ending::{CapacityProbe, Drained, TempCount, busy_limit, lanes, recovery, statuses};

@@ -1,11 +1,12 @@
 //! The rate profiles' own verdicts: the refused fraction against the queueing prediction
 //! (`steady`, `overload`), admitted latency (`steady`), goodput and refusal latency (`overload`).
 
+use plimsoll_conformance::verdict::figure::{Figure, Unit};
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
+
 use super::{Expectations, lanes, pct, percentile, who};
 use crate::prediction::{Interval, Model};
 use crate::run::Attempt;
-use plimsoll_conformance::verdict::figure::{Figure, Unit};
-use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// The measured refused fraction against the prediction's interval.
 pub fn refusals(

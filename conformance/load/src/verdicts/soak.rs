@@ -1,10 +1,10 @@
 //! The soak profile's own verdicts: memory and file descriptors flat over the settled run
 //! (`rss`, `fds`), and no temp file left once the load has drained (`temp-files`).
 
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
 use plimsoll_spec::MetricName;
 
 use super::{Drained, Expectations, percentile, verdict_of};
-use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// The median of a resource series' reads in the first quarter of the settled part of a run,
 /// `from_ms..to_ms` (from the moment 90 % of the users had their first answer, so connections

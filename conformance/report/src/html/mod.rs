@@ -14,10 +14,10 @@ mod timeline;
 use std::path::Path;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-
-use super::format_ms;
 use plimsoll_conformance::checks::contract::{adopted_line, refused_line};
 use plimsoll_conformance::verdict::{CheckResult, RunReport, Verdict};
+
+use super::format_ms;
 
 const STYLE: &str = include_str!("style.css");
 

@@ -1,10 +1,11 @@
 //! The line a finished check prints the moment it finishes, and the mark-and-id head it shares
 //! with the summary's entries, so a check reads the same in both places.
 
+use plimsoll_conformance::verdict::{CheckResult, Verdict};
+
 use super::format_duration;
 use super::style::{DIM, Style, paint, symbol, verdict_colour};
 use super::text::{chars, one_line, truncate};
-use plimsoll_conformance::verdict::{CheckResult, Verdict};
 
 /// The id column of a check line (`contract` is the longest id of `check`).
 const ID_WIDTH: usize = 8;

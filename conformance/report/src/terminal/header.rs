@@ -1,13 +1,13 @@
 //! The lines before the first check: what is checked and by which values, so a reader knows
 //! what the verdicts below judge before reading them.
 
+use plimsoll_conformance::verdict::Manifest;
 use plimsoll_spec::Adopted;
 use serde_json::Value;
 
 use super::is_load;
 use super::style::{BOLD, Style, paint};
 use super::text::{one_line, wrap};
-use plimsoll_conformance::verdict::Manifest;
 
 /// What the run checks, before the first check: the target (or the embedded server, with the
 /// values it was scaled to), the contract, and how the checks run.

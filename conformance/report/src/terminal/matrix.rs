@@ -1,9 +1,10 @@
 //! A fault matrix (`check --fault-set`) on the terminal: one line per check, one column per
 //! fault, then one line per fault with its run's counts and time.
 
-use crate::matrix_rows;
 use plimsoll_conformance::check::matrix::Matrix;
 use plimsoll_conformance::verdict::CheckResult;
+
+use crate::matrix_rows;
 
 /// The matrix on the terminal: one line per check, one column per fault, then one line per
 /// fault with its run's counts and time.

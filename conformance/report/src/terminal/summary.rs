@@ -3,13 +3,14 @@
 
 use std::path::Path;
 
+use plimsoll_conformance::verdict::figure::Delta;
+use plimsoll_conformance::verdict::{CheckResult, NOT_APPLICABLE, RunReport, Verdict};
+
 use super::check_line::mark_and_id;
 use super::style::{BOLD, DIM, GREEN, RED, Style, paint};
 use super::text::{one_line, wrap};
 use super::{format_duration, is_load};
 use crate::total_ms;
-use plimsoll_conformance::verdict::figure::Delta;
-use plimsoll_conformance::verdict::{CheckResult, NOT_APPLICABLE, RunReport, Verdict};
 
 /// Where the text of a summary entry's `expected`/`observed`/`why` starts.
 const LABEL_INDENT: usize = 4;

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plimsoll_fault::{Bound, Stream};
 use plimsoll_spec::ErrorCode;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -18,7 +19,6 @@ use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::remote::Target;
-use plimsoll_fault::{Bound, Stream};
 
 /// How far past its timer a trickle is made to last at the fault's fastest rate: far enough
 /// that an answer at the bound cannot be its end.
