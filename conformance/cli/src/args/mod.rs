@@ -1,6 +1,6 @@
 //! The command line's options, each flag declared once with its doc comment (its `--help`
 //! text), as ripgrep declares its flags: what a run checks ([`subject`]), its reports
-//! ([`reports`]), then each command's own ([`check`], [`load`], [`docs`]). [`plan`] turns them
+//! ([`reports`]), then each command's own ([`check`], [`load`], [`docs`]). `plan` turns them
 //! into the libraries' plans; nothing of clap crosses into a library.
 
 pub mod check;
