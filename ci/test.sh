@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 venv=target/test-tools/venv
 locust_version=$(sed -n 's/^pub const LOCUST_VERSION: &str = "\(.*\)";/\1/p' \
-  conformance/src/load/locust/mod.rs)
+  conformance/load/src/locust/mod.rs)
 
 who=ci/test.sh
 # shellcheck source=ci/as-root.sh

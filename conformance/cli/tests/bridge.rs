@@ -13,10 +13,10 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{failed, why};
-use plimsoll_conformance::check::{self, CheckArgs};
-use plimsoll_conformance::fault::standard;
+use plimsoll::check::{self, CheckArgs};
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::RunReport;
+use plimsoll_fault::standard;
 use plimsoll_server::Mutant;
 
 /// The reference bridge, `mutant` swapped in when given, as a `--bridge-command`.

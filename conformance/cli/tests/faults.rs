@@ -7,12 +7,12 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use plimsoll::check::matrix::{self, FaultSet};
+use plimsoll::check::{CheckArgs, execute};
 use plimsoll::embedded;
-use plimsoll_conformance::check::matrix::{self, FaultSet};
-use plimsoll_conformance::check::{CheckArgs, execute};
 use plimsoll_conformance::checks::CheckId;
-use plimsoll_conformance::fault::standard;
 use plimsoll_conformance::verdict::Verdict;
+use plimsoll_fault::standard;
 use plimsoll_server::Mutant;
 use plimsoll_spec::ClauseId;
 
@@ -196,14 +196,9 @@ async fn a_fault_that_drops_every_byte_leaves_nothing_to_judge() {
     }
 }
 
-/// The checks `ids` names; an unknown id fails.
-fn check_ids(ids: &[&str]) -> BTreeSet<CheckId> {
-    ids.iter()
-        .map(|id| {
-            id.parse()
-                .unwrap_or_else(|_| panic!("`{id}` is no check id"))
-        })
-        .collect()
+/// The checks `ids` names, as a set.
+fn check_ids(ids: &[CheckId]) -> BTreeSet<CheckId> {
+    ids.iter().copied().collect()
 }
 
 /// The checks `mutant` failed among `only`, without a fault or under `fault`.

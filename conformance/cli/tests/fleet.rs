@@ -16,10 +16,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Process, failed, free_port, result, serial, serve, wait_listening, why};
-use plimsoll_conformance::load::prediction::Balancer;
-use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
+use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::session::Subject;
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
+use plimsoll_load::prediction::Balancer;
 
 /// How hard a run loads the fleet: always the overload profile (200 ms holds), at its own
 /// 3 × capacity for 6 s (about 800 attempts counted), or at 0.7 × capacity for 12 s (about 480),

@@ -10,7 +10,7 @@ use std::time::Instant;
 use common::gate::{assert_reports, gate, serve_scaled};
 use common::{failed, result, serial, why};
 use plimsoll::embedded::{self, load_config as embedded_config};
-use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
+use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::verdict::RunReport;
 use plimsoll_server::{Config, Mutant};
 
@@ -107,7 +107,7 @@ async fn overload_keeps_workers_busy_and_refuses_fast() {
 async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> RunReport {
     let mut args = LoadArgs::new(profile);
     args.duration = Some(duration);
-    args.engine = plimsoll_conformance::load::EngineName::Locust;
+    args.engine = plimsoll::load::EngineName::Locust;
     args.locust_workers = 2;
     match execute(&args, embedded::start(config, None).await.unwrap()).await {
         Ok(report) => report,

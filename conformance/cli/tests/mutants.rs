@@ -11,29 +11,24 @@
 
 use std::collections::BTreeSet;
 
+use plimsoll::check::{CheckArgs, execute};
 use plimsoll::embedded;
-use plimsoll_conformance::check::{CheckArgs, execute};
 use plimsoll_conformance::checks::{CheckId, REGISTRY, markdown_table};
-use plimsoll_conformance::fault::standard::{QUICK, STANDARD};
+use plimsoll_fault::standard::{QUICK, STANDARD};
 use plimsoll_server::Mutant;
 use plimsoll_spec::Contract;
 
 use CheckId::Clause;
 
-/// The checks `ids` names (as the variants' declarations spell them); an unknown id fails.
-fn check_ids(mutant: Mutant, ids: &[&str]) -> BTreeSet<CheckId> {
-    ids.iter()
-        .map(|id| {
-            id.parse()
-                .unwrap_or_else(|_| panic!("{}: `{id}` is no check id", mutant.name()))
-        })
-        .collect()
+/// The checks `ids` names, as a set.
+fn check_ids(ids: &[CheckId]) -> BTreeSet<CheckId> {
+    ids.iter().copied().collect()
 }
 
 /// The checks `mutant` must fail: no more, no fewer (its declaration in the server's
 /// `mutant/mod.rs`).
 fn must_fail(mutant: Mutant) -> BTreeSet<CheckId> {
-    check_ids(mutant, mutant.fails())
+    check_ids(mutant.fails())
 }
 
 /// Whether every variant runs the whole suite (`PLIMSOLL_MUTANTS_FULL=1`).
@@ -46,7 +41,7 @@ fn full_matrix() -> bool {
 fn args(mutant: Option<Mutant>) -> CheckArgs {
     let only = match mutant {
         Some(m) if !full_matrix() => {
-            let also = check_ids(m, m.also_runs());
+            let also = check_ids(m.also_runs());
             must_fail(m).union(&also).copied().collect()
         }
         _ => Vec::new(),
@@ -184,7 +179,7 @@ fn bridge_matrix_markdown() -> String {
     let rows = Mutant::ALL
         .iter()
         .filter(|m| !m.bridge_fails().is_empty())
-        .map(|&m| (m, check_ids(m, m.bridge_fails())));
+        .map(|&m| (m, check_ids(m.bridge_fails())));
     matrix(&columns, "reference bridge", rows)
 }
 
@@ -196,7 +191,7 @@ fn fault_matrix_markdown() -> String {
     );
     for m in Mutant::ALL {
         if let Some((fault, ids)) = m.fault_fails() {
-            let fails = check_ids(*m, ids)
+            let fails = check_ids(ids)
                 .iter()
                 .map(|id| format!("**{id} ✗**"))
                 .collect::<Vec<_>>()
@@ -219,7 +214,8 @@ fn standard_faults_markdown() -> String {
         let checks = if f.only.is_empty() {
             "all".to_owned()
         } else {
-            f.only.join(", ")
+            let ids: Vec<&str> = f.only.iter().map(|id| id.as_str()).collect();
+            ids.join(", ")
         };
         md.push_str(&format!(
             "| `{}` ({set}) | `{}` | {checks} | {} |\n",
@@ -298,7 +294,7 @@ fn architecture_with_fresh_variants(doc: &str) -> String {
         };
         let under_fault = |m: &Mutant| {
             m.fault_fails()
-                .filter(|(_, ids)| check_ids(*m, ids).contains(&Clause(id)))
+                .filter(|(_, ids)| ids.contains(&Clause(id)))
                 .map(|(fault, _)| format!("{} (under {fault})", m.name()))
         };
         let variants: Vec<String> = Mutant::ALL

@@ -33,13 +33,14 @@ const NAMED: &[&str] = &[
     "reference-server/src/bridge",
     "conformance",
     "conformance/src/checks",
-    "conformance/src/report",
+    "conformance/report/src",
     "conformance/src/remote",
     "conformance/cli",
 ];
 
 /// The crates and the workspace crates each may depend on (normal dependencies): the one-way
-/// flow contract → engine → server, contract → conformance library, everything → the binary.
+/// flow contract → engine → server, contract → fault proxy → conformance library → load
+/// profiles and reports, everything → the binary.
 const CRATES: &[(&str, &str, &[&str])] = &[
     ("spec", "plimsoll-spec", &[]),
     (
@@ -52,11 +53,33 @@ const CRATES: &[(&str, &str, &[&str])] = &[
         "plimsoll-server",
         &["plimsoll-spec", "plimsoll-engine"],
     ),
-    ("conformance", "plimsoll-conformance", &["plimsoll-spec"]),
+    ("conformance/fault", "plimsoll-fault", &["plimsoll-spec"]),
+    (
+        "conformance",
+        "plimsoll-conformance",
+        &["plimsoll-spec", "plimsoll-fault"],
+    ),
+    (
+        "conformance/load",
+        "plimsoll-load",
+        &["plimsoll-spec", "plimsoll-fault", "plimsoll-conformance"],
+    ),
+    (
+        "conformance/report",
+        "plimsoll-report",
+        &["plimsoll-spec", "plimsoll-fault", "plimsoll-conformance"],
+    ),
     (
         "conformance/cli",
         "plimsoll",
-        &["plimsoll-spec", "plimsoll-server", "plimsoll-conformance"],
+        &[
+            "plimsoll-spec",
+            "plimsoll-server",
+            "plimsoll-fault",
+            "plimsoll-conformance",
+            "plimsoll-load",
+            "plimsoll-report",
+        ],
     ),
 ];
 

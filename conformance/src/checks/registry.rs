@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use plimsoll_spec::{ClauseId, Contract, ExpandError, MetricName, Pool};
+use plimsoll_spec::{CheckId, ClauseId, Contract, ExpandError, MetricName, Pool};
 
 use super::ctx::Ctx;
-use crate::id::CheckId;
 use crate::remote::Target;
 use crate::verdict::CheckResult;
 
@@ -141,28 +140,5 @@ fn result(check: &Check, target: &Target, mut c: Ctx) -> CheckResult {
         figures: c.figures,
         deltas: Vec::new(),
         waiver: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_round_trip_in_any_case() {
-        for id in CheckId::all() {
-            assert_eq!(id.as_str().parse::<CheckId>(), Ok(id));
-            assert_eq!(id.as_str().to_lowercase().parse::<CheckId>(), Ok(id));
-        }
-    }
-
-    #[test]
-    fn an_unknown_id_names_itself_and_the_known_ones() {
-        let e = "T9".parse::<CheckId>().unwrap_err();
-        let text = e.to_string();
-        assert!(text.starts_with("`T9` is not a check id"), "{text}");
-        for id in CheckId::all() {
-            assert!(text.contains(id.as_str()), "{text} lacks {id}");
-        }
     }
 }

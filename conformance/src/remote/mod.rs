@@ -75,7 +75,7 @@ pub struct Target {
     /// Where the implementation's memory can be read (B5), when the checker can see it.
     pub process: process::ProcessSource,
     /// What the fault the checks go through adds to their bounds (none without `--fault`).
-    pub adjustments: crate::fault::Adjustments,
+    pub adjustments: plimsoll_fault::Adjustments,
 }
 
 impl Target {
@@ -118,18 +118,18 @@ impl Target {
             process: process::ProcessSource::Unavailable(
                 "the checker cannot see the implementation's process (no --pid)".into(),
             ),
-            adjustments: crate::fault::Adjustments::default(),
+            adjustments: plimsoll_fault::Adjustments::default(),
         }
     }
 
     /// The target reached through a fault, whose additions to the bounds are `adjustments`.
-    pub fn with_adjustments(mut self, adjustments: crate::fault::Adjustments) -> Target {
+    pub fn with_adjustments(mut self, adjustments: plimsoll_fault::Adjustments) -> Target {
         self.adjustments = adjustments;
         self
     }
 
     /// A time bound as the checks judge it: the contract's, plus what the fault adds.
-    pub fn bound(&self, bound: crate::fault::Bound) -> Duration {
+    pub fn bound(&self, bound: plimsoll_fault::Bound) -> Duration {
         self.adjustments.bound(bound, &self.expected)
     }
 
@@ -498,6 +498,6 @@ impl Target {
 
     /// How soon a worker must stop once its client disconnects (B3's `stop_within_ms`).
     pub fn stop_within(&self) -> Duration {
-        self.bound(crate::fault::Bound::StopWithin)
+        self.bound(plimsoll_fault::Bound::StopWithin)
     }
 }

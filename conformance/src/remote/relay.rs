@@ -12,7 +12,7 @@ use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::fault::FaultLine;
+use plimsoll_fault::FaultLine;
 
 /// A relay socket, whichever end dialled.
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -49,7 +49,7 @@ pub enum DialError {
 }
 
 /// Where the checker listens as the relay, and the fault the bridge's sockets cross there (a
-/// run's `--relay-listen` and `--fault`: [`crate::check::CheckArgs::relay_end`]).
+/// run's `--relay-listen` and `--fault`, as the binary reads them).
 #[derive(Debug, Clone)]
 pub struct RelayEnd {
     /// The address to listen on (port 0: a free one).
@@ -136,7 +136,7 @@ impl RelayListener {
 
     /// The fault the bridge's sockets cross, if any, with how many have crossed it: the
     /// evidence that the relay's traffic went through the run's fault.
-    pub fn through(&self) -> Option<(crate::fault::Fault, u64)> {
+    pub fn through(&self) -> Option<(plimsoll_fault::Fault, u64)> {
         self.line
             .as_ref()
             .map(|line| (line.fault(), line.carried()))

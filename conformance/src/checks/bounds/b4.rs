@@ -53,10 +53,10 @@ const RETRY_EVERY: Duration = Duration::from_millis(100);
 async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     let b4 = &t.expected.clauses.b4.value;
     let head = Duration::from_millis(b4.head_timeout_ms);
-    let late = t.bound(crate::fault::Bound::CloseLate);
+    let late = t.bound(plimsoll_fault::Bound::CloseLate);
     // How early a close may come: timer granularity (the server's timer starts after our
     // connect), and a latency fault's jitter.
-    let early = t.bound(crate::fault::Bound::CloseEarly);
+    let early = t.bound(plimsoll_fault::Bound::CloseEarly);
     let cap = b4.max_connections as usize;
     c.expected = format!(
         "silent, half-sent and idle connections closed {}–{} ms after opening or answering; connection {} closed unanswered within {} ms; open ones still served; a freed place served again",

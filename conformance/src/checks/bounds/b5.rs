@@ -133,7 +133,7 @@ struct Held {
 }
 
 async fn b5(t: &Arc<Target>, c: &mut Ctx) {
-    let refusal = t.bound(crate::fault::Bound::RefusalLatency);
+    let refusal = t.bound(plimsoll_fault::Bound::RefusalLatency);
     let overloaded = t.status(ErrorCode::Overloaded);
     let Some(plan) = plan(t, c) else { return };
     c.expected = format!(
@@ -248,7 +248,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
 fn carried(t: &Target, c: &mut Ctx, bytes: u64) -> Option<u64> {
     let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
     let within = read_timeout.saturating_sub(SETTLE + MARGIN);
-    let Some((slowest, _)) = t.adjustments.byte_rates(crate::fault::Stream::Upstream) else {
+    let Some((slowest, _)) = t.adjustments.byte_rates(plimsoll_fault::Stream::Upstream) else {
         return Some(bytes);
     };
     let takes = Duration::from_secs_f64(bytes as f64 / slowest);

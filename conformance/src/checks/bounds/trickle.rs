@@ -11,13 +11,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plimsoll_fault::{Bound, Stream};
 use plimsoll_spec::ErrorCode;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::fault::{Bound, Stream};
 use crate::remote::Target;
 
 /// How far past its timer a trickle is made to last at the fault's fastest rate: far enough

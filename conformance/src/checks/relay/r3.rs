@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plimsoll_fault::rng::SplitMix64;
 use plimsoll_spec::ClauseId;
 use plimsoll_spec::relay::RelayRequest;
 
@@ -13,7 +14,6 @@ use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
 use crate::remote::upstream::ID_HEADER;
-use crate::rng::SplitMix64;
 
 /// Holds are multiples of this, shuffled.
 const STEP_MS: u64 = 60;
