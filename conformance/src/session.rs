@@ -59,7 +59,7 @@ impl Default for SubjectPlan {
 }
 
 /// `--timeout`'s default: a run of the full contract timeouts (`--full-timeouts`, B1 waiting
-/// 60 s per trial) takes about a quarter of it on a 2-core machine, so only a run that hangs
+/// out the contract's deadlines in every trial) takes about a quarter of it on a 2-core machine, so only a run that hangs
 /// reaches it.
 pub const DEFAULT_TIMEOUT_S: u64 = 1800;
 

@@ -43,8 +43,10 @@ service_env=(PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/tmp" PLIMSOLL_LOG_FI
 check_args=()
 case "$MODE" in
   scaled)
-    service_env+=(QUEUE_CAPACITY=2 DIGITIZE_TIMEOUT_MS=2000 EXPORT_TIMEOUT_MS=1000 UPLOAD_READ_TIMEOUT_MS=1000
-      HEAD_TIMEOUT_MS=2000)
+    # The scaled values every quick gate uses: conformance/scaled.env, NAME=VALUE lines.
+    while IFS= read -r line; do
+      [[ -z "$line" || "$line" == \#* ]] || service_env+=("$line")
+    done < "$root/conformance/scaled.env"
     check_args+=(--allow-overrides) ;;
   contract) ;;
   *) echo "gate: MODE must be scaled or contract, got '$MODE'" >&2; exit 2 ;;

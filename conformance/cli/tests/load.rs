@@ -88,7 +88,7 @@ async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_matches_the_prediction() {
     let _lock = serial();
-    let report = run(ProfileName::Steady, Some(7.0), embedded_config().unwrap()).await;
+    let report = run(ProfileName::Steady, Some(6.0), embedded_config().unwrap()).await;
     assert_passes(&report);
     let r = result(&report, "L-steady.refusals");
     assert!(r.expected.contains("Engset"), "{}", r.expected);
@@ -97,7 +97,7 @@ async fn steady_matches_the_prediction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_keeps_workers_busy_and_refuses_fast() {
     let _lock = serial();
-    let report = run(ProfileName::Overload, Some(6.0), embedded_config().unwrap()).await;
+    let report = run(ProfileName::Overload, Some(5.0), embedded_config().unwrap()).await;
     assert_passes(&report);
 }
 
@@ -120,7 +120,7 @@ async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> R
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_on_locust_with_two_workers_passes_like_goose() {
     let _lock = serial();
-    let report = run_on_locust(ProfileName::Overload, 6.0, embedded_config().unwrap()).await;
+    let report = run_on_locust(ProfileName::Overload, 5.0, embedded_config().unwrap()).await;
     assert_passes(&report);
     let refusals = result(&report, "L-overload.refusals");
     assert!(
@@ -136,7 +136,7 @@ async fn overload_on_locust_with_two_workers_passes_like_goose() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_admission_limit_fails_overload_on_locust() {
     let _lock = serial();
-    let report = run_on_locust(ProfileName::Overload, 5.0, mutant(Mutant::NoAdmissionLimit)).await;
+    let report = run_on_locust(ProfileName::Overload, 4.0, mutant(Mutant::NoAdmissionLimit)).await;
     assert!(
         failed(&report).contains("L-overload.refusals"),
         "{}",
@@ -147,7 +147,7 @@ async fn no_admission_limit_fails_overload_on_locust() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_stays_flat_and_gives_every_slot_back() {
     let _lock = serial();
-    let report = run(ProfileName::Soak, Some(6.0), embedded_config().unwrap()).await;
+    let report = run(ProfileName::Soak, Some(5.0), embedded_config().unwrap()).await;
     assert_passes(&report);
     let temp = result(&report, "L-soak.temp-files");
     assert!(
@@ -175,7 +175,7 @@ async fn limit_plus_one_fails_burst() {
 async fn limit_plus_one_fails_the_steady_prediction() {
     let _lock = serial();
     // The prediction alone must catch one slot too many, whatever the gauge says.
-    let report = run(ProfileName::Steady, Some(9.0), mutant(Mutant::LimitPlusOne)).await;
+    let report = run(ProfileName::Steady, Some(8.0), mutant(Mutant::LimitPlusOne)).await;
     assert_fails(&report, &["L-steady.refusals"]);
 }
 

@@ -48,17 +48,21 @@ pub struct CheckPlan {
     pub baseline: BaselinePlan,
 }
 
-/// The overrides the embedded server runs with: timeouts scaled down so the suite is quick,
-/// and a small queue so T2 has something to order.
+/// The scaled values, `NAME=VALUE` lines (`conformance/scaled.env`, which the scripts that gate a
+/// quick deployment read too).
+const SCALED_ENV: &str = include_str!("../../scaled.env");
+
+/// The overrides the embedded server runs with, from [`SCALED_ENV`]: timeouts scaled down so
+/// the suite is quick, and a small queue so T2 has something to order; with `full_timeouts`, the
+/// contract's own timeouts (every `*_TIMEOUT_MS` left out).
 pub fn embedded_overrides(full_timeouts: bool) -> Vec<(&'static str, &'static str)> {
-    let mut v = vec![("QUEUE_CAPACITY", "2")];
-    if !full_timeouts {
-        v.push(("DIGITIZE_TIMEOUT_MS", "2000"));
-        v.push(("EXPORT_TIMEOUT_MS", "1000"));
-        v.push(("UPLOAD_READ_TIMEOUT_MS", "1000"));
-        v.push(("HEAD_TIMEOUT_MS", "2000"));
-    }
-    v
+    SCALED_ENV
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .filter(|(name, _)| !(full_timeouts && name.ends_with("_TIMEOUT_MS")))
+        .collect()
 }
 
 /// How long the run's opening request may take before the target counts as unreachable.
@@ -240,4 +244,30 @@ async fn run_checks(
         results.push(result);
     }
     results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every scaled value is an override the embedded contract declares, and the contract with
+    /// them is one the loader accepts (a typo in `scaled.env` fails here, not in a run).
+    #[test]
+    fn the_scaled_values_are_overrides_the_contract_accepts() {
+        let contract = plimsoll_spec::Contract::embedded();
+        for full in [false, true] {
+            let values = embedded_overrides(full);
+            assert!(values.iter().any(|(name, _)| *name == "QUEUE_CAPACITY"));
+            let env: std::collections::HashMap<_, _> = values.iter().copied().collect();
+            let (_, applied) = contract
+                .with_overrides(|name| env.get(name).map(|v| (*v).to_owned()))
+                .unwrap_or_else(|e| panic!("the scaled values (full timeouts {full}): {e}"));
+            assert_eq!(applied.len(), values.len(), "{values:?}");
+        }
+        assert!(
+            embedded_overrides(true)
+                .iter()
+                .all(|(name, _)| !name.ends_with("_TIMEOUT_MS"))
+        );
+    }
 }

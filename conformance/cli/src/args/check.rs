@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use plimsoll_conformance::check::matrix::FaultSet;
 use plimsoll_conformance::remote::relay::RelayEnd;
+use plimsoll_fault::standard::{NamedFault, STANDARD};
 use plimsoll_fault::{Fault, FaultLine};
 use plimsoll_spec::CheckId;
 
@@ -15,6 +16,39 @@ use super::subject::SubjectArgs;
 
 /// Where the checker plays a subject's relay without `--relay-listen`: a free loopback port.
 const RELAY_ON_LOOPBACK: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+
+/// `--fault`'s help: the standard faults' names come from their one table.
+fn fault_help() -> String {
+    let names: Vec<String> = STANDARD.iter().map(|f| format!("`{}`", f.name)).collect();
+    format!(
+        "Run the checks through one fault, as Toxiproxy names it (`latency:latency=50,jitter=10`, \
+         `slicer:average_size=1,delay=20000`, `reset_peer:timeout=500`, `blackhole`, \
+         `bandwidth:rate=64`, `slow_close:delay=300`; each takes \
+         `stream=upstream|downstream|both`), or a standard fault by name ({}): every bound the \
+         fault lengthens is listed in the report. The relay's WebSocket crosses it too, whichever \
+         end dials.",
+        names.join(", ")
+    )
+}
+
+/// `--fault-set`'s help: which faults each set runs, from the standard table.
+fn fault_set_help() -> String {
+    let names = |faults: &[NamedFault]| faults.iter().map(|f| f.name).collect::<Vec<_>>();
+    let quick = names(FaultSet::Quick.faults());
+    let more = names(&FaultSet::Full.faults()[quick.len()..]);
+    let also = match more.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "nothing more".to_owned(),
+    };
+    format!(
+        "Run the suite once per fault of a standard set (`quick`: {}; `full`: also {also}), then \
+         print a matrix of checks × faults; `--json` gets the matrix, and every report file asked \
+         for is also written per run with the fault's name (`report.{}.json`).",
+        quick.join(", "),
+        quick.first().copied().unwrap_or_default()
+    )
+}
 
 /// `plimsoll check`'s command line: what is checked, which checks run and how, and the reports.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -72,22 +106,23 @@ pub struct CheckArgs {
     /// Trials per timing check (default: the contract's tolerances.trials).
     #[arg(long, value_name = "N", help_heading = "Run")]
     pub trials: Option<u32>,
-    /// Run the checks through one fault, as Toxiproxy names it (`latency:latency=50,jitter=10`,
-    /// `slicer:average_size=1,delay=20000`, `reset_peer:timeout=500`, `blackhole`,
-    /// `bandwidth:rate=64`, `slow_close:delay=300`; each takes `stream=upstream|downstream|both`),
-    /// or a standard fault by name (`latency`, `slicer`, `bandwidth`, `trickle`, `vanish`):
-    /// every bound the fault lengthens is listed in the report. The relay's WebSocket crosses
-    /// it too, whichever end dials.
-    #[arg(long, value_name = "SPEC", help_heading = "Run", value_parser = plimsoll_fault::standard::parse)]
+    /// Run the checks through one fault: a Toxiproxy toxic or a standard fault by name (the
+    /// help's text names the standard faults from their table, [`fault_help`]).
+    #[arg(
+        long,
+        value_name = "SPEC",
+        help_heading = "Run",
+        value_parser = plimsoll_fault::standard::parse,
+        help = fault_help()
+    )]
     pub fault: Option<Fault>,
-    /// Run the suite once per fault of a standard set (`quick`: latency, slicer, bandwidth;
-    /// `full`: also trickle and vanish), then print a matrix of checks × faults; `--json` gets
-    /// the matrix, and every report file asked for is also written per run with the fault's
-    /// name (`report.latency.json`).
+    /// Run the suite once per fault of a standard set, then print a matrix (the help names each
+    /// set's faults from the table, [`fault_set_help`]).
     #[arg(
         long,
         value_name = "SET",
         help_heading = "Run",
+        help = fault_set_help(),
         value_parser = one_of(&FaultSet::ALL, FaultSet::name),
         hide_possible_values = true,
         conflicts_with_all = ["fault", "bridge_command", "upstream_listen"]

@@ -37,7 +37,7 @@ pub fn gate_reporting_to(
         // The server runs with scaled timeouts (so B1 is quick): judge its own values.
         .env("CHECK_ARGS", "--allow-overrides")
         .env("LOAD_ARGS", "--allow-overrides")
-        .env("LOAD_DURATION", "5")
+        .env("LOAD_DURATION", "4")
         .env("GATE_STEPS", steps)
         .status()
         .unwrap();

@@ -43,6 +43,8 @@ pub struct Samples {
     pub queued_max: f64,
     /// When the busy gauge first hit its maximum (ms after sampling began).
     pub busy_max_at_ms: f64,
+    /// The contract's metrics path the gauges were read from (empty at the upstream).
+    pub metrics_path: String,
 }
 
 impl Samples {
@@ -79,14 +81,15 @@ impl Samples {
         }
         if self.count == 0 {
             c.fail(format!(
-                "/metrics could not be read while the relay worked ({} errors)",
-                self.errors
+                "{} could not be read while the relay worked ({} errors)",
+                self.metrics_path, self.errors
             ));
             return true;
         }
         !c.require(self.present, || {
             format!(
-                "/metrics has no {} series",
+                "{} has no {} series",
+                self.metrics_path,
                 series(MetricName::WorkersBusy, Pool::Relay)
             )
         })
@@ -130,7 +133,10 @@ pub fn sample(t: &Arc<Target>, limit: Duration) -> Sampler {
         let relay =
             |text: &str, name: MetricName| metric_value(text, name.as_str(), Pool::Relay.as_str());
         let started = Instant::now();
-        let mut s = Samples::default();
+        let mut s = Samples {
+            metrics_path: t.expected.api.metrics.path.clone(),
+            ..Samples::default()
+        };
         while !token.is_cancelled() && started.elapsed() < limit && s.count < MAX_SAMPLES {
             let text = async { t.client.get(&url).send().await?.text().await };
             match tokio::time::timeout(Duration::from_secs(1), text).await {
@@ -178,6 +184,7 @@ impl Sampler {
                     busy_max: max as f64,
                     queued_max: 0.0,
                     busy_max_at_ms: at.map_or(0.0, |at| ms(at.saturating_duration_since(origin))),
+                    metrics_path: String::new(),
                 }
             }
         }
