@@ -11,9 +11,10 @@
 #     run it as a master and two workers.
 # What is already there is not installed again.
 #
-#   bash ci/test.sh [ARGS…]     ARGS go to `cargo nextest run --workspace --locked`
-#                               (`--no-run` builds only; `--profile shared|alone` runs one half,
-#                               see .config/nextest.toml)
+#   bash ci/test.sh [ARGS…]     runs the suite's two halves one after the other (nextest profiles
+#                               `shared`, then `alone`: .config/nextest.toml); ARGS go to both
+#                               `cargo nextest run --workspace --locked` (`--no-run` builds
+#                               only; `--profile NAME` runs that profile alone)
 #   bash ci/test.sh --tools     installs the tools and exits (.ci/run does it beside the build)
 #   bash ci/test.sh --list [ARGS…]  lists the tests of that same build (`cargo nextest list
 #                               --workspace --locked ARGS`), compiling nothing the runs did not
@@ -89,4 +90,12 @@ if [ "${1:-}" = --list ]; then
 fi
 # The Locust runs use the virtual environment's interpreter.
 export PLIMSOLL_PYTHON="$PWD/$venv/bin/python"
-exec cargo nextest run --workspace --locked "$@"
+case " $* " in
+  *" --profile "* | *" --no-run "*) exec cargo nextest run --workspace --locked "$@" ;;
+esac
+# The whole suite: its two halves one after the other (.config/nextest.toml), the tests that
+# share the machine, then those that must have it to themselves; the run fails if either did.
+status=0
+cargo nextest run --workspace --locked --profile shared "$@" || status=$?
+cargo nextest run --workspace --locked --profile alone "$@" || status=$?
+exit "$status"

@@ -8,7 +8,7 @@ mod common;
 use std::time::Instant;
 
 use common::gate::{assert_reports, gate, serve_scaled};
-use common::{failed, result, serial, why};
+use common::{failed, places, result, why};
 use plimsoll::embedded::{self, load_config as embedded_config};
 use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::verdict::RunReport;
@@ -58,7 +58,7 @@ fn mutant(m: Mutant) -> Config {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn burst_admits_exactly_the_workers() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Burst, None, embedded_config().unwrap()).await;
     assert_passes(&report);
     let burst = result(&report, "L-burst");
@@ -72,7 +72,7 @@ async fn burst_admits_exactly_the_workers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
-    let _lock = serial();
+    let _place = places::one();
     // `check`'s embedded server: a queue of 2, scaled timeouts.
     let config = embedded::check_config(false).unwrap();
     let report = run(ProfileName::Burst, None, config).await;
@@ -87,7 +87,7 @@ async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_matches_the_prediction() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Steady, Some(6.0), embedded_config().unwrap()).await;
     assert_passes(&report);
     let r = result(&report, "L-steady.refusals");
@@ -96,7 +96,7 @@ async fn steady_matches_the_prediction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_keeps_workers_busy_and_refuses_fast() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Overload, Some(5.0), embedded_config().unwrap()).await;
     assert_passes(&report);
 }
@@ -119,7 +119,7 @@ async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_on_locust_with_two_workers_passes_like_goose() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run_on_locust(ProfileName::Overload, 5.0, embedded_config().unwrap()).await;
     assert_passes(&report);
     let refusals = result(&report, "L-overload.refusals");
@@ -135,7 +135,7 @@ async fn overload_on_locust_with_two_workers_passes_like_goose() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_admission_limit_fails_overload_on_locust() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run_on_locust(ProfileName::Overload, 4.0, mutant(Mutant::NoAdmissionLimit)).await;
     assert!(
         failed(&report).contains("L-overload.refusals"),
@@ -146,7 +146,7 @@ async fn no_admission_limit_fails_overload_on_locust() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_stays_flat_and_gives_every_slot_back() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Soak, Some(5.0), embedded_config().unwrap()).await;
     assert_passes(&report);
     let temp = result(&report, "L-soak.temp-files");
@@ -159,21 +159,21 @@ async fn soak_stays_flat_and_gives_every_slot_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_admission_limit_fails_burst() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Burst, None, mutant(Mutant::NoAdmissionLimit)).await;
     assert_fails(&report, &["L-burst", "L-burst.busy-limit"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_plus_one_fails_burst() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Burst, None, mutant(Mutant::LimitPlusOne)).await;
     assert_fails(&report, &["L-burst", "L-burst.busy-limit"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_plus_one_fails_the_steady_prediction() {
-    let _lock = serial();
+    let _place = places::one();
     // The prediction alone must catch one slot too many, whatever the gauge says.
     let report = run(ProfileName::Steady, Some(8.0), mutant(Mutant::LimitPlusOne)).await;
     assert_fails(&report, &["L-steady.refusals"]);
@@ -181,7 +181,7 @@ async fn limit_plus_one_fails_the_steady_prediction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusal_waits_fails_overload() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(
         ProfileName::Overload,
         Some(5.0),
@@ -193,7 +193,7 @@ async fn refusal_waits_fails_overload() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaked_slots_on_cancel_fail_soak() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(
         ProfileName::Soak,
         Some(6.0),
@@ -205,7 +205,7 @@ async fn leaked_slots_on_cancel_fail_soak() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaked_temp_files_fail_soak() {
-    let _lock = serial();
+    let _place = places::one();
     // Abandoned requests are failed jobs; this variant leaves their temp dirs behind.
     let report = run(ProfileName::Soak, Some(5.0), mutant(Mutant::LeakTempFiles)).await;
     assert_fails(&report, &["L-soak.temp-files", "L-soak.recovery"]);
@@ -213,7 +213,7 @@ async fn leaked_temp_files_fail_soak() {
 
 #[test]
 fn the_gate_loads_a_conforming_server_in_another_process() {
-    let _lock = serial();
+    let _place = places::one();
     let dir = tempfile::tempdir().unwrap();
     let (_served, url) = serve_scaled(dir.path(), &[]);
     let started = Instant::now();
@@ -228,7 +228,7 @@ fn the_gate_loads_a_conforming_server_in_another_process() {
 
 #[test]
 fn the_gate_fails_a_server_that_admits_one_too_many() {
-    let _lock = serial();
+    let _place = places::one();
     let dir = tempfile::tempdir().unwrap();
     // Test builds of the binary carry the mutants (dev-dependency feature).
     let (_served, url) = serve_scaled(dir.path(), &[("PLIMSOLL_MUTANT", "limit-plus-one")]);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use plimsoll_spec::{CheckId, ClauseId, Contract, ExpandError, MetricName, Pool};
+use plimsoll_spec::{CheckId, ClauseId, Contract, ExpandError};
 
 use super::ctx::Ctx;
 use crate::remote::Target;
@@ -114,14 +114,7 @@ pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult
 
 /// The digitize pool's busy workers before the check: what its gauges are read against.
 async fn baseline(target: &Target) -> f64 {
-    // A bridge the checker plays both ends of has no /metrics.
-    match target.upstream {
-        Some(_) => 0.0,
-        None => target
-            .metric(MetricName::WorkersBusy, Pool::Digitize)
-            .await
-            .unwrap_or(0.0),
-    }
+    target.local.busy_now(target).await
 }
 
 /// The finished check's result, from what its context gathered.

@@ -1,7 +1,8 @@
-//! How many relayed requests ran at once while a scenario ran: counted at the checker's own
-//! upstream when it plays the bridge's local handler (on the checker's clock: nothing to trust),
-//! else read from the relay pool's gauges, sampled from `/metrics` (the client sees answers, the
-//! gauges say how many ran at once).
+//! How many relayed requests ran at once while a scenario ran, as the target's
+//! [`LocalHandler`](super::local::LocalHandler) counts them: at the checker's own upstream when it
+//! plays the bridge's local handler (on the checker's clock: nothing to trust), or from the relay
+//! pool's gauges, sampled from the metrics path (the client sees answers, the gauges say how many
+//! ran at once).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,9 +10,8 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::{MetricName, Pool};
 use tokio_util::sync::CancellationToken;
 
-use crate::checks::ctx::{Ctx, ms};
-use crate::remote::upstream::{Upstream, max_overlap};
-use crate::remote::{Target, metric_value, series};
+use super::upstream::{Upstream, max_overlap};
+use super::{Target, metric_value, series};
 
 /// Sampling stops after this many samples whatever happens.
 const MAX_SAMPLES: usize = 4000;
@@ -70,29 +70,26 @@ impl Samples {
         }
     }
 
-    /// Records a failure when nothing was counted (`/metrics` never read or without the relay
-    /// busy series; no request reached the upstream); true then.
-    pub fn missing(&self, c: &mut Ctx) -> bool {
-        if self.source == Source::Upstream {
-            return !c.require(self.count > 0, || {
+    /// Why nothing was counted (the metrics path never read or without the relay busy series;
+    /// no request reached the upstream), if so: the check fails with it.
+    pub fn missing(&self) -> Option<String> {
+        match self.source {
+            Source::Upstream => (self.count == 0).then(|| {
                 "no relayed request reached the checker's upstream: the bridge did not perform them"
                     .to_owned()
-            });
-        }
-        if self.count == 0 {
-            c.fail(format!(
+            }),
+            Source::Gauges if self.count == 0 => Some(format!(
                 "{} could not be read while the relay worked ({} errors)",
                 self.metrics_path, self.errors
-            ));
-            return true;
+            )),
+            Source::Gauges => (!self.present).then(|| {
+                format!(
+                    "{} has no {} series",
+                    self.metrics_path,
+                    series(MetricName::WorkersBusy, Pool::Relay)
+                )
+            }),
         }
-        !c.require(self.present, || {
-            format!(
-                "{} has no {} series",
-                self.metrics_path,
-                series(MetricName::WorkersBusy, Pool::Relay)
-            )
-        })
     }
 }
 
@@ -114,16 +111,42 @@ pub enum Sampler {
     },
 }
 
-/// Starts counting: at the upstream when the checker plays it, else by polling `/metrics` every
-/// `metrics_poll_interval_ms` until stopped (or `limit`, or [`MAX_SAMPLES`]), keeping the maxima
-/// of the relay busy and queue gauges.
-pub fn sample(t: &Arc<Target>, limit: Duration) -> Sampler {
-    if let Some(upstream) = &t.upstream {
-        return Sampler::Upstream {
-            upstream: upstream.clone(),
-            origin: Instant::now(),
-        };
+impl Sampler {
+    /// Counting by the relay pool's gauges on the target's metrics path.
+    pub fn gauges(t: &Arc<Target>, limit: Duration) -> Sampler {
+        poll_gauges(t, limit)
     }
+
+    /// Ends the counting and hands back what it counted.
+    pub async fn finish(self) -> Samples {
+        match self {
+            Sampler::Gauges { stop, task } => {
+                stop.cancel();
+                task.await.unwrap_or_default()
+            }
+            Sampler::Upstream { upstream, origin } => {
+                let visits = upstream.visits_since(origin);
+                let (max, at) = max_overlap(&visits);
+                Samples {
+                    source: Source::Upstream,
+                    count: visits.len(),
+                    errors: 0,
+                    present: true,
+                    busy_max: max as f64,
+                    queued_max: 0.0,
+                    busy_max_at_ms: at.map_or(0.0, |at| {
+                        at.saturating_duration_since(origin).as_secs_f64() * 1000.0
+                    }),
+                    metrics_path: String::new(),
+                }
+            }
+        }
+    }
+}
+
+/// Polls the metrics path every `metrics_poll_interval_ms` until stopped (or `limit`, or
+/// [`MAX_SAMPLES`]), keeping the maxima of the relay busy and queue gauges.
+fn poll_gauges(t: &Arc<Target>, limit: Duration) -> Sampler {
     let stop = CancellationToken::new();
     let t = t.clone();
     let token = stop.clone();
@@ -147,7 +170,7 @@ pub fn sample(t: &Arc<Target>, limit: Duration) -> Sampler {
                     let busy = busy.unwrap_or(0.0);
                     if busy > s.busy_max {
                         s.busy_max = busy;
-                        s.busy_max_at_ms = ms(started.elapsed());
+                        s.busy_max_at_ms = started.elapsed().as_secs_f64() * 1000.0;
                     }
                     s.queued_max = s
                         .queued_max
@@ -163,30 +186,4 @@ pub fn sample(t: &Arc<Target>, limit: Duration) -> Sampler {
         s
     });
     Sampler::Gauges { stop, task }
-}
-
-impl Sampler {
-    /// Ends the counting and hands back what it counted.
-    pub async fn finish(self) -> Samples {
-        match self {
-            Sampler::Gauges { stop, task } => {
-                stop.cancel();
-                task.await.unwrap_or_default()
-            }
-            Sampler::Upstream { upstream, origin } => {
-                let visits = upstream.visits_since(origin);
-                let (max, at) = max_overlap(&visits);
-                Samples {
-                    source: Source::Upstream,
-                    count: visits.len(),
-                    errors: 0,
-                    present: true,
-                    busy_max: max as f64,
-                    queued_max: 0.0,
-                    busy_max_at_ms: at.map_or(0.0, |at| ms(at.saturating_duration_since(origin))),
-                    metrics_path: String::new(),
-                }
-            }
-        }
-    }
 }
