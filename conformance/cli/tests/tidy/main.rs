@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use plimsoll_conformance::checks::{Check, CheckId, REGISTRY, coverage};
 use plimsoll_spec::{ClauseId, Contract};
 
+mod disk;
+mod features;
+mod invariants;
+
 /// The workspace root (this crate is `conformance/cli`).
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -94,19 +98,6 @@ const FORBIDDEN_IMPORTS: &[(&str, &str)] = &[
 /// Empty: every function of the crates' sources reads at once.
 const LONG_FN_ALLOWLIST: &[(&str, &str)] = &[];
 
-/// Calls that touch the disk. Under writeback one can wait for seconds (an `rmdir` holds its
-/// parent directory, and a `read_dir` of it waits): on one of the server's async threads that
-/// stalls every request the thread serves — measured, refusals answered after 2.5 s while the
-/// disk flushed a build.
-const DISK_CALLS: &[&str] = &[
-    "fs::",
-    "OpenOptions",
-    "tempdir",
-    "temp::count",
-    "temp::remove_stale",
-    "JobContext::new",
-];
-
 /// The server's files that may touch the disk outside `spawn_blocking`, each with why.
 const DISK_ALLOWED: &[(&str, &str)] = &[
     (
@@ -131,23 +122,24 @@ const DISK_ALLOWED: &[(&str, &str)] = &[
     ),
 ];
 
-/// The lines of the server's `rel` (code, not tests or comments) that touch the disk outside a
-/// `spawn_blocking` and outside [`DISK_ALLOWED`].
+/// The calls of the server's `rel` (code, not tests) that touch the disk outside a blocking
+/// closure and outside [`DISK_ALLOWED`], read from its syntax tree (`disk`), as `rel:line: path`.
+/// Under writeback one can wait for seconds (an `rmdir` holds its parent directory, and a
+/// `read_dir` of it waits): on one of the server's async threads that stalls every request the
+/// thread serves — measured, refusals answered after 2.5 s while the disk flushed a build.
 fn disk_calls_on_async_threads(rel: &str, text: &str) -> Vec<String> {
     if !rel.starts_with("reference-server/src/")
         || DISK_ALLOWED.iter().any(|(at, _)| rel.starts_with(at))
     {
         return Vec::new();
     }
-    text.lines()
-        .take_while(|l| l.trim() != "#[cfg(test)]")
-        .enumerate()
-        .filter(|(_, l)| !l.trim_start().starts_with("//") && !l.contains("spawn_blocking"))
-        .filter(|(_, l)| DISK_CALLS.iter().any(|call| l.contains(call)))
-        .map(|(i, l)| format!("{rel}:{}: {}", i + 1, l.trim()))
-        .collect()
+    match disk::on_async_threads(text) {
+        Ok(calls) => calls.iter().map(|call| format!("{rel}:{call}")).collect(),
+        Err(e) => vec![format!("{rel}: does not parse: {e}")],
+    }
 }
 
+/// Architecture invariant: the server touches the disk only on blocking threads.
 #[test]
 fn the_server_touches_the_disk_only_on_blocking_threads() {
     let wrong: Vec<String> = rust_files()
@@ -169,7 +161,7 @@ fn a_disk_call_on_an_async_thread_is_caught() {
                    let ok = spawn_blocking(move || temp::count(&root));\n}\n";
     assert_eq!(
         disk_calls_on_async_threads("reference-server/src/http/info.rs", handler),
-        ["reference-server/src/http/info.rs:2: let temp = plimsoll_engine::temp::count(&root);"]
+        ["reference-server/src/http/info.rs:2: plimsoll_engine::temp::count"]
     );
     assert!(disk_calls_on_async_threads("reference-server/src/worker.rs", handler).is_empty());
 }
@@ -795,29 +787,28 @@ fn a_long_function_is_caught() {
     assert_eq!(long_functions(&scoped, 80), [("long".to_owned(), 2, 84)]);
 }
 
-/// Architecture invariant: the broken variants exist only in builds with the `mutants` feature.
-/// The module is declared behind the feature, so any other use of it fails to compile in a
-/// build without it (`.ci/run` builds the server that way).
+/// Architecture invariant: the broken variants exist only in builds that ask for the `mutants`
+/// feature, and only a dev-dependency asks: a release build holds none. Read from `cargo
+/// metadata` (the features and who asks for them) and from the server's syntax tree (its
+/// variants' module and every `use` of it are behind the feature); `.ci/run` also builds the
+/// shipped binary without it.
 #[test]
 fn broken_variants_are_behind_the_mutants_feature() {
+    let metadata = features::workspace_metadata();
+    assert_eq!(features::leaks(&metadata), Vec::<String>::new());
+    let mut declaring = features::declaring(&metadata);
+    declaring.sort();
+    assert_eq!(
+        declaring,
+        ["plimsoll", "plimsoll-server"],
+        "the variants' feature is declared by the server and the binary"
+    );
     let lib = read(&root().join("reference-server/src/lib.rs"));
-    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
-    for (i, line) in lines.iter().enumerate() {
-        if line.contains("mod mutant;") || line.contains("use mutant::") {
-            assert_eq!(
-                lines.get(i.wrapping_sub(1)).copied(),
-                Some("#[cfg(feature = \"mutants\")]"),
-                "reference-server/src/lib.rs: `{line}` is not behind the mutants feature"
-            );
-        }
-    }
-    for manifest in ["reference-server/Cargo.toml", "conformance/cli/Cargo.toml"] {
-        let cargo = read(&root().join(manifest));
-        assert!(
-            cargo.contains("\n[features]") && !cargo.contains("default = [\"mutants\"]"),
-            "{manifest}: the mutants feature must exist and never be a default"
-        );
-    }
+    assert_eq!(
+        features::ungated(&lib).unwrap(),
+        Vec::<String>::new(),
+        "reference-server/src/lib.rs names the variants outside the feature"
+    );
 }
 
 /// The sample run in README.md and the recommended run in conformance.md are of this contract:
@@ -863,5 +854,145 @@ fn a_stale_sample_run_is_caught() {
     assert!(
         stale.iter().any(|s| s.contains("HEAD_TIMEOUT_MS")),
         "{stale:?}"
+    );
+}
+
+/// Every numbered rule of ARCHITECTURE.md's invariants names the tests that hold it, and each
+/// exists (`invariants`).
+#[test]
+fn every_invariant_names_tests_that_exist() {
+    let text = read(&root().join("ARCHITECTURE.md"));
+    let problems = invariants::problems(&root(), &text);
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(invariants::invariants(&text).len() >= 10);
+}
+
+/// The library crates of the workspace: every one but the binary.
+fn libraries() -> Vec<&'static str> {
+    CRATES
+        .iter()
+        .map(|(_, name, _)| *name)
+        .filter(|name| *name != "plimsoll")
+        .collect()
+}
+
+/// Architecture invariant: no library crate parses a command line (clap is the binary's), and the
+/// checks' crate builds without the load generator: goose is nowhere in its normal dependencies,
+/// as `cargo metadata` resolves them.
+#[test]
+fn no_library_parses_a_command_line_and_the_checks_build_without_goose() {
+    let metadata = features::resolved_metadata();
+    for library in libraries() {
+        let direct = features::direct_dependencies(&metadata, library);
+        assert!(
+            !direct.contains("clap"),
+            "{library} depends on clap: arguments are the binary's"
+        );
+    }
+    let reached = features::normal_closure(&metadata, "plimsoll-conformance");
+    assert!(
+        reached.contains("reqwest"),
+        "the closure is read: {reached:?}"
+    );
+    assert!(
+        !reached.contains("goose"),
+        "plimsoll-conformance reaches goose"
+    );
+    assert!(features::normal_closure(&metadata, "plimsoll-load").contains("goose"));
+}
+
+/// The paths only the run's setup and `remote` may name: the ways a target is held and witnessed
+/// (a path matches when these segments appear in it, in order).
+const MODE_PATHS: &[&[&str]] = &[
+    &["TargetApi"],
+    &["CheckerUpstream"],
+    &["RelayListener"],
+    &["RelaySocket"],
+    &["upstream", "Upstream"],
+];
+
+/// The paths of `source` (in expressions, types and `use`s) that name a way of holding, as
+/// `line: path`.
+fn mode_names(source: &str) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl Names {
+        fn check(&mut self, line: usize, segments: &[String]) {
+            let hit = MODE_PATHS.iter().any(|pattern| {
+                segments
+                    .windows(pattern.len())
+                    .any(|w| w.iter().zip(pattern.iter()).all(|(a, b)| a == b))
+            });
+            if hit {
+                self.0.push(format!("{line}: {}", segments.join("::")));
+            }
+        }
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Names {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+            let line = path
+                .segments
+                .first()
+                .map_or(0, |s| s.ident.span().start().line);
+            self.check(line, &segments);
+            syn::visit::visit_path(self, path);
+        }
+        fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+            fn flatten(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+                let with = |name: &syn::Ident| {
+                    let mut p = prefix.clone();
+                    p.push(name.to_string());
+                    p
+                };
+                match tree {
+                    syn::UseTree::Path(p) => flatten(&p.tree, with(&p.ident), out),
+                    syn::UseTree::Name(n) => out.push(with(&n.ident)),
+                    syn::UseTree::Rename(r) => out.push(with(&r.ident)),
+                    syn::UseTree::Group(g) => {
+                        g.items.iter().for_each(|t| flatten(t, prefix.clone(), out));
+                    }
+                    syn::UseTree::Glob(_) => out.push(prefix.clone()),
+                }
+            }
+            let mut paths = Vec::new();
+            flatten(&item.tree, Vec::new(), &mut paths);
+            let line = item.use_token.span.start().line;
+            for path in paths {
+                self.check(line, &path);
+            }
+        }
+    }
+    let file = syn::parse_file(source).expect("a source file parses");
+    let mut names = Names(Vec::new());
+    syn::visit::Visit::visit_file(&mut names, &file);
+    names.0
+}
+
+/// Architecture invariant: no check knows how its target is held or witnessed: no file of the
+/// checks names one of the ways; each asks its `Target`'s `LocalHandler` and `RelaySocket`.
+#[test]
+fn no_check_knows_how_its_target_is_held() {
+    let checks = root().join("conformance/src/checks");
+    let wrong: Vec<String> = rust_files_under(&checks)
+        .iter()
+        .flat_map(|path| {
+            let rel = relative(path);
+            mode_names(&read(path))
+                .into_iter()
+                .map(move |name| format!("{rel}:{name}"))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "checks that know the mode:\n{}",
+        wrong.join("\n")
+    );
+    assert_eq!(
+        mode_names(
+            "use crate::remote::upstream::{Upstream, Visit};\n\
+             fn r(t: &Target) { let s = plimsoll_fault::Stream::Upstream;\n\
+             if let Some(u) = t.local.as_any().downcast_ref::<CheckerUpstream>() {} }"
+        ),
+        ["1: crate::remote::upstream::Upstream", "3: CheckerUpstream"]
     );
 }
