@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-5}
 out=target/flaky-tests
 mkdir -p "$out"
-cargo nextest run --workspace --locked --no-run >/dev/null 2>&1 || {
+bash ci/test.sh --no-run >/dev/null 2>&1 || {
   echo "flaky-tests: the tests do not build" >&2
   exit 2
 }
@@ -22,7 +22,8 @@ for i in $(seq "$runs"); do
   # nextest prints one "FAIL [ time ] (k/n) crate::binary test" line per failed test.
   grep -E '^\s+(FAIL|SIGSEGV|SIGABRT|TIMEOUT) ' "$out/run-$i.log" \
     | sed -E 's/^\s+[A-Z]+ \[[^]]*\] (\([^)]*\) )?//' | sort -u >"$out/run-$i.failed"
-  summary=$(grep -E '^\s+Summary ' "$out/run-$i.log" | tail -1 | sed -E 's/^\s+//')
+  # One summary per half of the suite (shared, then alone).
+  summary=$(grep -E '^\s+Summary ' "$out/run-$i.log" | sed -E 's/^\s+//' | paste -sd ';' -)
   printf 'run %d/%d: exit %d in %ds: %s\n' "$i" "$runs" "$code" $(( $(date +%s) - start )) "${summary:-no summary}"
   if [[ $code -eq 0 && ! -s "$out/run-$i.failed" ]]; then
     clean=$((clean + 1))

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
 # The project's test command (README's second set-up command). It installs what the tests need
-# beyond the Rust toolchain, cargo-nextest and Python 3 with pip, then runs every test:
+# beyond the Rust toolchain, cargo-nextest and Python 3 with pip, then builds and runs every test,
+# linting as it builds:
+#   - the workspace's own crates are compiled by clippy's driver (`clippy --all-targets -D
+#     warnings`'s lints, in the one compile that also makes the test binaries: a lint is a build
+#     error, and nothing is compiled twice);
 #   - nginx, Debian's package: the fleet tests run three replicas behind a real balancer;
 #   - Locust, at the version `plimsoll load --engine locust` is built for, in a virtual
 #     environment under target/ (nothing is installed into the system's Python): the load tests
 #     run it as a master and two workers.
 # What is already there is not installed again.
 #
-#   bash ci/test.sh [ARGS…]     ARGS go to `cargo nextest run --workspace --locked`
+#   bash ci/test.sh [ARGS…]     runs the suite's two halves one after the other (nextest profiles
+#                               `shared`, then `alone`: .config/nextest.toml); ARGS go to both
+#                               `cargo nextest run --workspace --locked` (`--no-run` builds
+#                               only; `--profile NAME` runs that profile alone)
 #   bash ci/test.sh --tools     installs the tools and exits (.ci/run does it beside the build)
+#   bash ci/test.sh --list [ARGS…]  lists the tests of that same build (`cargo nextest list
+#                               --workspace --locked ARGS`), compiling nothing the runs did not
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=target/test-tools/venv
 locust_version=$(sed -n 's/^pub const LOCUST_VERSION: &str = "\(.*\)";/\1/p' \
-  conformance/src/load/locust/mod.rs)
+  conformance/load/src/locust/mod.rs)
 
 who=ci/test.sh
 # shellcheck source=ci/as-root.sh
@@ -43,12 +52,50 @@ install_locust() {
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "locust==$locust_version"
 }
 
-install_nginx
-install_locust
+# Clippy's driver compiles the workspace's crates (cargo hands it only those: dependencies are
+# compiled by rustc as usual) and fails the build on any warning, rustc's or clippy's: the same
+# lints as `cargo clippy --workspace --all-targets -- -D warnings`, since the test build compiles
+# every target (libraries, binaries, tests, examples). `CLIPPY_ARGS` is how `cargo clippy` hands
+# the driver its arguments; the driver tracks it, so changing it rebuilds.
+clippy_driver() {
+  command -v rustup >/dev/null && rustup which clippy-driver 2>/dev/null && return
+  command -v clippy-driver
+}
+use_clippy() {
+  local driver
+  if ! driver=$(clippy_driver); then
+    echo "ci/test.sh: clippy is not installed: rustup component add clippy" >&2
+    exit 2
+  fi
+  export RUSTC_WORKSPACE_WRAPPER="$driver"
+  export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+}
+
+# A build alone needs none of the tools (.ci/run installs them beside it).
+case " $* " in
+  *" --no-run "* | *" --list "*) ;;
+  *)
+    install_nginx
+    install_locust
+    ;;
+esac
 if [ "${1:-}" = --tools ]; then
   exit 0
 fi
+use_clippy
 
+if [ "${1:-}" = --list ]; then
+  shift
+  exec cargo nextest list --workspace --locked "$@"
+fi
 # The Locust runs use the virtual environment's interpreter.
 export PLIMSOLL_PYTHON="$PWD/$venv/bin/python"
-exec cargo nextest run --workspace --locked "$@"
+case " $* " in
+  *" --profile "* | *" --no-run "*) exec cargo nextest run --workspace --locked "$@" ;;
+esac
+# The whole suite: its two halves one after the other (.config/nextest.toml), the tests that
+# share the machine, then those that must have it to themselves; the run fails if either did.
+status=0
+cargo nextest run --workspace --locked --profile shared "$@" || status=$?
+cargo nextest run --workspace --locked --profile alone "$@" || status=$?
+exit "$status"

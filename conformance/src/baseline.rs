@@ -13,23 +13,20 @@ use serde::Deserialize;
 use crate::verdict::figure::{Delta, Figure};
 use crate::verdict::{CheckResult, REPORT_SCHEMA, Verdict};
 
-/// The options `check` and `load` share for comparing with an earlier run.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct BaselineArgs {
-    /// Compare this run's figures (latencies, lateness, refused fraction, goodput) with those of
-    /// an earlier run's JSON report (`--json`): each with its change, a regression flagged when
-    /// it moved the worse way beyond the runs' own noise.
-    #[arg(long, value_name = "REPORT", help_heading = "Reports")]
-    pub baseline: Option<PathBuf>,
-    /// Fail a check or verdict whose figure regressed against `--baseline` (exit code 1).
-    #[arg(long, requires = "baseline", help_heading = "Reports")]
+/// What `check` and `load` compare with: an earlier run's JSON report, and whether a figure
+/// that regressed against it fails its check.
+#[derive(Debug, Clone, Default)]
+pub struct BaselinePlan {
+    /// The earlier run's JSON report (`--baseline`); `None`: nothing to compare.
+    pub report: Option<PathBuf>,
+    /// Fail a check or verdict whose figure regressed (`--fail-on-regression`).
     pub fail_on_regression: bool,
 }
 
-impl BaselineArgs {
-    /// The `--baseline` report, read and validated (none: nothing to compare).
+impl BaselinePlan {
+    /// The baseline report, read and validated (none: nothing to compare).
     pub fn load(&self) -> Result<Option<Baseline>, BaselineError> {
-        self.baseline.as_deref().map(Baseline::load).transpose()
+        self.report.as_deref().map(Baseline::load).transpose()
     }
 }
 
@@ -148,8 +145,9 @@ impl Baseline {
 
 #[cfg(test)]
 mod tests {
+    use plimsoll_spec::CheckId;
+
     use super::*;
-    use crate::id::CheckId;
     use crate::verdict::figure::Unit;
 
     fn result(samples: Vec<f64>) -> CheckResult {

@@ -14,20 +14,10 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// `plimsoll docs`'s command line: where the repository is, and whether to write or only compare.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct DocsArgs {
-    /// Repository root (default: the nearest ancestor holding spec/contract.toml).
-    #[arg(long, value_name = "DIR", help_heading = "Run")]
-    pub root: Option<PathBuf>,
-    /// Change nothing; exit 1 naming each stale file.
-    #[arg(long, help_heading = "Run")]
-    pub check: bool,
-}
-
-/// Runs `plimsoll docs`; returns the process exit code (0 ok, 1 stale, 2 could not run).
-pub fn run(args: DocsArgs) -> u8 {
-    let DocsArgs { root, check } = args;
+/// Runs `plimsoll docs` in the repository at `root` (`None`: the nearest ancestor of the
+/// working directory holding `spec/contract.toml`): writes every generated file, or with
+/// `check` only compares them. Returns the process exit code (0 ok, 1 stale, 2 could not run).
+pub fn run(root: Option<PathBuf>, check: bool) -> u8 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let Some(root) = root.or_else(|| find_root(&cwd)) else {
         eprintln!(

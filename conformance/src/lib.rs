@@ -1,4 +1,10 @@
 //! `plimsoll-conformance`: checks any implementation against the contract, black-box.
+//!
+//! The checks ([`checks`], run by [`check`]), the target seen from outside ([`remote`]), what
+//! every run sets up and tears down ([`session`]) and the verdict model every run produces
+//! ([`verdict`]). Load generation (`plimsoll-load`), the fault proxy (`plimsoll-fault`) and the
+//! renderers (`plimsoll-report`) are crates of their own around it, and no command line is
+//! parsed here: a run takes a plain plan and tells an [`observe::Observer`] what happens.
 
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
@@ -6,12 +12,8 @@ pub mod baseline;
 pub mod check;
 pub mod checks;
 pub mod docs;
-pub mod fault;
-pub mod id;
-pub mod load;
+pub mod observe;
 pub mod remote;
-pub mod report;
-pub mod rng;
 pub mod session;
 pub mod verdict;
 pub mod waivers;

@@ -1,5 +1,5 @@
 //! What every run (`check`, `load`) sets up before its first request and tears down after its
-//! last: the options naming what is checked, the contract it judges by, the subject under test
+//! last: the plan naming what is checked, the contract it judges by, the subject under test
 //! (an embedded reference server or an external target), the target's claimed effective values,
 //! and the exit code. One lifecycle, so the two commands cannot drift apart.
 
@@ -17,7 +17,6 @@ use crate::remote::bridge::BridgeProcess;
 use crate::remote::process::ProcessSource;
 use crate::remote::relay::RelayListener;
 use crate::remote::upstream::Upstream;
-use crate::report::ReportFiles;
 use crate::verdict::{CheckResult, Manifest, RunReport};
 
 /// Exit code: every verdict passed (skips allowed, unless `--strict`).
@@ -27,46 +26,40 @@ pub const EXIT_FAIL: u8 = 1;
 /// Exit code: the run could not proceed; the reason is one line on stderr.
 pub const EXIT_CANNOT_PROCEED: u8 = 2;
 
-/// What a run checks, as the command line names it: one set of options for `check` and `load`.
-#[derive(Debug, Clone, Default, clap::Args)]
-#[command(next_help_heading = "Target")]
-pub struct SubjectArgs {
-    /// Base URL of the implementation (default: start the embedded reference server on a free
-    /// loopback port).
-    #[arg(long, value_name = "URL")]
+/// What a run checks and how long it may take: one plan for `check` and `load` (the binary
+/// makes it from the command line's `Target` options and `--timeout`).
+#[derive(Debug, Clone)]
+pub struct SubjectPlan {
+    /// Base URL of the implementation; `None`: the binary starts the embedded reference server.
     pub target: Option<String>,
-    /// Contract to judge against (default: the embedded spec/contract.toml).
-    #[arg(long, value_name = "FILE")]
+    /// Contract to judge against; `None`: the embedded `spec/contract.toml`.
     pub contract: Option<PathBuf>,
-    /// Adopt the target's GET /v1/contract values in fields the contract lets a deployment
-    /// override (each listed in the report); any other difference is refused and fails
-    /// `contract`.
-    #[arg(long)]
+    /// Adopt the target's claimed values in the fields the contract lets a deployment override.
     pub allow_overrides: bool,
-    /// The implementation's temp folder, if the checker can see it (must be readable at the
-    /// start).
-    #[arg(long, value_name = "DIR")]
+    /// The implementation's temp folder, when the checker can see it.
     pub temp_dir: Option<PathBuf>,
-    /// The implementation's process id, to read its memory (B5, soak) and open files (soak)
-    /// from /proc.
-    #[arg(long, value_name = "PID")]
+    /// The implementation's process id, to read its memory and open files from /proc.
     pub pid: Option<u32>,
-    /// Stop the whole run after this many seconds (default 1800), writing the reports asked
-    /// for, marked incomplete (exit code 2). A stop signal (Ctrl-C, SIGTERM) does the same at
-    /// once.
-    #[arg(long, value_name = "SECS", help_heading = "Run")]
-    pub timeout: Option<u64>,
+    /// How long the whole run may take before it is stopped, its reports marked incomplete.
+    pub timeout: Duration,
 }
 
-impl SubjectArgs {
-    /// How long the whole run may take (`--timeout`, else [`DEFAULT_TIMEOUT_S`]).
-    pub fn run_timeout(&self) -> Duration {
-        Duration::from_secs(self.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+impl Default for SubjectPlan {
+    /// The embedded reference server, the embedded contract, [`DEFAULT_TIMEOUT_S`].
+    fn default() -> SubjectPlan {
+        SubjectPlan {
+            target: None,
+            contract: None,
+            allow_overrides: false,
+            temp_dir: None,
+            pid: None,
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
+        }
     }
 }
 
 /// `--timeout`'s default: a run of the full contract timeouts (`--full-timeouts`, B1 waiting
-/// 60 s per trial) takes about a quarter of it on a 2-core machine, so only a run that hangs
+/// out the contract's deadlines in every trial) takes about a quarter of it on a 2-core machine, so only a run that hangs
 /// reaches it.
 pub const DEFAULT_TIMEOUT_S: u64 = 1800;
 
@@ -114,36 +107,30 @@ where
     }
 }
 
-/// One judged run: reads the contract, runs `run` on it and the subject, stops the subject
-/// whatever happened, and writes the report files asked for. A stop signal or `--timeout`
-/// ends `run` where it is: what it recorded in its [`Partial`] is written, marked incomplete,
-/// and the run is [`Fatal::Stopped`].
+/// One judged run: reads the contract, runs `run` on it and the subject, and stops the subject
+/// whatever happened; the caller writes the report files. A stop signal or the plan's timeout
+/// ends `run` where it is: what it recorded in its [`Partial`] comes back, marked incomplete,
+/// in [`Fatal::Stopped`].
 pub async fn judge(
-    args: &SubjectArgs,
+    plan: &SubjectPlan,
     subject: Subject,
-    reports: &ReportFiles,
     run: impl AsyncFnOnce(&ContractSource, &Subject, &Partial) -> Result<RunReport, Fatal>,
 ) -> Result<RunReport, Fatal> {
     let partial = Partial::default();
-    let result = match ContractSource::read(args.contract.as_deref()) {
+    let result = match ContractSource::read(plan.contract.as_deref()) {
         Ok(source) => tokio::select! {
             result = run(&source, &subject, &partial) => result,
-            why = stop_requested(args.run_timeout()) => Err(Fatal::Stopped(why)),
+            why = stop_requested(plan.timeout) => Err(Fatal::Stopped { why, partial: None }),
         },
         Err(e) => Err(e),
     };
-    if let Err(Fatal::Stopped(why)) = &result {
+    if let Err(Fatal::Stopped { why, .. }) = result {
         let _ = tokio::time::timeout(STOPPED_FINISH, subject.finish()).await;
-        if let Some(report) = partial.take(why) {
-            println!("{}", crate::report::terminal::stopped_line(&report));
-            reports.write(&report)?;
-        }
-        return result;
+        let partial = partial.take(&why).map(Box::new);
+        return Err(Fatal::Stopped { why, partial });
     }
     subject.finish().await;
-    let report = result?;
-    reports.write(&report)?;
-    Ok(report)
+    result
 }
 
 /// What a run has finished so far, for the reports of a run that is stopped before its end.
@@ -237,10 +224,16 @@ pub enum Fatal {
     /// A report file asked for could not be written.
     #[error("writing reports: {0}")]
     Report(#[from] std::io::Error),
-    /// A stop signal or `--timeout` ended the run; the reports asked for are written, marked
-    /// incomplete.
-    #[error("{0}")]
-    Stopped(String),
+    /// A stop signal or `--timeout` ended the run: `partial` is what finished before (none when
+    /// the run was stopped before it knew what it judges), marked incomplete, for the caller to
+    /// write as the reports asked for.
+    #[error("{why}")]
+    Stopped {
+        /// What stopped the run, and what was running then.
+        why: String,
+        /// The report so far.
+        partial: Option<Box<RunReport>>,
+    },
 }
 
 /// The contract a run judges by, with the text it came from (hashed into the report).
@@ -498,11 +491,11 @@ pub struct Opening {
 pub async fn open(
     client: &reqwest::Client,
     tool: String,
-    args: &SubjectArgs,
+    plan: &SubjectPlan,
     source: &ContractSource,
     subject: &Subject,
 ) -> Result<Opening, Fatal> {
-    let allow_overrides = subject.mode() == Mode::Embedded || args.allow_overrides;
+    let allow_overrides = subject.mode() == Mode::Embedded || plan.allow_overrides;
     let reconciliation = reconcile(client, &subject.url, &source.contract, allow_overrides).await?;
     let manifest = manifest(tool, source, subject, &reconciliation);
     Ok(Opening {

@@ -14,10 +14,10 @@
 
 use std::path::{Path, PathBuf};
 
+use plimsoll_spec::CheckId;
 use serde::Deserialize;
 use time::Date;
 
-use crate::id::CheckId;
 pub use crate::verdict::waiver::{Waiver, WaiverNote, WaiverState};
 use crate::verdict::{CheckResult, ResultId, Verdict};
 

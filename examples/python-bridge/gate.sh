@@ -9,6 +9,8 @@
 #   PLIMSOLL_BIN  the plimsoll binary (default: built in release mode with cargo)
 #   REPORT_DIR    where the reports go (default ./plimsoll-reports/python-bridge)
 #   PYTHON        the interpreter (default python3)
+#   SETUP         1 (default): install the requirement and run the unit tests first; 0: both were
+#                 done already
 #   BRIDGE_FAULTS the standard faults the relay's sockets are also judged through (default
 #                 "latency vanish"; empty: none)
 # Exit: plimsoll check's, the worst of its runs (0 pass, 1 a clause failed, 2 the bridge could not
@@ -25,11 +27,12 @@ if [[ -z "${PLIMSOLL_BIN:-}" ]]; then
 fi
 PLIMSOLL_BIN="$(cd "$(dirname "$PLIMSOLL_BIN")" && pwd)/$(basename "$PLIMSOLL_BIN")"
 
-echo "==> python-bridge: installing requirements"
-"$PYTHON" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" || exit 2
-
-echo "==> python-bridge: unit tests"
-(cd "$here" && "$PYTHON" -m unittest discover -s tests) || exit 1
+if [[ "${SETUP:-1}" == 1 ]]; then
+  echo "==> python-bridge: installing requirements"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" || exit 2
+  echo "==> python-bridge: unit tests"
+  (cd "$here" && "$PYTHON" -m unittest discover -s tests) || exit 1
+fi
 
 cd "$here" || exit 2
 bridge="exec $PYTHON -m plimsoll_bridge --relay-url {relay_url} --upstream {upstream_url}"

@@ -14,6 +14,8 @@
 #   GATE_STEPS, LOAD_DURATION, CHECK_ARGS, LOAD_ARGS, STRICT   passed on to ci/gate.sh
 #                 (STRICT=1, its default, makes every skipped check fail)
 #   PYTHON        the interpreter (default python3)
+#   SETUP         1 (default): install the requirements and run the unit tests first; 0: both
+#                 were done already (a CI that gates the service several ways does them once)
 #   VIA_ACTION    1: run the gate through ci/action.sh, the GitHub Action's one step, with the
 #                 settings above passed as the action's INPUT_* variables (as action.yml does);
 #                 it also appends its Markdown summary to GITHUB_STEP_SUMMARY when that is set
@@ -28,19 +30,23 @@ PORT="${PORT:-18181}"
 PYTHON="${PYTHON:-python3}"
 export REPORT_DIR="${REPORT_DIR:-./plimsoll-reports/python-service}"
 
-work="$(mktemp -d)"
-echo "==> python-service: installing requirements"
-"$PYTHON" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" || exit 2
+if [[ "${SETUP:-1}" == 1 ]]; then
+  echo "==> python-service: installing requirements"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt" || exit 2
+  echo "==> python-service: unit tests"
+  (cd "$here" && "$PYTHON" -m unittest discover -s tests) || exit 1
+fi
 
-echo "==> python-service: unit tests"
-(cd "$here" && "$PYTHON" -m unittest discover -s tests) || exit 1
+work="$(mktemp -d)"
 
 service_env=(PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/tmp" PLIMSOLL_LOG_FILE="$work/service.jsonl")
 check_args=()
 case "$MODE" in
   scaled)
-    service_env+=(QUEUE_CAPACITY=2 DIGITIZE_TIMEOUT_MS=2000 EXPORT_TIMEOUT_MS=1000 UPLOAD_READ_TIMEOUT_MS=1000
-      HEAD_TIMEOUT_MS=2000)
+    # The scaled values every quick gate uses: conformance/scaled.env, NAME=VALUE lines.
+    while IFS= read -r line; do
+      [[ -z "$line" || "$line" == \#* ]] || service_env+=("$line")
+    done < "$root/conformance/scaled.env"
     check_args+=(--allow-overrides) ;;
   contract) ;;
   *) echo "gate: MODE must be scaled or contract, got '$MODE'" >&2; exit 2 ;;

@@ -46,7 +46,8 @@ pub trait DeadlinePolicy: Debug + Send + Sync {
 pub(crate) struct FromArrival;
 
 impl DeadlinePolicy for FromArrival {
-    // clause: B1 — digitize 60 s, export 30 s, counted from arrival at the pool
+    // clause: B1 — the pool's timeout (`digitize_timeout_ms`, `export_timeout_ms`), counted from
+    // arrival at the pool
     fn deadline(&self, arrived: Instant, _started: Instant, timeout: Duration) -> Instant {
         arrived + timeout
     }
@@ -63,7 +64,7 @@ pub trait MemoryCap: Debug + Send + Sync {
 pub(crate) struct ContractCap;
 
 impl MemoryCap for ContractCap {
-    // clause: B2 — 1024 MB per request (`REQUEST_MEMORY_CAP_MB`)
+    // clause: B2 — `memory_cap_mb` per request (`REQUEST_MEMORY_CAP_MB`)
     fn cap_bytes(&self, contract_mb: u64) -> u64 {
         contract_mb.saturating_mul(1 << 20)
     }
@@ -79,7 +80,7 @@ pub trait OnDisconnect: Debug + Send + Sync {
 pub(crate) struct CancelJob;
 
 impl OnDisconnect for CancelJob {
-    // clause: B3 — a client disconnect stops the worker within 1 s
+    // clause: B3 — a client disconnect stops the worker within `stop_within_ms`
     fn client_gone(&self, job: &CancellationToken) {
         job.cancel();
     }
@@ -102,7 +103,7 @@ pub trait UploadBudgetPolicy: Debug + Send + Sync {
 pub(crate) struct ContractBudget;
 
 impl UploadBudgetPolicy for ContractBudget {
-    // clause: B5 — 1024 MB of bodies in flight (`UPLOAD_BUDGET_MB`)
+    // clause: B5 — `upload_budget_mb` of bodies in flight (`UPLOAD_BUDGET_MB`)
     fn budget_bytes(&self, contract_mb: u64) -> Option<u64> {
         Some(contract_mb.saturating_mul(1 << 20))
     }

@@ -32,7 +32,8 @@ pub trait ConnectionPolicy: Debug + Send + Sync {
 pub(crate) struct ContractConnections;
 
 impl ConnectionPolicy for ContractConnections {
-    // clause: B4 — a head within 10 s of opening or of the last response, at most 512 connections
+    // clause: B4 — a head within `head_timeout_ms` of opening or of the last response, at most
+    // `max_connections` connections
     fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
         Some(Duration::from_millis(contract.head_timeout_ms))
     }

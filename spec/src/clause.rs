@@ -1,6 +1,7 @@
 //! Clauses as a concept: [`ClauseId`], the one list of clause ids every crate derives its own
-//! lists from (checks, mutants, docs, reports), and [`ClauseRef`], a clause seen without its
-//! value type, for renderers, validation and placeholder expansion.
+//! lists from (checks, mutants, docs, reports), [`CheckId`], what a check of the checker judges
+//! (a clause, or the run as a whole), and [`ClauseRef`], a clause seen without its value type,
+//! for renderers, validation and placeholder expansion.
 
 use std::fmt;
 use std::str::FromStr;
@@ -11,83 +12,49 @@ use serde::{Deserialize, Serialize};
 use crate::ErrorCode;
 use crate::model::{Clause, Contract};
 
-/// A clause's stable id. The contract's `[clauses]` table, the OpenAPI `x-plimsoll` extension,
-/// the server's `// clause: X` marks, the checks and the reports all carry it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[expect(
-    missing_docs,
-    reason = "documented variants would change the published schemas"
-)]
-pub enum ClauseId {
-    T1,
-    T2,
-    T3,
-    B1,
-    B2,
-    B3,
-    B4,
-    B5,
-    F1,
-    F2,
-    F3,
-    F4,
-    R1,
-    R2,
-    R3,
-    R4,
-    R5,
-    R6,
-}
-
-impl ClauseId {
-    /// Every clause in id order (T, B, F, R): the order of the contract and the docs.
-    pub const ALL: [ClauseId; 18] = [
-        ClauseId::T1,
-        ClauseId::T2,
-        ClauseId::T3,
-        ClauseId::B1,
-        ClauseId::B2,
-        ClauseId::B3,
-        ClauseId::B4,
-        ClauseId::B5,
-        ClauseId::F1,
-        ClauseId::F2,
-        ClauseId::F3,
-        ClauseId::F4,
-        ClauseId::R1,
-        ClauseId::R2,
-        ClauseId::R3,
-        ClauseId::R4,
-        ClauseId::R5,
-        ClauseId::R6,
-    ];
-
-    /// The id as the contract, the `// clause:` marks and the reports spell it (`T1`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClauseId::T1 => "T1",
-            ClauseId::T2 => "T2",
-            ClauseId::T3 => "T3",
-            ClauseId::B1 => "B1",
-            ClauseId::B2 => "B2",
-            ClauseId::B3 => "B3",
-            ClauseId::B4 => "B4",
-            ClauseId::B5 => "B5",
-            ClauseId::F1 => "F1",
-            ClauseId::F2 => "F2",
-            ClauseId::F3 => "F3",
-            ClauseId::F4 => "F4",
-            ClauseId::R1 => "R1",
-            ClauseId::R2 => "R2",
-            ClauseId::R3 => "R3",
-            ClauseId::R4 => "R4",
-            ClauseId::R5 => "R5",
-            ClauseId::R6 => "R6",
+/// Declares [`ClauseId`] from one list of ids: the enum (whose serde and schema names are the
+/// variants' names), [`ClauseId::ALL`] in the list's order, [`ClauseId::as_str`] (and from it
+/// the case-insensitive parsing), and the [`CheckId`] constant of each clause's check
+/// (`CheckId::T1`), so a check id written in code is checked by the compiler.
+macro_rules! clause_ids {
+    ($($id:ident),* $(,)?) => {
+        /// A clause's stable id. The contract's `[clauses]` table, the OpenAPI `x-plimsoll` extension,
+        /// the server's `// clause: X` marks, the checks and the reports all carry it.
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+        )]
+        #[expect(
+            missing_docs,
+            reason = "documented variants would change the published schemas"
+        )]
+        pub enum ClauseId {
+            $($id,)*
         }
-    }
+
+        impl ClauseId {
+            /// Every clause in id order (T, B, F, R): the order of the contract and the docs.
+            pub const ALL: [ClauseId; [$(ClauseId::$id),*].len()] = [$(ClauseId::$id),*];
+
+            /// The id as the contract, the `// clause:` marks and the reports spell it (`T1`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ClauseId::$id => stringify!($id),)*
+                }
+            }
+        }
+
+        impl CheckId {
+            $(
+                #[doc = concat!("The check of clause ", stringify!($id), ".")]
+                pub const $id: CheckId = CheckId::Clause(ClauseId::$id);
+            )*
+        }
+    };
 }
+
+clause_ids!(
+    T1, T2, T3, B1, B2, B3, B4, B5, F1, F2, F3, F4, R1, R2, R3, R4, R5, R6,
+);
 
 impl fmt::Display for ClauseId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -110,6 +77,62 @@ impl FromStr for ClauseId {
             .into_iter()
             .find(|c| c.as_str().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| UnknownClause(s.to_owned()))
+    }
+}
+
+/// A check's id: a contract clause, or one of the two checks that judge the run as a whole.
+/// What `plimsoll check --only` names, the checker's registry keys its checks by, and the broken
+/// variants of the reference server declare they must fail (`CheckId::T1`, `CheckId::Api`), so
+/// a wrong id is a compile error wherever one is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CheckId {
+    /// The target's effective values against the contract (`contract`).
+    Contract,
+    /// One clause (`T1`, ..., `R6`).
+    Clause(ClauseId),
+    /// Every reply of the run against the OpenAPI document and problem schema (`API`).
+    Api,
+}
+
+impl CheckId {
+    /// Every id: the contract, each clause in id order, the API.
+    pub fn all() -> impl Iterator<Item = CheckId> {
+        std::iter::once(CheckId::Contract)
+            .chain(ClauseId::ALL.into_iter().map(CheckId::Clause))
+            .chain(std::iter::once(CheckId::Api))
+    }
+
+    /// The id as `--only`, `--skip` and the reports spell it (`contract`, `T1`, `API`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckId::Contract => "contract",
+            CheckId::Clause(id) => id.as_str(),
+            CheckId::Api => "API",
+        }
+    }
+}
+
+impl fmt::Display for CheckId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An id that names no check; the message lists the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a check id (known: {known})", known = CheckId::all().map(CheckId::as_str).collect::<Vec<_>>().join(", "))]
+pub struct UnknownCheck(
+    /// The text that was parsed, as given.
+    pub String,
+);
+
+/// Case-insensitive, as people type ids on the command line.
+impl FromStr for CheckId {
+    type Err = UnknownCheck;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CheckId::all()
+            .find(|id| id.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownCheck(s.to_owned()))
     }
 }
 
@@ -371,5 +394,23 @@ mod tests {
             contract.expand(&b1, "{digitize_timeout_ms} ms, {status:timeout}"),
             Ok("60000 ms, 504".to_owned())
         );
+    }
+
+    #[test]
+    fn ids_round_trip_in_any_case() {
+        for id in CheckId::all() {
+            assert_eq!(id.as_str().parse::<CheckId>(), Ok(id));
+            assert_eq!(id.as_str().to_lowercase().parse::<CheckId>(), Ok(id));
+        }
+    }
+
+    #[test]
+    fn an_unknown_id_names_itself_and_the_known_ones() {
+        let e = "T9".parse::<CheckId>().unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("`T9` is not a check id"), "{text}");
+        for id in CheckId::all() {
+            assert!(text.contains(id.as_str()), "{text} lacks {id}");
+        }
     }
 }

@@ -40,7 +40,7 @@ pub mod reconcile;
 mod validate;
 
 pub use changelog::{Changelog, Release};
-pub use clause::{ClauseId, ClauseRef, ExpandError, UnknownClause};
+pub use clause::{CheckId, ClauseId, ClauseRef, ExpandError, UnknownCheck, UnknownClause};
 pub use limits::PoolLimits;
 pub use model::Contract;
 pub use overrides::{Applied, OverrideError};

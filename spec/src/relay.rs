@@ -11,6 +11,12 @@ pub const RELAY_REQUEST: &str = "relay-http-request";
 pub const RELAY_RESPONSE: &str = "relay-http-response";
 /// `type` of an error frame (malformed envelope).
 pub const RELAY_ERROR: &str = "relay-error";
+/// The header that says an envelope's or a response's body travels as base64 (its only value,
+/// [`BASE64`], in any letter case); absent: the body is UTF-8 text. Never part of the inner
+/// request or response: it describes the envelope.
+pub const TRANSFER_ENCODING: &str = "content-transfer-encoding";
+/// [`TRANSFER_ENCODING`]'s one value.
+pub const BASE64: &str = "base64";
 
 /// A request to perform against the server's own HTTP API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -13,7 +13,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use plimsoll_conformance::load::bench::saturate;
+use plimsoll_load::bench::saturate;
 use plimsoll_server::{Config, LogSink, RunningServer};
 
 fn main() {

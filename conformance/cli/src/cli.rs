@@ -9,10 +9,12 @@ use std::process::ExitCode;
 
 use clap::builder::StyledStr;
 use clap::builder::styling::Styles;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
-use plimsoll_conformance::load::ProfileName;
-use plimsoll_conformance::report::terminal::wrap;
+use plimsoll_load::ProfileName;
+use plimsoll_report::terminal::wrap;
+
+use crate::args::{CheckArgs, DocsArgs, LoadArgs};
 
 /// The command line: one subcommand per job.
 #[derive(Debug, Parser)]
@@ -34,13 +36,13 @@ pub struct Cli {
 pub enum Command {
     /// Check an implementation against the contract, clause by clause (default: the embedded reference server).
     #[command(after_help = check_help())]
-    Check(plimsoll_conformance::check::CheckArgs),
+    Check(CheckArgs),
     /// Run a goose load profile against an implementation, judged by the contract and a queueing prediction.
     #[command(after_help = load_help())]
-    Load(plimsoll_conformance::load::LoadArgs),
+    Load(LoadArgs),
     /// Regenerate docs/concurrency.md, docs/changelog.md, spec/openapi.json and spec/schemas/*.json from spec/contract.toml and spec/changelog.toml.
     #[command(after_help = docs_help())]
-    Docs(plimsoll_conformance::docs::DocsArgs),
+    Docs(DocsArgs),
     /// Run the reference server; its settings come from the environment.
     #[command(after_help = serve_help())]
     Serve(crate::serve::ServeArgs),
@@ -50,7 +52,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Docs(args) => plimsoll_conformance::docs::run(args),
+        Command::Docs(args) => plimsoll_conformance::docs::run(args.root, args.check),
         Command::Serve(args) => crate::serve::run(args),
         Command::Check(args) => crate::embedded::run_check(args),
         Command::Load(args) => crate::embedded::run_load(args),
@@ -166,7 +168,7 @@ fn check_help() -> StyledStr {
 }
 
 fn load_help() -> StyledStr {
-    let profiles: Vec<(&str, &str)> = ProfileName::value_variants()
+    let profiles: Vec<(&str, &str)> = ProfileName::ALL
         .iter()
         .map(|p| (p.as_str(), p.about()))
         .collect();

@@ -5,16 +5,19 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use plimsoll_conformance::check::{self, CheckArgs};
-use plimsoll_conformance::load::{self, LoadArgs};
+use plimsoll_conformance::check::embedded_overrides;
+use plimsoll_conformance::check::matrix::FaultSet;
 use plimsoll_conformance::remote::relay::{RelayEnd, RelayListener};
-use plimsoll_conformance::session::{self, Fatal, Started, Subject, SubjectArgs};
+use plimsoll_conformance::session::{self, Fatal, Started, Subject};
 use plimsoll_server::{Config, Embedded};
 
+use crate::args::{CheckArgs, LoadArgs, SubjectArgs};
+use crate::{check, load};
+
 /// The embedded server `check` judges: hooks on, timeouts scaled down unless `full_timeouts`,
-/// and a small queue so T2 has something to order ([`check::embedded_overrides`]).
+/// and a small queue so T2 has something to order ([`embedded_overrides`]).
 pub fn check_config(full_timeouts: bool) -> Result<Config, Fatal> {
-    config(&check::embedded_overrides(full_timeouts))
+    config(&embedded_overrides(full_timeouts))
 }
 
 /// The embedded server load profiles run against: the contract's own values (queue capacity
@@ -126,7 +129,7 @@ pub fn run_check(args: CheckArgs) -> u8 {
 
 /// `plimsoll check --fault-set SET`: the suite once per fault, each against a subject of its
 /// own (a fresh embedded server per run), then the matrix; returns the exit code.
-fn run_fault_set(args: CheckArgs, set: check::matrix::FaultSet) -> u8 {
+fn run_fault_set(args: CheckArgs, set: FaultSet) -> u8 {
     session::run_command("check", async || {
         check::matrix::execute(&args, set, async |run: &CheckArgs| {
             subject(&run.subject, run.server_log.clone(), relay_end(run), || {

@@ -13,10 +13,10 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{failed, why};
-use plimsoll_conformance::check::{self, CheckArgs};
-use plimsoll_conformance::fault::standard;
+use plimsoll::check::{self, CheckArgs};
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::RunReport;
+use plimsoll_fault::standard;
 use plimsoll_server::Mutant;
 
 /// The reference bridge, `mutant` swapped in when given, as a `--bridge-command`.
@@ -87,17 +87,28 @@ async fn under_vanish_a_bridge_must_dial_again_after_a_reset() {
     assert!(failed(&vanished).contains("R6"), "{}", why(&vanished));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_bridge_variant_fails_exactly_its_row() {
-    let variants: Vec<Mutant> = Mutant::ALL
+/// The variants with a bridge row (`bridge [...]` in the server's table), in declaration order.
+fn bridge_variants() -> Vec<Mutant> {
+    Mutant::ALL
         .iter()
         .copied()
         .filter(|m| !m.bridge_fails().is_empty())
-        .collect();
+        .collect()
+}
+
+/// How many tests share the bridge rows: each runs a bridge per variant (about 5 s each), so the
+/// rows are cut in this many tests that run side by side rather than one of nearly two minutes.
+const SHARDS: usize = 4;
+
+/// Every variant of shard `shard` (the `i`-th bridge variant is in shard `i % SHARDS`) fails
+/// exactly its bridge row.
+async fn bridge_rows(shard: usize) {
+    let variants = bridge_variants();
     assert!(variants.len() >= 10, "{variants:?}");
     let mut wrong = Vec::new();
-    for m in variants {
+    for m in variants.into_iter().skip(shard).step_by(SHARDS) {
         let report = run(reference_bridge(Some(m))).await.unwrap();
+        m.report_judged("its bridge row");
         let expected: BTreeSet<String> = m.bridge_fails().iter().map(|s| s.to_string()).collect();
         let got = failed(&report);
         if got != expected {
@@ -109,6 +120,32 @@ async fn every_bridge_variant_fails_exactly_its_row() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// One test per shard of the bridge rows (`every_bridge_variant_fails_exactly_its_row::shard_0`,
+/// …), and how many there are.
+macro_rules! bridge_row_tests {
+    ($($shard:ident = $index:literal),* $(,)?) => {
+        mod every_bridge_variant_fails_exactly_its_row {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $shard() {
+                    super::bridge_rows($index).await;
+                }
+            )*
+        }
+
+        /// The shards the tests above run.
+        const SHARD_TESTS: &[usize] = &[$($index),*];
+    };
+}
+
+bridge_row_tests!(shard_0 = 0, shard_1 = 1, shard_2 = 2, shard_3 = 3);
+
+/// A shard without its test would leave its variants unjudged.
+#[test]
+fn every_shard_of_the_bridge_rows_has_its_test() {
+    assert_eq!(SHARD_TESTS, (0..SHARDS).collect::<Vec<_>>());
 }
 
 #[tokio::test]

@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Process, failed, free_port, result, serial, serve, wait_listening, why};
-use plimsoll_conformance::load::prediction::Balancer;
-use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
+use common::{Process, failed, free_port, places, result, serve, wait_listening, why};
+use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::session::Subject;
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
+use plimsoll_load::prediction::Balancer;
 
 /// How hard a run loads the fleet: always the overload profile (200 ms holds), at its own
 /// 3 × capacity for 6 s (about 800 attempts counted), or at 0.7 × capacity for 12 s (about 480),
@@ -167,21 +167,21 @@ fn assert_fleet_passes(report: &RunReport, urls: &[String], model: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_behind_nginx_random_matches_the_random_split_prediction() {
-    let _lock = serial();
+    let _places = places::every();
     let (report, urls) = through_nginx(Load::Over, "random", Balancer::Random, &[]).await;
     assert_fleet_passes(&report, &urls, "3 replicas, random balancer");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_behind_nginx_least_conn_matches_the_least_connections_prediction() {
-    let _lock = serial();
+    let _places = places::every();
     let (report, urls) = through_nginx(Load::Over, "least_conn", Balancer::LeastConn, &[]).await;
     assert_fleet_passes(&report, &urls, "3 replicas, least-conn balancer");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_with_one_worker_too_many_fails_its_own_verdict() {
-    let _lock = serial();
+    let _places = places::every();
     // The contract says 4 workers; this replica runs 5 (and says so in /metrics and
     // /v1/contract: it is judged against the contract's 4, not its own claim).
     let (report, urls) = through_nginx(
@@ -222,7 +222,7 @@ fn refusals(report: &RunReport) -> &CheckResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn below_capacity_least_conn_pools_the_replicas_as_predicted() {
-    let _lock = serial();
+    let _places = places::every();
     // At 0.7 × capacity least connections refuses about 6 %, a random split about 18 %: here
     // the least-connections model is tested where it differs from the random one. (That the
     // random-split model fails this fleet takes a longer run to show beyond doubt: 60 s in

@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
-use common::{Process, failed, result, serial, serve, why};
+use common::gate::{assert_reports, gate, serve_scaled};
+use common::{failed, places, result, why};
 use plimsoll::embedded::{self, load_config as embedded_config};
-use plimsoll_conformance::load::{LoadArgs, ProfileName, execute};
+use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::verdict::RunReport;
 use plimsoll_server::{Config, Mutant};
 
@@ -59,7 +58,7 @@ fn mutant(m: Mutant) -> Config {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn burst_admits_exactly_the_workers() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Burst, None, embedded_config().unwrap()).await;
     assert_passes(&report);
     let burst = result(&report, "L-burst");
@@ -73,7 +72,7 @@ async fn burst_admits_exactly_the_workers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
-    let _lock = serial();
+    let _place = places::one();
     // `check`'s embedded server: a queue of 2, scaled timeouts.
     let config = embedded::check_config(false).unwrap();
     let report = run(ProfileName::Burst, None, config).await;
@@ -88,8 +87,8 @@ async fn burst_admits_workers_plus_queue_when_there_is_a_queue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_matches_the_prediction() {
-    let _lock = serial();
-    let report = run(ProfileName::Steady, Some(10.0), embedded_config().unwrap()).await;
+    let _place = places::one();
+    let report = run(ProfileName::Steady, Some(6.0), embedded_config().unwrap()).await;
     assert_passes(&report);
     let r = result(&report, "L-steady.refusals");
     assert!(r.expected.contains("Engset"), "{}", r.expected);
@@ -97,8 +96,8 @@ async fn steady_matches_the_prediction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_keeps_workers_busy_and_refuses_fast() {
-    let _lock = serial();
-    let report = run(ProfileName::Overload, Some(8.0), embedded_config().unwrap()).await;
+    let _place = places::one();
+    let report = run(ProfileName::Overload, Some(5.0), embedded_config().unwrap()).await;
     assert_passes(&report);
 }
 
@@ -108,7 +107,7 @@ async fn overload_keeps_workers_busy_and_refuses_fast() {
 async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> RunReport {
     let mut args = LoadArgs::new(profile);
     args.duration = Some(duration);
-    args.engine = plimsoll_conformance::load::EngineName::Locust;
+    args.engine = plimsoll::load::EngineName::Locust;
     args.locust_workers = 2;
     match execute(&args, embedded::start(config, None).await.unwrap()).await {
         Ok(report) => report,
@@ -120,8 +119,8 @@ async fn run_on_locust(profile: ProfileName, duration: f64, config: Config) -> R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_on_locust_with_two_workers_passes_like_goose() {
-    let _lock = serial();
-    let report = run_on_locust(ProfileName::Overload, 8.0, embedded_config().unwrap()).await;
+    let _place = places::one();
+    let report = run_on_locust(ProfileName::Overload, 5.0, embedded_config().unwrap()).await;
     assert_passes(&report);
     let refusals = result(&report, "L-overload.refusals");
     assert!(
@@ -136,8 +135,8 @@ async fn overload_on_locust_with_two_workers_passes_like_goose() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_admission_limit_fails_overload_on_locust() {
-    let _lock = serial();
-    let report = run_on_locust(ProfileName::Overload, 6.0, mutant(Mutant::NoAdmissionLimit)).await;
+    let _place = places::one();
+    let report = run_on_locust(ProfileName::Overload, 4.0, mutant(Mutant::NoAdmissionLimit)).await;
     assert!(
         failed(&report).contains("L-overload.refusals"),
         "{}",
@@ -147,8 +146,8 @@ async fn no_admission_limit_fails_overload_on_locust() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_stays_flat_and_gives_every_slot_back() {
-    let _lock = serial();
-    let report = run(ProfileName::Soak, Some(8.0), embedded_config().unwrap()).await;
+    let _place = places::one();
+    let report = run(ProfileName::Soak, Some(5.0), embedded_config().unwrap()).await;
     assert_passes(&report);
     let temp = result(&report, "L-soak.temp-files");
     assert!(
@@ -160,37 +159,32 @@ async fn soak_stays_flat_and_gives_every_slot_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_admission_limit_fails_burst() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Burst, None, mutant(Mutant::NoAdmissionLimit)).await;
     assert_fails(&report, &["L-burst", "L-burst.busy-limit"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_plus_one_fails_burst() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(ProfileName::Burst, None, mutant(Mutant::LimitPlusOne)).await;
     assert_fails(&report, &["L-burst", "L-burst.busy-limit"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_plus_one_fails_the_steady_prediction() {
-    let _lock = serial();
+    let _place = places::one();
     // The prediction alone must catch one slot too many, whatever the gauge says.
-    let report = run(
-        ProfileName::Steady,
-        Some(12.0),
-        mutant(Mutant::LimitPlusOne),
-    )
-    .await;
+    let report = run(ProfileName::Steady, Some(8.0), mutant(Mutant::LimitPlusOne)).await;
     assert_fails(&report, &["L-steady.refusals"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusal_waits_fails_overload() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(
         ProfileName::Overload,
-        Some(6.0),
+        Some(5.0),
         mutant(Mutant::RefusalWaits),
     )
     .await;
@@ -199,10 +193,10 @@ async fn refusal_waits_fails_overload() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaked_slots_on_cancel_fail_soak() {
-    let _lock = serial();
+    let _place = places::one();
     let report = run(
         ProfileName::Soak,
-        Some(8.0),
+        Some(6.0),
         mutant(Mutant::LeakSlotOnCancel),
     )
     .await;
@@ -211,60 +205,15 @@ async fn leaked_slots_on_cancel_fail_soak() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaked_temp_files_fail_soak() {
-    let _lock = serial();
+    let _place = places::one();
     // Abandoned requests are failed jobs; this variant leaves their temp dirs behind.
-    let report = run(ProfileName::Soak, Some(6.0), mutant(Mutant::LeakTempFiles)).await;
+    let report = run(ProfileName::Soak, Some(5.0), mutant(Mutant::LeakTempFiles)).await;
     assert_fails(&report, &["L-soak.temp-files", "L-soak.recovery"]);
-}
-
-/// `plimsoll serve` with the check's scaled timeouts (so B1 is quick), `extra_env` on top.
-fn serve_scaled(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
-    let mut env = vec![
-        ("DIGITIZE_TIMEOUT_MS", "2000"),
-        ("EXPORT_TIMEOUT_MS", "1000"),
-        ("HEAD_TIMEOUT_MS", "2000"),
-    ];
-    env.extend_from_slice(extra_env);
-    serve(dir, &env)
-}
-
-fn gate(url: &str, dir: &Path, steps: &str) -> (std::process::ExitStatus, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let reports = dir.join("reports");
-    let status = Command::new("bash")
-        .arg(root.join("ci/gate.sh"))
-        .env("TARGET", url)
-        .env("TEMP_DIR", dir.join("jobs"))
-        .env("SERVER_LOG", dir.join("server.log"))
-        .env("REPORT_DIR", &reports)
-        .env("PLIMSOLL_BIN", env!("CARGO_BIN_EXE_plimsoll"))
-        // The server runs with scaled timeouts (so B1 is quick): judge its own values.
-        .env("CHECK_ARGS", "--allow-overrides --trials 1")
-        .env("LOAD_ARGS", "--allow-overrides")
-        .env("LOAD_DURATION", "5")
-        .env("GATE_STEPS", steps)
-        .status()
-        .unwrap();
-    (status, reports)
-}
-
-/// The gate's first step, the whole suite against a server in another process. Apart from the
-/// load steps below: it generates no load, so it runs beside them (nextest's `timing` group).
-#[test]
-fn the_gate_checks_a_conforming_server_in_another_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_served, url) = serve_scaled(dir.path(), &[]);
-    let (status, reports) = gate(&url, dir.path(), "check");
-    assert!(status.success(), "gate failed: {status}");
-    assert_reports(&reports, &["check"]);
-    let junit = std::fs::read_to_string(reports.join("check.junit.xml")).unwrap();
-    assert!(!junit.contains("<failure"), "{junit}");
-    assert!(!junit.contains("<skipped"), "{junit}");
 }
 
 #[test]
 fn the_gate_loads_a_conforming_server_in_another_process() {
-    let _lock = serial();
+    let _place = places::one();
     let dir = tempfile::tempdir().unwrap();
     let (_served, url) = serve_scaled(dir.path(), &[]);
     let started = Instant::now();
@@ -277,21 +226,9 @@ fn the_gate_loads_a_conforming_server_in_another_process() {
     assert!(!junit.contains("<failure"), "{junit}");
 }
 
-/// Every step named wrote its JUnit and HTML report, and neither is empty.
-fn assert_reports(reports: &Path, steps: &[&str]) {
-    for name in steps {
-        for ext in ["junit.xml", "html"] {
-            let file = reports.join(format!("{name}.{ext}"));
-            let text = std::fs::read_to_string(&file)
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            assert!(!text.is_empty());
-        }
-    }
-}
-
 #[test]
 fn the_gate_fails_a_server_that_admits_one_too_many() {
-    let _lock = serial();
+    let _place = places::one();
     let dir = tempfile::tempdir().unwrap();
     // Test builds of the binary carry the mutants (dev-dependency feature).
     let (_served, url) = serve_scaled(dir.path(), &[("PLIMSOLL_MUTANT", "limit-plus-one")]);

@@ -2,25 +2,23 @@
 //! dials and the local handler it relays to — and runs the relay clauses (R1–R6) against it,
 //! judging everything at those two ends: the bridge has no HTTP API the checker reads, and
 //! needs no test hooks. The bridge is started by the checker (`--bridge-command`, stopped at
-//! the end) or by hand (`--upstream-listen`, with both URLs printed).
+//! the end) or by hand (`--upstream-listen`, with both URLs printed): a [`BridgePlan`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plimsoll_spec::Reconciliation;
+use plimsoll_fault::Adjustments;
 use plimsoll_spec::model::Category;
+use plimsoll_spec::{CheckId, Reconciliation};
 
-use super::{CheckArgs, Judging, run_checks};
+use super::{Judging, Suite, run_checks};
 use crate::checks::selected;
-use crate::fault::Adjustments;
-use crate::id::CheckId;
 use crate::remote::Target;
 use crate::remote::bridge::{BridgeProcess, RELAY_URL, UPSTREAM_URL};
-use crate::remote::relay::RelayListener;
+use crate::remote::relay::{RelayEnd, RelayListener};
 use crate::remote::upstream::Upstream;
-use crate::report::terminal;
-use crate::session::{self, ContractSource, Fatal, Partial, Subject};
+use crate::session::{self, ContractSource, Fatal, Subject};
 use crate::verdict::RunReport;
 
 /// How long a bridge the checker started has to dial the relay for the first time.
@@ -34,22 +32,35 @@ const TAIL_LINES: usize = 20;
 const ON_LOOPBACK: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
 
-/// The subject of a bridge run: both ends listening and, with `--bridge-command`, the bridge
-/// started against them.
-pub async fn subject(args: &CheckArgs) -> Result<Subject, Fatal> {
-    let relay_end = args.relay_end();
-    let relay_at = relay_end.addr;
-    let relay = relay_end
+/// Where a bridge run's two ends are and which bridge dials them (the binary makes it from the
+/// command line's `Bridge` options).
+#[derive(Debug, Clone)]
+pub struct BridgePlan {
+    /// Where the checker plays the relay the bridge dials, through the run's fault if any.
+    pub relay: RelayEnd,
+    /// Where the checker serves the bridge's local handler; `None`: a free loopback port.
+    pub upstream_listen: Option<SocketAddr>,
+    /// The bridge's command (`sh -c`, `{relay_url}` and `{upstream_url}` filled in); `None`: a
+    /// bridge started by hand, told both URLs.
+    pub command: Option<String>,
+}
+
+/// The subject of a bridge run: both ends listening and, with a command, the bridge started
+/// against them.
+pub async fn subject(plan: BridgePlan) -> Result<Subject, Fatal> {
+    let relay_at = plan.relay.addr;
+    let relay = plan
+        .relay
         .listen()
         .await
         .map_err(|e| Fatal::Usage(format!("cannot listen as the relay on {relay_at}: {e}")))?;
-    let upstream_at = args.upstream_listen.unwrap_or(ON_LOOPBACK);
+    let upstream_at = plan.upstream_listen.unwrap_or(ON_LOOPBACK);
     let upstream = Upstream::bind(upstream_at).await.map_err(|e| {
         Fatal::Usage(format!(
             "cannot serve the bridge's local handler on {upstream_at}: {e}"
         ))
     })?;
-    let bridge = match &args.bridge_command {
+    let bridge = match &plan.command {
         Some(template) => Some(Arc::new(
             BridgeProcess::spawn(template, relay.url(), upstream.url())
                 .map_err(|e| Fatal::Usage(e.to_string()))?,
@@ -69,12 +80,12 @@ pub async fn subject(args: &CheckArgs) -> Result<Subject, Fatal> {
 /// The relay clauses against the bridge, by the contract's own values (a bridge makes no claim
 /// the checker could read).
 pub(super) async fn run_suite(
-    args: &CheckArgs,
+    run: &Suite<'_>,
     judging: &Judging,
     source: &ContractSource,
     subject: &Subject,
-    partial: &Partial,
 ) -> Result<RunReport, Fatal> {
+    let (plan, partial) = (run.plan, run.partial);
     let (Some(relay), Some(upstream)) = (&subject.relay, &subject.upstream) else {
         return Err(Fatal::Usage("bridge mode without its two ends".into()));
     };
@@ -86,20 +97,19 @@ pub(super) async fn run_suite(
         unreadable: None,
     };
     let mut manifest = session::manifest("plimsoll".into(), source, subject, &reconciliation);
-    manifest.trials = args.trials.unwrap_or(expected.tolerances.trials);
-    manifest.strict = args.strict;
+    manifest.trials = plan.trials.unwrap_or(expected.tolerances.trials);
+    manifest.strict = plan.strict;
     // Only the relay's sockets cross a fault here (the listener was bound through it): the
     // bridge's local handler is its own node's, on a clean line.
-    let adjustments = args
+    let adjustments = plan
         .fault
         .map(|fault| Adjustments::new(&fault, &expected))
         .unwrap_or_default();
-    if args.fault.is_some() {
-        super::fault::note(args, &adjustments, &mut manifest);
+    if plan.fault.is_some() {
+        super::fault::note(plan, &adjustments, &mut manifest);
     }
     partial.begin(&manifest);
-    let style = args.reports.style();
-    println!("{}", terminal::header(&manifest, style));
+    run.observer.header(&manifest);
     first_dial(relay, subject.bridge.as_deref()).await?;
     let target = Arc::new(
         Target::new(
@@ -112,21 +122,18 @@ pub(super) async fn run_suite(
         .with_bridge_ends(relay.clone(), upstream.clone(), subject.bridge.clone())
         .with_adjustments(adjustments),
     );
-    let checks: Vec<_> = selected(&args.only, &args.skip)
+    let checks: Vec<_> = selected(&plan.only, &plan.skip)
         .filter(|check| match check.id {
             CheckId::Clause(id) => target.expected.clause(id).category == Category::Relay,
             _ => false,
         })
         .collect();
-    let results = run_checks(args, judging, &checks, &target, partial, |_| {
+    let results = run_checks(run, judging, &checks, &target, |_| {
         unreachable!("bridge mode runs only the relay clauses")
     })
     .await;
     let report = RunReport { manifest, results };
-    print!(
-        "{}",
-        terminal::summary(&report, args.reports.html.as_deref(), style)
-    );
+    run.observer.summary(&report);
     super::fault::end(None, Some(relay));
     if let Some(bridge) = &subject.bridge
         && report.failed() > 0

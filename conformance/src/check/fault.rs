@@ -4,12 +4,13 @@
 //! target) crosses the fault; the opening read of the target's claimed contract does not, so
 //! what the checks judge by is read on a clean line. Where the target's bridge dials the
 //! checker instead, its sockets cross the same fault in the relay listener
-//! ([`super::CheckArgs::relay_end`]), bound before the subject starts.
+//! ([`super::bridge::BridgePlan::relay`], or the embedded server's), bound before the subject
+//! starts.
 
+use plimsoll_fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
 use plimsoll_spec::Contract;
 
-use super::CheckArgs;
-use crate::fault::{Adjustments, Fault, FaultProxy, ProxyOptions};
+use super::CheckPlan;
 use crate::remote::relay::RelayListener;
 use crate::session::Fatal;
 use crate::verdict::Manifest;
@@ -31,23 +32,23 @@ pub(super) struct Faulted {
 
 /// With `--fault`: the proxy the run goes through, its fault and seed noted in `manifest`.
 pub(super) async fn begin(
-    args: &CheckArgs,
+    plan: &CheckPlan,
     base: &str,
     expected: &Contract,
     manifest: &mut Manifest,
 ) -> Result<Option<Faulted>, Fatal> {
-    let Some(fault) = &args.fault else {
+    let Some(fault) = &plan.fault else {
         return Ok(None);
     };
-    let faulted = through(base, fault, args.seed, expected).await?;
-    note(args, &faulted.adjustments, manifest);
+    let faulted = through(base, fault, plan.seed, expected).await?;
+    note(plan, &faulted.adjustments, manifest);
     Ok(Some(faulted))
 }
 
 /// The fault and its seed in `manifest`, with every bound it lengthens.
-pub(super) fn note(args: &CheckArgs, adjustments: &Adjustments, manifest: &mut Manifest) {
+pub(super) fn note(plan: &CheckPlan, adjustments: &Adjustments, manifest: &mut Manifest) {
     manifest.fault = Some(adjustments.clone());
-    manifest.seed = args.seed;
+    manifest.seed = plan.seed;
 }
 
 /// After the last check: the proxy closes, and the counts show the traffic went through the

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use plimsoll_spec::CheckId;
+
 use crate::checks::ctx::Ctx;
 use crate::checks::registry::{Check, Run};
-use crate::id::CheckId;
 use crate::remote::Target;
 
 /// The `API` check's entry in the registry: the evidence the docs print, and `api`, which gathers

@@ -9,10 +9,9 @@
 
 use std::time::Instant;
 
-use plimsoll_spec::{Adopted, Reconciliation, Refused};
+use plimsoll_spec::{Adopted, CheckId, Reconciliation, Refused};
 
 use super::registry::{Check, Run};
-use crate::id::CheckId;
 use crate::verdict::{CheckResult, Verdict};
 
 const TITLE: &str = "Effective values match the contract";

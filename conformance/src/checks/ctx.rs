@@ -166,7 +166,7 @@ impl Ctx {
     /// applicable under <fault>: <why>`; the whole check is a pass whose observation says
     /// `not applicable under <fault>: <why>`. Only where the fault's own numbers make the
     /// measurement impossible (a body that cannot arrive within its timeout), never for a
-    /// bound the fault merely lengthens (that is [`crate::fault::Adjustments`]). Without a
+    /// bound the fault merely lengthens (that is [`plimsoll_fault::Adjustments`]). Without a
     /// fault it does nothing: a fault-free run has no such part.
     pub fn fault_removes(&mut self, t: &Target, part: Option<&str>, why: impl Into<String>) {
         let Some(fault) = &t.adjustments.fault else {

@@ -16,7 +16,7 @@ pub mod failure;
 pub mod relay;
 pub mod throughput;
 
-pub use crate::id::{CheckId, UnknownCheck};
+pub use plimsoll_spec::{CheckId, UnknownCheck};
 pub use registry::{Check, Run};
 
 use plimsoll_spec::Contract;

@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use plimsoll_spec::{ClauseId, Contract, ExpandError, MetricName, Pool};
+use plimsoll_spec::{CheckId, ClauseId, Contract, ExpandError};
 
 use super::ctx::Ctx;
-use crate::id::CheckId;
 use crate::remote::Target;
 use crate::verdict::CheckResult;
 
@@ -115,14 +114,7 @@ pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult
 
 /// The digitize pool's busy workers before the check: what its gauges are read against.
 async fn baseline(target: &Target) -> f64 {
-    // A bridge the checker plays both ends of has no /metrics.
-    match target.upstream {
-        Some(_) => 0.0,
-        None => target
-            .metric(MetricName::WorkersBusy, Pool::Digitize)
-            .await
-            .unwrap_or(0.0),
-    }
+    target.local.busy_now(target).await
 }
 
 /// The finished check's result, from what its context gathered.
@@ -141,28 +133,5 @@ fn result(check: &Check, target: &Target, mut c: Ctx) -> CheckResult {
         figures: c.figures,
         deltas: Vec::new(),
         waiver: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_round_trip_in_any_case() {
-        for id in CheckId::all() {
-            assert_eq!(id.as_str().parse::<CheckId>(), Ok(id));
-            assert_eq!(id.as_str().to_lowercase().parse::<CheckId>(), Ok(id));
-        }
-    }
-
-    #[test]
-    fn an_unknown_id_names_itself_and_the_known_ones() {
-        let e = "T9".parse::<CheckId>().unwrap_err();
-        let text = e.to_string();
-        assert!(text.starts_with("`T9` is not a check id"), "{text}");
-        for id in CheckId::all() {
-            assert!(text.contains(id.as_str()), "{text} lacks {id}");
-        }
     }
 }

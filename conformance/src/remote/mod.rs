@@ -15,9 +15,11 @@ pub mod bridge;
 mod error;
 mod exposition;
 mod images;
+pub mod local;
 pub mod process;
 pub mod relay;
 mod reply;
+pub mod sampler;
 mod seen;
 pub mod upstream;
 
@@ -64,18 +66,16 @@ pub struct Target {
     pub seen: std::sync::Mutex<Vec<Seen>>,
     /// Every OpenAPI / problem-schema violation of the run, for the API check.
     pub violations: std::sync::Mutex<Vec<String>>,
-    /// The relay the target's bridge dials, when the checker plays it (the relay checks then
-    /// take the bridge's socket instead of dialling the target's relay endpoint).
-    pub relay: Option<std::sync::Arc<relay::RelayListener>>,
-    /// The bridge's local handler, when the checker plays it too (bridge mode): relayed
-    /// requests are held and counted there instead of by hooks and gauges.
-    pub upstream: Option<std::sync::Arc<upstream::Upstream>>,
-    /// The bridge process, when the checker started it (R6 stops it).
-    pub bridge: Option<std::sync::Arc<bridge::BridgeProcess>>,
+    /// Where the relay checks' sockets come from: dialled to the target's relay endpoint, or
+    /// the ones the target's bridge dials to the checker.
+    pub relay: relay::RelaySocket,
+    /// Where relayed requests are performed, as the relay checks hold and watch them: the
+    /// target's own API, or the checker's upstream a bridge relays to.
+    pub local: std::sync::Arc<dyn local::LocalHandler>,
     /// Where the implementation's memory can be read (B5), when the checker can see it.
     pub process: process::ProcessSource,
     /// What the fault the checks go through adds to their bounds (none without `--fault`).
-    pub adjustments: crate::fault::Adjustments,
+    pub adjustments: plimsoll_fault::Adjustments,
 }
 
 impl Target {
@@ -93,6 +93,7 @@ impl Target {
         // accepts and never answers.
         let b1 = &expected.clauses.b1.value;
         let longest = Duration::from_millis(b1.digitize_timeout_ms.max(b1.export_timeout_ms));
+        let expected_relay_path = expected.api.relay.path.clone();
         Target {
             base: base.trim_end_matches('/').to_owned(),
             client: reqwest::Client::builder()
@@ -112,24 +113,30 @@ impl Target {
             design: tokio::sync::OnceCell::new(),
             seen: std::sync::Mutex::new(Vec::new()),
             violations: std::sync::Mutex::new(Vec::new()),
-            relay: None,
-            upstream: None,
-            bridge: None,
+            relay: relay::RelaySocket::dialled(
+                base.trim_end_matches('/'),
+                &expected_relay_path,
+                None,
+            ),
+            local: std::sync::Arc::new(local::TargetApi),
             process: process::ProcessSource::Unavailable(
                 "the checker cannot see the implementation's process (no --pid)".into(),
             ),
-            adjustments: crate::fault::Adjustments::default(),
+            adjustments: plimsoll_fault::Adjustments::default(),
         }
     }
 
     /// The target reached through a fault, whose additions to the bounds are `adjustments`.
-    pub fn with_adjustments(mut self, adjustments: crate::fault::Adjustments) -> Target {
+    pub fn with_adjustments(mut self, adjustments: plimsoll_fault::Adjustments) -> Target {
+        if let relay::RelaySocket::Dialled { fault, .. } = &mut self.relay {
+            fault.clone_from(&adjustments.fault);
+        }
         self.adjustments = adjustments;
         self
     }
 
     /// A time bound as the checks judge it: the contract's, plus what the fault adds.
-    pub fn bound(&self, bound: crate::fault::Bound) -> Duration {
+    pub fn bound(&self, bound: plimsoll_fault::Bound) -> Duration {
         self.adjustments.bound(bound, &self.expected)
     }
 
@@ -147,15 +154,23 @@ impl Target {
         upstream: std::sync::Arc<upstream::Upstream>,
         bridge: Option<std::sync::Arc<bridge::BridgeProcess>>,
     ) -> Target {
-        self.relay = Some(relay);
-        self.upstream = Some(upstream);
-        self.bridge = bridge;
+        self.relay = relay::RelaySocket::Accepted {
+            listener: relay,
+            process: bridge,
+        };
+        self.local = std::sync::Arc::new(local::CheckerUpstream(upstream));
         self
     }
 
-    /// The target with its bridge dialling `relay` (see [`Target::relay`]).
+    /// The target with its bridge dialling `relay`, when the checker plays the relay (see
+    /// [`Target::relay`]).
     pub fn with_relay(mut self, relay: Option<std::sync::Arc<relay::RelayListener>>) -> Target {
-        self.relay = relay;
+        if let Some(listener) = relay {
+            self.relay = relay::RelaySocket::Accepted {
+                listener,
+                process: None,
+            };
+        }
         self
     }
 
@@ -498,6 +513,6 @@ impl Target {
 
     /// How soon a worker must stop once its client disconnects (B3's `stop_within_ms`).
     pub fn stop_within(&self) -> Duration {
-        self.bound(crate::fault::Bound::StopWithin)
+        self.bound(plimsoll_fault::Bound::StopWithin)
     }
 }

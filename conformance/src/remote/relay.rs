@@ -12,7 +12,7 @@ use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinSet;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::fault::FaultLine;
+use plimsoll_fault::FaultLine;
 
 /// A relay socket, whichever end dialled.
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -49,7 +49,7 @@ pub enum DialError {
 }
 
 /// Where the checker listens as the relay, and the fault the bridge's sockets cross there (a
-/// run's `--relay-listen` and `--fault`: [`crate::check::CheckArgs::relay_end`]).
+/// run's `--relay-listen` and `--fault`, as the binary reads them).
 #[derive(Debug, Clone)]
 pub struct RelayEnd {
     /// The address to listen on (port 0: a free one).
@@ -136,7 +136,7 @@ impl RelayListener {
 
     /// The fault the bridge's sockets cross, if any, with how many have crossed it: the
     /// evidence that the relay's traffic went through the run's fault.
-    pub fn through(&self) -> Option<(crate::fault::Fault, u64)> {
+    pub fn through(&self) -> Option<(plimsoll_fault::Fault, u64)> {
         self.line
             .as_ref()
             .map(|line| (line.fault(), line.carried()))
@@ -352,6 +352,125 @@ mod tests {
         match ws.get_ref() {
             MaybeTlsStream::Plain(tcp) => tcp.local_addr().unwrap(),
             _ => unreachable!("loopback sockets are plain"),
+        }
+    }
+}
+
+/// Where a relay check's socket comes from, and who started the bridge: the second thing that
+/// differs between the ways a relay is checked (the first is the target's
+/// [`LocalHandler`](super::local::LocalHandler)). A check asks for a socket; it never asks how one
+/// is had.
+#[derive(Clone)]
+pub enum RelaySocket {
+    /// The checker dials the target's relay endpoint (an implementation whose bridge accepts its
+    /// relay), through the run's fault when it has one.
+    Dialled {
+        /// The endpoint, `ws://` or `wss://`.
+        url: String,
+        /// The run's fault, as the evidence names it.
+        fault: Option<String>,
+    },
+    /// The target's bridge dials the checker, which plays its relay (seed 003's direction).
+    Accepted {
+        /// The listener the bridge dials.
+        listener: std::sync::Arc<RelayListener>,
+        /// The bridge's process, when the checker started it (R6 stops it).
+        process: Option<std::sync::Arc<super::bridge::BridgeProcess>>,
+    },
+}
+
+/// Why a relay socket could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    /// The checker plays the relay, and the target's bridge did not dial it.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The target's relay endpoint did not complete a handshake within the limit.
+    #[error("connecting to {url} took more than {} s", .limit.as_secs())]
+    Slow {
+        /// The relay endpoint.
+        url: String,
+        /// How long the checker waited.
+        limit: Duration,
+    },
+    /// The target's relay endpoint refused the connection or the handshake.
+    #[error("connecting to {url}: {source}")]
+    Connect {
+        /// The relay endpoint.
+        url: String,
+        /// Why it failed.
+        source: tokio_tungstenite::tungstenite::Error,
+    },
+}
+
+impl RelaySocket {
+    /// The target's relay endpoint at `base` (its `http(s)://` URL) and `path`, dialled by the
+    /// checker.
+    pub fn dialled(base: &str, path: &str, fault: Option<String>) -> RelaySocket {
+        let base = if let Some(rest) = base.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else if let Some(rest) = base.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else {
+            base.to_owned()
+        };
+        RelaySocket::Dialled {
+            url: format!("{base}{path}"),
+            fault,
+        }
+    }
+
+    /// A socket, with how long it took to have (at most `limit`): dialled to the target's relay
+    /// endpoint, or the newest one the target's bridge dialled to the checker.
+    pub async fn connect(&self, limit: Duration) -> Result<(Ws, Duration), SocketError> {
+        let started = Instant::now();
+        match self {
+            RelaySocket::Accepted { listener, .. } => {
+                let dialled = listener.next(limit).await?;
+                Ok((dialled.ws, started.elapsed()))
+            }
+            RelaySocket::Dialled { url, .. } => {
+                let dial = tokio_tungstenite::connect_async(url.as_str());
+                match tokio::time::timeout(limit, dial).await {
+                    Err(_) => Err(SocketError::Slow {
+                        url: url.clone(),
+                        limit,
+                    }),
+                    Ok(Err(source)) => Err(SocketError::Connect {
+                        url: url.clone(),
+                        source,
+                    }),
+                    Ok(Ok((ws, _))) => Ok((ws, started.elapsed())),
+                }
+            }
+        }
+    }
+
+    /// Where the sockets come from and the fault they cross, for the evidence.
+    pub fn describe(&self) -> String {
+        let through =
+            |fault: Option<String>| fault.map(|f| format!(" through {f}")).unwrap_or_default();
+        match self {
+            RelaySocket::Accepted { listener, .. } => format!(
+                "the bridge's socket to {}{}",
+                listener.url(),
+                through(listener.through().map(|(fault, _)| fault.to_string()))
+            ),
+            RelaySocket::Dialled { url, fault } => format!("{url}{}", through(fault.clone())),
+        }
+    }
+
+    /// How soon the next socket must come after the relay dropped one, when the bridge dials it
+    /// (R6's `reconnect_within`); `None` when the checker dials.
+    pub fn redial_within(&self, reconnect_within: Duration) -> Option<Duration> {
+        matches!(self, RelaySocket::Accepted { .. }).then_some(reconnect_within)
+    }
+
+    /// The bridge's process, when the checker started it.
+    pub fn process(&self) -> Option<&super::bridge::BridgeProcess> {
+        match self {
+            RelaySocket::Accepted { process, .. } => process.as_deref(),
+            RelaySocket::Dialled { .. } => None,
         }
     }
 }

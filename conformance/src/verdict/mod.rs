@@ -4,9 +4,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use crate::id::ResultId;
 pub mod figure;
+mod id;
 pub mod waiver;
+
+pub use id::ResultId;
 
 use figure::{Delta, Figure};
 use waiver::WaiverNote;
@@ -280,7 +282,7 @@ pub struct Manifest {
     pub started_unix_ms: u128,
     /// The fault the run went through (`check --fault`) and every bound it lengthened.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fault: Option<crate::fault::Adjustments>,
+    pub fault: Option<plimsoll_fault::Adjustments>,
     /// Why the run stopped before its end (a stop signal, `--timeout`), when it did: the
     /// results are the checks finished by then.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -3,10 +3,9 @@
 
 use std::fmt;
 
+use plimsoll_spec::CheckId;
 use serde::{Deserialize, Serialize};
 use time::Date;
-
-use crate::id::CheckId;
 
 /// One known deviation.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -27,9 +26,8 @@ pub struct Waiver {
 
 /// `check = "T3"` read and written as the id `--only` takes.
 mod check_id {
+    use plimsoll_spec::CheckId;
     use serde::{Deserialize as _, Deserializer, Serializer};
-
-    use crate::id::CheckId;
 
     pub(super) fn serialize<S: Serializer>(id: &CheckId, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(id.as_str())

@@ -25,7 +25,7 @@ mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plimsoll_spec::Pool;
+use plimsoll_spec::{CheckId, Pool};
 
 use crate::components::Components;
 
@@ -34,8 +34,8 @@ const JOB_POOLS: &[Pool] = &[Pool::Digitize, Pool::Export];
 
 /// Declares the broken variants: each entry is `Variant = "name", "what is broken", fails
 /// [check ids] (, also [check ids])? (, bridge [check ids])?, |components| swap;`. Check ids are
-/// the checker's (`T1`…`R6`, `API`, `contract`): the server cannot see the checker's types, so
-/// the mutation matrix's test parses them and fails on one it does not know. `bridge` lists what
+/// [`CheckId`]'s constants and variants (`T1`…`R6`, `Api`, `Contract`), declared in the spec
+/// crate beside the clauses: an id that names no check does not compile. `bridge` lists what
 /// the variant must fail when its bridge is judged in bridge mode (`plimsoll check
 /// --bridge-command` against `plimsoll serve --relay-url … --relay-upstream …`). `fault "name"`
 /// lists what the variant must fail when the suite runs through that fault of the checker's
@@ -44,9 +44,9 @@ const JOB_POOLS: &[Pool] = &[Pool::Digitize, Pool::Export];
 macro_rules! mutants {
     ($(
         $variant:ident = $name:literal, $what:literal,
-        fails [$($fail:literal),* $(,)?] $(, also [$($also:literal),* $(,)?])?
-            $(, bridge [$($bridge:literal),* $(,)?])?
-            $(, fault $fault:literal [$($under:literal),* $(,)?])?,
+        fails [$($fail:ident),* $(,)?] $(, also [$($also:ident),* $(,)?])?
+            $(, bridge [$($bridge:ident),* $(,)?])?
+            $(, fault $fault:literal [$($under:ident),* $(,)?])?,
         |$c:ident| $swap:expr;
     )*) => {
         /// One broken piece each. The name is what `PLIMSOLL_MUTANT` takes.
@@ -77,33 +77,33 @@ macro_rules! mutants {
             }
 
             /// The checks this variant must fail: no more, no fewer.
-            pub fn fails(self) -> &'static [&'static str] {
+            pub fn fails(self) -> &'static [CheckId] {
                 match self {
-                    $(Mutant::$variant => &[$($fail),*],)*
+                    $(Mutant::$variant => &[$(CheckId::$fail),*],)*
                 }
             }
 
             /// The relay checks this variant's bridge must fail in bridge mode, where the checker
             /// plays its relay and its local handler: no more, no fewer (empty: not judged so).
-            pub fn bridge_fails(self) -> &'static [&'static str] {
+            pub fn bridge_fails(self) -> &'static [CheckId] {
                 match self {
-                    $(Mutant::$variant => &[$($($bridge),*)?],)*
+                    $(Mutant::$variant => &[$($(CheckId::$bridge),*)?],)*
                 }
             }
 
             /// The fault of the checker's standard set (by name) under which this variant must
             /// fail, and the checks it must fail there: no more, no fewer.
-            pub fn fault_fails(self) -> Option<(&'static str, &'static [&'static str])> {
+            pub fn fault_fails(self) -> Option<(&'static str, &'static [CheckId])> {
                 match self {
-                    $(Mutant::$variant => None $(.or(Some(($fault, &[$($under),*]))))?,)*
+                    $(Mutant::$variant => None $(.or(Some(($fault, &[$(CheckId::$under),*]))))?,)*
                 }
             }
 
             /// Checks its run needs besides those it fails: the ones that provoke the replies
             /// the failing checks judge.
-            pub fn also_runs(self) -> &'static [&'static str] {
+            pub fn also_runs(self) -> &'static [CheckId] {
                 match self {
-                    $(Mutant::$variant => &[$($($also),*)?],)*
+                    $(Mutant::$variant => &[$($(CheckId::$also),*)?],)*
                 }
             }
 
@@ -136,144 +136,144 @@ mutants! {
     // pool that never refuses leaves it nothing to judge, so it says so (skip, a failure under
     // --strict) instead of failing for T1's defect.
     NoAdmissionLimit = "no-admission-limit", "admission lets every request run",
-        fails ["T1", "T2", "T3"],
+        fails [T1, T2, T3],
         |c| c.sizing = Arc::new(admission::Unbounded(JOB_POOLS));
     // T2 orders requests that must wait; with a slot too many the first of them runs at once.
     LimitPlusOne = "limit-plus-one", "one slot more than the contract",
-        fails ["T1", "T2", "T3"],
+        fails [T1, T2, T3],
         |c| c.sizing = Arc::new(admission::PlusOne(JOB_POOLS));
     Lifo = "lifo", "the queue serves the newest waiter first",
-        fails ["T2"],
+        fails [T2],
         |c| c.discipline = Arc::new(admission::Lifo(JOB_POOLS));
     // B5 judges the Retry-After of an upload-budget refusal too.
     NoRetryAfter = "no-retry-after", "503 without Retry-After",
-        fails ["T3", "B5"],
+        fails [T3, B5],
         |c| c.answers = answers::NO_RETRY_AFTER.arc();
     RetryAfterZero = "retry-after-zero", "`Retry-After: 0`",
-        fails ["T3", "B5"],
+        fails [T3, B5],
         |c| c.answers = answers::RETRY_AFTER_ZERO.arc();
     RetryAfterHttpDate = "retry-after-http-date", "Retry-After as an HTTP-date",
-        fails ["T3", "B5", "API"],
+        fails [T3, B5, Api],
         |c| c.answers = answers::RETRY_AFTER_HTTP_DATE.arc();
     RefusalWaits = "refusal-waits", "a refusal waits for a free slot",
-        fails ["T3"],
+        fails [T3],
         |c| c.admission = Arc::new(admission::RefusalWaits);
     IgnoreTimeout = "ignore-timeout", "the deadline is ignored (late 200)",
-        fails ["B1"],
+        fails [B1],
         |c| c.deadline = Arc::new(bounds::NoDeadline);
     TimeoutAs500 = "timeout-as-500", "a timeout is answered 500",
-        fails ["B1", "API"],
+        fails [B1, Api],
         |c| c.answers = answers::TIMEOUT_AS_500.arc();
     IgnoreMemoryCap = "ignore-memory-cap", "the memory cap is not enforced",
-        fails ["B2"],
+        fails [B2],
         |c| c.memory_cap = Arc::new(bounds::NoMemoryCap);
     NoUploadBudget = "no-upload-budget", "request bodies are buffered without a budget",
-        fails ["B5"],
+        fails [B5],
         |c| c.upload_budget = Arc::new(bounds::NoUploadBudget);
     UploadBudgetTooSmall = "upload-budget-too-small", "the upload budget is half the contract's",
-        fails ["B5"],
+        fails [B5],
         |c| c.upload_budget = Arc::new(bounds::HalfBudget);
     BudgetIgnoresChunked = "budget-ignores-chunked",
         "the upload budget charges declared lengths only, not chunked bodies",
-        fails ["B5"],
+        fails [B5],
         |c| c.upload_budget = Arc::new(bounds::BudgetIgnoresChunked);
     // The variants only a fault reveals: each passes the fault-free suite.
     IdleUploadTimer = "idle-upload-timer", "the upload read timer restarts at every read (a trickle holds it for ever)",
-        fails [], fault "trickle" ["B1"],
+        fails [], fault "trickle" [B1],
         |c| c.deadline = Arc::new(bounds::IdleUploadTimer);
     IdleHeadTimer = "idle-head-timer", "the head timer restarts at every byte of the head",
-        fails [], fault "trickle" ["B4"],
+        fails [], fault "trickle" [B4],
         |c| c.connections = Arc::new(wire::IdleHeadTimer);
     ResetUnnoticed = "reset-unnoticed", "a client's FIN cancels its job, its RST does not",
-        fails [], fault "vanish" ["B3"],
+        fails [], fault "vanish" [B3],
         |c| c.connections = Arc::new(wire::ResetUnnoticed);
     RelayResetNoRedial = "relay-reset-no-redial", "the bridge dials its relay again after a close, not after a reset",
-        fails [], fault "vanish" ["R6"],
+        fails [], fault "vanish" [R6],
         |c| c.redial = Arc::new(relay::ResetEndsDialling);
     IgnoreDisconnect = "ignore-disconnect", "client disconnects do not reach the job",
-        fails ["B3"],
+        fails [B3],
         |c| c.disconnect = Arc::new(bounds::IgnoreDisconnect);
     LeakTempFiles = "leak-temp-files", "temp files survive a failed job",
-        fails ["B1", "B3", "F1"],
+        fails [B1, B3, F1],
         |c| c.temp_cleaner = Arc::new(bounds::KeepWhenFailed);
     WrongFailedStage = "wrong-failed-stage", "`failed_stage` names the next stage",
-        fails ["B1", "F1"],
+        fails [B1, F1],
         |c| c.answers = answers::NEXT_FAILED_STAGE.arc();
     WrongCompletedStages = "wrong-completed-stages", "`completed_stages` is empty",
-        fails ["B1", "F1"],
+        fails [B1, F1],
         |c| c.answers = answers::NO_COMPLETED_STAGES.arc();
     MalformedAs500 = "malformed-as-500", "a malformed image is answered 500",
-        fails ["F2", "API"],
+        fails [F2, Api],
         |c| c.answers = answers::MALFORMED_AS_500.arc();
     ContentTypeParametersKept = "content-type-parameters-kept", "`image/png; charset=x` is refused: the whole `Content-Type` is compared",
-        fails ["F2"],
+        fails [F2],
         |c| c.media_types = Arc::new(input::ParametersKept);
     OversizeRefusedUnread = "oversize-refused-unread", "a body declared over the limit is refused at once, unread (a client still sending meets a reset)",
-        fails ["F2"],
+        fails [F2],
         |c| c.deadline = Arc::new(bounds::OversizeRefusedUnread);
     NoRequestId = "no-request-id", "no `X-Request-Id` header",
-        fails ["F4"],
+        fails [F4],
         |c| c.claims = Arc::new(observe::NoRequestId);
     // R3 too: the relay's first frame joins the two values into one header (found by the full
     // matrix), which is not the envelope's trace id (rule `relay-inner-request`).
     DuplicateRequestId = "duplicate-request-id", "`X-Request-Id` twice, the second a proxy's",
-        fails ["F4", "R3"],
+        fails [F4, R3],
         |c| c.claims = Arc::new(observe::DuplicateRequestId);
     // R3 too, as duplicate-request-id.
     CommaJoinedRequestId = "comma-joined-request-id", "`X-Request-Id` is one line joining the id and a proxy's with a comma",
-        fails ["F4", "R3"],
+        fails [F4, R3],
         |c| c.claims = Arc::new(observe::CommaJoinedRequestId);
     UpgradeRequiredAs400 = "upgrade-required-as-400", "a plain `GET` of the relay path is 400, not 426",
-        fails ["F4"],
+        fails [F4],
         |c| c.answers = answers::UPGRADE_REQUIRED_AS_400.arc();
     PlainTextLogs = "plain-text-logs", "error logs are plain text",
-        fails ["F3"],
+        fails [F3],
         |c| c.log_format = Arc::new(observe::PlainText);
     LeakSlotOnCancel = "leak-slot-on-cancel", "a cancelled job never gives its slot back",
-        fails ["B3"],
+        fails [B3],
         |c| {
             c.slot_release = Arc::new(bounds::LeakWhenClientGone(JOB_POOLS));
         };
     // Serial dispatch breaks the bound's premise too: N never run at once, overflow and
     // orphans after a reconnect drain one at a time.
     RelaySerial = "relay-serial", "the relay handles envelopes one at a time",
-        fails ["R1", "R2", "R4", "R6"], bridge ["R1", "R2", "R4", "R5", "R6"],
+        fails [R1, R2, R4, R6], bridge [R1, R2, R4, R5, R6],
         |c| c.relay_dispatch = Arc::new(relay::Serial);
     RelayUnbounded = "relay-unbounded", "the relay pool has no bound",
-        fails ["R1", "R4"], bridge ["R1", "R4"],
+        fails [R1, R4], bridge [R1, R4],
         |c| c.sizing = Arc::new(admission::Unbounded(&[Pool::Relay]));
     RelaySplitFrames = "relay-split-frames", "frames written without the per-frame lock (split)",
-        fails ["R5"], bridge ["R5"],
+        fails [R5], bridge [R5],
         |c| c.frame_sender = Arc::new(relay::SplitFrames);
     // In bridge mode every check takes a socket the bridge dialled after the last one closed.
     // R1 closes the socket its envelope-hook probe used and waits for the next one, so a bridge
     // that never dials again fails every relay check from R1 on.
     RelayNoRedial = "relay-no-redial", "the bridge never dials its relay again after a drop",
-        fails ["R1", "R2", "R3", "R4", "R5", "R6"], bridge ["R2", "R3", "R4", "R5", "R6"],
+        fails [R1, R2, R3, R4, R5, R6], bridge [R2, R3, R4, R5, R6],
         |c| c.redial = Arc::new(relay::NoRedial);
     RelaySlowRedial = "relay-slow-redial", "the bridge dials its relay again only after twice R6's bound",
-        fails ["R6"], bridge ["R6"],
+        fails [R6], bridge [R6],
         |c| c.redial = Arc::new(relay::SlowRedial);
     RelayRejectWhenFull = "relay-reject-when-full", "a full relay pool refuses instead of queueing (the seed's rejected alternative)",
-        fails ["R1", "R4", "R6"], bridge ["R1", "R4", "R6"],
+        fails [R1, R4, R6], bridge [R1, R4, R6],
         |c| c.sizing = Arc::new(admission::RejectWhenFull(&[Pool::Relay]));
     RelayLifo = "relay-lifo", "the relay queue serves the newest envelope first",
-        fails ["R4"], bridge ["R4"],
+        fails [R4], bridge [R4],
         |c| c.discipline = Arc::new(admission::Lifo(&[Pool::Relay]));
     RelayHooksUnchecked = "relay-hooks-unchecked", "an envelope's malformed hook header is ignored, not refused",
-        fails ["R1"],
+        fails [R1],
         |c| c.relay_hooks = Arc::new(relay::UncheckedHooks);
     RelayErrorsUnanswered = "relay-errors-unanswered", "a message that is no envelope gets no `relay-error`",
-        fails ["R3"], bridge ["R3"],
+        fails [R3], bridge [R3],
         |c| c.frame_sender = Arc::new(relay::DropsRelayErrors);
     RelayBuffered = "relay-buffered", "the bridge buffers each whole response before its first frame",
-        fails [], bridge ["R5"],
+        fails [], bridge [R5],
         |c| c.frame_sender = Arc::new(relay::Buffered::default());
     RelayWaitsForStragglers = "relay-waits-for-stragglers", "told to stop, the bridge waits for its workers",
-        fails [], bridge ["R6"],
+        fails [], bridge [R6],
         |c| c.relay_stop = Arc::new(relay::WaitsForStragglers);
     RelayLeakSlot = "relay-leak-slot", "a relay slot leaks when the socket drops mid-flight",
-        fails ["R6"], bridge ["R6"],
+        fails [R6], bridge [R6],
         |c| {
             c.slot_release = Arc::new(bounds::LeakWhenClientGone(&[Pool::Relay]));
         };
@@ -282,30 +282,30 @@ mutants! {
     // probe after a drop, B2 just under the cap, capacity proofs after faults); until those
     // merge, `reference-server/tests/server/mutants_*.rs` show each variant misbehaves.
     ConstantRetryAfter = "constant-retry-after", "Retry-After is always 1 s, whatever the load",
-        fails ["T3"],
+        fails [T3],
         |c| {
             c.retry_after = Arc::new(admission::ConstantRetryAfter(1));
         };
     RetryAfterMean = "retry-after-mean", "Retry-After from the mean of the window, not its p50",
-        fails ["T3"],
+        fails [T3],
         |c| {
             c.retry_after = Arc::new(admission::OtherStatistic(admission::Statistic::Mean));
         };
     RetryAfterP90 = "retry-after-p90", "Retry-After from the p90 of the window, not its p50",
-        fails ["T3"],
+        fails [T3],
         |c| {
             c.retry_after = Arc::new(admission::OtherStatistic(admission::Statistic::P90));
         };
     RetryAfterMax = "retry-after-max", "Retry-After from the longest wait of the window, not its p50",
-        fails ["T3"],
+        fails [T3],
         |c| {
             c.retry_after = Arc::new(admission::OtherStatistic(admission::Statistic::Max));
         };
     DeadlineFromStart = "deadline-from-start", "the deadline counts from the worker's start (queue time free)",
-        fails ["B1"],
+        fails [B1],
         |c| c.deadline = Arc::new(bounds::FromStart);
     GaugeDropsOnDisconnect = "gauge-drops-on-disconnect", "on a disconnect the gauge drops but the job runs on, holding its slot",
-        fails ["B3"],
+        fails [B3],
         |c| {
             let lie = Arc::new(lies::GaugeDropsOnDisconnect::default());
             c.disconnect = lie.clone();
@@ -315,57 +315,57 @@ mutants! {
     // F1's capacity proof finds the slots B3's drops leaked: the gauge hides them, so nothing
     // tells F1 they were gone before it began.
     SlotLeakHonestGauge = "slot-leak-honest-gauge", "a cancelled job's slot leaks; `/metrics` hides it",
-        fails ["B3", "F1"],
+        fails [B3, F1],
         |c| {
             let lie = Arc::new(lies::SlotLeakHonestGauge::default());
             c.slot_release = lie.clone();
             c.claims = Arc::new(lies::LyingMetrics(lie));
         };
     ExportUnbounded = "export-unbounded", "the export pool admits everything",
-        fails ["T1", "T3"],
+        fails [T1, T3],
         |c| {
             c.sizing = Arc::new(admission::Unbounded(&[Pool::Export]));
         };
     BodyIdMismatch = "body-id-mismatch", "503/504 bodies carry another `request_id` than the header",
-        fails ["F4"], also ["T3", "B1"],
+        fails [F4], also [T3, B1],
         |c| c.answers = answers::BODY_ID_MISMATCH.arc();
     RelayWrongId = "relay-wrong-id", "concurrent relay responses go out under each other's ids",
-        fails ["R3", "R5"], bridge ["R3", "R5"],
+        fails [R3, R5], bridge [R3, R5],
         |c| {
             c.frame_sender = Arc::new(relay::SwapIds::new(Duration::from_millis(100)));
         };
     // B3's dropped requests include one that reaches its deadline: its temp dir is kept too.
     LeakTempOnTimeout = "leak-temp-on-timeout", "a timed-out job's temp dir is kept",
-        fails ["B1", "B3"],
+        fails [B1, B3],
         |c| c.temp_cleaner = Arc::new(bounds::KeepWhenTimedOut);
     LeakTempOnPanic = "leak-temp-on-panic", "a panicked job's temp dir is kept",
-        fails ["F1"],
+        fails [F1],
         |c| c.temp_cleaner = Arc::new(bounds::KeepWhenPanicked);
     MemoryCapTooLow = "memory-cap-too-low", "the memory cap is half the contract's",
-        fails ["B2"],
+        fails [B2],
         |c| c.memory_cap = Arc::new(bounds::HalfCap);
     NoHeadTimeout = "no-head-timeout", "a stalled or idle connection is never closed",
-        fails ["B4"],
+        fails [B4],
         |c| c.connections = Arc::new(bounds::NoHeadTimeout);
     NoConnectionCap = "no-connection-cap", "every connection is served, however many are open",
-        fails ["B4"],
+        fails [B4],
         |c| c.connections = Arc::new(bounds::NoConnectionCap);
     HeadTimeoutTooShort = "head-timeout-too-short", "connections are closed at a quarter of the head timeout",
-        fails ["B4"],
+        fails [B4],
         |c| c.connections = Arc::new(bounds::HeadTimeoutTooShort);
     NoServerTiming = "no-server-timing", "no `Server-Timing` header",
-        fails ["T1", "T2"],
+        fails [T1, T2],
         |c| c.claims = Arc::new(observe::NoServerTiming);
     WrongLogStage = "wrong-log-stage", "the error log's `stage` is not the failed stage",
-        fails ["F3"],
+        fails [F3],
         |c| c.answers = answers::WRONG_LOG_STAGE.arc();
     // Waiting for a slot before its body, B5's large upload meets the read timeout instead of
     // the budget's prompt refusal.
     UploadHoldsSlot = "upload-holds-slot", "a slow upload holds a worker slot",
-        fails ["B1", "B5"],
+        fails [B1, B5],
         |c| c.admission = Arc::new(admission::SlotFirst);
     ContractClaimsLooser = "contract-claims-looser", "`/v1/contract` claims a 5 s stop bound and 50x tolerances; a dropped job runs 2.5 s",
-        fails ["contract", "B3"],
+        fails [Contract, B3],
         |c| {
             let lie = Arc::new(lies::LooserContract {
             claimed_stop_within_ms: 5000,
@@ -378,7 +378,7 @@ mutants! {
     // Like no-admission-limit: nothing is ever refused, so B3 cannot see a place free and
     // says so (skip) rather than fail for T1's defect; T1 catches the clamp by client timings.
     ClampedBusyGauge = "clamped-busy-gauge", "no admission limit; `/metrics` clamps the busy gauge to the limit",
-        fails ["T1", "T2", "T3"],
+        fails [T1, T2, T3],
         |c| {
             c.sizing = Arc::new(admission::Unbounded(JOB_POOLS));
             c.claims = Arc::new(lies::LyingMetrics(Arc::new(lies::ClampToLimit)));
@@ -393,5 +393,15 @@ impl std::str::FromStr for Mutant {
             .copied()
             .find(|m| m.name() == s)
             .ok_or(())
+    }
+}
+
+impl Mutant {
+    /// Says on standard output that this variant's run was judged, and by which test: the
+    /// mutation matrix, a bridge row, a fault row. `.ci/run` reads these lines back from the
+    /// tests' JUnit record (`ci/every-test-ran.py`) and fails when a declared variant has none:
+    /// a variant whose test passed without judging it, or that no test ran.
+    pub fn report_judged(self, by: &str) {
+        println!("variant {self:?} judged by {by}");
     }
 }

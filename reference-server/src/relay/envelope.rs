@@ -9,14 +9,11 @@ use axum::http::{HeaderName, HeaderValue, Method, Request, Uri, header};
 use base64::Engine;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
+use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest, TRANSFER_ENCODING};
 use plimsoll_spec::{Contract, HookDirective, Stage};
 use serde_json::Value;
 
 use crate::error::ErrorKind;
-
-/// The header a request envelope (and a response frame) uses to say its body is base64.
-pub(crate) const TRANSFER_ENCODING: &str = "content-transfer-encoding";
 
 /// Binary bodies travel as standard base64 (RFC 4648), padded when the server writes them.
 /// Reading is lenient, as a relay client may be: padding optional, stray trailing bits tolerated
@@ -175,7 +172,9 @@ impl Headers {
             let value = HeaderValue::from_str(raw_value)
                 .map_err(|_| blame.bad(format!("header `{name}` has an invalid value")))?;
             if name == TRANSFER_ENCODING {
-                base64_body = value.as_bytes().eq_ignore_ascii_case(b"base64");
+                base64_body = value
+                    .as_bytes()
+                    .eq_ignore_ascii_case(plimsoll_spec::relay::BASE64.as_bytes());
                 if !base64_body {
                     return Err(blame.bad(format!(
                         "`{TRANSFER_ENCODING}` must be `base64` when present"

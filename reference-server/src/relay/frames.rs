@@ -8,7 +8,9 @@ use plimsoll_spec::relay::{RELAY_ERROR, RELAY_RESPONSE, RelayResponse};
 
 use base64::Engine;
 
-use super::envelope::{BASE64, TRANSFER_ENCODING};
+use plimsoll_spec::relay::TRANSFER_ENCODING;
+
+use super::envelope::BASE64;
 
 /// One response turned into frames as its body arrives (R5: a bridge streams): a frame goes out
 /// once more than a frame's worth is held, so a response holds about one frame in memory.
@@ -129,7 +131,10 @@ impl Framer {
         let base64 = self.base64 == Some(true);
         let mut headers = std::mem::take(&mut self.headers);
         if self.seq == 0 && base64 {
-            headers.insert(TRANSFER_ENCODING.to_owned(), "base64".to_owned());
+            headers.insert(
+                TRANSFER_ENCODING.to_owned(),
+                plimsoll_spec::relay::BASE64.to_owned(),
+            );
         }
         let body_chunk = if base64 {
             BASE64.encode(chunk)

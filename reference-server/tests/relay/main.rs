@@ -23,7 +23,6 @@ mod concurrency;
 mod dialling;
 mod errors;
 mod lifecycle;
-#[cfg(feature = "mutants")]
 mod mutants;
 mod streaming;
 

@@ -14,11 +14,8 @@ mod crash;
 mod failures;
 #[cfg(target_os = "linux")]
 mod flood;
-#[cfg(feature = "mutants")]
 mod mutants_bounds;
-#[cfg(feature = "mutants")]
 mod mutants_claims;
-#[cfg(feature = "mutants")]
 mod mutants_throughput;
 mod surface;
 mod throughput;
@@ -34,7 +31,6 @@ fn stages() -> Vec<String> {
 
 /// The reference server (`None`) or one broken variant of it, hooks on: the `mutants_*` modules
 /// run a variant, and the reference beside it where the misbehaviour is a matter of degree.
-#[cfg(feature = "mutants")]
 async fn start(mutant: Option<plimsoll_server::Mutant>, overrides: &[(&str, &str)]) -> TestServer {
     TestServer::start_with(overrides, true, |c| match mutant {
         Some(m) => c.with_mutant(m),
@@ -45,7 +41,6 @@ async fn start(mutant: Option<plimsoll_server::Mutant>, overrides: &[(&str, &str
 
 /// How long until `pool`'s busy gauge reads `want` (`None` if not within `within`): how the
 /// scenarios wait for a job to take, or give back, its slot.
-#[cfg(feature = "mutants")]
 async fn busy(
     s: &TestServer,
     pool: plimsoll_spec::Pool,

@@ -1,28 +1,25 @@
-//! What the load and fleet tests share: one lock so they never load the machine at once,
-//! `plimsoll serve` in a process of its own, and what they read from a run's report (one
+//! What the load and fleet tests share: a lock so no more of them load the machine at once than
+//! it holds,
+//! `plimsoll serve` in a process of its own, `ci/gate.sh` against it (`gate`), and what they read from a run's report (one
 //! verdict by id, which verdicts failed, every verdict in one line each).
 
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
 
-/// One load test at a time, across the test binaries: profiles measure latency and refusal
-/// rates, and two running at once on a small machine would disturb each other's figures.
-pub fn serial() -> File {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plimsoll-load-tests.lock");
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .unwrap();
-    file.lock().unwrap();
-    file
-}
+#[allow(
+    dead_code,
+    reason = "the gate and load tests run the gate; the fleet tests share the rest of `common`"
+)]
+pub mod gate;
+#[allow(
+    dead_code,
+    reason = "the load tests take one place, the fleet tests every place"
+)]
+pub mod places;
 
 /// The verdict `id` of the run; a missing one fails the test, naming the ones there are.
 pub fn result<'r>(report: &'r RunReport, id: &str) -> &'r CheckResult {

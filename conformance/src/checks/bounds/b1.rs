@@ -100,7 +100,7 @@ impl HeldPastDeadline {
     /// tolerance), naming the held stage.
     fn judge_reply(&self, t: &Target, c: &mut Ctx, label: &str, reply: &Reply) {
         c.reply(t, label, reply);
-        let late = t.bound(crate::fault::Bound::TimeoutLate).as_millis() as u64;
+        let late = t.bound(plimsoll_fault::Bound::TimeoutLate).as_millis() as u64;
         let elapsed = ms(reply.elapsed);
         let deadline_ms = ms(self.deadline);
         c.sample("504 lateness", elapsed - deadline_ms);
@@ -237,7 +237,7 @@ impl StallPlan {
     fn new(t: &Target) -> StallPlan {
         let pool = Pool::Digitize;
         let b1 = &t.expected.clauses.b1.value;
-        let late = t.bound(crate::fault::Bound::TimeoutLate);
+        let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
         let upload = Duration::from_millis(b1.upload_read_timeout_ms);
         let deadline = t.deadline(pool);
         StallPlan {
@@ -419,7 +419,7 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
 
 async fn b1(t: &Arc<Target>, c: &mut Ctx) {
     let b1 = &t.expected.clauses.b1.value;
-    let late = t.bound(crate::fault::Bound::TimeoutLate).as_millis() as u64;
+    let late = t.bound(plimsoll_fault::Bound::TimeoutLate).as_millis() as u64;
     let stop = t.stop_within();
     c.expected = format!(
         "{} {} between {} and {} ms after sending, queue time included (export {} ms), failed_stage = the held stage, slot back within {} ms, no temp files; {} {} within {} ms of a stalled upload, no slot held",
@@ -482,9 +482,9 @@ async fn b1(t: &Arc<Target>, c: &mut Ctx) {
 /// requests carry may take longer to cross than half the tolerance their answers are judged by
 /// (a trickle), so a conforming answer could look late. `None` without such a fault.
 fn trials_out_of_reach(t: &Target) -> Option<String> {
-    let (slowest, _) = t.adjustments.byte_rates(crate::fault::Stream::Upstream)?;
+    let (slowest, _) = t.adjustments.byte_rates(plimsoll_fault::Stream::Upstream)?;
     let takes = Duration::from_secs_f64(t.image.len() as f64 / slowest);
-    let late = t.bound(crate::fault::Bound::TimeoutLate);
+    let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
     (takes > late / 2).then(|| {
         format!(
             "the {}-byte sample image the held requests carry may take {:.0} ms to cross, more than half the {} ms tolerance their answers are judged by",

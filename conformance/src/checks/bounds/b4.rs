@@ -26,9 +26,9 @@ pub const CHECK: Check = Check::clause(
     "Three connections are opened at once: one sends nothing, one sends half a request head and \
      stalls, one sends a whole request, reads its answer and stays idle. The server must close \
      each no earlier than {head_timeout_ms} ms (from opening, or from the answer's end) and \
-     within {tolerances.timeout_late_ms} ms after it, while `/healthz` answers 200 on fresh \
+     within {tolerances.timeout_late_ms} ms after it, while `{api.healthz.path}` answers 200 on fresh \
      connections meanwhile. Then connections up to the cap are opened 32 at a time (a slow path \
-     costs one round trip per 32, not one per connection), each asking `/healthz` once and \
+     costs one round trip per 32, not one per connection), each asking `{api.healthz.path}` once and \
      staying open, and one more after them: the one past {max_connections} must be closed without an answer \
      within a second (not served, not left waiting in the accept backlog); one refused below the \
      cap is retried for up to a second, since a place held by a connection closed just before \
@@ -53,10 +53,10 @@ const RETRY_EVERY: Duration = Duration::from_millis(100);
 async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     let b4 = &t.expected.clauses.b4.value;
     let head = Duration::from_millis(b4.head_timeout_ms);
-    let late = t.bound(crate::fault::Bound::CloseLate);
+    let late = t.bound(plimsoll_fault::Bound::CloseLate);
     // How early a close may come: timer granularity (the server's timer starts after our
     // connect), and a latency fault's jitter.
-    let early = t.bound(crate::fault::Bound::CloseEarly);
+    let early = t.bound(plimsoll_fault::Bound::CloseEarly);
     let cap = b4.max_connections as usize;
     c.expected = format!(
         "silent, half-sent and idle connections closed {}–{} ms after opening or answering; connection {} closed unanswered within {} ms; open ones still served; a freed place served again",
@@ -65,7 +65,7 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
         cap + 1,
         PROMPT.as_millis()
     );
-    let Some((addr, host)) = t.raw_address() else {
+    let Some(at) = Endpoint::of(t) else {
         c.skip(format!(
             "B4 opens raw HTTP/1 connections and needs a plain http:// target, not {}",
             t.base
@@ -76,12 +76,12 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     // First, while every place is free: after the cap's fill, closes still on their way leave
     // a new connection refused for a moment.
     let trickled = super::trickle::head(t, c).await;
-    let (closes, never_closed) = head_timeouts(t, c, addr, &host, head, (early, late)).await;
+    let (closes, never_closed) = head_timeouts(t, c, &at, head, (early, late)).await;
     let room = Room {
         cap,
         left_open: never_closed,
     };
-    let cap_note = connection_cap(c, addr, &host, room, head).await;
+    let cap_note = connection_cap(c, &at, room, head).await;
     c.observed = format!("{closes}; {cap_note}");
     if let Some(note) = trickled {
         c.observed = format!("{}; {note}", c.observed);
@@ -91,6 +91,42 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
 /// What one idle connection showed: the time from opening (or from the answer's end) to the
 /// server's close, `None` if still open when the checker gave up, or why it could not be seen.
 type Closed = Result<Option<Duration>, ProbeError>;
+
+/// Where B4's raw connections go and what they send, all from the contract: the target's address
+/// and `Host`, the health path an answered connection asks (what is answered at once, whatever
+/// the pools hold), and the request line and content type a half-sent head starts with.
+#[derive(Debug, Clone)]
+struct Endpoint {
+    addr: SocketAddr,
+    host: String,
+    healthz: String,
+    pool_path: String,
+    pool_content_type: String,
+}
+
+impl Endpoint {
+    /// The target's, when it is plain HTTP.
+    fn of(t: &Target) -> Option<Endpoint> {
+        let (addr, host) = t.raw_address()?;
+        let api = &t.expected.api;
+        Some(Endpoint {
+            addr,
+            host,
+            healthz: api.healthz.path.clone(),
+            pool_path: api.digitize.path.clone(),
+            pool_content_type: api.digitize.content_types[0].clone(),
+        })
+    }
+
+    /// A request head cut before its end: a pool request that never finishes its head.
+    fn partial_head(&self) -> Vec<u8> {
+        format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {}\r\n",
+            self.pool_path, self.host, self.pool_content_type
+        )
+        .into_bytes()
+    }
+}
 
 /// Why a raw connection could not be opened or used as the check needs.
 #[derive(Debug, thiserror::Error)]
@@ -104,15 +140,20 @@ enum ProbeError {
     /// The HTTP/1 client could not start on the connection.
     #[error("HTTP/1 handshake: {0}")]
     Handshake(hyper::Error),
-    /// `/healthz` answered, but not 200.
-    #[error("/healthz answered {0}")]
-    Status(u16),
-    /// The connection closed before `/healthz` was answered.
-    #[error("closed before /healthz was answered")]
-    Closed,
-    /// `/healthz` was neither answered nor its connection closed within [`PROMPT`].
-    #[error("/healthz unanswered for a second")]
-    Stalled,
+    /// The health path answered, but not 200.
+    #[error("{path} answered {status}")]
+    Status {
+        /// The contract's health path.
+        path: String,
+        /// What it answered.
+        status: u16,
+    },
+    /// The connection closed before the health path was answered.
+    #[error("closed before {0} was answered")]
+    Closed(String),
+    /// The health path was neither answered nor its connection closed within [`PROMPT`].
+    #[error("{0} unanswered for a second")]
+    Stalled(String),
     /// The task watching the connection panicked or was cancelled.
     #[error("the probe panicked: {0}")]
     Panicked(tokio::task::JoinError),
@@ -128,13 +169,11 @@ struct IdleConnections {
 impl IdleConnections {
     /// Opens a silent, a half-sent and an idle keep-alive connection, each waiting up to
     /// `give_up` for its close.
-    fn open(addr: SocketAddr, host: &str, give_up: Duration) -> IdleConnections {
-        let partial =
-            format!("POST /v1/digitize HTTP/1.1\r\nHost: {host}\r\nContent-Type: image/png\r\n");
+    fn open(at: &Endpoint, give_up: Duration) -> IdleConnections {
         IdleConnections {
-            silent: tokio::spawn(closed_after(addr, None, give_up)),
-            half: tokio::spawn(closed_after(addr, Some(partial.into_bytes()), give_up)),
-            idle: tokio::spawn(idle_closed_after(addr, host.to_owned(), give_up)),
+            silent: tokio::spawn(closed_after(at.addr, None, give_up)),
+            half: tokio::spawn(closed_after(at.addr, Some(at.partial_head()), give_up)),
+            idle: tokio::spawn(idle_closed_after(at.clone(), give_up)),
         }
     }
 
@@ -144,22 +183,22 @@ impl IdleConnections {
     }
 }
 
-/// The three kinds of idle connection, side by side, with `/healthz` asked meanwhile.
+/// The three kinds of idle connection, side by side, with the health path asked meanwhile.
 async fn head_timeouts(
     t: &Arc<Target>,
     c: &mut Ctx,
-    addr: SocketAddr,
-    host: &str,
+    at: &Endpoint,
     head: Duration,
     (early, late): (Duration, Duration),
 ) -> (String, usize) {
     let give_up = head + late + Duration::from_millis(500);
-    let connections = IdleConnections::open(addr, host, give_up);
+    let connections = IdleConnections::open(at, give_up);
     let healthz = healthz_meanwhile(t, &connections, head + late).await;
     let failed = healthz.iter().filter(|ok| !**ok).count();
     c.require(failed == 0, || {
         format!(
-            "/healthz failed {failed} of {} times while idle connections were open",
+            "{} failed {failed} of {} times while idle connections were open",
+            at.healthz,
             healthz.len()
         )
     });
@@ -177,15 +216,16 @@ async fn head_timeouts(
         notes.push(judge_close(c, label, closed, head, (early, late), give_up));
     }
     let note = format!(
-        "silent / half-sent / idle connections: {}; /healthz 200 {} of {} times meanwhile",
+        "silent / half-sent / idle connections: {}; {} 200 {} of {} times meanwhile",
         notes.join(" / "),
+        at.healthz,
         healthz.len() - failed,
         healthz.len()
     );
     (note, never_closed)
 }
 
-/// Asks `/healthz` on fresh connections every quarter second until `until` passed or every idle
+/// Asks the health path on fresh connections every quarter second until `until` passed or every idle
 /// connection saw its close: whether each was answered 200.
 async fn healthz_meanwhile(
     t: &Target,
@@ -196,7 +236,11 @@ async fn healthz_meanwhile(
     let start = Instant::now();
     while start.elapsed() < until && !connections.all_finished() {
         let ok = matches!(
-            t.client.get(t.url("/healthz")).timeout(PROMPT).send().await,
+            t.client
+                .get(t.url(&t.expected.api.healthz.path))
+                .timeout(PROMPT)
+                .send()
+                .await,
             Ok(r) if r.status().as_u16() == 200
         );
         healthz.push(ok);
@@ -274,15 +318,20 @@ async fn closed_after(addr: SocketAddr, first: Option<Vec<u8>>, give_up: Duratio
     Ok(tokio::time::timeout(give_up, closed).await.ok())
 }
 
-/// Asks `/healthz` once on a keep-alive connection, then waits for the server to close it: the
-/// time from the answer's end to the close.
-async fn idle_closed_after(addr: SocketAddr, host: String, give_up: Duration) -> Closed {
-    let mut held = open(addr).await?;
-    match ask(&mut held.sender, &host).await {
+/// Asks the health path once on a keep-alive connection, then waits for the server to close it:
+/// the time from the answer's end to the close.
+async fn idle_closed_after(at: Endpoint, give_up: Duration) -> Closed {
+    let mut held = open(at.addr).await?;
+    match ask(&mut held.sender, &at).await {
         Asked::Answered(200) => {}
-        Asked::Answered(status) => return Err(ProbeError::Status(status)),
-        Asked::Closed => return Err(ProbeError::Closed),
-        Asked::Stalled => return Err(ProbeError::Stalled),
+        Asked::Answered(status) => {
+            return Err(ProbeError::Status {
+                path: at.healthz,
+                status,
+            });
+        }
+        Asked::Closed => return Err(ProbeError::Closed(at.healthz)),
+        Asked::Stalled => return Err(ProbeError::Stalled(at.healthz)),
     }
     let answered = Instant::now();
     Ok(tokio::time::timeout(give_up, &mut held.closed)
@@ -324,11 +373,15 @@ enum Asked {
     Stalled,
 }
 
-async fn ask(sender: &mut SendRequest<Empty<Bytes>>, host: &str) -> Asked {
-    let request = hyper::Request::get("/healthz")
-        .header(hyper::header::HOST, host)
-        .body(Empty::new())
-        .expect("a static request builds");
+/// Asks the health path on `sender`'s connection.
+async fn ask(sender: &mut SendRequest<Empty<Bytes>>, at: &Endpoint) -> Asked {
+    let request = hyper::Request::get(at.healthz.as_str())
+        .header(hyper::header::HOST, at.host.as_str())
+        .body(Empty::new());
+    let Ok(request) = request else {
+        // A health path that is no request target: nothing can be asked on it.
+        return Asked::Closed;
+    };
     let exchange = async {
         if sender.ready().await.is_err() {
             return Asked::Closed;
@@ -350,19 +403,13 @@ async fn ask(sender: &mut SendRequest<Empty<Bytes>>, host: &str) -> Asked {
 
 /// Fills the cap in waves; the next must be closed unanswered, the open ones
 /// still served, and a freed place served again.
-async fn connection_cap(
-    c: &mut Ctx,
-    addr: SocketAddr,
-    host: &str,
-    room: Room,
-    head: Duration,
-) -> String {
+async fn connection_cap(c: &mut Ctx, at: &Endpoint, room: Room, head: Duration) -> String {
     let cap = room.cap;
     let Filled {
         mut held,
         refused_at,
         took: filled,
-    } = match fill(c, addr, host, room, head).await {
+    } = match fill(c, at, room, head).await {
         Ok(filled) => filled,
         Err(ended) => return ended.to_string(),
     };
@@ -373,11 +420,11 @@ async fn connection_cap(
             head.as_millis()
         ));
     }
-    let still_served = still_served(&mut held, host).await;
+    let still_served = still_served(&mut held, at).await;
     c.require(still_served, || {
         "at the cap, a request on an open connection was not answered 200".to_owned()
     });
-    let served_again = served_again(&mut held, addr, host).await;
+    let served_again = served_again(&mut held, at).await;
     c.require(served_again.is_some(), || {
         format!(
             "after one of {cap} connections closed, no new connection was served within {} ms",
@@ -471,18 +518,12 @@ enum Unfilled {
     RefusedBelowCap(usize),
 }
 
-/// Fills the cap, then opens one more: each connection asks `/healthz` once and is kept open,
+/// Fills the cap, then opens one more: each connection asks the health path once and is kept open,
 /// until one past the cap is closed unanswered. The missing connections are opened in waves,
 /// so a slow path (a latency fault, a far client) costs one round trip per wave rather than
 /// one per connection. `Err` is the observation when the fill ended otherwise (its failure already
 /// recorded).
-async fn fill(
-    c: &mut Ctx,
-    addr: SocketAddr,
-    host: &str,
-    room: Room,
-    head: Duration,
-) -> Result<Filled, Unfilled> {
+async fn fill(c: &mut Ctx, at: &Endpoint, room: Room, head: Duration) -> Result<Filled, Unfilled> {
     let cap = room.cap;
     let mut held: Vec<Held> = Vec::with_capacity(cap);
     let started = Instant::now();
@@ -508,9 +549,9 @@ async fn fill(
             });
         }
         let step = if held.len() < cap {
-            side_by_side(c, addr, host, room, &mut held, &mut retry_until).await
+            side_by_side(c, at, room, &mut held, &mut retry_until).await
         } else {
-            one_more(c, addr, host, room, &mut held, &mut retry_until).await
+            one_more(c, at, room, &mut held, &mut retry_until).await
         };
         match step {
             Step::Next => {}
@@ -526,14 +567,14 @@ async fn fill(
 }
 
 /// What one connection opened to fill the cap showed: the connection (when it opened) and
-/// how its `/healthz` went.
+/// how its health request went.
 type Opened = (Result<Held, ProbeError>, Asked);
 
-/// Opens one connection and asks `/healthz` on it.
-async fn open_and_ask(addr: SocketAddr, host: String) -> Opened {
-    match open(addr).await {
+/// Opens one connection and asks the health path on it.
+async fn open_and_ask(at: Endpoint) -> Opened {
+    match open(at.addr).await {
         Ok(mut next) => {
-            let asked = ask(&mut next.sender, &host).await;
+            let asked = ask(&mut next.sender, &at).await;
             (Ok(next), asked)
         }
         Err(e) => (Err(e), Asked::Closed),
@@ -546,15 +587,14 @@ async fn open_and_ask(addr: SocketAddr, host: String) -> Opened {
 /// close: a place held by a connection closed just before may take a moment to free).
 async fn side_by_side(
     c: &mut Ctx,
-    addr: SocketAddr,
-    host: &str,
+    at: &Endpoint,
     room: Room,
     held: &mut Vec<Held>,
     retry_until: &mut Option<Instant>,
 ) -> Step {
     let missing = (room.cap - held.len()).min(WAVE);
     let tasks: Vec<JoinHandle<Opened>> = (0..missing)
-        .map(|_| tokio::spawn(open_and_ask(addr, host.to_owned())))
+        .map(|_| tokio::spawn(open_and_ask(at.clone())))
         .collect();
     let mut refused = 0usize;
     let mut first_error = None;
@@ -601,19 +641,18 @@ enum Step {
     Ended(Unfilled),
 }
 
-/// Opens one more connection and asks `/healthz` on it: kept in `held` when served below the
+/// Opens one more connection and asks the health path on it: kept in `held` when served below the
 /// cap; closed below the cap, it is retried until `retry_until` (set at the first such close).
 async fn one_more(
     c: &mut Ctx,
-    addr: SocketAddr,
-    host: &str,
+    at: &Endpoint,
     room: Room,
     held: &mut Vec<Held>,
     retry_until: &mut Option<Instant>,
 ) -> Step {
     let cap = room.cap;
     let alive = |held: &[Held]| held.iter().filter(|h| !h.closed.is_finished()).count();
-    let mut next = match open(addr).await {
+    let mut next = match open(at.addr).await {
         Ok(next) => next,
         Err(e) => {
             c.fail(format!(
@@ -624,7 +663,7 @@ async fn one_more(
             return Step::Ended(Unfilled::CannotOpen(held.len() + 1));
         }
     };
-    match ask(&mut next.sender, host).await {
+    match ask(&mut next.sender, at).await {
         Asked::Answered(_) if alive(held) >= cap => {
             // A close of ours still in flight would make this one legitimate: look again.
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -661,22 +700,22 @@ async fn one_more(
 }
 
 /// Whether, at the cap, a request on the first connection still open is answered 200.
-async fn still_served(held: &mut [Held], host: &str) -> bool {
+async fn still_served(held: &mut [Held], at: &Endpoint) -> bool {
     match held.iter_mut().find(|h| !h.closed.is_finished()) {
-        Some(h) => matches!(ask(&mut h.sender, host).await, Asked::Answered(200)),
+        Some(h) => matches!(ask(&mut h.sender, at).await, Asked::Answered(200)),
         None => false,
     }
 }
 
 /// Closes one open connection, then opens new ones until one is served (kept in `held`): how
 /// long after the close, or `None` if none was within [`PROMPT`].
-async fn served_again(held: &mut Vec<Held>, addr: SocketAddr, host: &str) -> Option<Duration> {
+async fn served_again(held: &mut Vec<Held>, at: &Endpoint) -> Option<Duration> {
     held.retain(|h| !h.closed.is_finished());
     held.pop();
     let freed = Instant::now();
     loop {
-        if let Ok(mut next) = open(addr).await
-            && let Asked::Answered(200) = ask(&mut next.sender, host).await
+        if let Ok(mut next) = open(at.addr).await
+            && let Asked::Answered(200) = ask(&mut next.sender, at).await
         {
             held.push(next);
             return Some(freed.elapsed());
@@ -744,8 +783,13 @@ mod tests {
             Duration::from_secs(10),
             connection_cap(
                 &mut c,
-                addr,
-                "127.0.0.1",
+                &Endpoint {
+                    addr,
+                    host: "127.0.0.1".into(),
+                    healthz: "/healthz".into(),
+                    pool_path: "/v1/digitize".into(),
+                    pool_content_type: "image/png".into(),
+                },
                 Room {
                     cap: 512,
                     left_open: 0,

@@ -133,7 +133,7 @@ struct Held {
 }
 
 async fn b5(t: &Arc<Target>, c: &mut Ctx) {
-    let refusal = t.bound(crate::fault::Bound::RefusalLatency);
+    let refusal = t.bound(plimsoll_fault::Bound::RefusalLatency);
     let overloaded = t.status(ErrorCode::Overloaded);
     let Some(plan) = plan(t, c) else { return };
     c.expected = format!(
@@ -248,7 +248,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
 fn carried(t: &Target, c: &mut Ctx, bytes: u64) -> Option<u64> {
     let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
     let within = read_timeout.saturating_sub(SETTLE + MARGIN);
-    let Some((slowest, _)) = t.adjustments.byte_rates(crate::fault::Stream::Upstream) else {
+    let Some((slowest, _)) = t.adjustments.byte_rates(plimsoll_fault::Stream::Upstream) else {
         return Some(bytes);
     };
     let takes = Duration::from_secs_f64(bytes as f64 / slowest);
@@ -448,7 +448,18 @@ fn has_answered(stream: &TcpStream) -> bool {
 struct RawAnswer {
     after: Duration,
     status: u16,
-    retry_after: Option<String>,
+    /// The head's fields, names as sent.
+    fields: Vec<(String, String)>,
+}
+
+impl RawAnswer {
+    /// The value of the field `name` (in any letter case, as HTTP compares names), if sent.
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// Sends `request` (a head only) and reads the first response head, timed from the end of the
@@ -490,15 +501,15 @@ async fn first_answer(
             read: buf.len(),
             too_long: buf.len() >= HEAD_CAP,
         })?;
-    let retry_after = lines
+    let fields = lines
         .take_while(|line| !line.is_empty())
         .filter_map(|line| line.split_once(':'))
-        .find(|(name, _)| name.trim().eq_ignore_ascii_case("retry-after"))
-        .map(|(_, value)| value.trim().to_owned());
+        .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+        .collect();
     Ok(Some(RawAnswer {
         after,
         status,
-        retry_after,
+        fields,
     }))
 }
 
@@ -535,18 +546,23 @@ fn judge_refusal(
                     refusal.as_millis()
                 )
             });
-            let delay = a.retry_after.as_deref().and_then(|v| v.parse::<u64>().ok());
-            c.require(delay.is_some_and(|d| (1..=max_retry).contains(&d)), || {
-                format!(
-                    "{label}: Retry-After {:?} is not a delay of 1..={max_retry} s",
-                    a.retry_after
-                )
-            });
+            let t3 = &t.expected.clauses.t3.value;
+            let (name, min_retry) = (&t3.retry_after_header, t3.min_seconds);
+            let hint = a.field(name);
+            let delay = hint.and_then(|v| v.parse::<u64>().ok());
+            c.require(
+                delay.is_some_and(|d| (min_retry..=max_retry).contains(&d)),
+                || {
+                    format!(
+                        "{label}: {name} {hint:?} is not a delay of {min_retry}..={max_retry} s"
+                    )
+                },
+            );
             format!(
-                "large upload answered {} after {:.0} ms (Retry-After {})",
+                "large upload answered {} after {:.0} ms ({name} {})",
                 a.status,
                 ms(a.after),
-                a.retry_after.as_deref().unwrap_or("absent")
+                hint.unwrap_or("absent")
             )
         }
     }

@@ -11,13 +11,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plimsoll_fault::{Bound, Stream};
 use plimsoll_spec::ErrorCode;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::fault::{Bound, Stream};
 use crate::remote::Target;
 
 /// How far past its timer a trickle is made to last at the fault's fastest rate: far enough
@@ -238,7 +238,7 @@ pub(super) async fn head(t: &Target, c: &mut Ctx) -> Option<String> {
     let Some((addr, host)) = t.raw_address() else {
         return Some("trickled head: not applicable, the target is not plain http://".into());
     };
-    let head = padded_head(&host, bytes as usize);
+    let head = padded_head(&t.expected.api.healthz.path, &host, bytes as usize);
     let (early, late) = (t.bound(Bound::CloseEarly), t.bound(Bound::CloseLate));
     let give_up = timeout.max(crossing(bytes, slowest)) + late + Duration::from_secs(1);
     let what = format!(
@@ -293,10 +293,10 @@ fn judge_head(
     format!("trickled head: closed after {at:.0} ms")
 }
 
-/// A `GET /healthz` head of about `bytes` bytes: padded with header lines of at most [`LINE`]
-/// bytes, the blank line last.
-fn padded_head(host: &str, bytes: usize) -> Vec<u8> {
-    let mut head = format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\n");
+/// A `GET path` head (the contract's health path) of about `bytes` bytes: padded with header
+/// lines of at most [`LINE`] bytes, the blank line last.
+fn padded_head(path: &str, host: &str, bytes: usize) -> Vec<u8> {
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n");
     let mut n = 0;
     while head.len() + 2 < bytes {
         let room = (bytes - head.len() - 2).clamp(24, LINE);
@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_padded_head_is_about_its_size_with_short_lines() {
-        let head = padded_head("127.0.0.1:1", 5000);
+        let head = padded_head("/healthz", "127.0.0.1:1", 5000);
         assert!((5000..5100).contains(&head.len()), "{}", head.len());
         assert!(head.ends_with(b"\r\n\r\n"));
         let text = String::from_utf8(head).unwrap();

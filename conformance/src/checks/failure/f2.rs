@@ -177,7 +177,7 @@ fn carried(t: &Target, c: &mut Ctx, name: &str, len: u64) -> bool {
     let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
     let Some(why) = t
         .adjustments
-        .cannot_carry(len, crate::fault::Stream::Upstream, read_timeout)
+        .cannot_carry(len, plimsoll_fault::Stream::Upstream, read_timeout)
     else {
         return true;
     };

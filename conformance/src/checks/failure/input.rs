@@ -136,7 +136,7 @@ pub(super) async fn declared_oversize_unsent(t: &Target, c: &mut Ctx) -> String 
     let api = &t.expected.api.digitize;
     let declared = api.max_upload_bytes + 1;
     let timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
-    let late = t.bound(crate::fault::Bound::TimeoutLate);
+    let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
     let give_up = timeout + late + Duration::from_secs(2);
     let never = futures_util::stream::once(async move {
         tokio::time::sleep(give_up).await;

@@ -1,21 +1,16 @@
 //! Talking to the relay: one WebSocket per scenario, envelopes built from the contract, sent in
 //! one flush, and the answers read until every request has its final frame or time runs out.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::{SinkExt, StreamExt};
-use plimsoll_spec::relay::{RELAY_REQUEST, RelayRequest};
-use plimsoll_spec::{MetricName, Pool, Stage};
+use plimsoll_spec::relay::RelayRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::frames::Exchange;
-use super::sampler::{Samples, sample};
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::pool::hold;
-use crate::remote::relay::DialError;
-use crate::remote::upstream::Ask;
+use crate::remote::sampler::Samples;
 use crate::remote::{Target, WaitError};
 
 pub use crate::remote::relay::Ws;
@@ -23,23 +18,9 @@ pub use crate::remote::relay::Ws;
 /// Why a relay socket could not be had, or envelopes not sent on it.
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
-    /// The checker plays the relay, and the target's bridge did not dial it.
+    /// No socket could be had ([`crate::remote::relay::RelaySocket::connect`]).
     #[error(transparent)]
-    Dial(#[from] DialError),
-    /// The target's relay endpoint did not complete a handshake within 3 s.
-    #[error("connecting to {url} took more than 3 s")]
-    Slow {
-        /// The relay endpoint.
-        url: String,
-    },
-    /// The target's relay endpoint refused the connection or the handshake.
-    #[error("connecting to {url}: {source}")]
-    Connect {
-        /// The relay endpoint.
-        url: String,
-        /// Why it failed.
-        source: tokio_tungstenite::tungstenite::Error,
-    },
+    Open(#[from] crate::remote::relay::SocketError),
     /// An envelope could not be written as JSON.
     #[error("encoding an envelope: {0}")]
     Encode(serde_json::Error),
@@ -64,58 +45,19 @@ pub fn relay_workers(t: &Target) -> usize {
     t.expected.clauses.r1.value.relay_concurrency as usize
 }
 
-fn relay_url(t: &Target) -> String {
-    let base = if let Some(rest) = t.base.strip_prefix("https://") {
-        format!("wss://{rest}")
-    } else if let Some(rest) = t.base.strip_prefix("http://") {
-        format!("ws://{rest}")
-    } else {
-        t.base.clone()
-    };
-    format!("{base}{}", t.expected.api.relay.path)
-}
+/// How long a relay socket may take to be had.
+const SOCKET_WITHIN: Duration = Duration::from_secs(3);
 
-/// Where the socket comes from, and the fault it crosses, for the evidence.
-fn socket_source(t: &Target) -> String {
-    let through =
-        |fault: Option<String>| fault.map(|f| format!(" through {f}")).unwrap_or_default();
-    match &t.relay {
-        Some(relay) => format!(
-            "the bridge's socket to {}{}",
-            relay.url(),
-            through(relay.through().map(|(fault, _)| fault.to_string()))
-        ),
-        None => format!("{}{}", relay_url(t), through(t.adjustments.fault.clone())),
-    }
-}
-
-/// A relay socket (bounded to 3 s), with the time it took: dialled to the target's relay
-/// endpoint, or — when the checker plays the relay — the socket the target's bridge dialled.
+/// A relay socket (bounded to 3 s), with the time it took, from wherever the target's sockets
+/// come ([`Target::relay`]).
 pub async fn connect(t: &Target) -> Result<(Ws, Duration), SocketError> {
-    let started = Instant::now();
-    let limit = Duration::from_secs(3);
-    if let Some(relay) = &t.relay {
-        let dialled = relay.next(limit).await?;
-        return Ok((dialled.ws, started.elapsed()));
-    }
-    let url = relay_url(t);
-    match tokio::time::timeout(limit, tokio_tungstenite::connect_async(url.as_str())).await {
-        Err(_) => Err(SocketError::Slow { url }),
-        Ok(Err(source)) => Err(SocketError::Connect { url, source }),
-        Ok(Ok((ws, _))) => Ok((ws, started.elapsed())),
-    }
+    Ok(t.relay.connect(SOCKET_WITHIN).await?)
 }
 
-/// Waits, at most `limit`, until no relayed request is running: by the upstream's count when the
-/// checker plays the bridge's local handler, else by the relay busy gauge.
+/// Waits, at most `limit`, until no relayed request is running, as the target's local handler
+/// counts them.
 pub async fn idle(t: &Target, limit: Duration) -> Result<Duration, WaitError> {
-    match &t.upstream {
-        Some(upstream) => upstream.wait_in_flight(limit, |n| n == 0).await,
-        None => {
-            t.wait_metric(MetricName::WorkersBusy, Pool::Relay, limit, |v| v == 0.0)
-                .await
-        }
-    }
+    t.local.running(t, limit, &|n| n == 0.0).await
 }
 
 /// Waits (bounded) for the relay pool to be idle, then connects; records a failure and returns
@@ -128,8 +70,11 @@ pub async fn open(t: &Target, c: &mut Ctx) -> Option<Ws> {
     }
     match connect(t).await {
         Ok((ws, took)) => {
-            c.evidence
-                .push(format!("{} opened in {:.1} ms", socket_source(t), ms(took)));
+            c.evidence.push(format!(
+                "{} opened in {:.1} ms",
+                t.relay.describe(),
+                ms(took)
+            ));
             Some(ws)
         }
         Err(e) => {
@@ -147,40 +92,12 @@ pub fn nonce() -> u64 {
     (t.as_nanos() as u64) ^ 0x9E37_79B9_7F4A_7C15
 }
 
-/// An envelope for `method path`, no headers, no body.
-pub fn request(id: String, method: &str, path: &str) -> RelayRequest {
-    RelayRequest {
-        kind: RELAY_REQUEST.to_owned(),
-        request_id: id,
-        method: method.to_owned(),
-        path: path.to_owned(),
-        headers: BTreeMap::new(),
-        body: String::new(),
-    }
-}
+pub use crate::remote::local::envelope as request;
 
-/// The envelope with a hook holding its relay worker `hold_ms` (0: not held): for a target whose
-/// bridge relays to its own API.
-pub fn with_hold(t: &Target, mut r: RelayRequest, hold_ms: u64) -> RelayRequest {
-    if hold_ms > 0 {
-        r.headers
-            .insert(t.hook_header().to_owned(), hold(Stage::Relay, hold_ms));
-    }
-    r
-}
-
-/// A request whose relay worker is busy `hold_ms` (0: not held): `GET {healthz}` held by a relay
-/// hook on the target's own API, or — when the checker plays the bridge's local handler — a
-/// request the upstream itself holds, answering under the same id.
+/// A request whose relay worker is busy `hold_ms` (0: not held), as the target's local handler
+/// holds one ([`crate::remote::local::LocalHandler::held`]).
 pub fn held(t: &Target, id: String, hold_ms: u64) -> RelayRequest {
-    let hold = Duration::from_millis(hold_ms);
-    match &t.upstream {
-        Some(_) => {
-            let path = Ask::new(id.clone()).held(hold).path();
-            request(id, "GET", &path)
-        }
-        None => with_hold(t, request(id, "GET", &t.expected.api.healthz.path), hold_ms),
-    }
+    t.local.held(t, id, Duration::from_millis(hold_ms))
 }
 
 /// `count` [`held`] envelopes with ids `{prefix}-{i}`.
@@ -255,7 +172,7 @@ pub async fn round(
     label: &str,
 ) -> Option<(Exchange, Samples)> {
     let mut ws = open(t, c).await?;
-    let sampler = sampled.then(|| sample(t, limit + Duration::from_secs(1)));
+    let sampler = sampled.then(|| t.local.count(t, limit + Duration::from_secs(1)));
     let ex = exchange(&mut ws, requests, limit).await;
     let samples = match sampler {
         Some(sampler) => sampler.finish().await,

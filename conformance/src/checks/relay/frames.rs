@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use plimsoll_spec::relay::{RELAY_ERROR, RELAY_RESPONSE, RelayRequest, RelayResponse};
+use plimsoll_spec::relay::{
+    RELAY_ERROR, RELAY_RESPONSE, RelayRequest, RelayResponse, TRANSFER_ENCODING,
+};
 
 use crate::checks::ctx::Ctx;
 use crate::remote::{Target, is_success};
@@ -16,9 +18,6 @@ use crate::verdict::{Lane, LaneOutcome};
 
 /// Problems quoted in a failure message; the rest are counted.
 pub const MAX_QUOTED: usize = 6;
-
-/// The first-frame header that says a body travels as base64 (seed 003's envelope protocol).
-const TRANSFER_ENCODING: &str = "content-transfer-encoding";
 
 /// Why a relayed body could not be put back together.
 #[derive(Debug, thiserror::Error)]
@@ -205,7 +204,7 @@ impl Exchange {
         let base64 = frames
             .first()
             .and_then(|f| header(&f.headers, TRANSFER_ENCODING))
-            .is_some_and(|v| v.eq_ignore_ascii_case("base64"));
+            .is_some_and(|v| v.eq_ignore_ascii_case(plimsoll_spec::relay::BASE64));
         if base64 {
             BASE64.decode(joined).map_err(ReassemblyError::Base64)
         } else {

@@ -1,13 +1,14 @@
 //! Relay (R1–R6): the relay bridge of seed 003, judged from outside. Each scenario opens one
-//! WebSocket to `{api.relay.path}` ([`client`]), sends envelopes built from the contract and
-//! reassembles the frames that come back ([`frames`]), while the relay pool's gauges in
-//! `/metrics` are sampled ([`sampler`]). Holds are `hold=relay:MS` in an envelope's hook header,
-//! applied by the relay worker while it holds its slot. Every wait is bounded in count and time.
+//! WebSocket, wherever the target's sockets come from ([`client`], `remote::relay::RelaySocket`),
+//! sends envelopes built from the contract and reassembles the frames that come back
+//! ([`frames`]). Holding a relay worker and counting what runs is the target's local handler's
+//! (`remote::local::LocalHandler`: the target's own API, held by its hooks and counted by its
+//! gauges, or the checker's upstream): no check here asks which. Every wait is bounded in count
+//! and time.
 
 pub mod client;
 pub mod frames;
 pub mod refusals;
-pub mod sampler;
 
 pub mod r1;
 pub mod r2;

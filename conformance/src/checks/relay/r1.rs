@@ -41,13 +41,9 @@ async fn r1(t: &Arc<Target>, c: &mut Ctx) {
     let Some((ex, samples)) = round(t, c, &requests, limit, true, "held").await else {
         return;
     };
-    if t.upstream.is_none() {
-        let limit_gauge = t
-            .metric(MetricName::WorkersLimit, Pool::Relay)
-            .await
-            .unwrap_or(f64::NAN);
+    if let Some(claimed) = t.local.claimed_limit(t).await {
         c.evidence.push(format!(
-            "{} = {limit_gauge}",
+            "{} = {claimed}",
             series(MetricName::WorkersLimit, Pool::Relay)
         ));
     }
@@ -61,8 +57,8 @@ async fn r1(t: &Arc<Target>, c: &mut Ctx) {
         ex.done.len(),
         ms(last)
     );
-    if samples.missing(c) {
-        return;
+    if let Some(why) = samples.missing() {
+        return c.fail(why);
     }
     let max = samples.busy_max;
     c.require(max <= n as f64, || {

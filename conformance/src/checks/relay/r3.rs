@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plimsoll_fault::rng::SplitMix64;
 use plimsoll_spec::ClauseId;
 use plimsoll_spec::relay::RelayRequest;
 
@@ -12,8 +13,6 @@ use super::frames::header;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
-use crate::remote::upstream::ID_HEADER;
-use crate::rng::SplitMix64;
 
 /// Holds are multiples of this, shuffled.
 const STEP_MS: u64 = 60;
@@ -54,18 +53,14 @@ fn inversions(order: &[usize]) -> usize {
 }
 
 /// The requests of `holds`, with the header that names each answer's request and the value each
-/// must carry in it: the checker's upstream names its request itself; the target's own API
-/// echoes a client-chosen request id.
+/// must carry in it, as the target's local handler names them (the checker's upstream names its
+/// request itself; the target's own API echoes a client-chosen request id).
 fn schedule(
     t: &Target,
     tag: u64,
     holds: &[u64],
 ) -> (Vec<RelayRequest>, String, HashMap<String, String>) {
-    let id_header = match &t.upstream {
-        Some(_) => ID_HEADER.to_owned(),
-        None => t.request_id_header().to_owned(),
-    };
-    let f4 = &t.expected.clauses.f4.value;
+    let mut id_header = String::new();
     let mut echo = HashMap::new();
     let requests = holds
         .iter()
@@ -73,14 +68,12 @@ fn schedule(
         .map(|(i, &hold)| {
             let id = format!("r3-{tag:x}-{i}");
             let mut r = held(t, id.clone(), hold);
-            if t.upstream.is_some() {
-                echo.insert(id.clone(), id);
-                return r;
-            }
-            let trace = format!("r3{tag:x}x{i}");
-            if f4.accepts(&trace) {
-                r.headers.insert(id_header.clone(), trace.clone());
-                echo.insert(id, trace);
+            let (header, name) = t
+                .local
+                .name_answer(t, &mut r, &id, &format!("r3{tag:x}x{i}"));
+            id_header = header;
+            if let Some(name) = name {
+                echo.insert(id, name);
             }
             r
         })

@@ -79,12 +79,8 @@ async fn r4(t: &Arc<Target>, c: &mut Ctx) {
     c.evidence.push(samples.describe());
     // At the checker's upstream the start order is seen directly: the k-th n to arrive are the
     // k-th n sent.
-    if let Some(upstream) = &t.upstream {
-        let arrivals: Vec<String> = upstream
-            .visits_since(ex.began.unwrap_or(origin))
-            .into_iter()
-            .map(|v| v.id)
-            .collect();
+    if let Some(visits) = t.local.visits_since(ex.began.unwrap_or(origin)) {
+        let arrivals: Vec<String> = visits.into_iter().map(|v| v.id).collect();
         out_of_wave.extend(out_of_wave_at(&arrivals, &position, n));
     }
     c.observed = format!(
@@ -94,8 +90,8 @@ async fn r4(t: &Arc<Target>, c: &mut Ctx) {
         samples.busy_max,
         out_of_wave.len()
     );
-    if samples.missing(c) {
-        return;
+    if let Some(why) = samples.missing() {
+        return c.fail(why);
     }
     c.require(samples.busy_max <= n as f64, || {
         format!(

@@ -5,16 +5,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::relay::RelayRequest;
-use plimsoll_spec::{ClauseId, Design, Extents, Stitch, StitchCommand, Thread};
-use reqwest::header::CONTENT_TYPE;
+use plimsoll_spec::ClauseId;
 
-use super::client::{nonce, relay_workers, request, round, with_hold};
+use super::client::{nonce, round};
 use super::frames::Exchange;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
-use crate::remote::upstream::{Ask, Visit};
+use crate::remote::local::{Known, STREAM_CHUNKS, STREAM_GAP};
+use crate::remote::upstream::Visit;
 
 /// R5's entry in the check registry: the evidence the docs print, and `r5`, which gathers it.
 pub const CHECK: Check = Check::clause(
@@ -30,97 +29,8 @@ pub const CHECK: Check = Check::clause(
 )
 .covers(&["relay-inner-request", "relay-frames"]);
 
-/// A response to relay, named, with the body plain HTTP gave for it.
-struct Kind {
-    name: String,
-    request: RelayRequest,
-    body: Vec<u8>,
-}
-
-/// The chunks of a streamed upstream body (each one frame's worth) and the gap between them: a
-/// bridge that waits for the whole body sends its first frame only after the last gap.
-const STREAM_CHUNKS: usize = 4;
-const STREAM_GAP: Duration = Duration::from_millis(300);
-
-/// Bodies the checker's upstream streams, one frame's worth per chunk, as many at once as the
-/// relay runs (at most 4).
-fn streamed_responses(t: &Target, tag: u64, max: usize) -> Vec<Kind> {
-    let n = relay_workers(t).clamp(1, 4);
-    (0..n)
-        .map(|i| {
-            let id = format!("r5-{tag:x}-stream{i}");
-            let ask = Ask::new(id.clone()).streamed(STREAM_CHUNKS, max, STREAM_GAP);
-            Kind {
-                name: format!("stream{i}"),
-                request: request(id, "GET", &ask.path()),
-                body: ask.body(),
-            }
-        })
-        .collect()
-}
-
-/// Requests whose plain-HTTP bodies are large: the contract document twice, and a large
-/// design's exports (as many formats as the export pool takes at once, at most 3).
-async fn large_responses(t: &Target, c: &mut Ctx, max: usize) -> Vec<Kind> {
-    let api = &t.expected.api;
-    // About 3 bytes a stitch in the binary formats, more in SVG: every export needs several frames.
-    let design = serde_json::to_string(&zigzag((max / 2 + 1000).min(200_000))).unwrap_or_default();
-    let mut kinds = Vec::new();
-    match t.client.get(t.url(&api.contract.path)).send().await {
-        Ok(r) if r.status().is_success() => {
-            let body = r.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-            for i in 0..2 {
-                kinds.push(Kind {
-                    name: format!("contract-{i}"),
-                    request: request(String::new(), "GET", &api.contract.path),
-                    body: body.clone(),
-                });
-            }
-        }
-        other => c.evidence.push(format!(
-            "GET {} over HTTP failed ({other:?}); not relayed",
-            api.contract.path
-        )),
-    }
-    let exports = (t.expected.clauses.t1.value.export_workers as usize
-        + t.expected.clauses.t2.value.export_queue_capacity as usize)
-        .min(3);
-    let content_type = &api.export.content_types[0];
-    for format in api.export.formats.iter().take(exports) {
-        let path = format!("{}?format={}", api.export.path, format.as_str());
-        let direct = t
-            .client
-            .post(t.url(&path))
-            .header(CONTENT_TYPE, content_type)
-            .body(design.clone())
-            .send()
-            .await;
-        match direct {
-            Ok(r) if r.status().is_success() => {
-                let body = r.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-                let mut relayed = request(String::new(), &api.export.method, &path);
-                relayed
-                    .headers
-                    .insert(CONTENT_TYPE.as_str().to_owned(), content_type.clone());
-                relayed.body = design.clone();
-                kinds.push(Kind {
-                    name: format.as_str().to_owned(),
-                    request: relayed,
-                    body,
-                });
-            }
-            other => c.evidence.push(format!(
-                "{} {path} over HTTP failed ({:?}); not relayed",
-                api.export.method,
-                other.map(|r| r.status())
-            )),
-        }
-    }
-    kinds
-}
-
 /// Judges one response's frames; returns (frames, largest chunk).
-fn judge_frames(c: &mut Ctx, ex: &Exchange, id: &str, kind: &Kind, max: usize) -> (usize, usize) {
+fn judge_frames(c: &mut Ctx, ex: &Exchange, id: &str, kind: &Known, max: usize) -> (usize, usize) {
     let Some(frames) = ex.frames.get(id) else {
         return (0, 0);
     };
@@ -178,10 +88,8 @@ async fn r5(t: &Arc<Target>, c: &mut Ctx) {
         "concurrent responses over {max} bytes: every message parses as a frame, seq gapless from 0 with final last, chunks <= {max} bytes, bodies identical to plain HTTP"
     );
     let tag = nonce();
-    let kinds = match &t.upstream {
-        Some(_) => streamed_responses(t, tag, max),
-        None => large_responses(t, c, max).await,
-    };
+    let (kinds, notes) = t.local.large_bodies(t, tag, max).await;
+    c.evidence.extend(notes);
     if kinds.is_empty() {
         return c.fail(
             "no large response to relay: GET contract and every export failed over plain HTTP",
@@ -201,13 +109,8 @@ async fn r5(t: &Arc<Target>, c: &mut Ctx) {
         ));
     }
     let mut requests = Vec::new();
-    let mut want: HashMap<String, Kind> = HashMap::new();
-    for mut kind in kinds {
-        if t.upstream.is_none() {
-            kind.request.request_id = format!("r5-{tag:x}-{}", kind.name);
-            // The same short hold for all: their streams start together.
-            kind.request = with_hold(t, kind.request, 100);
-        }
+    let mut want: HashMap<String, Known> = HashMap::new();
+    for kind in kinds {
         requests.push(kind.request.clone());
         want.insert(kind.request.request_id.clone(), kind);
     }
@@ -226,9 +129,8 @@ async fn r5(t: &Arc<Target>, c: &mut Ctx) {
     c.require(multi > 0, || {
         format!("no response was split: none of the bodies exceeded {max} bytes as sent")
     });
-    if let Some(upstream) = &t.upstream {
-        let began = ex.began.unwrap_or_else(Instant::now);
-        streams(c, &ex, &upstream.visits_since(began));
+    if let Some(visits) = t.local.visits_since(ex.began.unwrap_or_else(Instant::now)) {
+        streams(c, &ex, &visits);
     }
     c.observed = format!(
         "{} concurrent responses in {frames_total} frames ({multi} multi-frame), {} messages, {} interleavings; largest chunk {largest} bytes (limit {max}); {} protocol problem(s)",
@@ -269,43 +171,6 @@ fn streams(c: &mut Ctx, ex: &Exchange, visits: &[Visit]) {
             "the bridge buffered whole responses instead of streaming them: {}",
             buffered.join("; ")
         ));
-    }
-}
-
-/// A valid design of `stitches` stitch commands (one thread, a zigzag inside 100 x 100 mm), so
-/// its exports are large enough to need several frames.
-fn zigzag(stitches: usize) -> Design {
-    let mut program: Vec<Stitch> = (0..stitches)
-        .map(|i| Stitch {
-            x: (i % 1000) as i32,
-            y: if i % 2 == 0 {
-                0
-            } else {
-                40 + ((i / 1000) % 50) as i32
-            },
-            cmd: StitchCommand::Stitch,
-        })
-        .collect();
-    program.push(Stitch {
-        x: 0,
-        y: 0,
-        cmd: StitchCommand::End,
-    });
-    Design {
-        format: plimsoll_spec::design::DESIGN_FORMAT.to_owned(),
-        width_mm: 100.0,
-        height_mm: 100.0,
-        threads: vec![Thread {
-            color: "#204080".to_owned(),
-        }],
-        extents: Extents {
-            min_x: 0,
-            min_y: 0,
-            max_x: 1000,
-            max_y: 1000,
-        },
-        stitch_count: stitches as u64,
-        stitches: program,
     }
 }
 

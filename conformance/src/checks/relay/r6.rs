@@ -34,52 +34,31 @@ pub const CHECK: Check = Check::clause(
 )
 .covers(&["relay-pool"]);
 
-/// Why the health endpoint gave no status.
-#[derive(Debug, thiserror::Error)]
-enum HealthError {
-    /// The request failed.
-    #[error("{0}")]
-    Get(reqwest::Error),
-    /// No answer within 2 s.
-    #[error("timed out")]
-    TimedOut,
-}
-
-/// Plain HTTP `GET {healthz}`, bounded to 2 s: the server is still up.
-async fn health(t: &Target) -> Result<u16, HealthError> {
-    let get = t.client.get(t.url(&t.expected.api.healthz.path)).send();
-    match tokio::time::timeout(Duration::from_secs(2), get).await {
-        Ok(Ok(r)) => Ok(r.status().as_u16()),
-        Ok(Err(e)) => Err(HealthError::Get(e)),
-        Err(_) => Err(HealthError::TimedOut),
-    }
-}
-
-/// What R6 expects, in words: of a target with an HTTP API, or of a bridge the checker plays both
-/// ends of (and started, when it times the stop).
+/// What R6 expects, in words: what the socket's source, the local handler and a bridge the
+/// checker started each make judgeable.
 fn expected(t: &Target, n: usize, bound: Duration) -> String {
     let r6 = &t.expected.clauses.r6.value;
-    match (&t.upstream, &t.bridge) {
-        (None, _) => format!(
-            "after dropping a socket with {n} requests in flight (held {HOLD_MS} ms): a new socket at once, its requests answered, {} {}, busy gauge 0 within {} ms, {n} slots usable",
-            t.expected.api.healthz.path,
-            StatusCode::OK,
-            bound.as_millis()
+    let within = Duration::from_millis(r6.reconnect_within_ms);
+    let socket = match t.relay.redial_within(within) {
+        Some(within) => format!("the bridge's next socket within {} ms", within.as_millis()),
+        None => "a new socket at once".to_owned(),
+    };
+    let health = match t.local.hook_header(t) {
+        Some(_) => format!(", {} {}", t.expected.api.healthz.path, StatusCode::OK),
+        None => String::new(),
+    };
+    let stop = match t.relay.process() {
+        Some(_) => format!(
+            "; SIGTERM with {n} in flight: exited within {} ms",
+            r6.stop_within_ms
         ),
-        (Some(_), bridge) => format!(
-            "after dropping the bridge's socket with {n} requests in flight (held {HOLD_MS} ms): its next socket within {} ms, its requests answered, nothing running at the upstream within {} ms, {n} slots usable, no orphan's frame on it{}",
-            r6.reconnect_within_ms,
-            bound.as_millis(),
-            if bridge.is_some() {
-                format!(
-                    "; SIGTERM with {n} in flight: exited within {} ms",
-                    r6.stop_within_ms
-                )
-            } else {
-                String::new()
-            }
-        ),
-    }
+        None => String::new(),
+    };
+    format!(
+        "after dropping a socket with {n} requests in flight (held {HOLD_MS} ms): {socket}, its requests answered{health}, nothing running ({}) within {} ms, {n} slots usable, no orphan's frame on the new socket{stop}",
+        t.local.counts(),
+        bound.as_millis()
+    )
 }
 
 async fn r6(t: &Arc<Target>, c: &mut Ctx) {
@@ -100,7 +79,7 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
     let recovery = recover(t, c, dropped, bound).await;
     // Capacity: n requests held briefly must all run at once (a leaked slot makes one wait).
     let capacity = Capacity::probe(t, &mut second.ws, n, tag, recovery.idle).await;
-    let stopped = match &t.bridge {
+    let stopped = match t.relay.process() {
         Some(bridge) => Some(terminate(t, c, bridge, &mut second.ws, tag).await),
         None => None,
     };
@@ -128,15 +107,7 @@ async fn drop_in_flight(
         }
     };
     let running = Duration::from_millis(HOLD_MS / 2);
-    let all_running = match &t.upstream {
-        Some(upstream) => upstream.wait_in_flight(running, |v| v >= n).await,
-        None => {
-            t.wait_metric(MetricName::WorkersBusy, Pool::Relay, running, |v| {
-                v >= n as f64
-            })
-            .await
-        }
-    };
+    let all_running = t.local.running(t, running, &|v| v >= n as f64).await;
     match all_running {
         Ok(took) => c.evidence.push(format!(
             "{n} orphans running {:.0} ms after sending",
@@ -177,8 +148,8 @@ async fn reconnect(t: &Target, c: &mut Ctx, tag: u64, bound: Duration) -> Option
     };
     // A bridge that dials its relay: the new socket is the bridge's, and how soon it came is
     // R6's reconnect bound.
-    if t.relay.is_some() {
-        let within = Duration::from_millis(t.expected.clauses.r6.value.reconnect_within_ms);
+    let reconnect_within = Duration::from_millis(t.expected.clauses.r6.value.reconnect_within_ms);
+    if let Some(within) = t.relay.redial_within(reconnect_within) {
         c.require(ms(took) <= ms(within) + SLACK_MS, || {
             format!(
                 "the bridge dialled the relay again {:.0} ms after it was dropped; the bound is {} ms",
@@ -207,7 +178,7 @@ async fn reconnect(t: &Target, c: &mut Ctx, tag: u64, bound: Duration) -> Option
 /// What the server showed after the drop: its health (a target with an HTTP API), and whether
 /// nothing was running any more within the bound, at how many ms after the drop.
 struct Recovery {
-    health: Option<Result<u16, HealthError>>,
+    health: Option<Result<u16, String>>,
     idle: bool,
     idle_ms: f64,
 }
@@ -216,16 +187,13 @@ struct Recovery {
 /// new envelopes are answered is its health), the relay slots released within the bound and
 /// (by the gauge) nothing queued.
 async fn recover(t: &Target, c: &mut Ctx, dropped: Instant, bound: Duration) -> Recovery {
-    let health = match t.upstream {
-        Some(_) => None,
-        None => Some(health(t).await),
-    };
+    let health = t.local.health(t).await;
     if let Some(health) = &health {
         c.require(health.as_ref().is_ok_and(|s| *s == StatusCode::OK), || {
             // Worded `Ok(503)` / `Err("timed out")`, as this failure has always read.
             let shown = match health {
                 Ok(s) => format!("Ok({s})"),
-                Err(e) => format!("Err({:?})", e.to_string()),
+                Err(e) => format!("Err({e:?})"),
             };
             format!(
                 "{} after the reconnect: {shown}",
@@ -246,11 +214,7 @@ async fn recover(t: &Target, c: &mut Ctx, dropped: Instant, bound: Duration) -> 
             bound.as_millis()
         )),
     }
-    if t.upstream.is_none() {
-        let queued = t
-            .metric(MetricName::QueueDepth, Pool::Relay)
-            .await
-            .unwrap_or(f64::NAN);
+    if let Some(queued) = t.local.queued(t).await {
         c.require(queued == 0.0, || {
             format!(
                 "{} is {queued} after the drop",
@@ -373,10 +337,10 @@ async fn terminate(
         c.fail(format!("sending the stragglers before the stop: {e}"));
         return String::new();
     }
-    if let Some(upstream) = &t.upstream
-        && let Err(e) = upstream
-            .wait_in_flight(Duration::from_secs(2), |v| v >= n)
-            .await
+    if let Err(e) = t
+        .local
+        .running(t, Duration::from_secs(2), &|v| v >= n as f64)
+        .await
     {
         c.evidence.push(format!("before the stop: {e}"));
     }

@@ -126,14 +126,15 @@ fn judge_error(t: &Target, c: &mut Ctx, bad: &Bad, frames: &[Value]) -> bool {
 /// ends of has no hooks): an envelope whose hook header does not parse must be answered as the
 /// HTTP API answers it, a `relay-http-response` of `invalid_parameter`.
 pub async fn hook_refused(t: &Target, c: &mut Ctx) {
-    if t.upstream.is_some() {
+    // Only where envelopes reach an API that reads hooks: the checker's upstream reads none.
+    let Some(hook_header) = t.local.hook_header(t) else {
         return;
-    }
+    };
     let id = format!("r1h-{:x}", nonce());
     let mut envelope = request(id.clone(), "GET", &t.expected.api.healthz.path);
     envelope
         .headers
-        .insert(t.hook_header().to_owned(), "explode=now".to_owned());
+        .insert(hook_header.to_owned(), "explode=now".to_owned());
     let Some(mut ws) = open(t, c).await else {
         return;
     };

@@ -339,7 +339,7 @@ fn expected(t: &Target) -> String {
         t.status(ErrorCode::Overloaded),
         ErrorCode::Overloaded,
         t.adjustments
-            .words(crate::fault::Bound::RefusalLatency, &t.expected),
+            .words(plimsoll_fault::Bound::RefusalLatency, &t.expected),
         t3.format,
         t3.estimator,
         tol.retry_after_jitter_ms,
@@ -367,7 +367,7 @@ impl Samples {
     /// Requires the slowest refusal sent alone, and the median one in a crowd, within the
     /// refusal tolerance.
     fn judge(&self, t: &Target, c: &mut Ctx) -> Figures {
-        let bound = t.bound(crate::fault::Bound::RefusalLatency).as_millis() as u64;
+        let bound = t.bound(plimsoll_fault::Bound::RefusalLatency).as_millis() as u64;
         let (worst, median) = worst_and_median(&self.latencies);
         c.require(worst <= bound as f64, || {
             format!("slowest refusal took {worst:.1} ms > {bound} ms")

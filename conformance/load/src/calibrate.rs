@@ -1,0 +1,62 @@
+//! Before the load: a few requests with a zero hold measure the pipeline's own cost (it is added
+//! to the hold when computing capacity) and prove the target honours the test hooks.
+
+use std::time::Instant;
+
+use plimsoll_conformance::session::Fatal;
+
+use super::verdicts::percentile;
+use super::{Ctx, Node};
+
+/// Requests sent one after another; their medians are the calibration.
+const REQUESTS: usize = 8;
+
+/// The pipeline's own cost per request, measured before the load so capacity and the
+/// abandonment timing account for it.
+pub(super) struct Calibration {
+    /// Median Server-Timing `run` of a request with no hold (client latency if absent).
+    pub service_ms: f64,
+    /// Median client latency of such a request: when an abandoning client's hold has begun.
+    pub latency_ms: f64,
+}
+
+/// Sends [`REQUESTS`] zero-hold requests one at a time to `node`. A target that refuses hooks
+/// stops the run ([`Fatal::Hooks`]); any other answer but 200 means it is not idle or not
+/// usable.
+pub(super) async fn calibrate(ctx: &Ctx<'_>, node: &Node) -> Result<Calibration, Fatal> {
+    let t = &ctx.template;
+    let (mut runs, mut latencies) = (Vec::new(), Vec::new());
+    for i in 0..REQUESTS {
+        let sent = Instant::now();
+        let response = t
+            .fill(ctx.client.post(format!("{}{}", node.base, t.path)), 0)
+            .send()
+            .await
+            .map_err(|e| Fatal::Unreachable(format!("{}: {e}", node.base)))?;
+        let status = response.status().as_u16();
+        let timing = t.server_timing(response.headers());
+        let body = response.bytes().await.unwrap_or_default();
+        if status != 200 {
+            let code = super::run::problem_code(&body).unwrap_or_default();
+            if status == 400 && code == ctx.contract.hooks.disabled_code.as_str() {
+                return Err(Fatal::Hooks(format!(
+                    "{} refuses test hooks: start it with {}=1",
+                    node.base, ctx.contract.hooks.env
+                )));
+            }
+            return Err(Fatal::Unreachable(format!(
+                "calibration request {} to {} was answered {status} {code}; the target must be idle and accept {}",
+                i + 1,
+                node.base,
+                t.path
+            )));
+        }
+        let latency = sent.elapsed().as_secs_f64() * 1000.0;
+        latencies.push(latency);
+        runs.push(timing.map_or(latency, |(_, run)| run));
+    }
+    Ok(Calibration {
+        service_ms: percentile(&runs, 50.0).unwrap_or(0.0),
+        latency_ms: percentile(&latencies, 50.0).unwrap_or(0.0),
+    })
+}

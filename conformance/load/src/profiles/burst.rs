@@ -1,0 +1,83 @@
+//! `burst`: waves of workers × factor requests released together from a barrier, each holding
+//! a fixed time; the next wave leaves once the busy gauge reads 0.
+
+use std::time::Duration;
+
+use plimsoll_conformance::remote::process::ProcessSource;
+use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::CheckResult;
+
+use super::super::progress::Goal;
+use super::super::recovery::{self, Ending};
+use super::super::run::{DrainWait, Hold, HoldPlan};
+use super::super::run::{RunKind, RunSpec, keep_alive};
+use super::super::verdicts;
+use super::super::{Ctx, LoadPlan, POOL};
+use super::drive;
+
+pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Vec<CheckResult>, Fatal> {
+    let l = ctx.section();
+    let b = &l.burst;
+    let (c, admit) = (ctx.expect.workers as usize, ctx.expect.admissible());
+    let mut per_wave = c * b.factor as usize;
+    if per_wave <= admit {
+        // Too few to overflow workers + queue: send as many again as there are workers.
+        per_wave = admit + c;
+    }
+    let waves = load.waves.unwrap_or(b.waves).max(1) as usize;
+    println!(
+        "plimsoll load burst: {waves} waves of {per_wave} requests at once (hold {} ms) against {}; expecting {admit} admitted per wave",
+        b.hold_ms, ctx.target.base
+    );
+    let temp_before = recovery::temp_counts(ctx).await;
+    let drain = DrainWait {
+        client: ctx.client.clone(),
+        metrics_url: ctx.target.metrics_url.clone(),
+        pool: POOL.into(),
+        timeout: Duration::from_millis(
+            b.hold_ms * 2 + ctx.contract.clauses.b3.value.stop_within_ms + 3000,
+        ),
+        poll: Duration::from_millis(l.scrape_interval_ms.min(10)),
+    };
+    let spec = RunSpec {
+        host: ctx.target.base.clone(),
+        users: per_wave,
+        seed: load.seed,
+        template: ctx.template.clone(),
+        hold: HoldPlan {
+            hold: Hold::Fixed { ms: b.hold_ms },
+            abandon_fraction: 0.0,
+            pre_hold_ms: 0.0,
+        },
+        report: load.goose_report(),
+        engine: load.engine(),
+        keep_alive: keep_alive(&ctx.contract),
+        overloaded_status: ctx.expect.overloaded_status,
+        kind: RunKind::Burst { waves, drain },
+    };
+    let process = ProcessSource::Unavailable("not read in burst".into());
+    let observed = drive(ctx, spec, process, Goal::Waves(waves as u64)).await?;
+    let drained = recovery::drain_all(ctx, &temp_before, b.hold_ms, 0).await;
+    let out = &observed.out;
+
+    let mut main = verdicts::burst(
+        &ctx.expect,
+        &out.attempts,
+        per_wave,
+        b.hold_ms,
+        ctx.contract.tolerances.refusal_latency_ms,
+        out.drain_failed,
+    );
+    main.duration_ms = out.elapsed_ms;
+    main.evidence.push(out.engine_summary.clone());
+    ctx.print(&main);
+    let mut results = vec![main];
+    let end = Ending {
+        observed: &observed,
+        drained: &drained,
+        must_reach: true,
+        temp_allowance: 0,
+    };
+    results.extend(recovery::ending_verdicts(ctx, end).await);
+    Ok(results)
+}

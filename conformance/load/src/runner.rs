@@ -1,0 +1,426 @@
+//! The goose side: builds a `GooseAttack` in code (never from the process's arguments), runs
+//! it, and records every attempt the way the verdicts need it.
+//!
+//! Goose users are closed-loop by construction (a user waits for its answer before its next
+//! request), so the rate profiles make each user think an exponential time before every
+//! attempt and the prediction uses the closed-population formula (Engset). The burst profile
+//! lines all users up behind a barrier so each wave really leaves at once.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use goose::config::GooseConfiguration;
+use goose::prelude::*;
+use plimsoll_fault::rng::SplitMix64;
+use plimsoll_spec::ErrorCode;
+
+use super::run::{
+    Attempt, DrainWait, HoldPlan, Outcome, RequestTemplate, RunKind, RunOutput, RunSpec,
+    problem_code,
+};
+
+/// Counters the progress display reads while the run goes on.
+#[derive(Debug, Default)]
+pub struct LiveCounts {
+    /// Attempts sent.
+    pub sent: AtomicU64,
+    /// Answered 200.
+    pub ok: AtomicU64,
+    /// Refused as `overloaded` (the contract's status and code).
+    pub refused: AtomicU64,
+    /// Anything else: another answer, or none (abandonment the profile planned is not counted).
+    pub other: AtomicU64,
+    /// Burst waves with an attempt recorded so far: the progress bar's position.
+    pub waves_done: AtomicU64,
+}
+
+struct Shared {
+    t0: Instant,
+    seed: u64,
+    draws: AtomicU64,
+    template: RequestTemplate,
+    hold: HoldPlan,
+    records: Mutex<Vec<Attempt>>,
+    live: Arc<LiveCounts>,
+    /// The contract's status of an `overloaded` refusal, copied from the spec.
+    overloaded_status: u16,
+    pacing: Pacing,
+    /// Each user's idle connections are dropped after this ([`super::run::keep_alive`]).
+    keep_alive: Duration,
+    /// Think time cut short by the deadline, µs: with the completed thinks it gives the
+    /// realised mean think time (the exponential's censored-sample estimate).
+    censored_think_us: AtomicU64,
+}
+
+enum Pacing {
+    /// Think an exponential time before each attempt; no attempt starts after the deadline.
+    Rate {
+        mean_think_ms: f64,
+        deadline: Instant,
+    },
+    /// All users leave together, once the server is drained.
+    Burst {
+        arrive: tokio::sync::Barrier,
+        leave: tokio::sync::Barrier,
+        drain: DrainWait,
+        drain_failed: AtomicBool,
+    },
+}
+
+/// Why a goose attack did not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum GooseFailure {
+    /// goose's own thresholds failed (the metrics its error carries are not kept).
+    #[error("goose thresholds failed")]
+    Thresholds,
+    /// goose could not be configured, or its attack failed.
+    #[error("{0}")]
+    Goose(GooseError),
+}
+
+impl From<GooseError> for GooseFailure {
+    fn from(e: GooseError) -> GooseFailure {
+        match e {
+            GooseError::ThresholdsFailed { .. } => GooseFailure::Thresholds,
+            other => GooseFailure::Goose(other),
+        }
+    }
+}
+
+/// Abandoned requests set their own timeout; nothing else may take this long.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The configuration every run shares: users started at once, no controllers, quiet.
+pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> GooseConfiguration {
+    let mut c = GooseConfiguration::default();
+    c.host = Some(host.to_owned());
+    c.users = Some(users);
+    // All users within about 50 ms: the profiles' clocks start with the first of them.
+    c.increase_rate = Some((users * 20).max(1).to_string());
+    c.no_telnet = true;
+    c.quiet = 1;
+    c.no_print_metrics = true;
+    c.report_file = report.into_iter().collect();
+    // Abandoned requests set their own timeout; nothing else may take this long.
+    c.timeout = Some(REQUEST_TIMEOUT.as_secs().to_string());
+    c
+}
+
+/// Runs one profile's goose attack; `t0` is the clock every attempt is stamped against.
+pub async fn run(
+    spec: RunSpec,
+    t0: Instant,
+    live: Arc<LiveCounts>,
+) -> Result<RunOutput, GooseFailure> {
+    let mut config = base_configuration(&spec.host, spec.users, spec.report.clone());
+    let pacing = match &spec.kind {
+        RunKind::Rate {
+            mean_think_ms,
+            duration,
+        } => {
+            // Goose's clock starts once every user runs; users stop attempting at our deadline
+            // and idle until goose tells them to exit.
+            config.run_time = Some(duration.as_secs_f64().ceil().max(1.0).to_string());
+            // Keep goose's own counts comparable with ours: count from the first request.
+            config.no_reset_metrics = true;
+            Pacing::Rate {
+                mean_think_ms: *mean_think_ms,
+                deadline: t0 + *duration,
+            }
+        }
+        RunKind::Burst { waves, drain } => {
+            config.iterations = Some(*waves);
+            Pacing::Burst {
+                arrive: tokio::sync::Barrier::new(spec.users),
+                leave: tokio::sync::Barrier::new(spec.users),
+                drain: drain.clone(),
+                drain_failed: AtomicBool::new(false),
+            }
+        }
+    };
+    let shared = Arc::new(Shared {
+        t0,
+        seed: spec.seed,
+        draws: AtomicU64::new(0),
+        template: spec.template,
+        hold: spec.hold,
+        records: Mutex::new(Vec::new()),
+        live,
+        overloaded_status: spec.overloaded_status,
+        pacing,
+        keep_alive: spec.keep_alive,
+        censored_think_us: AtomicU64::new(0),
+    });
+    let tx = shared.clone();
+    let function: TransactionFunction = Arc::new(move |user| {
+        let shared = tx.clone();
+        Box::pin(async move { attempt(user, &shared).await })
+    });
+    let keep_alive = shared.keep_alive;
+    let client: TransactionFunction =
+        Arc::new(move |user| Box::pin(async move { own_client(user, keep_alive).await }));
+    let scenario = Scenario::new("digitize")
+        .register_transaction(Transaction::new(client).set_on_start())
+        .register_transaction(Transaction::new(function).set_name("digitize"));
+    let started = Instant::now();
+    let metrics = GooseAttack::initialize_with_config(config)?
+        .register_scenario(scenario)
+        .execute()
+        .await?;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let attempts = std::mem::take(&mut *shared.records.lock().unwrap_or_else(|e| e.into_inner()));
+    let drain_failed = match &shared.pacing {
+        Pacing::Burst { drain_failed, .. } => drain_failed.load(Ordering::Relaxed),
+        Pacing::Rate { .. } => false,
+    };
+    Ok(RunOutput {
+        attempts,
+        engine_summary: goose_summary(&metrics),
+        elapsed_ms,
+        drain_failed,
+        censored_think_ms: shared.censored_think_us.load(Ordering::Relaxed) as f64 / 1000.0,
+    })
+}
+
+/// Gives the user goose's client settings but with idle connections dropped after
+/// `keep_alive`, before a conforming server may close them.
+async fn own_client(user: &mut GooseUser, keep_alive: Duration) -> TransactionResult {
+    let builder = reqwest::Client::builder()
+        .user_agent(concat!("plimsoll/", env!("CARGO_PKG_VERSION")))
+        .timeout(REQUEST_TIMEOUT)
+        .pool_idle_timeout(keep_alive);
+    user.set_client_builder(builder).await.map_err(Box::new)
+}
+
+/// One goose transaction: (think or line up), send, read, record.
+async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
+    let index = shared.draws.fetch_add(1, Ordering::Relaxed);
+    let mut rng = SplitMix64::stream(shared.seed, index);
+    let wave = user.get_iterations();
+    let Some(think_ms) = pace(shared, &mut rng).await else {
+        return Ok(());
+    };
+    let planned = plan_request(user, shared, &mut rng)?;
+    shared.live.sent.fetch_add(1, Ordering::Relaxed);
+    let sent = Instant::now();
+    let sent_ms = (sent - shared.t0).as_secs_f64() * 1000.0;
+    let mut goose = user.request(planned.request).await?;
+    let mut record = Attempt {
+        user: user.weighted_users_index,
+        wave,
+        sent_ms,
+        latency_ms: 0.0,
+        think_ms,
+        hold_ms: planned.hold_ms,
+        abandon_planned: planned.abandon_after.is_some(),
+        outcome: Outcome::Error(String::new()),
+        retry_after: None,
+        code: None,
+        request_id: None,
+        timing: None,
+    };
+    let expected = match goose.response {
+        Ok(response) => read_answer(shared, &mut record, response, sent).await,
+        Err(e) => no_answer(shared, &mut record, &e, sent),
+    };
+    let failure = (!expected).then(|| failure_tag(&record));
+    keep(shared, record, wave);
+    // goose's own report counts `overloaded` refusals and planned abandonment as expected.
+    match failure {
+        None => user.set_success(&mut goose.request),
+        Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
+    }
+}
+
+/// Waits before an attempt as the profile paces it (a think, or the burst's barrier), so the
+/// attempts arrive as the prediction assumes; the think drawn, or `None` when this user's
+/// profile is over.
+async fn pace(shared: &Shared, rng: &mut SplitMix64) -> Option<f64> {
+    match &shared.pacing {
+        Pacing::Rate {
+            mean_think_ms,
+            deadline,
+        } => {
+            let think_ms = rng.exponential(*mean_think_ms);
+            let think = Duration::from_secs_f64(think_ms / 1000.0);
+            let now = Instant::now();
+            if now + think >= *deadline {
+                // This think would end past the profile: the user is done. Sleep to the end
+                // (a redraw would favour short thinks and crowd the last moments), then idle in
+                // short naps so goose's exit is noticed soon.
+                let rest = deadline.saturating_duration_since(now);
+                shared
+                    .censored_think_us
+                    .fetch_add(rest.as_micros() as u64, Ordering::Relaxed);
+                tokio::time::sleep(rest.max(Duration::from_millis(50))).await;
+                return None;
+            }
+            tokio::time::sleep(think).await;
+            Some(think_ms)
+        }
+        Pacing::Burst {
+            arrive,
+            leave,
+            drain,
+            drain_failed,
+        } => {
+            if arrive.wait().await.is_leader() && !drain.wait().await {
+                drain_failed.store(true, Ordering::Relaxed);
+            }
+            leave.wait().await;
+            Some(0.0)
+        }
+    }
+}
+
+/// The request of one attempt and the hold it asks for, drawn after the pacing so each
+/// attempt's random stream is the same whatever the timing.
+struct PlannedRequest<'a> {
+    request: GooseRequest<'a>,
+    hold_ms: u64,
+    /// When the client gives up on it, if it is to be abandoned.
+    abandon_after: Option<Duration>,
+}
+
+/// Builds the template's request with a drawn hold (and timeout, for an abandoned one), so
+/// every attempt sends the same thing but for its hold.
+fn plan_request<'a>(
+    user: &GooseUser,
+    shared: &'a Shared,
+    rng: &mut SplitMix64,
+) -> Result<PlannedRequest<'a>, Box<TransactionError>> {
+    let (hold_ms, abandon_after) = shared.hold.draw(rng);
+    let t = &shared.template;
+    let mut builder = t.fill(
+        user.get_request_builder(&GooseMethod::Post, &t.path)?,
+        hold_ms,
+    );
+    if let Some(after) = abandon_after {
+        builder = builder.timeout(after);
+    }
+    let request = GooseRequest::builder()
+        .method(GooseMethod::Post)
+        .path(t.path.as_str())
+        .name("digitize")
+        .set_request_builder(builder)
+        .build();
+    Ok(PlannedRequest {
+        request,
+        hold_ms,
+        abandon_after,
+    })
+}
+
+/// Reads an HTTP answer into `record` (status, and for an error its code and headers), so the
+/// verdicts see what the client saw; whether it is an expected answer (200 or a refusal).
+async fn read_answer(
+    shared: &Shared,
+    record: &mut Attempt,
+    response: reqwest::Response,
+    sent: Instant,
+) -> bool {
+    let t = &shared.template;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let body = response.bytes().await;
+    record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+    record.timing = t.server_timing(&headers);
+    match body {
+        Ok(body) => {
+            record.outcome = Outcome::Status(status);
+            if status != 200 {
+                record.code = problem_code(&body);
+                record.request_id = header(&t.request_id_header);
+                record.retry_after = header(&t.retry_after_header);
+            }
+        }
+        Err(e) if record.abandon_planned && e.is_timeout() => record.outcome = Outcome::Abandoned,
+        Err(e) => record.outcome = Outcome::Error(format!("reading the body: {e}")),
+    }
+    count_answer(shared, status, record.code.as_deref())
+}
+
+/// Counts an answer for the progress display: 200, an `overloaded` refusal (the contract's
+/// status and code), or other; whether it is an expected answer.
+fn count_answer(shared: &Shared, status: u16, code: Option<&str>) -> bool {
+    let live = &shared.live;
+    if status == 200 {
+        live.ok.fetch_add(1, Ordering::Relaxed);
+        true
+    } else if status == shared.overloaded_status && code == Some(ErrorCode::Overloaded.as_str()) {
+        live.refused.fetch_add(1, Ordering::Relaxed);
+        true
+    } else {
+        live.other.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+}
+
+/// Records an attempt that got no answer: planned abandonment is expected, anything else is
+/// an error the verdicts name.
+fn no_answer(shared: &Shared, record: &mut Attempt, e: &reqwest::Error, sent: Instant) -> bool {
+    record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+    if record.abandon_planned && e.is_timeout() {
+        record.outcome = Outcome::Abandoned;
+        true
+    } else {
+        record.outcome = Outcome::Error(e.to_string());
+        shared.live.other.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+}
+
+/// The tag goose's report files an unexpected attempt under.
+fn failure_tag(record: &Attempt) -> String {
+    match &record.outcome {
+        Outcome::Status(s) => format!("{s} {}", record.code.clone().unwrap_or_default()),
+        Outcome::Error(e) => e.clone(),
+        Outcome::Abandoned => String::new(),
+    }
+}
+
+/// Keeps the record for the verdicts and, in a burst, moves the progress display's wave on.
+fn keep(shared: &Shared, record: Attempt, wave: usize) {
+    shared
+        .records
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(record);
+    if let Pacing::Burst { .. } = shared.pacing {
+        shared
+            .live
+            .waves_done
+            .fetch_max(wave as u64 + 1, Ordering::Relaxed);
+    }
+}
+
+/// goose's own counts per request name, as one evidence line.
+fn goose_summary(m: &GooseMetrics) -> String {
+    let mut parts: Vec<String> = m
+        .requests
+        .iter()
+        .map(|(name, r)| {
+            let mut codes: Vec<String> = r
+                .status_code_counts
+                .iter()
+                .map(|(s, n)| format!("{s}: {n}"))
+                .collect();
+            codes.sort();
+            format!(
+                "goose counted {name}: {} ok, {} failed ({})",
+                r.success_count,
+                r.fail_count,
+                codes.join(", ")
+            )
+        })
+        .collect();
+    parts.sort();
+    parts.join("; ")
+}
