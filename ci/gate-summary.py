@@ -15,7 +15,8 @@ from pathlib import Path
 
 # A cell longer than this is cut: GitHub keeps at most 1 MiB of a step's summary.
 CELL = 400
-ICON = {"pass": "✅ pass", "fail": "❌ fail", "skip": "⚪ skip", "waived": "🟡 waived"}
+ICON = {"pass": "✅ pass", "fail": "❌ fail", "skip": "⚪ skip", "not_applicable": "➖ not applicable",
+        "waived": "🟡 waived"}
 
 
 def cell(text: str) -> str:
@@ -32,7 +33,7 @@ def step_report(report_dir: Path, step: str) -> tuple[str, Path]:
 
 
 def why(result: dict) -> str:
-    """What a reader needs for a check that did not pass (and for a pass that did not apply)."""
+    """What a reader needs for a check that did not pass."""
     verdict, observed = result.get("verdict"), result.get("observed", "")
     reason = result.get("reason") or ""
     if verdict == "fail":
@@ -42,11 +43,13 @@ def why(result: dict) -> str:
         return f"skipped: {reason}"
     if verdict == "waived":
         return f"waived: {reason}"
-    return observed if observed.startswith("not applicable:") else ""
+    if verdict == "not_applicable":
+        return f"not applicable: {reason}"
+    return ""
 
 
 def render(report_dir: Path, steps: list[str], code: int) -> str:
-    rows, notes, counts = [], [], {"pass": 0, "fail": 0, "skip": 0, "waived": 0}
+    rows, notes, counts = [], [], {"pass": 0, "fail": 0, "skip": 0, "not_applicable": 0, "waived": 0}
     manifest = None
     for step in steps:
         name, path = step_report(report_dir, step)
@@ -75,7 +78,9 @@ def render(report_dir: Path, steps: list[str], code: int) -> str:
             f"strict {'on' if manifest.get('strict') else 'off'}."
         )
     out.append(
-        f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
+        f"{counts['pass']} passed"
+        + (f", {counts['not_applicable']} not applicable" if counts["not_applicable"] else "")
+        + f", {counts['fail']} failed, {counts['skip']} skipped"
         + (f", {counts['waived']} waived" if counts["waived"] else "")
         + f" (exit {code}). Reports (JUnit `*.junit.xml`, HTML `*.html`, JSON `*.json`): "
         f"`{cell(str(report_dir))}`."

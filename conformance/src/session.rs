@@ -67,15 +67,23 @@ pub const DEFAULT_TIMEOUT_S: u64 = 1800;
 /// shutdown after it, the process exits within 2 s of the signal.
 const STOPPED_FINISH: Duration = Duration::from_millis(1000);
 
-/// What a finished command counts as failed: one failure is exit code 1.
+/// What a finished command counts as failed: one failure is exit code 1; a run that judged no
+/// clause at all has nothing to say (exit code 2).
 pub trait Failures {
     /// Verdicts that failed.
     fn failures(&self) -> usize;
+    /// Whether any clause was judged (passed, failed or waived), rather than every one not
+    /// applicable or skipped.
+    fn judged(&self) -> bool;
 }
 
 impl Failures for RunReport {
     fn failures(&self) -> usize {
         self.failed()
+    }
+
+    fn judged(&self) -> bool {
+        self.judged_a_clause()
     }
 }
 
@@ -99,6 +107,12 @@ where
     runtime.shutdown_timeout(Duration::from_millis(300));
     match outcome {
         Ok(report) if report.failures() > 0 => EXIT_FAIL,
+        Ok(report) if !report.judged() => {
+            eprintln!(
+                "plimsoll {command}: nothing to judge: no clause applied to the target (each is listed as not applicable, with why)"
+            );
+            EXIT_CANNOT_PROCEED
+        }
         Ok(_) => EXIT_PASS,
         Err(e) => {
             eprintln!("plimsoll {command}: cannot proceed: {e}");

@@ -122,7 +122,7 @@ async fn strict_turns_a_skip_into_a_failure_with_its_reason() {
             "--target",
             &server.url(),
             "--only",
-            "F3",
+            "F3,F2",
             "--quiet",
         ]);
         if strict {
@@ -130,7 +130,7 @@ async fn strict_turns_a_skip_into_a_failure_with_its_reason() {
         }
         plimsoll(args, Duration::from_secs(60))
     };
-    // F3 without --server-log has no evidence: a skip, which passes the run...
+    // F3 without --server-log has no evidence: a skip, which passes the run (F2 judged)...
     let lenient = run(false).await;
     let stdout = String::from_utf8_lossy(&lenient.stdout);
     assert_eq!(lenient.status.code(), Some(0), "{stdout}");
@@ -146,6 +146,69 @@ async fn strict_turns_a_skip_into_a_failure_with_its_reason() {
     server.shutdown().await.unwrap();
 }
 
+/// Not applicable is a verdict of its own, never a pass: T2 against a pool without a queue judges
+/// nothing, a run that judged nothing exits 2 ("nothing to judge"), `--require` fails a run in
+/// which a named check judged nothing, and the JSON and JUnit reports say so with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_applicable_is_counted_apart_and_require_fails_on_it() {
+    let server = honest_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = async |only: &str, require: Option<&str>| {
+        let json = dir.path().join("report.json");
+        let junit = dir.path().join("report.xml");
+        let mut args = strings(&[
+            "check",
+            "--target",
+            &server.url(),
+            "--only",
+            only,
+            "--quiet",
+        ]);
+        args.extend(strings(&["--json", json.to_str().unwrap()]));
+        args.extend(strings(&["--junit", junit.to_str().unwrap()]));
+        if let Some(ids) = require {
+            args.extend(strings(&["--require", ids]));
+        }
+        let out = plimsoll(args, Duration::from_secs(60)).await;
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let junit = std::fs::read_to_string(&junit).unwrap();
+        (out, report, junit)
+    };
+    // The contract has no queue places: T2 has nothing to order, and nothing else ran.
+    let (out, report, junit) = run("T2", None).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("nothing to judge"), "{stderr}");
+    assert!(
+        stdout.contains("1 passed, 1 not applicable, 0 failed"),
+        "{stdout}"
+    );
+    let t2 = result(&report, "T2");
+    assert_eq!(t2["verdict"], "not_applicable");
+    assert!(t2["reason"].as_str().unwrap().contains("queue"), "{t2}");
+    assert!(
+        junit.contains("<skipped message=\"not applicable: "),
+        "{junit}"
+    );
+    // With a clause judged beside it, the run passes...
+    let (out, _, _) = run("T2,F2", None).await;
+    assert_eq!(out.status.code(), Some(0));
+    // ...unless the gate requires T2 to be judged.
+    let (out, report, _) = run("T2,F2", Some("T2")).await;
+    let stdout = flat(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(result(&report, "T2")["verdict"], "fail");
+    assert!(
+        result(&report, "T2")["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("required (--require) but not applicable: "),
+        "{report}"
+    );
+    server.shutdown().await.unwrap();
+}
+
 /// `--waivers`: a known failure waived passes the gate, an expired waiver fails it, and a waiver
 /// for a check that passes is noted (a failure under `--strict`). F3 without `--server-log` is
 /// the failure: a skip that `--strict` fails.
@@ -157,7 +220,7 @@ async fn a_waiver_file_changes_the_verdict_of_a_run() {
         let file = dir.path().join("waivers.toml");
         std::fs::write(&file, waivers).unwrap();
         let json = dir.path().join("report.json");
-        let mut args = strings(&["check", "--target", &server.url(), "--only", "F3"]);
+        let mut args = strings(&["check", "--target", &server.url(), "--only", "F3,F2"]);
         args.extend(strings(&["--quiet", "--waivers", file.to_str().unwrap()]));
         args.extend(strings(&["--json", json.to_str().unwrap()]));
         if strict {
@@ -222,7 +285,7 @@ async fn a_baseline_flags_a_regression_and_fails_it_when_asked() {
     assert_eq!(first.status.code(), Some(0));
     let mut report: Value =
         serde_json::from_slice(&std::fs::read(path("first.json")).unwrap()).unwrap();
-    assert_eq!(report["manifest"]["report_schema"], 1);
+    assert_eq!(report["manifest"]["report_schema"], 2);
     let figure = &mut report["results"][1]["figures"][0];
     assert_eq!(figure["name"], "refusal latency", "{figure}");
     let faster: Vec<f64> = figure["samples"]

@@ -21,6 +21,7 @@ fn details(r: &CheckResult) -> String {
         Verdict::Pass => {}
         Verdict::Fail(why) => out.push_str(&format!("reason: {why}\n")),
         Verdict::Skip(why) => out.push_str(&format!("skipped: {why}\n")),
+        Verdict::NotApplicable(why) => out.push_str(&format!("not applicable: {why}\n")),
         Verdict::Waived(why) => out.push_str(&format!("waived: {why}\n")),
     }
     if let Some(note) = &r.waiver {
@@ -59,6 +60,12 @@ fn test_case(r: &CheckResult) -> TestCase {
         Verdict::Skip(why) => {
             let mut status = TestCaseStatus::skipped();
             status.set_message(why.as_str());
+            status
+        }
+        // Nothing was judged: a skipped test to CI systems, its message saying why it is none.
+        Verdict::NotApplicable(why) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(format!("not applicable: {why}"));
             status
         }
         // A known deviation: shown, not failing, as CI systems show a skipped test.

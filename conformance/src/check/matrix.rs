@@ -83,4 +83,8 @@ impl crate::session::Failures for Matrix {
     fn failures(&self) -> usize {
         self.failed()
     }
+
+    fn judged(&self) -> bool {
+        self.runs.iter().any(|r| r.report.judged_a_clause())
+    }
 }

@@ -32,6 +32,9 @@ pub struct CheckPlan {
     pub subject: SubjectPlan,
     /// Fail every check that skips, with its reason.
     pub strict: bool,
+    /// Fail the run when one of these checks does not judge its clause (not applicable, or
+    /// skipped), with the reason.
+    pub require: Vec<CheckId>,
     /// Run only these checks (all when empty); the `contract` check always runs.
     pub only: Vec<CheckId>,
     /// Skip these checks.
@@ -238,6 +241,9 @@ async fn run_checks(
         } else {
             result
         };
+        if plan.require.contains(&check.id) {
+            result.verdict = result.verdict.required();
+        }
         judging.judge(&mut result, plan, today);
         observer.finished(&result);
         partial.finished(&result);

@@ -153,18 +153,18 @@ impl Ctx {
         self.skip = Some(reason.into());
     }
 
-    /// The clause cannot apply to the target's effective values (T2 with no queue places, R2
-    /// with one relay worker): a pass whose observed text says `not applicable: <why>`, and a
-    /// pass under `--strict` too. Only for a clause made vacuous by the values, never for
-    /// missing evidence (that is [`Ctx::skip`]).
+    /// The clause cannot apply to the target's effective values or contract (T2 with no queue
+    /// places, R2 with one relay worker): the verdict is not applicable, with `reason`, counted
+    /// apart from passes, and stays so under `--strict`. Only for a clause made vacuous by what
+    /// the target is, never for missing evidence (that is [`Ctx::skip`]).
     pub fn not_applicable(&mut self, reason: impl Into<String>) {
         self.not_applicable = Some(reason.into());
     }
 
     /// The fault the run goes through (`t`'s) removes the meaning of `part` of the check (`None`:
     /// the whole check): a part is left out and named in the observation, `… ; <part> not
-    /// applicable under <fault>: <why>`; the whole check is a pass whose observation says
-    /// `not applicable under <fault>: <why>`. Only where the fault's own numbers make the
+    /// applicable under <fault>: <why>`; the whole check is not applicable, `under <fault>,
+    /// <why>`. Only where the fault's own numbers make the
     /// measurement impossible (a body that cannot arrive within its timeout), never for a
     /// bound the fault merely lengthens (that is [`plimsoll_fault::Adjustments`]). Without a
     /// fault it does nothing: a fault-free run has no such part.
@@ -190,7 +190,9 @@ impl Ctx {
             (_, true) => {
                 if let Some(why) = self.not_applicable.take() {
                     self.observed = format!("{NOT_APPLICABLE}{why}");
-                } else if !self.fault_removed.is_empty() {
+                    return Verdict::NotApplicable(why);
+                }
+                if !self.fault_removed.is_empty() {
                     self.observed = format!("{}; {}", self.observed, self.fault_removed.join("; "));
                 }
                 Verdict::Pass
@@ -261,11 +263,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn not_applicable_is_a_pass_that_says_why_and_failures_still_win() {
+    fn not_applicable_is_a_verdict_of_its_own_that_says_why_and_failures_still_win() {
         let mut c = Ctx::new(0.0);
         c.not_applicable("queue capacity is 0");
-        assert_eq!(c.verdict(), Verdict::Pass);
+        assert_eq!(
+            c.verdict(),
+            Verdict::NotApplicable("queue capacity is 0".into())
+        );
         assert_eq!(c.observed, "not applicable: queue capacity is 0");
+        assert_eq!(
+            Verdict::NotApplicable("x".into()).strict(),
+            Verdict::NotApplicable("x".into())
+        );
+        assert!(Verdict::NotApplicable("x".into()).required().is_fail());
 
         let mut c = Ctx::new(0.0);
         c.not_applicable("x");

@@ -52,6 +52,16 @@ impl ResultId {
         }
     }
 
+    /// Whether the result judges a clause of the contract or a load profile, rather than the run
+    /// as a whole (`contract`, `API`).
+    pub fn clause_check(&self) -> bool {
+        match self {
+            ResultId::Check(id) => matches!(id, CheckId::Clause(_)),
+            ResultId::Load { .. } => true,
+            ResultId::Replica { of, .. } => of.clause_check(),
+        }
+    }
+
     /// This result as it reads about the replica at `url`.
     pub fn for_replica(self, url: &str) -> ResultId {
         ResultId::Replica {

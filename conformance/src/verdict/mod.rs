@@ -13,16 +13,20 @@ pub use id::ResultId;
 use figure::{Delta, Figure};
 use waiver::WaiverNote;
 
-/// pass | fail | skip, with the reason for the last two.
+/// pass | fail | skip | not applicable | waived, with the reason for all but a pass.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
 pub enum Verdict {
-    /// The clause held, or does not apply to the target's values (see [`NOT_APPLICABLE`]).
+    /// The clause held.
     Pass,
     /// The clause was broken; the reason says where and how.
     Fail(String),
     /// The evidence could not be gathered; the reason says what was missing.
     Skip(String),
+    /// Nothing was judged: the clause cannot apply to the target's values or contract (T2 with
+    /// no queue), or the run's fault removes its meaning. Counted apart from passes in every
+    /// report, never a pass (`--require` turns it into a failure for the checks it names).
+    NotApplicable(String),
     /// The clause was broken, but a waiver (`--waivers`) accepts it for now: the reason is the
     /// failure's, with the waiver's. Does not fail the run.
     Waived(String),
@@ -35,7 +39,8 @@ impl Verdict {
     }
 
     /// The verdict under `--strict`: a skip is missing evidence, so it fails with its reason.
-    /// (A check that does not apply to the target's values passes, and stays a pass.)
+    /// (A check that does not apply to the target stays not applicable: there was nothing to
+    /// miss.)
     pub fn strict(self) -> Verdict {
         match self {
             Verdict::Skip(reason) => Verdict::Fail(format!("skipped under --strict: {reason}")),
@@ -43,12 +48,30 @@ impl Verdict {
         }
     }
 
-    /// `pass`, `fail` or `skip`, as the reports print it.
+    /// The verdict when the run requires the check to be judged (`--require`): not applicable
+    /// or skipped is then a failure, with its reason.
+    pub fn required(self) -> Verdict {
+        match self {
+            Verdict::NotApplicable(why) => {
+                Verdict::Fail(format!("required (--require) but not applicable: {why}"))
+            }
+            Verdict::Skip(why) => Verdict::Fail(format!("required (--require) but skipped: {why}")),
+            other => other,
+        }
+    }
+
+    /// Whether the check judged its clause: a pass, a failure, or a waived failure.
+    pub fn judged(&self) -> bool {
+        matches!(self, Verdict::Pass | Verdict::Fail(_) | Verdict::Waived(_))
+    }
+
+    /// `pass`, `fail`, `skip`, `not_applicable` or `waived`, as the reports print it.
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
             Verdict::Fail(_) => "fail",
             Verdict::Skip(_) => "skip",
+            Verdict::NotApplicable(_) => "not_applicable",
             Verdict::Waived(_) => "waived",
         }
     }
@@ -57,7 +80,10 @@ impl Verdict {
     pub fn reason(&self) -> Option<&str> {
         match self {
             Verdict::Pass => None,
-            Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => Some(why),
+            Verdict::Fail(why)
+            | Verdict::Skip(why)
+            | Verdict::NotApplicable(why)
+            | Verdict::Waived(why) => Some(why),
         }
     }
 }
@@ -132,8 +158,8 @@ pub struct CheckResult {
     pub waiver: Option<WaiverNote>,
 }
 
-/// How a check that does not apply to the target's values words its observation: a pass whose
-/// observed text starts with this (see [`crate::checks::ctx::Ctx::not_applicable`]).
+/// How a check that does not apply words its observation: the verdict's reason after this (see
+/// [`crate::checks::ctx::Ctx::not_applicable`]).
 pub const NOT_APPLICABLE: &str = "not applicable: ";
 
 /// How a part of a check a fault removes is named in its observation: `<part> not applicable
@@ -172,9 +198,9 @@ impl CheckResult {
         Duration::from_secs_f64(self.duration_ms / 1000.0)
     }
 
-    /// A pass because the clause does not apply to the target's values (not a skip).
+    /// Whether nothing was judged because the clause does not apply (not a skip, not a pass).
     pub fn not_applicable(&self) -> bool {
-        self.verdict == Verdict::Pass && self.observed.starts_with(NOT_APPLICABLE)
+        matches!(self.verdict, Verdict::NotApplicable(_))
     }
 
     /// A pass with a part of the check left out because the run's fault (`check --fault`)
@@ -188,7 +214,7 @@ impl CheckResult {
     /// check's meaning), `pass, part n/a` (a part of it), `fail`, `skip`, `waived`.
     pub fn matrix_word(&self) -> &'static str {
         match &self.verdict {
-            Verdict::Pass if self.not_applicable() => "n/a",
+            Verdict::NotApplicable(_) => "n/a",
             Verdict::Pass if self.part_not_applicable() => "pass, part n/a",
             verdict => verdict.label(),
         }
@@ -205,7 +231,7 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// Checks that passed, the not-applicable ones included.
+    /// Checks that passed (not the not-applicable ones: nothing was judged there).
     pub fn passed(&self) -> usize {
         self.results
             .iter()
@@ -216,8 +242,7 @@ impl RunReport {
     pub fn failed(&self) -> usize {
         self.results.iter().filter(|r| r.verdict.is_fail()).count()
     }
-    /// Passes that say the clause does not apply to the target's values (counted in
-    /// [`passed`](Self::passed) too).
+    /// Checks that judged nothing because their clause does not apply, each with its reason.
     pub fn not_applicable(&self) -> usize {
         self.results.iter().filter(|r| r.not_applicable()).count()
     }
@@ -227,6 +252,13 @@ impl RunReport {
             .iter()
             .filter(|r| matches!(r.verdict, Verdict::Waived(_)))
             .count()
+    }
+    /// Whether any check other than the ones that judge the run as a whole (`contract`, `API`)
+    /// judged its clause: a run that judged none has nothing to say (exit code 2).
+    pub fn judged_a_clause(&self) -> bool {
+        self.results
+            .iter()
+            .any(|r| r.id.clause_check() && r.verdict.judged())
     }
     /// Checks skipped for missing evidence (none under `--strict`, which fails them).
     pub fn skipped(&self) -> usize {
@@ -239,7 +271,7 @@ impl RunReport {
 
 /// The version of the JSON report's layout (`manifest.report_schema`): raised when a member
 /// changes meaning or goes, so a `--baseline` of another layout is refused rather than misread.
-pub const REPORT_SCHEMA: u32 = 1;
+pub const REPORT_SCHEMA: u32 = 2;
 
 /// How the run was made, so a result can be reproduced and compared.
 #[derive(Debug, Clone, Serialize)]

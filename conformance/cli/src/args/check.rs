@@ -86,9 +86,13 @@ pub struct CheckArgs {
     )]
     pub upstream_listen: Option<std::net::SocketAddr>,
     /// Fail every check that skips, with its reason (a gate must not pass on missing evidence).
-    /// Checks that do not apply to the target's values still pass, saying so.
+    /// Checks that do not apply to the target stay not applicable, saying why.
     #[arg(long, help_heading = "Run")]
     pub strict: bool,
+    /// Fail the run when one of these check ids (comma-separated) judges nothing: not
+    /// applicable to the target, or skipped (a gate that must judge these clauses).
+    #[arg(long, value_delimiter = ',', value_name = "IDS", help_heading = "Run")]
+    pub require: Vec<CheckId>,
     /// Embedded server only: keep the contract's real timeouts instead of scaling them down.
     #[arg(long, help_heading = "Run")]
     pub full_timeouts: bool,

@@ -47,6 +47,7 @@ impl CheckArgs {
         CheckPlan {
             subject: self.subject.plan(),
             strict: self.strict,
+            require: self.require.clone(),
             only: self.only.clone(),
             skip: self.skip.clone(),
             waivers: self.waivers.clone(),

@@ -114,10 +114,10 @@ fn header(report: &RunReport) -> Markup {
         header.card {
             h1 { "Plimsoll conformance report" }
             p.totals {
-                span.pass {
-                    (report.passed()) " passed"
-                    @if report.not_applicable() > 0 { " (" (report.not_applicable()) " not applicable)" }
-                } ", "
+                span.pass { (report.passed()) " passed" } ", "
+                @if report.not_applicable() > 0 {
+                    span.not_applicable { (report.not_applicable()) " not applicable" } ", "
+                }
                 span.fail { (report.failed()) " failed" } ", "
                 span.skip { (report.skipped()) " skipped" }
                 @if report.waived() > 0 { ", " span.skip { (report.waived()) " waived" } }
@@ -210,7 +210,10 @@ fn check_section(index: usize, r: &CheckResult) -> Markup {
                 dt { "Observed" } dd { (or_dash(&r.observed)) }
                 @match &r.verdict {
                     Verdict::Pass => {}
-                    Verdict::Fail(why) | Verdict::Skip(why) | Verdict::Waived(why) => {
+                    Verdict::Fail(why)
+                    | Verdict::Skip(why)
+                    | Verdict::NotApplicable(why)
+                    | Verdict::Waived(why) => {
                         dt { "Reason" } dd.reason { (why) }
                     }
                 }

@@ -31,7 +31,7 @@ pub fn progress_line(r: &CheckResult, style: Style) -> String {
     let detail = match &r.verdict {
         Verdict::Skip(reason) => format!("skipped: {}", one_line(reason)),
         Verdict::Waived(reason) => format!("waived: {}", one_line(reason)),
-        Verdict::Pass | Verdict::Fail(_) => one_line(&r.observed),
+        Verdict::Pass | Verdict::Fail(_) | Verdict::NotApplicable(_) => one_line(&r.observed),
     };
     let room = style
         .width

@@ -56,6 +56,7 @@ pub fn symbol(verdict: &Verdict) -> &'static str {
         Verdict::Pass => "✓",
         Verdict::Fail(_) => "✗",
         Verdict::Skip(_) => "–",
+        Verdict::NotApplicable(_) => "○",
         Verdict::Waived(_) => "~",
     }
 }
@@ -65,6 +66,7 @@ pub(super) fn verdict_colour(verdict: &Verdict) -> &'static str {
         Verdict::Pass => GREEN,
         Verdict::Fail(_) => RED,
         Verdict::Skip(_) | Verdict::Waived(_) => YELLOW,
+        Verdict::NotApplicable(_) => DIM,
     }
 }
 

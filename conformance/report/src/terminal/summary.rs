@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use plimsoll_conformance::verdict::figure::Delta;
-use plimsoll_conformance::verdict::{CheckResult, NOT_APPLICABLE, RunReport, Verdict};
+use plimsoll_conformance::verdict::{CheckResult, RunReport, Verdict};
 
 use super::check_line::mark_and_id;
 use super::style::{BOLD, DIM, GREEN, RED, Style, paint};
@@ -38,7 +38,7 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
     let color = style.color;
     let not_applicable = match report.not_applicable() {
         0 => String::new(),
-        n => format!(" ({n} not applicable)"),
+        n => format!(", {n} not applicable"),
     };
     // Checks run one after the other, so their times add up; a load profile's verdicts all
     // judge the same load, so theirs do not.
@@ -86,7 +86,7 @@ pub fn summary(report: &RunReport, html: Option<&Path>, style: Style) -> String 
     for (title, picked) in [
         ("Failed", failed),
         ("Skipped", skipped),
-        ("Not applicable (passed)", not_applicable),
+        ("Not applicable (nothing judged)", not_applicable),
         ("Waivers", waived),
     ] {
         if picked.is_empty() {
@@ -152,15 +152,10 @@ fn entry(out: &mut String, r: &CheckResult, style: Style) {
             facts.push(("observed", one_line(&r.observed)));
             facts.push(("why", one_line(why)));
         }
-        Verdict::Skip(why) | Verdict::Waived(why) => facts.push(("why", one_line(why))),
-        Verdict::Pass => facts.push((
-            "why",
-            one_line(
-                r.observed
-                    .strip_prefix(NOT_APPLICABLE)
-                    .unwrap_or(&r.observed),
-            ),
-        )),
+        Verdict::Skip(why) | Verdict::NotApplicable(why) | Verdict::Waived(why) => {
+            facts.push(("why", one_line(why)));
+        }
+        Verdict::Pass => {}
     }
     if let Some(note) = &r.waiver {
         facts.push(("waiver", note.to_string()));

@@ -137,5 +137,5 @@ fn the_documented_json_members_are_the_reports() {
         undocumented.is_empty(),
         "not in docs/conformance.md: {undocumented:?}"
     );
-    assert_eq!(value["manifest"]["report_schema"], 1);
+    assert_eq!(value["manifest"]["report_schema"], 2);
 }

@@ -205,7 +205,7 @@ fn terminal_full_embedded_run_fits_one_screen() {
 }
 
 #[test]
-fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_pass() {
+fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_check() {
     let mut run = sample();
     run.results.push(CheckResult {
         id: check("T2"),
@@ -213,7 +213,9 @@ fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_pass() {
         expected: "queued requests start in arrival order (FIFO)".into(),
         observed: "not applicable: the queue capacity is 0, so no request ever waits to be ordered"
             .into(),
-        verdict: Verdict::Pass,
+        verdict: Verdict::NotApplicable(
+            "the queue capacity is 0, so no request ever waits to be ordered".into(),
+        ),
         duration_ms: 0.4,
         evidence: vec![],
         trials_ms: vec![],
@@ -226,7 +228,7 @@ fn terminal_run_with_a_failure_a_skip_and_a_not_applicable_pass() {
     let text = terminal::transcript(&run, Some(html), terminal::Style::plain());
     assert_fits(&text);
     assert!(
-        text.contains("2 passed (1 not applicable), 1 failed, 1 skipped in"),
+        text.contains("1 passed, 1 not applicable, 1 failed, 1 skipped in"),
         "{text}"
     );
     // Reasons are wrapped, never cut: every word of the long ones is there.
