@@ -32,6 +32,16 @@ pub enum ContractError {
         /// The TOML parser's message, with its line and a caret.
         message: String,
     },
+    /// The document is written in contract language 1 (contracts 1.x), which this build no
+    /// longer reads: `plimsoll contract upgrade FILE` rewrites it.
+    #[error(
+        "{origin}: written in contract language 1 (no top-level `language`); this build reads language {}: run `plimsoll contract upgrade {origin}` to rewrite it",
+        crate::model::LANGUAGE
+    )]
+    Language1 {
+        /// Where the text came from.
+        origin: String,
+    },
     /// The contract parses but breaks validation rules.
     #[error("{origin}: invalid contract:\n{}", list(.violations))]
     Invalid {
@@ -92,9 +102,20 @@ impl Contract {
 
     /// Parses and validates contract text; `origin` names it in messages.
     pub fn from_toml(text: &str, origin: &str) -> Result<Contract, ContractError> {
-        let contract: Contract = toml::from_str(text).map_err(|e| ContractError::Syntax {
-            origin: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+        let contract: Contract = toml::from_str(text).map_err(|e| {
+            let language_1 = DeTable::parse(text).is_ok_and(|t| {
+                !t.get_ref().contains_key("language") && t.get_ref().contains_key("clauses")
+            });
+            if language_1 {
+                ContractError::Language1 {
+                    origin: origin.to_owned(),
+                }
+            } else {
+                ContractError::Syntax {
+                    origin: origin.to_owned(),
+                    message: e.to_string().trim_end().to_owned(),
+                }
+            }
         })?;
         let mut violations = contract.violations();
         if violations.is_empty() {

@@ -115,7 +115,7 @@ fn openapi_lists_every_documented_status_per_operation() {
     let r503 = &doc["paths"]["/v1/digitize"]["post"]["responses"]["503"];
     assert!(r503["headers"]["Retry-After"].is_object());
     assert_eq!(
-        doc["paths"]["/v1/digitize"]["post"]["x-plimsoll"]["T1"]["workers"],
+        doc["paths"]["/v1/digitize"]["post"]["x-plimsoll"]["declaration"]["workers"],
         4
     );
 }

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 
 use crate::model::Contract;
-use crate::{ErrorCode, Problem, Stage};
+use crate::{ErrorCode, Pool, Problem, Stage};
 
 pub use markdown::{changelog_md, concurrency_md};
 pub use openapi::{hook_pattern, openapi};
@@ -174,31 +174,32 @@ impl ExampleFailure {
 
 /// The failure each code's example describes, told with the contract's own numbers.
 fn example_failure(contract: &Contract, code: ErrorCode) -> ExampleFailure {
-    let clauses = &contract.clauses;
     let api = &contract.api;
-    let digitize = &contract.stages.digitize;
+    let pool = contract.pool(Pool::Digitize);
+    let digitize = pool.stages;
     let density = &api.digitize.params.density_mm;
     match code {
         ErrorCode::Overloaded => ExampleFailure::unstaged(format!(
             "all {} digitize workers are busy and the queue is full; retry after 2 s",
-            clauses.t1.value.digitize_workers
+            pool.workers
         )),
         ErrorCode::Timeout => ExampleFailure::staged(
             format!(
                 "digitize exceeded its {} ms timeout during {}",
-                clauses.b1.value.digitize_timeout_ms, digitize[3]
+                pool.deadline.unwrap_or_default().as_millis(),
+                digitize[3]
             ),
             digitize[3],
             &digitize[..3],
         ),
         ErrorCode::UploadTimeout => ExampleFailure::unstaged(format!(
             "the request body did not arrive within {} ms",
-            clauses.b1.value.upload_read_timeout_ms
+            contract.upload.read_timeout_ms
         )),
         ErrorCode::MemoryCapExceeded => ExampleFailure::staged(
             format!(
                 "the image needs an estimated 1536 MB, over the {} MB cap",
-                clauses.b2.value.memory_cap_mb
+                pool.memory_cap_mb.unwrap_or_default()
             ),
             Stage::Decode,
             &[],
