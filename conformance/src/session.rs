@@ -109,7 +109,7 @@ where
         Ok(report) if report.failures() > 0 => EXIT_FAIL,
         Ok(report) if !report.judged() => {
             eprintln!(
-                "plimsoll {command}: nothing to judge: no clause applied to the target (each is listed as not applicable, with why)"
+                "plimsoll {command}: nothing to judge: no clause was judged (each check that ran without one is listed as not applicable, with why; `--only` or `--skip` may have left no clause to run)"
             );
             EXIT_CANNOT_PROCEED
         }
