@@ -435,16 +435,37 @@ impl Contract {
                 ));
             }
         }
+        for (table, n) in [
+            ("pools", self.pools.len()),
+            ("refusals", self.refusals.len()),
+        ] {
+            if n > MAX_ENTRIES {
+                out.push(violation(
+                    table,
+                    format!("{n} entries; a contract declares at most {MAX_ENTRIES}"),
+                ));
+            }
+        }
         for (name, pool) in &self.pools {
             let at = |f: &str| format!("pools.{name}.{f}");
-            for (i, route) in pool.routes.iter().enumerate() {
-                let method_ok = !route.method.is_empty()
+            if pool.routes.len() > MAX_ENTRIES {
+                out.push(violation(
+                    &at("routes"),
+                    format!(
+                        "{} routes; a pool declares at most {MAX_ENTRIES}",
+                        pool.routes.len()
+                    ),
+                ));
+            }
+            for (i, route) in pool.routes.iter().enumerate().take(MAX_ENTRIES) {
+                let method_ok = (1..=16).contains(&route.method.len())
                     && route.method.bytes().all(|b| b.is_ascii_uppercase());
-                if !method_ok || !route.path.starts_with('/') {
+                if !method_ok || !path_pattern_ok(&route.path) {
                     out.push(violation(
                         &at(&format!("routes.{i}")),
                         format!(
-                            "`{} {}` is not an upper-case method and a path starting with `/`",
+                            "`{} {}` is not an upper-case method and a path of `/`-separated \
+                             segments, each literal or one `{{name}}`",
                             route.method, route.path
                         ),
                     ));
@@ -524,6 +545,27 @@ impl Contract {
         }
         out
     }
+}
+
+/// The most entries a table of the service declares (pools, refusals, a pool's routes): more
+/// than any service has, few enough that every rule over them stays cheap.
+const MAX_ENTRIES: usize = 256;
+
+/// A route's path pattern: at most 1 KB, `/`-separated segments, each literal (unreserved URL
+/// characters and `%`) or exactly one `{name}` standing for one segment. A pattern is matched
+/// segment by segment, never as a regular expression, so none can backtrack.
+fn path_pattern_ok(path: &str) -> bool {
+    let literal = |c: char| c.is_ascii_alphanumeric() || "-._~%".contains(c);
+    path.len() <= 1024
+        && path.starts_with('/')
+        && path[1..].split('/').all(|segment| {
+            match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(name) => {
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                }
+                None => segment.chars().all(literal),
+            }
+        })
 }
 
 /// A broken rule of `field`, its line unknown until [`Contract::from_toml`] looks it up.

@@ -278,3 +278,40 @@ fn a_pool_is_refused_for_a_queue_without_its_refusal_or_an_unknown_one() {
     let text = EMBEDDED_TOML.replacen("[pools.export]", "[pools.exportz]", 1);
     assert!(refused(&text).contains("needs `export`"));
 }
+
+/// A contract file is user input: one built to hurt gets a clear error, never a panic or a hang.
+/// A million pools is refused unread by its size; hundreds of pools within the size, by their
+/// count; a path pattern that could backtrack in a regular expression is not a pattern at all.
+#[test]
+fn a_contract_built_to_hurt_is_refused_with_a_reason() {
+    let pool = "[pools.p{}]\ntitle = \"P\"\nworkers = 1\nqueue = { capacity = \"unbounded\", order = \"fifo\" }\n";
+    let million: String = (0..1_000_000)
+        .map(|i| pool.replace("{}", &i.to_string()))
+        .collect();
+    let text = format!("{EMBEDDED_TOML}\n{million}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("million.toml");
+    std::fs::write(&path, &text).unwrap();
+    let err = Contract::from_file(&path).unwrap_err();
+    assert!(matches!(err, ContractError::TooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("larger than"), "{err}");
+
+    let many: String = (0..300)
+        .map(|i| pool.replace("{}", &i.to_string()))
+        .collect();
+    let msg = refused(&format!("{EMBEDDED_TOML}\n{many}"));
+    assert!(
+        msg.contains("303 entries; a contract declares at most 256"),
+        "{msg}"
+    );
+
+    for path in ["/v1/(a+)+$", "/v1/{a}{b}", "v1/x", "/v1/{}"] {
+        let text = EMBEDDED_TOML.replacen(
+            "path = \"/v1/digitize\" }",
+            &format!("path = \"{path}\" }}"),
+            1,
+        );
+        let msg = refused(&text);
+        assert!(msg.contains("pools.digitize.routes.0"), "{path}: {msg}");
+    }
+}

@@ -42,7 +42,7 @@ pub fn outputs(contract: &Contract) -> Vec<Output> {
         },
         Output {
             path: "spec/schemas/contract.schema.json",
-            contents: pretty(&root_schema::<Contract>()),
+            contents: pretty(&contract_schema()),
         },
         Output {
             path: "spec/schemas/problem.schema.json",
@@ -92,6 +92,13 @@ pub fn root_schema<T: JsonSchema>() -> serde_json::Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value()
+}
+
+/// The language's schema, `spec/schemas/contract.schema.json`: what a contract *document* may
+/// say, so a field the loader defaults (a pool's `counts`, an error's `retry_after`, `load`) is
+/// optional in it as it is in the rules; a document valid against it is one the loader parses.
+pub fn contract_schema() -> serde_json::Value {
+    received_schema::<Contract>()
 }
 
 /// The relay request envelope's schema: `spec/schemas/relay-request.schema.json` and the OpenAPI
