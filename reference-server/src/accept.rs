@@ -16,7 +16,7 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use plimsoll_spec::model::ConnectionBounds;
+use plimsoll_spec::model::Connections;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +32,7 @@ pub(crate) async fn serve(
     listener: TcpListener,
     app: Api,
     policy: &dyn ConnectionPolicy,
-    bounds: &ConnectionBounds,
+    bounds: &Connections,
     stop: CancellationToken,
 ) {
     let head_timeout = policy.head_timeout(bounds);

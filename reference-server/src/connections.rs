@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use plimsoll_spec::model::ConnectionBounds;
+use plimsoll_spec::model::Connections;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -16,13 +16,13 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> ConnectionIo for T {}
 /// The connection bounds a server enforces.
 pub trait ConnectionPolicy: Debug + Send + Sync {
     /// How long a request head may take (`None`: for ever).
-    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration>;
+    fn head_timeout(&self, contract: &Connections) -> Option<Duration>;
     /// How many connections are served at once (`None`: no limit).
-    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize>;
+    fn max_connections(&self, contract: &Connections) -> Option<usize>;
 
     /// The accepted socket as the server reads and writes it: the socket itself. (A seam so a
     /// broken variant can put its own timer or its own reading of a reset between the two.)
-    fn io(&self, stream: TcpStream, _contract: &ConnectionBounds) -> Box<dyn ConnectionIo> {
+    fn io(&self, stream: TcpStream, _contract: &Connections) -> Box<dyn ConnectionIo> {
         Box::new(stream)
     }
 }
@@ -34,11 +34,11 @@ pub(crate) struct ContractConnections;
 impl ConnectionPolicy for ContractConnections {
     // clause: B4 — a head within `head_timeout_ms` of opening or of the last response, at most
     // `max_connections` connections
-    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
+    fn head_timeout(&self, contract: &Connections) -> Option<Duration> {
         Some(Duration::from_millis(contract.head_timeout_ms))
     }
 
-    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+    fn max_connections(&self, contract: &Connections) -> Option<usize> {
         Some(contract.max_connections as usize)
     }
 }

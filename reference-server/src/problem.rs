@@ -58,7 +58,7 @@ impl ErrorMapper for ContractAnswers {
         // clause: T3 — `Retry-After: N` in delay-seconds
         let retry_after = match (&error.kind, spec.retry_after) {
             (ErrorKind::Overloaded { retry_after_s, .. }, true) => {
-                let value = contract.clauses.t3.value.format.render(*retry_after_s);
+                let value = contract.retry_after().format.render(*retry_after_s);
                 HeaderValue::try_from(value).ok()
             }
             _ => None,

@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use plimsoll_spec::Pool;
-use plimsoll_spec::model::{Backpressure, Estimator};
+use plimsoll_spec::model::{Estimator, RetryAfter};
 
 /// Turns queue waits into the advertised Retry-After of one pool.
 pub trait WaitEstimator: Debug + Send {
@@ -22,7 +22,7 @@ pub trait WaitEstimator: Debug + Send {
 
 /// Chooses each pool's estimator.
 pub trait RetryAfterPolicy: Debug + Send + Sync {
-    fn estimator(&self, pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator>;
+    fn estimator(&self, pool: Pool, t3: &RetryAfter) -> Box<dyn WaitEstimator>;
 }
 
 /// The contract's estimator for every pool: the median of the last `window_samples` waits.
@@ -30,7 +30,7 @@ pub trait RetryAfterPolicy: Debug + Send + Sync {
 pub(crate) struct MedianWait;
 
 impl RetryAfterPolicy for MedianWait {
-    fn estimator(&self, _pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator> {
+    fn estimator(&self, _pool: Pool, t3: &RetryAfter) -> Box<dyn WaitEstimator> {
         Box::new(RetryAfterEstimator::new(
             t3.estimator,
             t3.window_samples as usize,

@@ -54,7 +54,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let drain = state.config.drain_timeout;
         let stop_within =
-            Duration::from_millis(state.config.contract.clauses.b3.value.stop_within_ms);
+            Duration::from_millis(state.config.contract.cancellation().stop_within_ms);
         tracing::dispatcher::with_default(&state.dispatch, || {
             tracing::info!(%addr, hooks = state.config.hooks_enabled, "plimsoll-server listening");
         });
@@ -70,7 +70,7 @@ impl Server {
             None => None,
         };
         let policy = state.config.components().connections.clone();
-        let bounds = state.config.contract.clauses.b4.value.clone();
+        let bounds = state.config.contract.connections.clone();
         let mut serve = std::pin::pin!(crate::accept::serve(
             listener,
             app,

@@ -72,7 +72,7 @@ impl AppState {
     /// `log` are the server's log, opened by [`crate::Server::new`].
     pub fn new(config: Config, dispatch: Dispatch, log: LogWriter) -> AppState {
         let metrics = Metrics::new(&config.contract);
-        let t3 = &config.contract.clauses.t3.value;
+        let t3 = config.contract.retry_after();
         // clause: R1 — requests beyond the relay workers queue, never refused
         let [digitize, export, relay] = [Pool::Digitize, Pool::Export, Pool::Relay].map(|pool| {
             let limits = config.contract.pool(pool);
@@ -89,7 +89,7 @@ impl AppState {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let shutdown = CancellationToken::new();
-        let budget_mb = config.contract.clauses.b5.value.upload_budget_mb;
+        let budget_mb = config.contract.upload.budget_mb;
         let upload_budget = UploadBudget::new(
             config
                 .components()
@@ -192,7 +192,7 @@ fn build_pool(
         },
         parts
             .retry_after
-            .estimator(pool, &config.contract.clauses.t3.value),
+            .estimator(pool, config.contract.retry_after()),
         metrics,
     )
 }
@@ -212,7 +212,7 @@ impl ContractHeaders {
         let c = &config.contract;
         ContractHeaders {
             request_id: header_name(&c.observability.request_id_header),
-            retry_after: header_name(&c.clauses.t3.value.retry_after_header),
+            retry_after: header_name(&c.retry_after().header),
             server_timing: header_name(&c.observability.server_timing_header),
         }
     }

@@ -391,8 +391,11 @@ mod tests {
             "`timeout` has no status in [[errors]]"
         );
         assert_eq!(
-            contract.expand(&b1, "{digitize_timeout_ms} ms, {status:timeout}"),
-            Ok("60000 ms, 504".to_owned())
+            contract.expand(
+                &b1,
+                "{pools.digitize.deadline_ms} ms, {headroom_factor}x, {status:timeout}"
+            ),
+            Ok("60000 ms, 12x, 504".to_owned())
         );
     }
 

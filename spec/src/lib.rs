@@ -37,6 +37,7 @@ pub mod model;
 pub mod overrides;
 pub mod parse;
 pub mod reconcile;
+pub mod upgrade;
 mod validate;
 
 pub use changelog::{Changelog, Release};

@@ -1,10 +1,9 @@
-//! A pool's limits, gathered from the clauses that set them: the one mapping from a [`Pool`] to
-//! its workers (T1, R1), queue places (T2, R1) and deadline (B1), which the server sizes its
-//! pools by and the checker expects.
+//! A pool's limits, as its declaration (`[pools.NAME]`) sets them: the one mapping from a
+//! [`Pool`] of the reference implementation to its workers (T1, R1), queue places (T2) and
+//! deadline (B1), which the server sizes its pools by and the checker expects.
 
 use std::time::Duration;
 
-use crate::model::OverflowPolicy;
 use crate::{Contract, Pool, Stage};
 
 /// What a pool is sized to, as the contract says.
@@ -12,43 +11,56 @@ use crate::{Contract, Pool, Stage};
 pub struct PoolLimits<'c> {
     /// Requests it runs at once (T1; the relay's R1).
     pub workers: u32,
-    /// Requests that may wait for a worker (T2). The relay's queue has no bound when R1's
-    /// overflow is `queue` (`None`), and no place when it is `reject`.
+    /// Requests that may wait for a worker (T2); `None`: the queue has no bound.
     pub queue_capacity: Option<u32>,
     /// How long an admitted request may take, counted from arrival (B1); the relay has none.
     pub deadline: Option<Duration>,
     /// Its stages, in order (the relay runs none of its own).
     pub stages: &'c [Stage],
+    /// The most memory one request may be charged (B2); `None`: no cap is promised.
+    pub memory_cap_mb: Option<u64>,
 }
 
 impl Contract {
-    /// The limits of `pool`.
+    /// The limits of `pool`, one of the pools the reference implementation serves. Its
+    /// declaration is `pools.<pool>` (the loader requires the three, see [`Pool`]).
     pub fn pool(&self, pool: Pool) -> PoolLimits<'_> {
-        let c = &self.clauses;
-        let ms = |ms: u64| Some(Duration::from_millis(ms));
-        match pool {
-            Pool::Digitize => PoolLimits {
-                workers: c.t1.value.digitize_workers,
-                queue_capacity: Some(c.t2.value.digitize_queue_capacity),
-                deadline: ms(c.b1.value.digitize_timeout_ms),
-                stages: &self.stages.digitize,
-            },
-            Pool::Export => PoolLimits {
-                workers: c.t1.value.export_workers,
-                queue_capacity: Some(c.t2.value.export_queue_capacity),
-                deadline: ms(c.b1.value.export_timeout_ms),
-                stages: &self.stages.export,
-            },
-            Pool::Relay => PoolLimits {
-                workers: c.r1.value.relay_concurrency,
-                queue_capacity: match c.r1.value.overflow {
-                    OverflowPolicy::Queue => None,
-                    OverflowPolicy::Reject => Some(0),
-                },
-                deadline: None,
-                stages: &[],
-            },
+        let spec = &self.pools[pool.as_str()];
+        PoolLimits {
+            workers: spec.workers,
+            queue_capacity: spec.queue.capacity.places(),
+            deadline: spec.deadline_ms.map(Duration::from_millis),
+            stages: &spec.stages,
+            memory_cap_mb: spec.memory_cap_mb,
         }
+    }
+
+    /// The declaration of `pool`.
+    pub fn pool_spec(&self, pool: Pool) -> &crate::model::PoolSpec {
+        &self.pools[pool.as_str()]
+    }
+
+    /// The refusal a full `pool` answers with, if it refuses.
+    pub fn refusal(&self, pool: Pool) -> Option<&crate::model::Refusal> {
+        let name = self.pool_spec(pool).refusal.as_ref()?;
+        self.refusals.get(name)
+    }
+
+    /// The `Retry-After` hint of the contract's refusals (T3): the first refusal that carries
+    /// one. The reference implementation refuses with one hint for every pool.
+    pub fn retry_after(&self) -> &crate::model::RetryAfter {
+        self.refusals
+            .values()
+            .find_map(|r| r.hint.as_ref())
+            .expect("the loader requires a refusal with a Retry-After hint")
+    }
+
+    /// How soon a request whose client went away stops (B3), in the digitize pool.
+    pub fn cancellation(&self) -> &crate::model::Cancellation {
+        self.pool_spec(Pool::Digitize)
+            .cancellation
+            .as_ref()
+            .expect("the loader requires the digitize pool's cancellation")
     }
 }
 
@@ -57,24 +69,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_pool_reads_its_own_clauses() {
+    fn each_pool_reads_its_own_declaration() {
         let c = Contract::embedded();
         let digitize = c.pool(Pool::Digitize);
-        assert_eq!(digitize.workers, c.clauses.t1.value.digitize_workers);
+        assert_eq!(digitize.workers, c.pools["digitize"].workers);
         assert_eq!(
             digitize.deadline,
-            Some(Duration::from_millis(
-                c.clauses.b1.value.digitize_timeout_ms
-            ))
+            c.pools["digitize"].deadline_ms.map(Duration::from_millis)
         );
         let export = c.pool(Pool::Export);
         assert_eq!(
             export.queue_capacity,
-            Some(c.clauses.t2.value.export_queue_capacity)
+            c.pools["export"].queue.capacity.places()
         );
-        assert_eq!(export.stages, c.stages.export.as_slice());
+        assert_eq!(export.stages, c.pools["export"].stages.as_slice());
         let relay = c.pool(Pool::Relay);
-        assert_eq!(relay.workers, c.clauses.r1.value.relay_concurrency);
+        assert_eq!(relay.workers, c.pools["relay"].workers);
         assert_eq!((relay.queue_capacity, relay.deadline), (None, None));
     }
 }

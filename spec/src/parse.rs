@@ -9,6 +9,10 @@ use toml::de::{DeTable, DeValue};
 
 use crate::model::Contract;
 
+/// The largest contract document read, in bytes: the digitize contract is a few tens of KB, and a
+/// file built to hurt (a million pools, gigabytes of prose) is refused before it is parsed.
+pub const MAX_CONTRACT_BYTES: u64 = 4 << 20;
+
 /// The contract shipped with this build.
 pub const EMBEDDED_TOML: &str = include_str!("../contract.toml");
 
@@ -31,6 +35,26 @@ pub enum ContractError {
         origin: String,
         /// The TOML parser's message, with its line and a caret.
         message: String,
+    },
+    /// The document is larger than [`MAX_CONTRACT_BYTES`]; it was not parsed.
+    #[error(
+        "{origin}: the document is larger than {limit} bytes; a contract is refused unread past that"
+    )]
+    TooLarge {
+        /// Where the text came from.
+        origin: String,
+        /// [`MAX_CONTRACT_BYTES`].
+        limit: u64,
+    },
+    /// The document is written in contract language 1 (contracts 1.x), which this build no
+    /// longer reads: `plimsoll contract upgrade FILE` rewrites it.
+    #[error(
+        "{origin}: written in contract language 1 (no top-level `language`); this build reads language {}: run `plimsoll contract upgrade {origin}` to rewrite it",
+        crate::model::LANGUAGE
+    )]
+    Language1 {
+        /// Where the text came from.
+        origin: String,
     },
     /// The contract parses but breaks validation rules.
     #[error("{origin}: invalid contract:\n{}", list(.violations))]
@@ -83,18 +107,43 @@ impl Contract {
 
     /// Reads and validates a contract file.
     pub fn from_file(path: &Path) -> Result<Contract, ContractError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ContractError::Io {
-            path: path.display().to_string(),
+        use std::io::Read as _;
+        let origin = path.display().to_string();
+        let io = |source| ContractError::Io {
+            path: origin.clone(),
             source,
-        })?;
-        Contract::from_toml(&text, &path.display().to_string())
+        };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .map_err(io)?
+            .take(MAX_CONTRACT_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(io)?;
+        Contract::from_toml(&text, &origin)
     }
 
     /// Parses and validates contract text; `origin` names it in messages.
     pub fn from_toml(text: &str, origin: &str) -> Result<Contract, ContractError> {
-        let contract: Contract = toml::from_str(text).map_err(|e| ContractError::Syntax {
-            origin: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+        if text.len() as u64 > MAX_CONTRACT_BYTES {
+            return Err(ContractError::TooLarge {
+                origin: origin.to_owned(),
+                limit: MAX_CONTRACT_BYTES,
+            });
+        }
+        let contract: Contract = toml::from_str(text).map_err(|e| {
+            let language_1 = DeTable::parse(text).is_ok_and(|t| {
+                !t.get_ref().contains_key("language") && t.get_ref().contains_key("clauses")
+            });
+            if language_1 {
+                ContractError::Language1 {
+                    origin: origin.to_owned(),
+                }
+            } else {
+                ContractError::Syntax {
+                    origin: origin.to_owned(),
+                    message: e.to_string().trim_end().to_owned(),
+                }
+            }
         })?;
         let mut violations = contract.violations();
         if violations.is_empty() {

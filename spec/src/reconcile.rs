@@ -1,7 +1,7 @@
 //! Judging a target's *claimed* effective values (`GET /v1/contract`) against the contract.
 //!
 //! The server under test may lie. A claimed value is adopted only where the contract says a
-//! deployment may change it (a clause's `overrides`), only when the caller allows overrides, and
+//! deployment may change it (an `overrides` entry of a pool, a section or a clause), only when the caller allows overrides, and
 //! only when the result still satisfies every effective-value rule. Everything else — bounds
 //! like `stop_within_ms`, tolerances, statuses, codes, stages, header names — stays the
 //! contract's own, and each such difference is reported as refused.
@@ -16,7 +16,7 @@ use crate::model::Contract;
 /// One leaf where the claim differs from the contract.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Difference {
-    /// Dotted path, e.g. `clauses.B1.value.digitize_timeout_ms`.
+    /// Dotted path, e.g. `pools.digitize.deadline_ms`.
     pub path: String,
     /// The contract's value (`None`: the contract has no such field).
     pub ours: Option<Value>,
@@ -196,15 +196,10 @@ impl Contract {
 
     /// The clause and environment variable that may override the field at `path`, if any.
     fn overridable(&self, path: &str) -> Option<(ClauseId, String)> {
-        let rest = path.strip_prefix("clauses.")?;
-        let (id, field) = rest.split_once(".value.")?;
-        let id: ClauseId = id.parse().ok()?;
-        let clause = self.clause(id);
-        clause
-            .overrides
-            .iter()
-            .find(|o| o.field == field)
-            .map(|o| (id, o.env.clone()))
+        self.override_sites()
+            .into_iter()
+            .find(|site| site.path == path)
+            .map(|site| (site.clause, site.spec.env.clone()))
     }
 }
 

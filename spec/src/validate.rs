@@ -4,9 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::Contract;
+use crate::model::{Contract, LANGUAGE};
 use crate::parse::Violation;
-use crate::{ClauseId, ErrorCode, MetricName, Stage};
+use crate::{ClauseId, ErrorCode, MetricName, Pool, Stage};
 
 impl Contract {
     /// Every rule of a contract document: the effective-value rules plus the headroom rules the
@@ -14,47 +14,50 @@ impl Contract {
     /// deployment may scale timeouts down on purpose).
     pub fn violations(&self) -> Vec<Violation> {
         let mut out = self.effective_violations();
-        let b1 = &self.clauses.b1.value;
-        for (field, timeout, reference) in [
-            (
-                "digitize_timeout_ms",
-                b1.digitize_timeout_ms,
-                b1.reference_digitize_ms,
-            ),
-            (
-                "export_timeout_ms",
-                b1.export_timeout_ms,
-                b1.reference_export_ms,
-            ),
-        ] {
-            let needed = b1.headroom_factor.saturating_mul(reference);
-            if timeout < needed {
+        let factor = self.clauses.b1.value.headroom_factor;
+        for (name, pool) in &self.pools {
+            let (Some(deadline), Some(reference)) = (pool.deadline_ms, pool.reference_ms) else {
+                continue;
+            };
+            let needed = factor.saturating_mul(reference);
+            if deadline < needed {
                 out.push(violation(
-                    &format!("clauses.B1.value.{field}"),
+                    &format!("pools.{name}.deadline_ms"),
                     format!(
-                        "{timeout} ms is below the headroom rule: at least {}x the reference duration ({reference} ms) = {needed} ms",
-                        b1.headroom_factor
+                        "{deadline} ms is below the headroom rule: at least {factor}x the reference duration ({reference} ms) = {needed} ms"
                     ),
                 ));
             }
         }
-        let b2 = &self.clauses.b2.value;
-        if b2.memory_cap_mb <= b2.reference_peak_mb {
-            out.push(violation(
-                "clauses.B2.value.memory_cap_mb",
-                format!(
-                    "{} MB does not exceed the documented peak of the reference workload ({} MB)",
-                    b2.memory_cap_mb, b2.reference_peak_mb
-                ),
-            ));
+        let peak = self.clauses.b2.value.reference_peak_mb;
+        for (name, pool) in &self.pools {
+            match pool.memory_cap_mb {
+                Some(cap) if cap <= peak => out.push(violation(
+                    &format!("pools.{name}.memory_cap_mb"),
+                    format!(
+                        "{cap} MB does not exceed the documented peak of the reference workload ({peak} MB)"
+                    ),
+                )),
+                _ => {}
+            }
         }
         out
     }
 
     /// The rules every effective contract (document or after overrides) must satisfy.
     pub fn effective_violations(&self) -> Vec<Violation> {
+        if Pool::ALL
+            .iter()
+            .any(|p| !self.pools.contains_key(p.as_str()))
+        {
+            // The rules below read the reference pools; without them only this is to say.
+            return [self.language_violations(), self.pool_violations()].concat();
+        }
         [
+            self.language_violations(),
             self.clause_violations(),
+            self.pool_violations(),
+            self.override_violations(),
             self.rule_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -156,27 +159,59 @@ impl Contract {
 
     /// Every bounded number lies in the range where it makes sense at all.
     fn range_violations(&self) -> Vec<Violation> {
-        let (c, b3) = (&self.clauses, &self.clauses.b3.value);
+        let c = &self.clauses;
         // (field, value, min, max)
+        let mut ranges: Vec<(String, u64, u64, u64)> = Vec::new();
+        let mut range = |field: &str, value: u64, min: u64, max: u64| {
+            ranges.push((field.to_owned(), value, min, max));
+        };
+        for (name, pool) in &self.pools {
+            let at = |f: &str| format!("pools.{name}.{f}");
+            range(&at("workers"), pool.workers.into(), 1, 1_000_000);
+            if let Some(places) = pool.queue.capacity.places() {
+                range(&at("queue.capacity"), places.into(), 0, 1_000_000);
+            }
+            if let Some(ms) = pool.deadline_ms {
+                range(&at("deadline_ms"), ms, 1, 86_400_000);
+            }
+            if let Some(mb) = pool.memory_cap_mb {
+                range(&at("memory_cap_mb"), mb, 1, 1 << 20);
+            }
+            if let Some(stop) = &pool.cancellation {
+                range(
+                    &at("cancellation.stop_within_ms"),
+                    stop.stop_within_ms,
+                    1,
+                    60_000,
+                );
+                let below = stop.stop_within_ms.saturating_sub(1).max(1);
+                range(
+                    &at("cancellation.checkpoint_interval_ms"),
+                    stop.checkpoint_interval_ms,
+                    1,
+                    below,
+                );
+            }
+        }
+        for (name, refusal) in &self.refusals {
+            if let Some(hint) = &refusal.hint {
+                let at = |f: &str| format!("refusals.{name}.hint.{f}");
+                range(
+                    &at("window_samples"),
+                    hint.window_samples.into(),
+                    1,
+                    100_000,
+                );
+                range(&at("min_seconds"), hint.min_seconds, 1, 86_400);
+            }
+        }
         #[rustfmt::skip]
-        let ranges: [(&str, u64, u64, u64); 25] = [
-            ("clauses.T1.value.digitize_workers", c.t1.value.digitize_workers.into(), 1, 1024),
-            ("clauses.T1.value.export_workers", c.t1.value.export_workers.into(), 1, 1024),
-            ("clauses.T2.value.digitize_queue_capacity", c.t2.value.digitize_queue_capacity.into(), 0, 100_000),
-            ("clauses.T2.value.export_queue_capacity", c.t2.value.export_queue_capacity.into(), 0, 100_000),
-            ("clauses.T3.value.window_samples", c.t3.value.window_samples.into(), 1, 100_000),
-            ("clauses.T3.value.min_seconds", c.t3.value.min_seconds, 1, 86_400),
-            ("clauses.B1.value.digitize_timeout_ms", c.b1.value.digitize_timeout_ms, 1, 86_400_000),
-            ("clauses.B1.value.export_timeout_ms", c.b1.value.export_timeout_ms, 1, 86_400_000),
-            ("clauses.B1.value.upload_read_timeout_ms", c.b1.value.upload_read_timeout_ms, 1, 86_400_000),
+        let fixed: [(&str, u64, u64, u64); 13] = [
+            ("connections.head_timeout_ms", self.connections.head_timeout_ms, 100, 3_600_000),
+            ("connections.max_connections", self.connections.max_connections.into(), 1, 1_000_000),
+            ("upload.read_timeout_ms", self.upload.read_timeout_ms, 1, 86_400_000),
+            ("upload.budget_mb", self.upload.budget_mb, 1, 1 << 24),
             ("clauses.B1.value.headroom_factor", c.b1.value.headroom_factor, 1, 1000),
-            ("clauses.B2.value.memory_cap_mb", c.b2.value.memory_cap_mb, 1, 1 << 20),
-            ("clauses.B3.value.stop_within_ms", b3.stop_within_ms, 1, 60_000),
-            ("clauses.B3.value.checkpoint_interval_ms", b3.checkpoint_interval_ms, 1, b3.stop_within_ms.saturating_sub(1).max(1)),
-            ("clauses.B4.value.head_timeout_ms", c.b4.value.head_timeout_ms, 100, 3_600_000),
-            ("clauses.B4.value.max_connections", c.b4.value.max_connections.into(), 1, 1_000_000),
-            ("clauses.B5.value.upload_budget_mb", c.b5.value.upload_budget_mb, 1, 1 << 24),
-            ("clauses.R1.value.relay_concurrency", c.r1.value.relay_concurrency.into(), 1, 1024),
             ("clauses.R4.value.overflow_factor", c.r4.value.overflow_factor.into(), 2, 100),
             ("clauses.R5.value.max_frame_body_bytes", c.r5.value.max_frame_body_bytes, 64, 1 << 24),
             ("clauses.R6.value.reconnect_within_ms", c.r6.value.reconnect_within_ms, 1, 60_000),
@@ -187,32 +222,37 @@ impl Contract {
             ("tolerances.trials", self.tolerances.trials.into(), 1, 100),
             ("api.digitize.max_pixels", self.api.digitize.max_pixels, 1, 1 << 32),
         ];
+        for (field, value, min, max) in fixed {
+            range(field, value, min, max);
+        }
         ranges
             .into_iter()
-            .filter(|(_, value, min, max)| !(min..=max).contains(&value))
+            .filter(|(_, value, min, max)| !(*min..=*max).contains(value))
             .map(|(field, value, min, max)| {
-                violation(field, format!("{value} is out of range {min}..={max}"))
+                violation(&field, format!("{value} is out of range {min}..={max}"))
             })
             .collect()
     }
 
     /// Every request a pool may hold sits on an open connection: the connection cap must leave
-    /// room for all of them and one more (a /healthz probe, a /metrics scrape).
+    /// room for all of them and one more (a /healthz probe, a /metrics scrape). Pools fed by no
+    /// route (the relay's) hold no connection of their own.
     fn connection_cap_violations(&self) -> Vec<Violation> {
-        let c = &self.clauses;
-        let held = u64::from(c.t1.value.digitize_workers)
-            + u64::from(c.t2.value.digitize_queue_capacity)
-            + u64::from(c.t1.value.export_workers)
-            + u64::from(c.t2.value.export_queue_capacity);
-        if u64::from(c.b4.value.max_connections) > held {
+        let held: u64 = self
+            .pools
+            .values()
+            .filter(|p| !p.routes.is_empty())
+            .map(|p| u64::from(p.workers) + u64::from(p.queue.capacity.places().unwrap_or(0)))
+            .sum();
+        let cap = self.connections.max_connections;
+        if u64::from(cap) > held {
             return Vec::new();
         }
         vec![violation(
-            "clauses.B4.value.max_connections",
+            "connections.max_connections",
             format!(
-                "{} must exceed the requests the pools can hold (workers + queue of both \
-                 pools: {held})",
-                c.b4.value.max_connections
+                "{cap} must exceed the requests the pools can hold (workers + queue places of \
+                 every pool with routes: {held})"
             ),
         )]
     }
@@ -222,21 +262,16 @@ impl Contract {
     /// budget: otherwise the budget, not the pools, would refuse requests the pools can take.
     fn upload_budget_violations(&self) -> Vec<Violation> {
         let needed = self.upload_budget_floor_bytes();
-        let budget = self
-            .clauses
-            .b5
-            .value
-            .upload_budget_mb
-            .saturating_mul(1 << 20);
+        let budget = self.upload.budget_mb.saturating_mul(1 << 20);
         if budget >= needed {
             return Vec::new();
         }
         vec![violation(
-            "clauses.B5.value.upload_budget_mb",
+            "upload.budget_mb",
             format!(
                 "{} MB is below the bodies the pools can hold (workers + queue of both job \
                  pools at their max_upload_bytes) plus one largest upload: {} MB",
-                self.clauses.b5.value.upload_budget_mb,
+                self.upload.budget_mb,
                 needed.div_ceil(1 << 20)
             ),
         )]
@@ -245,22 +280,15 @@ impl Contract {
     /// The least upload budget (bytes) the pools and limits need: see
     /// `upload_budget_violations`. The B5 check stalls uploads up to the budget from here.
     pub fn upload_budget_floor_bytes(&self) -> u64 {
-        let c = &self.clauses;
-        let (digitize, export) = (&self.api.digitize, &self.api.export);
-        let held = |workers: u32, queue: u32, max: u64| {
-            (u64::from(workers) + u64::from(queue)).saturating_mul(max)
+        let held = |pool: Pool, max: u64| {
+            let limits = self.pool(pool);
+            (u64::from(limits.workers) + u64::from(limits.queue_capacity.unwrap_or(0)))
+                .saturating_mul(max)
         };
-        held(
-            c.t1.value.digitize_workers,
-            c.t2.value.digitize_queue_capacity,
-            digitize.max_upload_bytes,
-        )
-        .saturating_add(held(
-            c.t1.value.export_workers,
-            c.t2.value.export_queue_capacity,
-            export.max_upload_bytes,
-        ))
-        .saturating_add(digitize.max_upload_bytes.max(export.max_upload_bytes))
+        let (digitize, export) = (&self.api.digitize, &self.api.export);
+        held(Pool::Digitize, digitize.max_upload_bytes)
+            .saturating_add(held(Pool::Export, export.max_upload_bytes))
+            .saturating_add(digitize.max_upload_bytes.max(export.max_upload_bytes))
     }
 
     /// Every digitize parameter's default lies in its range, and export's default format is one
@@ -336,28 +364,23 @@ impl Contract {
         out
     }
 
-    /// Each pipeline has distinct stages of its own: none of them the pseudo-stages `queue` and
-    /// `relay`.
+    /// Each pool's stages are distinct and none of them is a pseudo-stage (`queue`, `relay`).
     fn stage_violations(&self) -> Vec<Violation> {
-        [
-            ("digitize", &self.stages.digitize),
-            ("export", &self.stages.export),
-        ]
-        .into_iter()
-        .filter(|(_, stages)| {
-            let unique: BTreeSet<_> = stages.iter().collect();
-            stages.is_empty()
-                || unique.len() != stages.len()
-                || stages.contains(&Stage::Queue)
-                || stages.contains(&Stage::Relay)
-        })
-        .map(|(name, _)| {
-            violation(
-                &format!("stages.{name}"),
-                "needs distinct stages, none of them `queue` or `relay`".into(),
-            )
-        })
-        .collect()
+        self.pools
+            .iter()
+            .filter(|(_, pool)| {
+                let unique: BTreeSet<_> = pool.stages.iter().collect();
+                unique.len() != pool.stages.len()
+                    || pool.stages.contains(&Stage::Queue)
+                    || pool.stages.contains(&Stage::Relay)
+            })
+            .map(|(name, _)| {
+                violation(
+                    &format!("pools.{name}.stages"),
+                    "needs distinct stages, none of them `queue` or `relay`".into(),
+                )
+            })
+            .collect()
     }
 
     /// `[[observability.metrics]]` lists every metric exactly once.
@@ -380,6 +403,169 @@ impl Contract {
             })
             .collect()
     }
+
+    /// The document is written in the language this build reads.
+    fn language_violations(&self) -> Vec<Violation> {
+        if self.language == LANGUAGE {
+            return Vec::new();
+        }
+        vec![violation(
+            "language",
+            format!(
+                "this build reads contract language {LANGUAGE}, the document is written in {}",
+                self.language
+            ),
+        )]
+    }
+
+    /// Every pool is well formed: its routes are a method and a path, a bounded queue names
+    /// the refusal a full pool answers (a key of `[refusals]`) and an unbounded one names none,
+    /// a refusal's error is one the `[[errors]]` table answers, and the pools this build's
+    /// checks judge are declared.
+    fn pool_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        for pool in Pool::ALL {
+            if !self.pools.contains_key(pool.as_str()) {
+                out.push(violation(
+                    "pools",
+                    format!(
+                        "needs `{}`: this build's checks judge the reference service's pools (digitize, export, relay)",
+                        pool.as_str()
+                    ),
+                ));
+            }
+        }
+        for (table, n) in [
+            ("pools", self.pools.len()),
+            ("refusals", self.refusals.len()),
+        ] {
+            if n > MAX_ENTRIES {
+                out.push(violation(
+                    table,
+                    format!("{n} entries; a contract declares at most {MAX_ENTRIES}"),
+                ));
+            }
+        }
+        for (name, pool) in &self.pools {
+            let at = |f: &str| format!("pools.{name}.{f}");
+            if pool.routes.len() > MAX_ENTRIES {
+                out.push(violation(
+                    &at("routes"),
+                    format!(
+                        "{} routes; a pool declares at most {MAX_ENTRIES}",
+                        pool.routes.len()
+                    ),
+                ));
+            }
+            for (i, route) in pool.routes.iter().enumerate().take(MAX_ENTRIES) {
+                let method_ok = (1..=16).contains(&route.method.len())
+                    && route.method.bytes().all(|b| b.is_ascii_uppercase());
+                if !method_ok || !path_pattern_ok(&route.path) {
+                    out.push(violation(
+                        &at(&format!("routes.{i}")),
+                        format!(
+                            "`{} {}` is not an upper-case method and a path of `/`-separated \
+                             segments, each literal or one `{{name}}`",
+                            route.method, route.path
+                        ),
+                    ));
+                }
+            }
+            match (&pool.refusal, pool.queue.capacity.places()) {
+                (None, Some(_)) => out.push(violation(
+                    &at("refusal"),
+                    "a bounded queue refuses when full: name its refusal (a key of [refusals])"
+                        .into(),
+                )),
+                (Some(_), None) => out.push(violation(
+                    &at("refusal"),
+                    "an unbounded queue never refuses: it takes no refusal".into(),
+                )),
+                (Some(r), Some(_)) if !self.refusals.contains_key(r) => out.push(violation(
+                    &at("refusal"),
+                    format!("`{r}` is not a key of [refusals]"),
+                )),
+                _ => {}
+            }
+        }
+        for (name, refusal) in &self.refusals {
+            if !self.errors.iter().any(|e| e.code == refusal.error) {
+                out.push(violation(
+                    &format!("refusals.{name}.error"),
+                    format!("`{}` is not an error of [[errors]]", refusal.error),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Every override of a pool or a section names one scalar field of its table, and no
+    /// variable is declared twice in one table.
+    fn override_violations(&self) -> Vec<Violation> {
+        let doc = serde_json::to_value(self).expect("a contract serializes");
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::new();
+        for site in self.override_sites() {
+            if site.path.starts_with("clauses.") {
+                continue; // `clause_violations` judges a clause's own
+            }
+            let owner = &site.owner;
+            if !seen.insert((owner.clone(), site.spec.env.clone())) {
+                out.push(violation(
+                    &format!("{owner}.overrides"),
+                    format!("`{}` is declared twice", site.spec.env),
+                ));
+            }
+            let relay = site.owner.starts_with("pools.")
+                && self
+                    .pools
+                    .get(&site.owner[6..])
+                    .is_some_and(|p| p.routes.is_empty());
+            if crate::model::judged_by(&site.path, relay).is_none() {
+                out.push(violation(
+                    &format!("{owner}.overrides"),
+                    format!(
+                        "`{}` names `{}`, a field no clause judges",
+                        site.spec.env, site.spec.field
+                    ),
+                ));
+                continue;
+            }
+            let pointer = format!("/{}", site.path.replace('.', "/"));
+            match doc.pointer(&pointer) {
+                Some(v) if !v.is_object() && !v.is_array() => {}
+                _ => out.push(violation(
+                    &format!("{owner}.overrides"),
+                    format!(
+                        "`{}` names `{}`, which is not a scalar field of its table",
+                        site.spec.env, site.spec.field
+                    ),
+                )),
+            }
+        }
+        out
+    }
+}
+
+/// The most entries a table of the service declares (pools, refusals, a pool's routes): more
+/// than any service has, few enough that every rule over them stays cheap.
+const MAX_ENTRIES: usize = 256;
+
+/// A route's path pattern: at most 1 KB, `/`-separated segments, each literal (unreserved URL
+/// characters and `%`) or exactly one `{name}` standing for one segment. A pattern is matched
+/// segment by segment, never as a regular expression, so none can backtrack.
+fn path_pattern_ok(path: &str) -> bool {
+    let literal = |c: char| c.is_ascii_alphanumeric() || "-._~%".contains(c);
+    path.len() <= 1024
+        && path.starts_with('/')
+        && path[1..].split('/').all(|segment| {
+            match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(name) => {
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                }
+                None => segment.chars().all(literal),
+            }
+        })
 }
 
 /// A broken rule of `field`, its line unknown until [`Contract::from_toml`] looks it up.

@@ -20,15 +20,20 @@ fn line_of(text: &str, needle: &str) -> usize {
 #[test]
 fn embedded_contract_is_valid_and_carries_the_seed_values() {
     let c = Contract::from_toml(EMBEDDED_TOML, "spec/contract.toml").unwrap();
-    assert_eq!(c.clauses.t1.value.digitize_workers, 4);
-    assert_eq!(c.clauses.b1.value.digitize_timeout_ms, 60_000);
-    assert_eq!(c.clauses.b1.value.export_timeout_ms, 30_000);
-    assert_eq!(c.clauses.b2.value.memory_cap_mb, 1024);
-    assert_eq!(c.clauses.b3.value.stop_within_ms, 1000);
-    assert_eq!(c.clauses.b4.value.head_timeout_ms, 10_000);
-    assert_eq!(c.clauses.b4.value.max_connections, 512);
-    assert_eq!(c.clauses.b5.value.upload_budget_mb, 1024);
-    assert_eq!(c.clauses.r1.value.relay_concurrency, 8);
+    assert_eq!(c.language, plimsoll_spec::model::LANGUAGE);
+    let (digitize, export) = (&c.pools["digitize"], &c.pools["export"]);
+    assert_eq!(digitize.workers, 4);
+    assert_eq!(digitize.queue.capacity.places(), Some(0));
+    assert_eq!(digitize.deadline_ms, Some(60_000));
+    assert_eq!(export.deadline_ms, Some(30_000));
+    assert_eq!(digitize.memory_cap_mb, Some(1024));
+    assert_eq!(c.cancellation().stop_within_ms, 1000);
+    assert_eq!(c.connections.head_timeout_ms, 10_000);
+    assert_eq!(c.connections.max_connections, 512);
+    assert_eq!(c.upload.budget_mb, 1024);
+    assert_eq!(c.pools["relay"].workers, 8);
+    assert_eq!(c.pools["relay"].queue.capacity.places(), None);
+    assert_eq!(c.retry_after().header, "Retry-After");
     assert_eq!(c.error(ErrorCode::Overloaded).status, 503);
     assert_eq!(c.error(ErrorCode::Timeout).status, 504);
     assert_eq!(c.error(ErrorCode::MalformedImage).status, 400);
@@ -51,7 +56,7 @@ fn an_upload_budget_below_what_the_pools_hold_is_refused() {
         .with_overrides(|k| (k == "UPLOAD_BUDGET_MB").then(|| below.clone()))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("clauses.B5.value.upload_budget_mb"), "{err}");
+    assert!(err.contains("upload.budget_mb"), "{err}");
     assert!(err.contains(&format!("{floor_mb} MB")), "{err}");
     // A larger queue raises the floor: the same budget no longer fits.
     let err = c
@@ -62,7 +67,7 @@ fn an_upload_budget_below_what_the_pools_hold_is_refused() {
         })
         .unwrap_err()
         .to_string();
-    assert!(err.contains("upload_budget_mb"), "{err}");
+    assert!(err.contains("upload.budget_mb"), "{err}");
 }
 
 #[test]
@@ -104,22 +109,12 @@ fn duplicate_clause_id_is_refused_with_its_line() {
 
 #[test]
 fn timeout_below_headroom_rule_is_refused() {
-    let text = EMBEDDED_TOML.replacen(
-        "digitize_timeout_ms = 60000",
-        "digitize_timeout_ms = 59999",
-        1,
-    );
+    let text = EMBEDDED_TOML.replacen("deadline_ms = 60000", "deadline_ms = 59999", 1);
     let msg = refused(&text);
-    assert!(
-        msg.contains("clauses.B1.value.digitize_timeout_ms"),
-        "{msg}"
-    );
+    assert!(msg.contains("pools.digitize.deadline_ms"), "{msg}");
     assert!(msg.contains("headroom"), "{msg}");
     assert!(
-        msg.contains(&format!(
-            "line {}",
-            line_of(&text, "digitize_timeout_ms = 59999")
-        )),
+        msg.contains(&format!("line {}", line_of(&text, "deadline_ms = 59999"))),
         "{msg}"
     );
 }
@@ -128,7 +123,7 @@ fn timeout_below_headroom_rule_is_refused() {
 fn memory_cap_not_above_documented_peak_is_refused() {
     let text = EMBEDDED_TOML.replacen("memory_cap_mb = 1024", "memory_cap_mb = 800", 1);
     let msg = refused(&text);
-    assert!(msg.contains("clauses.B2.value.memory_cap_mb"), "{msg}");
+    assert!(msg.contains("pools.digitize.memory_cap_mb"), "{msg}");
 }
 
 #[test]
@@ -139,12 +134,8 @@ fn unknown_source_and_unknown_field_are_refused() {
         1,
     );
     assert!(refused(&text).contains("clauses.R1.source.doc"));
-    let text = EMBEDDED_TOML.replacen(
-        "digitize_workers = 4,",
-        "digitize_workerz = 4, digitize_workers = 4,",
-        1,
-    );
-    assert!(refused(&text).contains("digitize_workerz"));
+    let text = EMBEDDED_TOML.replacen("workers = 4\n", "workers = 4\nworkerz = 4\n", 1);
+    assert!(refused(&text).contains("workerz"));
 }
 
 #[test]
@@ -173,14 +164,14 @@ fn overrides_are_typed_and_named_in_errors() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(c.clauses.t1.value.digitize_workers, 2);
-    assert_eq!(c.clauses.b1.value.digitize_timeout_ms, 2000);
+    assert_eq!(c.pools["digitize"].workers, 2);
+    assert_eq!(c.pools["digitize"].deadline_ms, Some(2000));
     assert!(!c.clauses.f3.value.stack);
     assert_eq!(applied.len(), 3);
 
     for (env, raw, expect) in [
         ("WORKER_POOL_SIZE", "four", "WORKER_POOL_SIZE=four"),
-        ("WORKER_POOL_SIZE", "0", "digitize_workers"),
+        ("WORKER_POOL_SIZE", "0", "pools.digitize.workers"),
         ("LOG_STACK", "maybe", "LOG_STACK=maybe"),
         ("QUEUE_CAPACITY", "-1", "QUEUE_CAPACITY=-1"),
     ] {
@@ -214,8 +205,8 @@ fn prose_placeholders_follow_the_values() {
         "At most 7 digitize jobs run at once (export: 4)."
     );
     let text = EMBEDDED_TOML.replacen(
-        "{digitize_workers} digitize jobs",
-        "{digitize_workerz} digitize jobs",
+        "{pools.digitize.workers} digitize jobs",
+        "{pools.digitize.workerz} digitize jobs",
         1,
     );
     assert!(refused(&text).contains("clauses.T1.statement"));
@@ -260,4 +251,67 @@ fn a_broken_implementation_rule_is_refused_with_its_line() {
     assert!(refused(&text).contains("names two rules"));
     let text = EMBEDDED_TOML.replacen("id = \"routes\"", "id = \"Routes\"", 1);
     assert!(refused(&text).contains("implementation.1.id"));
+}
+
+#[test]
+fn a_language_1_document_is_refused_with_the_upgrade_command() {
+    let text = include_str!("../history/contract-1.7.0.toml");
+    let msg = refused(text);
+    assert!(msg.contains("contract language 1"), "{msg}");
+    assert!(msg.contains("plimsoll contract upgrade test.toml"), "{msg}");
+}
+
+#[test]
+fn a_pool_is_refused_for_a_queue_without_its_refusal_or_an_unknown_one() {
+    let text = EMBEDDED_TOML.replacen("refusal = \"overloaded\"\n", "", 1);
+    let msg = refused(&text);
+    assert!(msg.contains("pools.digitize.refusal"), "{msg}");
+    assert!(msg.contains("bounded queue"), "{msg}");
+    let text = EMBEDDED_TOML.replacen("refusal = \"overloaded\"", "refusal = \"full\"", 1);
+    assert!(refused(&text).contains("`full` is not a key of [refusals]"));
+    let text = EMBEDDED_TOML.replacen(
+        "queue = { capacity = \"unbounded\", order = \"fifo\" }",
+        "queue = { capacity = \"unbounded\", order = \"fifo\" }\nrefusal = \"overloaded\"",
+        1,
+    );
+    assert!(refused(&text).contains("never refuses"));
+    let text = EMBEDDED_TOML.replacen("[pools.export]", "[pools.exportz]", 1);
+    assert!(refused(&text).contains("needs `export`"));
+}
+
+/// A contract file is user input: one built to hurt gets a clear error, never a panic or a hang.
+/// A million pools is refused unread by its size; hundreds of pools within the size, by their
+/// count; a path pattern that could backtrack in a regular expression is not a pattern at all.
+#[test]
+fn a_contract_built_to_hurt_is_refused_with_a_reason() {
+    let pool = "[pools.p{}]\ntitle = \"P\"\nworkers = 1\nqueue = { capacity = \"unbounded\", order = \"fifo\" }\n";
+    let million: String = (0..1_000_000)
+        .map(|i| pool.replace("{}", &i.to_string()))
+        .collect();
+    let text = format!("{EMBEDDED_TOML}\n{million}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("million.toml");
+    std::fs::write(&path, &text).unwrap();
+    let err = Contract::from_file(&path).unwrap_err();
+    assert!(matches!(err, ContractError::TooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("larger than"), "{err}");
+
+    let many: String = (0..300)
+        .map(|i| pool.replace("{}", &i.to_string()))
+        .collect();
+    let msg = refused(&format!("{EMBEDDED_TOML}\n{many}"));
+    assert!(
+        msg.contains("303 entries; a contract declares at most 256"),
+        "{msg}"
+    );
+
+    for path in ["/v1/(a+)+$", "/v1/{a}{b}", "v1/x", "/v1/{}"] {
+        let text = EMBEDDED_TOML.replacen(
+            "path = \"/v1/digitize\" }",
+            &format!("path = \"{path}\" }}"),
+            1,
+        );
+        let msg = refused(&text);
+        assert!(msg.contains("pools.digitize.routes.0"), "{path}: {msg}");
+    }
 }

@@ -115,7 +115,7 @@ fn openapi_lists_every_documented_status_per_operation() {
     let r503 = &doc["paths"]["/v1/digitize"]["post"]["responses"]["503"];
     assert!(r503["headers"]["Retry-After"].is_object());
     assert_eq!(
-        doc["paths"]["/v1/digitize"]["post"]["x-plimsoll"]["T1"]["workers"],
+        doc["paths"]["/v1/digitize"]["post"]["x-plimsoll"]["declaration"]["workers"],
         4
     );
 }
@@ -218,4 +218,42 @@ fn the_relay_frame_schemas_agree_with_the_openapi_document() {
     let request = render::received_schema::<plimsoll_spec::relay::RelayRequest>();
     assert_eq!(required(&request), required(&relay["frames"]["request"]));
     assert!(!required(&request).contains(&"headers".to_owned()));
+}
+
+/// Every contract in the repository, as TOML and converted to JSON, validates against the
+/// language's schema, and the schema agrees with the loader: a planted mistake fails both.
+#[test]
+fn every_contract_validates_against_the_language_schema() {
+    let schema = render::contract_schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let upgraded = plimsoll_spec::upgrade::upgrade(include_str!("../history/contract-1.7.0.toml"))
+        .expect("the last language-1 contract upgrades");
+    let documents = [
+        (
+            "spec/contract.toml",
+            plimsoll_spec::EMBEDDED_TOML.to_owned(),
+        ),
+        ("spec/history/contract-1.7.0.toml, upgraded", upgraded),
+    ];
+    for (name, text) in &documents {
+        let doc: serde_json::Value = toml::from_str(text).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+        Contract::from_toml(text, name).unwrap();
+    }
+    // Fields the rules call optional are optional in the schema too.
+    let mut sparse: serde_json::Value = toml::from_str(plimsoll_spec::EMBEDDED_TOML).unwrap();
+    sparse.as_object_mut().unwrap().remove("load");
+    for e in sparse["errors"].as_array_mut().unwrap() {
+        e.as_object_mut().unwrap().remove("retry_after");
+    }
+    assert!(validator.is_valid(&sparse));
+    // A planted mistake: a pool's workers as a word.
+    let planted = plimsoll_spec::EMBEDDED_TOML.replacen("workers = 4", "workers = \"four\"", 1);
+    let doc: serde_json::Value = toml::from_str(&planted).unwrap();
+    assert!(
+        !validator.is_valid(&doc),
+        "the schema takes workers = \"four\""
+    );
+    assert!(Contract::from_toml(&planted, "planted").is_err());
 }

@@ -22,25 +22,29 @@ fn an_identical_claim_has_no_difference() {
 #[test]
 fn an_overridable_value_is_adopted_only_when_allowed() {
     let mut c = claim();
-    set(&mut c, "/clauses/B1/value/digitize_timeout_ms", json!(2000));
+    set(&mut c, "/pools/digitize/deadline_ms", json!(2000));
     let r = Contract::embedded().reconcile(&c, true);
     assert!(r.accepted(), "{:?}", r.refused);
     assert_eq!(r.adopted.len(), 1);
     assert_eq!(r.adopted[0].clause, ClauseId::B1);
     assert_eq!(r.adopted[0].env, "DIGITIZE_TIMEOUT_MS");
-    assert_eq!(r.effective.clauses.b1.value.digitize_timeout_ms, 2000);
+    assert_eq!(r.effective.pools["digitize"].deadline_ms, Some(2000));
 
     let r = Contract::embedded().reconcile(&c, false);
     assert!(!r.accepted());
     assert_eq!(r.refused.len(), 1);
     assert!(r.refused[0].reason.contains("--allow-overrides"));
-    assert_eq!(r.effective.clauses.b1.value.digitize_timeout_ms, 60000);
+    assert_eq!(r.effective.pools["digitize"].deadline_ms, Some(60000));
 }
 
 #[test]
 fn bounds_tolerances_statuses_and_codes_are_never_adopted() {
     let mut c = claim();
-    set(&mut c, "/clauses/B3/value/stop_within_ms", json!(5000));
+    set(
+        &mut c,
+        "/pools/digitize/cancellation/stop_within_ms",
+        json!(5000),
+    );
     set(&mut c, "/tolerances/refusal_latency_ms", json!(5000));
     set(&mut c, "/tolerances/timeout_late_ms", json!(60000));
     set(&mut c, "/errors/0/status", json!(500));
@@ -54,7 +58,7 @@ fn bounds_tolerances_statuses_and_codes_are_never_adopted() {
         .map(|x| x.difference.path.as_str())
         .collect();
     for p in [
-        "clauses.B3.value.stop_within_ms",
+        "pools.digitize.cancellation.stop_within_ms",
         "tolerances.refusal_latency_ms",
         "tolerances.timeout_late_ms",
         "errors",
@@ -62,7 +66,7 @@ fn bounds_tolerances_statuses_and_codes_are_never_adopted() {
     ] {
         assert!(paths.contains(&p), "{p} not refused: {paths:?}");
     }
-    assert_eq!(r.effective.clauses.b3.value.stop_within_ms, 1000);
+    assert_eq!(r.effective.cancellation().stop_within_ms, 1000);
     assert_eq!(r.effective.tolerances.refusal_latency_ms, 100);
 }
 
@@ -82,7 +86,7 @@ fn schema_defaults_left_out_of_a_claim_are_no_difference() {
 #[test]
 fn an_override_that_breaks_a_rule_is_refused() {
     let mut c = claim();
-    set(&mut c, "/clauses/T1/value/digitize_workers", json!(0));
+    set(&mut c, "/pools/digitize/workers", json!(0));
     let r = Contract::embedded().reconcile(&c, true);
     assert!(r.adopted.is_empty());
     assert_eq!(r.refused.len(), 1);
@@ -91,17 +95,13 @@ fn an_override_that_breaks_a_rule_is_refused() {
         "{}",
         r.refused[0].reason
     );
-    assert_eq!(r.effective.clauses.t1.value.digitize_workers, 4);
+    assert_eq!(r.effective.pools["digitize"].workers, 4);
 }
 
 #[test]
 fn an_unreadable_claim_adopts_nothing() {
     let mut c = claim();
-    set(
-        &mut c,
-        "/clauses/B1/value/digitize_timeout_ms",
-        json!("soon"),
-    );
+    set(&mut c, "/pools/digitize/deadline_ms", json!("soon"));
     let r = Contract::embedded().reconcile(&c, true);
     assert!(r.unreadable.is_some());
     assert!(!r.accepted());
@@ -111,8 +111,8 @@ fn an_unreadable_claim_adopts_nothing() {
 #[test]
 fn the_override_that_breaks_a_rule_is_named_once_and_the_others_not_adopted_because_of_it() {
     let mut c = claim();
-    set(&mut c, "/clauses/B1/value/digitize_timeout_ms", json!(2000));
-    set(&mut c, "/clauses/B4/value/max_connections", json!(8));
+    set(&mut c, "/pools/digitize/deadline_ms", json!(2000));
+    set(&mut c, "/connections/max_connections", json!(8));
     let r = Contract::embedded().reconcile(&c, true);
     assert!(r.adopted.is_empty());
     assert_eq!(r.refused.len(), 2);
@@ -120,13 +120,11 @@ fn the_override_that_breaks_a_rule_is_named_once_and_the_others_not_adopted_beca
         let refused = r.refused.iter().find(|x| x.difference.path == path);
         refused.unwrap().reason.clone()
     };
-    let culprit = reason("clauses.B4.value.max_connections");
+    let culprit = reason("connections.max_connections");
     assert!(culprit.contains("break the contract's rules"), "{culprit}");
-    let other = reason("clauses.B1.value.digitize_timeout_ms");
+    let other = reason("pools.digitize.deadline_ms");
     assert!(
-        other.starts_with(
-            "not adopted because of `clauses.B4.value.max_connections` (MAX_CONNECTIONS)"
-        ),
+        other.starts_with("not adopted because of `connections.max_connections` (MAX_CONNECTIONS)"),
         "{other}"
     );
     assert!(

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use plimsoll_load::ProfileName;
 use plimsoll_report::terminal::wrap;
 
-use crate::args::{CheckArgs, DocsArgs, LoadArgs};
+use crate::args::{CheckArgs, ContractArgs, DocsArgs, LoadArgs};
 
 /// The command line: one subcommand per job.
 #[derive(Debug, Parser)]
@@ -30,7 +30,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The four commands; each hands off to the library (or, for `serve`, the server) that does the
+/// The commands; each hands off to the library (or, for `serve`, the server) that does the
 /// work.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -46,6 +46,9 @@ pub enum Command {
     /// Run the reference server; its settings come from the environment.
     #[command(after_help = serve_help())]
     Serve(crate::serve::ServeArgs),
+    /// Work on a contract document: `upgrade` rewrites a language-1 contract in language 2.
+    #[command(mut_subcommand("upgrade", |upgrade: clap::Command| upgrade.after_help(upgrade_help())))]
+    Contract(ContractArgs),
 }
 
 /// Parses the command line and runs the command; its exit code is the process's.
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => crate::serve::run(args),
         Command::Check(args) => crate::embedded::run_check(args),
         Command::Load(args) => crate::embedded::run_load(args),
+        Command::Contract(args) => crate::contract::run(args),
     };
     ExitCode::from(code)
 }
@@ -228,6 +232,31 @@ fn docs_help() -> StyledStr {
                 "in CI: fail while a generated file is stale",
             ),
         ],
+    )
+}
+
+/// `plimsoll contract upgrade --help`'s closing blocks.
+fn upgrade_help() -> StyledStr {
+    closing(
+        &[],
+        &[
+            (
+                "0",
+                "the upgraded document written, and valid in language 2",
+            ),
+            (
+                "1",
+                "the upgraded document written, but it breaks a rule of language 2 (each is named)",
+            ),
+            (
+                "2",
+                "the file could not be read or written, or it is not a language-1 contract",
+            ),
+        ],
+        &[(
+            "plimsoll contract upgrade old.toml > contract.toml",
+            "rewrite a contract 1.x in language 2, then bump its version",
+        )],
     )
 }
 

@@ -13,6 +13,7 @@
 pub mod args;
 pub mod check;
 pub mod cli;
+mod contract;
 pub mod embedded;
 pub mod load;
 pub mod report;

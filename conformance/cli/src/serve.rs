@@ -48,10 +48,10 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
     let relay = args.relay_concurrency.map(|n| n.to_string());
     // The flag stands in for every variable that sets the relay's workers.
     let relay_envs: Vec<&str> = plimsoll_spec::Contract::embedded()
-        .clauses
-        .r1
+        .pool_spec(plimsoll_spec::Pool::Relay)
         .overrides
         .iter()
+        .filter(|o| o.field == "workers")
         .map(|o| o.env.as_str())
         .collect();
     let config = Config::from_lookup(|k| {

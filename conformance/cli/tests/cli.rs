@@ -355,7 +355,7 @@ async fn a_looser_claim_is_refused_and_the_checks_keep_the_contracts_values() {
         .json()
         .await
         .unwrap();
-    claim["clauses"]["B3"]["value"]["stop_within_ms"] = 5000.into();
+    claim["pools"]["digitize"]["cancellation"]["stop_within_ms"] = 5000.into();
     for tolerance in [
         "refusal_latency_ms",
         "timeout_late_ms",
@@ -397,7 +397,9 @@ async fn a_looser_claim_is_refused_and_the_checks_keep_the_contracts_values() {
     let reason = check["reason"].as_str().unwrap();
     assert!(reason.starts_with("4 claimed value(s) refused"), "{reason}");
     assert!(
-        reason.contains("clauses.B3.value.stop_within_ms: 1000 → 5000 — not an overridable field"),
+        reason.contains(
+            "pools.digitize.cancellation.stop_within_ms: 1000 → 5000 — not an overridable field"
+        ),
         "{reason}"
     );
     let evidence: Vec<&str> = check["evidence"]
@@ -411,8 +413,7 @@ async fn a_looser_claim_is_refused_and_the_checks_keep_the_contracts_values() {
         "{evidence:?}"
     );
     assert!(
-        evidence
-            .contains(&"adopted: clauses.T2.value.digitize_queue_capacity: 0 → 2 (QUEUE_CAPACITY)"),
+        evidence.contains(&"adopted: pools.digitize.queue.capacity: 0 → 2 (QUEUE_CAPACITY)"),
         "{evidence:?}"
     );
     let manifest = &report["manifest"];
@@ -425,17 +426,14 @@ async fn a_looser_claim_is_refused_and_the_checks_keep_the_contracts_values() {
     // What the checks judged by: the contract's bound and tolerances, the adopted queue.
     let effective = &manifest["effective"];
     assert_eq!(
-        effective["clauses"]["B3"]["value"]["stop_within_ms"],
-        contract.clauses.b3.value.stop_within_ms
+        effective["pools"]["digitize"]["cancellation"]["stop_within_ms"],
+        contract.cancellation().stop_within_ms
     );
     assert_eq!(
         effective["tolerances"],
         serde_json::to_value(&contract.tolerances).unwrap()
     );
-    assert_eq!(
-        effective["clauses"]["T2"]["value"]["digitize_queue_capacity"],
-        2
-    );
+    assert_eq!(effective["pools"]["digitize"]["queue"]["capacity"], 2);
     let b3 = result(&report, "B3");
     assert!(
         b3["expected"].as_str().unwrap().contains("within 1000 ms"),
@@ -600,12 +598,17 @@ fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
         assert_eq!(out.status.code(), Some(0), "{args:?}");
         String::from_utf8(out.stdout).unwrap()
     };
-    for command in ["check", "load", "docs", "serve"] {
-        let text = help(&[command, "--help"]);
-        assert_eq!(text, help(&[command, "-h"]), "{command}: one help, not two");
+    for command in ["check", "load", "docs", "serve", "contract upgrade"] {
+        let words: Vec<&str> = command.split(' ').collect();
+        let text = help(&[&words[..], &["--help"]].concat());
+        assert_eq!(
+            text,
+            help(&[&words[..], &["-h"]].concat()),
+            "{command}: one help, not two"
+        );
         let headings: Vec<&str> = text
             .lines()
-            .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+            .filter(|l| !l.starts_with(' ') && l.ends_with(':') && *l != "Arguments:")
             .collect();
         assert_eq!(headings[0], "Options:", "{command}: {headings:?}");
         assert_eq!(

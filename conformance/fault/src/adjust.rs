@@ -58,7 +58,7 @@ impl Bound {
         Duration::from_millis(match self {
             Bound::RefusalLatency => contract.tolerances.refusal_latency_ms,
             Bound::TimeoutLate | Bound::CloseLate => contract.tolerances.timeout_late_ms,
-            Bound::StopWithin => contract.clauses.b3.value.stop_within_ms,
+            Bound::StopWithin => contract.cancellation().stop_within_ms,
             Bound::CloseEarly => CLOSE_EARLY_SLACK_MS,
         })
     }

@@ -190,7 +190,7 @@ fn expectations(profile: ProfileName, expected: &Contract) -> Expectations {
     let api = &expected.api.digitize;
     let overloaded = expected.error(ErrorCode::Overloaded);
     let digitize = expected.pool(Pool::Digitize);
-    let t3 = &expected.clauses.t3.value;
+    let t3 = expected.retry_after();
     let openapi = plimsoll_spec::render::openapi(expected);
     let documented: BTreeSet<u16> = openapi["paths"][api.path.as_str()]["post"]["responses"]
         .as_object()
@@ -225,7 +225,7 @@ fn lightest_request(expected: &Contract) -> RequestTemplate {
         hold_stage: expected.load.hold_stage.as_str().to_owned(),
         request_id_header: expected.observability.request_id_header.clone(),
         server_timing_header: expected.observability.server_timing_header.clone(),
-        retry_after_header: expected.clauses.t3.value.retry_after_header.clone(),
+        retry_after_header: expected.retry_after().header.clone(),
     }
 }
 

@@ -62,7 +62,7 @@ async fn drain(
     allowance: u64,
 ) -> Drained {
     let poll = Duration::from_millis(ctx.section().scrape_interval_ms);
-    let stop_within = Duration::from_millis(ctx.contract.clauses.b3.value.stop_within_ms);
+    let stop_within = Duration::from_millis(ctx.contract.cancellation().stop_within_ms);
     let limit = Duration::from_millis(longest_hold_ms) + stop_within + Duration::from_secs(1);
     let started = Instant::now();
     let mut drained = Drained {

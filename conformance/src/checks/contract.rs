@@ -191,8 +191,8 @@ mod tests {
     fn adopted_overrides_pass_and_are_named() {
         let r = Contract::embedded().reconcile(
             &claim(|v| {
-                v["clauses"]["T2"]["value"]["digitize_queue_capacity"] = 2.into();
-                v["clauses"]["B1"]["value"]["digitize_timeout_ms"] = 2000.into();
+                v["pools"]["digitize"]["queue"]["capacity"] = 2.into();
+                v["pools"]["digitize"]["deadline_ms"] = 2000.into();
             }),
             true,
         );
@@ -213,9 +213,9 @@ mod tests {
     fn a_looser_bound_or_tolerance_is_refused_and_fails() {
         let r = Contract::embedded().reconcile(
             &claim(|v| {
-                v["clauses"]["B3"]["value"]["stop_within_ms"] = 5000.into();
+                v["pools"]["digitize"]["cancellation"]["stop_within_ms"] = 5000.into();
                 v["tolerances"]["timeout_late_ms"] = 5000.into();
-                v["clauses"]["T2"]["value"]["digitize_queue_capacity"] = 2.into();
+                v["pools"]["digitize"]["queue"]["capacity"] = 2.into();
             }),
             true,
         );
@@ -224,11 +224,10 @@ mod tests {
             panic!("{result:?}")
         };
         assert!(reason.starts_with("2 claimed value(s) refused"), "{reason}");
-        assert!(reason.contains("clauses.B3.value.stop_within_ms: 1000 → 5000"));
+        assert!(reason.contains("pools.digitize.cancellation.stop_within_ms: 1000 → 5000"));
         assert!(
             result.evidence.contains(
-                &"adopted: clauses.T2.value.digitize_queue_capacity: 0 → 2 (QUEUE_CAPACITY)"
-                    .to_owned()
+                &"adopted: pools.digitize.queue.capacity: 0 → 2 (QUEUE_CAPACITY)".to_owned()
             ),
             "{:?}",
             result.evidence
@@ -242,14 +241,14 @@ mod tests {
             2
         );
         // The checks judge by the contract's own bound and tolerance.
-        assert_eq!(r.effective.clauses.b3.value.stop_within_ms, 1000);
+        assert_eq!(r.effective.cancellation().stop_within_ms, 1000);
         assert_eq!(r.effective.tolerances.timeout_late_ms, 300);
     }
 
     #[test]
     fn an_overridable_difference_without_allow_is_refused() {
         let r = Contract::embedded().reconcile(
-            &claim(|v| v["clauses"]["T2"]["value"]["digitize_queue_capacity"] = 2.into()),
+            &claim(|v| v["pools"]["digitize"]["queue"]["capacity"] = 2.into()),
             false,
         );
         let result = contract_result(&r, false);

@@ -59,7 +59,7 @@ pub fn hold(stage: Stage, ms: u64) -> String {
 
 /// A hook holding the first digitize stage for `ms`: the request occupies a slot, does no work.
 pub fn hold_first(t: &Target, ms: u64) -> String {
-    hold(t.expected.stages.digitize[0], ms)
+    hold(t.expected.pool(Pool::Digitize).stages[0], ms)
 }
 
 /// A hook holding the first stage of `pool` for `hold`.

@@ -367,7 +367,7 @@ impl LocalHandler for CheckerUpstream {
         max: usize,
     ) -> BoxFuture<'a, (Vec<Known>, Vec<String>)> {
         // Streamed one frame's worth per chunk, as many at once as the relay runs (at most 4).
-        let n = (t.expected.clauses.r1.value.relay_concurrency as usize).clamp(1, 4);
+        let n = (t.expected.pool(Pool::Relay).workers as usize).clamp(1, 4);
         let known = (0..n)
             .map(|i| {
                 let id = format!("r5-{tag:x}-stream{i}");

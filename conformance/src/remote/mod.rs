@@ -91,8 +91,12 @@ impl Target {
         // No honest reply takes longer than the longest pool deadline (a 504 at the latest);
         // twice that and a minute leaves room for a slow machine, and bounds a target that
         // accepts and never answers.
-        let b1 = &expected.clauses.b1.value;
-        let longest = Duration::from_millis(b1.digitize_timeout_ms.max(b1.export_timeout_ms));
+        let longest = expected
+            .pools
+            .values()
+            .filter_map(|p| p.deadline_ms)
+            .max()
+            .map_or(Duration::ZERO, Duration::from_millis);
         let expected_relay_path = expected.api.relay.path.clone();
         Target {
             base: base.trim_end_matches('/').to_owned(),
@@ -502,7 +506,7 @@ impl Target {
     /// The longest `Retry-After` a pool may advertise: its timeout in whole seconds (T3), at
     /// least the minimum.
     pub fn max_retry_after_s(&self, pool: Pool) -> u64 {
-        let t3 = &self.expected.clauses.t3.value;
+        let t3 = self.expected.retry_after();
         t3.max.seconds(&self.expected.pool(pool), t3.min_seconds)
     }
 

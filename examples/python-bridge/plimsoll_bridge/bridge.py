@@ -51,7 +51,7 @@ from .frames import (
 
 log = logging.getLogger("plimsoll_bridge")
 
-# spec/contract.toml, [clauses.R1] value.relay_concurrency, and its overrides: the flag wins over
+# spec/contract.toml, [pools.relay] workers, and its overrides: the flag wins over
 # MESHNET_RELAY_CONCURRENCY (the seed's name), which wins over RELAY_CONCURRENCY.
 DEFAULT_RELAY_CONCURRENCY = 8
 CONCURRENCY_ENV = ("MESHNET_RELAY_CONCURRENCY", "RELAY_CONCURRENCY")

@@ -42,7 +42,8 @@ class ContractValuesTest(unittest.TestCase):
         doc = tomllib.loads(CONTRACT.read_text())
         clauses = doc["clauses"]
         self.assertEqual(frames.MAX_FRAME_BODY_BYTES, clauses["R5"]["value"]["max_frame_body_bytes"])
-        self.assertEqual(bridge.DEFAULT_RELAY_CONCURRENCY, clauses["R1"]["value"]["relay_concurrency"])
+        relay = doc["pools"]["relay"]
+        self.assertEqual(bridge.DEFAULT_RELAY_CONCURRENCY, relay["workers"])
         r6 = clauses["R6"]["value"]
         self.assertEqual((bridge.RECONNECT_WITHIN_MS, bridge.BACKOFF_INITIAL_MS, bridge.BACKOFF_MAX_MS),
                          (r6["reconnect_within_ms"], r6["backoff_initial_ms"], r6["backoff_max_ms"]))
@@ -50,7 +51,7 @@ class ContractValuesTest(unittest.TestCase):
         statuses = {e["code"]: e["status"] for e in doc["errors"]}
         for code, status in (frames.INVALID_PARAMETER, frames.STAGE_FAILED):
             self.assertEqual(statuses[code], status)
-        envs = [o["env"] for o in clauses["R1"]["overrides"]]
+        envs = [o["env"] for o in relay["overrides"] if o["field"] == "workers"]
         self.assertEqual(set(envs), set(bridge.CONCURRENCY_ENV))
 
     def test_concurrency_flag_beats_seed_name_beats_generic_name(self):

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         url=f"http://{args.bind}:{port}",
         temp_dir=temp_root,
         hooks=settings.hooks_enabled,
-        overrides={f"{c}.{f}": new for c, f, _env, _old, new in settings.applied},
+        overrides={path: new for path, _env, _old, new in settings.applied},
         pools={n: {"workers": p.workers, "queue": p.queue_capacity, "timeout_ms": p.timeout_ms}
                for n, p in settings.pools.items()},
         connections={"head_timeout_ms": settings.head_timeout_ms, "max": settings.max_connections},

@@ -1,5 +1,6 @@
 """The contract as this service sees it: `spec/contract.toml` read at start-up, plus the
-environment overrides the contract itself lists (`[clauses.*].overrides`).
+environment overrides the contract itself lists (each pool's, section's and clause's
+`overrides`, contract language 2).
 
 Nothing below repeats a value of the contract: every limit, status, code and title is looked up
 in the parsed TOML, so the service and the checker share one source of truth.
@@ -57,8 +58,52 @@ def contract_path(environ) -> Path:
     return Path(environ.get("PLIMSOLL_CONTRACT") or DEFAULT_CONTRACT)
 
 
+def _override_sites(doc: dict):
+    """Every override of a language-2 contract: (owner table, its dotted path, the override).
+    The pools', the sections' (`[connections]`, `[upload]`) and the clauses' own, as
+    plimsoll-spec's `override_sites` lists them."""
+    for name, pool in doc["pools"].items():
+        for ov in pool.get("overrides", []):
+            yield pool, f"pools.{name}", ov
+    for section in ("connections", "upload"):
+        for ov in doc[section].get("overrides", []):
+            yield doc[section], section, ov
+    for clause_id, clause in doc["clauses"].items():
+        for ov in clause.get("overrides", []):
+            yield clause["value"], f"clauses.{clause_id}.value", ov
+
+
+def _flat_values(doc: dict) -> dict:
+    """The values this service reads, by the short names it uses: the clauses' own values and
+    each pool's, section's and refusal hint's, read where language 2 keeps them."""
+    values = {}
+    for clause in doc["clauses"].values():
+        values.update(clause["value"])
+    pools = doc["pools"]
+    for name in ("digitize", "export"):
+        pool = pools[name]
+        values[f"{name}_workers"] = pool["workers"]
+        values[f"{name}_queue_capacity"] = pool["queue"]["capacity"]
+        values[f"{name}_timeout_ms"] = pool["deadline_ms"]
+    digitize = pools["digitize"]
+    values["memory_cap_mb"] = digitize["memory_cap_mb"]
+    values.update(digitize["cancellation"])
+    values["relay_concurrency"] = pools["relay"]["workers"]
+    values["relay_queue_capacity"] = pools["relay"]["queue"]["capacity"]
+    hint = doc["refusals"][digitize["refusal"]]["hint"]
+    for key in ("window_samples", "min_seconds", "empty_window_seconds"):
+        values[key] = hint[key]
+    values["retry_after_header"] = hint["header"]
+    values["head_timeout_ms"] = doc["connections"]["head_timeout_ms"]
+    values["max_connections"] = doc["connections"]["max_connections"]
+    values["upload_read_timeout_ms"] = doc["upload"]["read_timeout_ms"]
+    values["upload_budget_mb"] = doc["upload"]["budget_mb"]
+    return values
+
+
 def load_contract(environ=None) -> tuple[dict, dict, list]:
-    """Returns (effective contract document, {field: value} of every clause, overrides applied)."""
+    """Returns (effective contract document, {name: value} of what this service reads, the
+    overrides applied as (dotted path, env, old, new))."""
     environ = os.environ if environ is None else environ
     path = contract_path(environ)
     try:
@@ -66,24 +111,29 @@ def load_contract(environ=None) -> tuple[dict, dict, list]:
             raw = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ContractError(f"cannot read the contract {path}: {exc}") from exc
+    if raw.get("language") != 2:
+        raise ContractError(
+            f"{path}: written in contract language {raw.get('language', 1)}; this service reads language 2 "
+            f"(`plimsoll contract upgrade {path}` rewrites a language-1 document)"
+        )
 
     doc = copy.deepcopy(raw)
     applied = []
-    for clause_id, clause in doc["clauses"].items():
-        for ov in clause.get("overrides", []):
-            env, fld = ov["env"], ov["field"]
-            if env in environ:
-                old = clause["value"][fld]
-                new = _parse_override(env, environ[env], old)
-                clause["value"][fld] = new
-                applied.append((clause_id, fld, env, old, new))
+    for table, owner, ov in _override_sites(doc):
+        env, fld = ov["env"], ov["field"]
+        if env not in environ:
+            continue
+        *parents, leaf = fld.split(".")
+        for part in parents:
+            table = table[part]
+        old = table[leaf]
+        new = _parse_override(env, environ[env], old)
+        table[leaf] = new
+        applied.append((f"{owner}.{fld}", env, old, new))
     # The schema marks `retry_after` required on every error (default false in the TOML).
     for err in doc["errors"]:
         err.setdefault("retry_after", False)
-    values = {}
-    for clause in doc["clauses"].values():
-        values.update(clause["value"])
-    return doc, values, applied
+    return doc, _flat_values(doc), applied
 
 
 @dataclass(frozen=True)
@@ -147,13 +197,14 @@ class Settings:
 
     @property
     def stages(self) -> dict:
-        return self.doc["stages"]
+        """Each job pool's stages, in order (`pools.NAME.stages`)."""
+        return {name: self.doc["pools"][name]["stages"] for name in ("digitize", "export")}
 
     @property
     def stage_names(self) -> list[str]:
         """Every stage a hook may name: the pipelines' stages, `queue`, and `relay` (the relay
-        worker; a Stage of the problem schema, not listed in [stages])."""
-        st = self.doc["stages"]
+        worker; a Stage of the problem schema, not listed in any pool's stages)."""
+        st = self.stages
         return ["queue", *st["digitize"], *st["export"], "relay"]
 
     @property
@@ -179,9 +230,9 @@ def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Set
     environ = os.environ if environ is None else environ
     doc, v, applied = load_contract(environ=environ)
     if relay_concurrency is not None:  # the --relay-concurrency flag beats RELAY_CONCURRENCY
-        doc["clauses"]["R1"]["value"]["relay_concurrency"] = relay_concurrency
+        doc["pools"]["relay"]["workers"] = relay_concurrency
         v["relay_concurrency"] = relay_concurrency
-        applied.append(("R1", "relay_concurrency", "--relay-concurrency", None, relay_concurrency))
+        applied.append(("pools.relay.workers", "--relay-concurrency", None, relay_concurrency))
     for name in ("digitize_workers", "export_workers", "relay_concurrency"):
         if v[name] < 1:
             raise ContractError(f"{name} must be at least 1, got {v[name]}")
@@ -207,8 +258,11 @@ def settings_from_env(environ=None, relay_concurrency: int | None = None) -> Set
             f"upload_budget_mb ({budget_mb} MB) is below the bodies the pools can hold (workers + queue "
             f"of both pools at their max_upload_bytes) plus one largest upload: {-(-needed // MB)} MB"
         )
-    if v["relay_concurrency"] and doc["clauses"]["R1"]["value"]["overflow"] != "queue":
-        raise ContractError("this service implements only the relay overflow policy `queue`")
+    if v["relay_concurrency"] and v["relay_queue_capacity"] != "unbounded":
+        raise ContractError("this service implements only an unbounded relay queue")
+    for name in ("digitize", "export"):
+        if not isinstance(v[f"{name}_queue_capacity"], int):
+            raise ContractError(f"this service implements only a bounded {name} queue")
     pools = {
         "digitize": PoolSettings(
             "digitize", v["digitize_workers"], v["digitize_queue_capacity"], v["digitize_timeout_ms"]

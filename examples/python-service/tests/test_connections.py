@@ -199,11 +199,11 @@ class ConnectionCapTest(BoundsTestCase):
 class ContractBoundsTest(unittest.TestCase):
     def test_values_and_overrides_come_from_the_contract(self):
         s = contract.settings_from_env({})
-        b4 = s.doc["clauses"]["B4"]["value"]
+        b4 = s.doc["connections"]
         self.assertEqual((s.head_timeout_ms, s.max_connections), (b4["head_timeout_ms"], b4["max_connections"]))
         s = contract.settings_from_env({"HEAD_TIMEOUT_MS": "2000", "MAX_CONNECTIONS": "64"})
         self.assertEqual((s.head_timeout_ms, s.max_connections), (2000, 64))
-        self.assertEqual(s.doc["clauses"]["B4"]["value"]["head_timeout_ms"], 2000)
+        self.assertEqual(s.doc["connections"]["head_timeout_ms"], 2000)
 
     def test_the_cap_must_exceed_what_the_pools_hold(self):
         with self.assertRaises(contract.ContractError):

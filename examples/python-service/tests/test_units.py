@@ -27,7 +27,7 @@ class ContractTest(unittest.TestCase):
         self.assertEqual(s.pools["digitize"].workers, 3)
         self.assertEqual(s.pools["digitize"].queue_capacity, 2)
         self.assertTrue(s.log_stack)
-        self.assertEqual(s.doc["clauses"]["T1"]["value"]["digitize_workers"], 3)
+        self.assertEqual(s.doc["pools"]["digitize"]["workers"], 3)
         self.assertFalse(s.hooks_enabled)
 
     def test_bad_override_stops_the_start(self):

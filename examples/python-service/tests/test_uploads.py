@@ -85,10 +85,10 @@ class UploadBudgetContractTest(unittest.TestCase):
 
     def test_value_and_override_come_from_the_contract(self):
         s = contract.settings_from_env({})
-        self.assertEqual(s.upload_budget_mb, s.doc["clauses"]["B5"]["value"]["upload_budget_mb"])
+        self.assertEqual(s.upload_budget_mb, s.doc["upload"]["budget_mb"])
         s = contract.settings_from_env({**self.ENV, "UPLOAD_BUDGET_MB": str(self.floor_mb())})
         self.assertEqual(s.upload_budget_mb, self.floor_mb())
-        self.assertEqual(s.doc["clauses"]["B5"]["value"]["upload_budget_mb"], self.floor_mb())
+        self.assertEqual(s.doc["upload"]["budget_mb"], self.floor_mb())
 
     def test_a_budget_below_what_the_pools_hold_stops_the_start(self):
         needed = self.floor_mb()

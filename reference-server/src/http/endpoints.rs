@@ -66,7 +66,7 @@ pub(super) async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Requ
     let headers = &parts.headers;
     let contract = &state.config.contract;
     let (content_types, limit) = E::upload_limits(contract);
-    let read_timeout = Duration::from_millis(contract.clauses.b1.value.upload_read_timeout_ms);
+    let read_timeout = Duration::from_millis(contract.upload.read_timeout_ms);
     let upload = Upload::new(
         body,
         headers,
@@ -109,8 +109,13 @@ impl Endpoint for Digitize {
     fn job(contract: &Contract) -> Job {
         Job {
             pool: Self::POOL,
-            timeout: Duration::from_millis(contract.clauses.b1.value.digitize_timeout_ms),
-            first_stage: contract.stages.digitize[0],
+            timeout: Duration::from_millis(
+                contract
+                    .pool_spec(Pool::Digitize)
+                    .deadline_ms
+                    .unwrap_or_default(),
+            ),
+            first_stage: contract.pool(Pool::Digitize).stages[0],
         }
     }
 
@@ -167,8 +172,13 @@ impl Endpoint for Export {
     fn job(contract: &Contract) -> Job {
         Job {
             pool: Self::POOL,
-            timeout: Duration::from_millis(contract.clauses.b1.value.export_timeout_ms),
-            first_stage: contract.stages.export[0],
+            timeout: Duration::from_millis(
+                contract
+                    .pool_spec(Pool::Export)
+                    .deadline_ms
+                    .unwrap_or_default(),
+            ),
+            first_stage: contract.pool(Pool::Export).stages[0],
         }
     }
 

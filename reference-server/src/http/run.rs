@@ -165,7 +165,12 @@ fn job_config(
     hooks: Vec<HookDirective>,
     body_bytes: usize,
 ) -> JobConfig {
-    let contract_mb = state.config.contract.clauses.b2.value.memory_cap_mb;
+    let contract_mb = state
+        .config
+        .contract
+        .pool_spec(Pool::Digitize)
+        .memory_cap_mb
+        .unwrap_or_default();
     JobConfig {
         cancel,
         deadline,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use plimsoll_spec::Pool;
-use plimsoll_spec::model::Backpressure;
+use plimsoll_spec::model::RetryAfter;
 
 use crate::admission::{
     Admission, Admitted, Denied, Entry, PoolSizing, QueueDiscipline, UploadFirst,
@@ -97,7 +97,7 @@ impl Admission for RefusalWaits {
 pub(super) struct ConstantRetryAfter(pub u64);
 
 impl RetryAfterPolicy for ConstantRetryAfter {
-    fn estimator(&self, _pool: Pool, _t3: &Backpressure) -> Box<dyn WaitEstimator> {
+    fn estimator(&self, _pool: Pool, _t3: &RetryAfter) -> Box<dyn WaitEstimator> {
         Box::new(Constant(self.0))
     }
 }
@@ -149,7 +149,7 @@ impl Statistic {
 pub(super) struct OtherStatistic(pub Statistic);
 
 impl RetryAfterPolicy for OtherStatistic {
-    fn estimator(&self, _pool: Pool, t3: &Backpressure) -> Box<dyn WaitEstimator> {
+    fn estimator(&self, _pool: Pool, t3: &RetryAfter) -> Box<dyn WaitEstimator> {
         Box::new(OtherWindow {
             statistic: self.0,
             window: VecDeque::new(),
@@ -162,7 +162,7 @@ impl RetryAfterPolicy for OtherStatistic {
 struct OtherWindow {
     statistic: Statistic,
     window: VecDeque<Duration>,
-    t3: Backpressure,
+    t3: RetryAfter,
 }
 
 impl WaitEstimator for OtherWindow {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::http::{HeaderValue, StatusCode};
-use plimsoll_spec::{Contract, ErrorCode};
+use plimsoll_spec::{Contract, ErrorCode, Pool};
 
 use crate::error::ApiError;
 use crate::problem::{Answer, ContractAnswers, ErrorMapper};
@@ -69,7 +69,7 @@ pub(super) const MALFORMED_AS_500: Tweaked = Tweaked {
 pub(super) const NEXT_FAILED_STAGE: Tweaked = Tweaked {
     what: "failed_stage names the next stage",
     tweak: |_, contract, a| {
-        let stages = &contract.stages.digitize;
+        let stages = contract.pool(Pool::Digitize).stages;
         if let Some(stage) = a.body.failed_stage.as_mut()
             && let Some(i) = stages.iter().position(|s| s == stage)
         {
@@ -117,9 +117,9 @@ pub(super) const WRONG_LOG_STAGE: Tweaked = Tweaked {
     what: "the log's stage is not the failed stage",
     tweak: |_, contract, a| {
         if let Some(failed) = a.body.failed_stage {
-            let digitize = &contract.stages.digitize;
-            let stages = if contract.stages.export.contains(&failed) {
-                &contract.stages.export
+            let digitize = contract.pool(Pool::Digitize).stages;
+            let stages = if contract.pool(Pool::Export).stages.contains(&failed) {
+                contract.pool(Pool::Export).stages
             } else {
                 digitize
             };

@@ -14,7 +14,7 @@ use crate::connections::ConnectionPolicy;
 use crate::upload_budget::UploadBudget;
 use crate::worker::{SlotRelease, TempCleaner, WorkerEnd};
 use plimsoll_engine::job::JobErrorKind;
-use plimsoll_spec::model::ConnectionBounds;
+use plimsoll_spec::model::Connections;
 
 /// B1: the deadline is a day away (a late 200 instead of a 504).
 #[derive(Debug)]
@@ -195,11 +195,11 @@ impl SlotRelease for LeakWhenClientGone {
 pub(super) struct NoHeadTimeout;
 
 impl ConnectionPolicy for NoHeadTimeout {
-    fn head_timeout(&self, _contract: &ConnectionBounds) -> Option<Duration> {
+    fn head_timeout(&self, _contract: &Connections) -> Option<Duration> {
         None
     }
 
-    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+    fn max_connections(&self, contract: &Connections) -> Option<usize> {
         Some(contract.max_connections as usize)
     }
 }
@@ -209,11 +209,11 @@ impl ConnectionPolicy for NoHeadTimeout {
 pub(super) struct NoConnectionCap;
 
 impl ConnectionPolicy for NoConnectionCap {
-    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
+    fn head_timeout(&self, contract: &Connections) -> Option<Duration> {
         Some(Duration::from_millis(contract.head_timeout_ms))
     }
 
-    fn max_connections(&self, _contract: &ConnectionBounds) -> Option<usize> {
+    fn max_connections(&self, _contract: &Connections) -> Option<usize> {
         None
     }
 }
@@ -224,11 +224,11 @@ impl ConnectionPolicy for NoConnectionCap {
 pub(super) struct HeadTimeoutTooShort;
 
 impl ConnectionPolicy for HeadTimeoutTooShort {
-    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
+    fn head_timeout(&self, contract: &Connections) -> Option<Duration> {
         Some(Duration::from_millis(contract.head_timeout_ms / 4))
     }
 
-    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+    fn max_connections(&self, contract: &Connections) -> Option<usize> {
         Some(contract.max_connections as usize)
     }
 }

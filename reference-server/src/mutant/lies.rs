@@ -152,7 +152,10 @@ pub(super) struct LooserContract {
 impl Claims for LooserContract {
     fn contract<'c>(&self, effective: &'c Contract) -> Cow<'c, Contract> {
         let mut claimed = effective.clone();
-        claimed.clauses.b3.value.stop_within_ms = self.claimed_stop_within_ms;
+        let digitize = claimed.pools.get_mut(Pool::Digitize.as_str());
+        if let Some(cancellation) = digitize.and_then(|p| p.cancellation.as_mut()) {
+            cancellation.stop_within_ms = self.claimed_stop_within_ms;
+        }
         let t = &mut claimed.tolerances;
         for ms in [
             &mut t.refusal_latency_ms,

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use plimsoll_spec::model::ConnectionBounds;
+use plimsoll_spec::model::Connections;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -23,15 +23,15 @@ use crate::connections::{ConnectionIo, ConnectionPolicy};
 pub(super) struct IdleHeadTimer;
 
 impl ConnectionPolicy for IdleHeadTimer {
-    fn head_timeout(&self, _contract: &ConnectionBounds) -> Option<Duration> {
+    fn head_timeout(&self, _contract: &Connections) -> Option<Duration> {
         None
     }
 
-    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+    fn max_connections(&self, contract: &Connections) -> Option<usize> {
         Some(contract.max_connections as usize)
     }
 
-    fn io(&self, stream: TcpStream, contract: &ConnectionBounds) -> Box<dyn ConnectionIo> {
+    fn io(&self, stream: TcpStream, contract: &Connections) -> Box<dyn ConnectionIo> {
         Box::new(IdleHead::new(
             stream,
             Duration::from_millis(contract.head_timeout_ms),
@@ -132,15 +132,15 @@ impl AsyncWrite for IdleHead {
 pub(super) struct ResetUnnoticed;
 
 impl ConnectionPolicy for ResetUnnoticed {
-    fn head_timeout(&self, contract: &ConnectionBounds) -> Option<Duration> {
+    fn head_timeout(&self, contract: &Connections) -> Option<Duration> {
         Some(Duration::from_millis(contract.head_timeout_ms))
     }
 
-    fn max_connections(&self, contract: &ConnectionBounds) -> Option<usize> {
+    fn max_connections(&self, contract: &Connections) -> Option<usize> {
         Some(contract.max_connections as usize)
     }
 
-    fn io(&self, stream: TcpStream, _contract: &ConnectionBounds) -> Box<dyn ConnectionIo> {
+    fn io(&self, stream: TcpStream, _contract: &Connections) -> Box<dyn ConnectionIo> {
         Box::new(DeafToResets {
             inner: stream,
             reset: false,

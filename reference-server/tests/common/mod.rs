@@ -53,13 +53,7 @@ impl TestServer {
 
     /// The relay workers of the server's effective contract (R1).
     pub fn relay_workers(&self) -> usize {
-        self.state()
-            .config
-            .contract
-            .clauses
-            .r1
-            .value
-            .relay_concurrency as usize
+        self.state().config.contract.pool(Pool::Relay).workers as usize
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -294,8 +294,7 @@ fn ids(prefix: &str, n: usize) -> Vec<String> {
 #[test]
 fn the_contract_keeps_the_relay_values_the_tests_assume() {
     let c = plimsoll_spec::Contract::embedded();
-    let r = &c.clauses;
-    assert!(r.r1.value.relay_concurrency >= 2);
+    assert!(c.pool(plimsoll_spec::Pool::Relay).workers >= 2);
     assert_eq!(c.api.relay.path, "/v1/relay");
     assert_eq!(c.hooks.header.to_ascii_lowercase(), HOOK);
 }

@@ -48,8 +48,8 @@ async fn f1_every_stage_failure_and_panic_has_the_exact_body_and_leaves_nothing(
         .await
         .unwrap();
     let export_stages: Vec<String> = Contract::embedded()
+        .pool(Pool::Export)
         .stages
-        .export
         .iter()
         .map(|s| s.to_string())
         .collect();

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{TestServer, png, problem};
-use plimsoll_spec::Contract;
+use plimsoll_spec::{Contract, Pool};
 
 mod bounds;
 #[cfg(unix)]
@@ -22,8 +22,8 @@ mod throughput;
 
 fn stages() -> Vec<String> {
     Contract::embedded()
+        .pool(Pool::Digitize)
         .stages
-        .digitize
         .iter()
         .map(|s| s.to_string())
         .collect()

@@ -170,7 +170,10 @@ async fn leak_temp_on_panic_keeps_only_a_panicked_jobs_dir() {
 
 #[tokio::test]
 async fn memory_cap_too_low_refuses_what_the_contract_allows() {
-    let cap = Contract::embedded().clauses.b2.value.memory_cap_mb;
+    let cap = Contract::embedded()
+        .pool_spec(Pool::Digitize)
+        .memory_cap_mb
+        .unwrap_or_default();
     let hook = format!("alloc={}", cap * 6 / 10);
     let image = png(80, 60);
     let reference = start(None, &[]).await;

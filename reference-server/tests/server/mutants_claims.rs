@@ -102,7 +102,10 @@ async fn contract_claims_looser_and_a_disconnected_job_runs_on() {
         .json()
         .await
         .unwrap();
-    assert_eq!(claimed["clauses"]["B3"]["value"]["stop_within_ms"], 5000);
+    assert_eq!(
+        claimed["pools"]["digitize"]["cancellation"]["stop_within_ms"],
+        5000
+    );
     let t = &ours.tolerances;
     for (name, ours) in [
         ("refusal_latency_ms", t.refusal_latency_ms),
@@ -125,6 +128,6 @@ async fn contract_claims_looser_and_a_disconnected_job_runs_on() {
     assert!(
         stopped >= Duration::from_millis(2300) && stopped < Duration::from_millis(3500),
         "stopped {stopped:?} after the disconnect (contract: {} ms)",
-        ours.clauses.b3.value.stop_within_ms
+        ours.cancellation().stop_within_ms
     );
 }

@@ -63,7 +63,7 @@ async fn export_unbounded_runs_every_export_at_once() {
         .bytes()
         .await
         .unwrap();
-    let limit = Contract::embedded().clauses.t1.value.export_workers as usize;
+    let limit = Contract::embedded().pool(Pool::Export).workers as usize;
     let n = limit + 2;
     let exports: Vec<_> = (0..n)
         .map(|_| {
@@ -87,7 +87,7 @@ async fn export_unbounded_runs_every_export_at_once() {
     assert_eq!(
         s.metric(MetricName::WorkersLimit, Some(Pool::Digitize))
             .await,
-        f64::from(Contract::embedded().clauses.t1.value.digitize_workers)
+        f64::from(Contract::embedded().pool(Pool::Digitize).workers)
     );
 }
 

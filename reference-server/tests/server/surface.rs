@@ -83,7 +83,7 @@ async fn contract_endpoint_serves_the_effective_values() {
         .json()
         .await
         .unwrap();
-    assert_eq!(c.clauses.t1.value.digitize_workers, 3);
+    assert_eq!(c.pool(Pool::Digitize).workers, 3);
     assert_eq!(
         s.metric(MetricName::WorkersLimit, Some(Pool::Digitize))
             .await,

@@ -8,7 +8,7 @@ use super::*;
 async fn t1_t3_fifth_request_is_refused_at_once_with_retry_after() {
     let s = TestServer::start(&[]).await;
     let image = png(120, 90);
-    let workers = Contract::embedded().clauses.t1.value.digitize_workers as usize;
+    let workers = Contract::embedded().pool(Pool::Digitize).workers as usize;
     let held: Vec<_> = (0..workers)
         .map(|_| tokio::spawn(s.digitize(&image, Some("hold=decode:5000")).send()))
         .collect();

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ClauseId, ErrorCode, ExportFormat, MetricName, Stage};
+use crate::{ClauseId, ErrorCode, ExportFormat, MetricName};
 
 /// `[api]`: the routes the clauses apply to, with the input limits of the two pipelines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -238,20 +238,6 @@ pub struct ExportEndpoint {
     /// The format of a request that names none; validation proves it is one of `formats`.
     #[schemars(description = "")]
     pub default_format: ExportFormat,
-}
-
-/// `[stages]`: each pipeline's stages in the order they run, so `completed_stages` is always a
-/// prefix of its pipeline's list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(description = "")]
-pub struct Stages {
-    /// The digitize pipeline, in order.
-    #[schemars(description = "")]
-    pub digitize: Vec<Stage>,
-    /// The export pipeline, in order.
-    #[schemars(description = "")]
-    pub export: Vec<Stage>,
 }
 
 /// One entry of `[[errors]]`: an error code with its HTTP status and where it may be answered.

@@ -10,32 +10,46 @@ use serde::{Deserialize, Serialize};
 mod api;
 mod profiles;
 mod rules;
+mod service;
 mod values;
 
 pub use api::*;
 pub use profiles::*;
 pub use rules::*;
+pub use service::*;
 pub use values::*;
+
+/// The version of the contract language this build reads (a contract's top-level `language`).
+/// Language 1 (contracts 1.x) had no such field; `plimsoll contract upgrade` converts one.
+pub const LANGUAGE: u32 = 2;
 
 /// The whole contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Plimsoll contract")]
 pub struct Contract {
+    /// The contract language the document is written in: 2 (see [`LANGUAGE`]).
+    pub language: u32,
     /// What the contract is called and which version it is.
     #[schemars(description = "")]
     pub contract: Meta,
     /// Documents the clauses cite, by key (`seed-000`, `decision`, ...).
     pub sources: BTreeMap<String, Source>,
+    /// The service's pools of workers, by id: each with its routes, workers, queue, deadline,
+    /// memory cap, cancellation and refusal.
+    pub pools: Pools,
+    /// What a full pool answers, by name (a pool's `refusal` names one).
+    pub refusals: Refusals,
+    /// How long a connection may take to send a request, and how many are served at once (B4).
+    pub connections: Connections,
+    /// Request bodies: their read timeout (B1) and the budget they share (B5).
+    pub upload: Upload,
     /// Every clause, by id; [`Contract::clause`] sees one without its value type.
     #[schemars(description = "")]
     pub clauses: Clauses,
     /// The routes the clauses apply to and their input limits.
     #[schemars(description = "")]
     pub api: Api,
-    /// Each pipeline's stages, in order.
-    #[schemars(description = "")]
-    pub stages: Stages,
     /// Every error code with its HTTP status: the only place a status is written.
     pub errors: Vec<ErrorSpec>,
     /// The headers and metrics every implementation exposes for black-box checks.
@@ -108,8 +122,8 @@ pub struct Clause<V> {
     /// Environment variables that override a field of `value` at deployment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,
-    /// What the clause promises, field by field: the values the server enforces and the checker
-    /// expects.
+    /// What the clause promises besides the service's pools and sections, field by field: the
+    /// values the server enforces and the checker expects (`{}`: nothing of its own).
     #[schemars(description = "")]
     pub value: V,
 }
@@ -168,38 +182,38 @@ pub struct Override {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Clauses {
-    /// T1: how many jobs each pool runs at once.
+    /// T1: how many requests each pool runs at once (its `workers`).
     #[serde(rename = "T1")]
     #[schemars(description = "")]
-    pub t1: Clause<WorkerLimits>,
-    /// T2: each pool's queue order and capacity.
+    pub t1: Clause<Empty>,
+    /// T2: each pool's queue order and capacity (its `queue`).
     #[serde(rename = "T2")]
     #[schemars(description = "")]
-    pub t2: Clause<QueuePolicy>,
-    /// T3: what a refusal carries (`Retry-After` and how it is estimated).
+    pub t2: Clause<Empty>,
+    /// T3: what a refusal carries (a `[refusals]` entry's `hint`).
     #[serde(rename = "T3")]
     #[schemars(description = "")]
-    pub t3: Clause<Backpressure>,
+    pub t3: Clause<Empty>,
     /// B1: the per-request timeouts and the reference durations they must leave room for.
     #[serde(rename = "B1")]
     #[schemars(description = "")]
     pub b1: Clause<Timeouts>,
-    /// B2: the per-request memory cap.
+    /// B2: the per-request memory cap (each pool's `memory_cap_mb`).
     #[serde(rename = "B2")]
     #[schemars(description = "")]
     pub b2: Clause<MemoryCap>,
-    /// B3: how soon a disconnected client's job stops.
+    /// B3: how soon a disconnected client's request stops (each pool's `cancellation`).
     #[serde(rename = "B3")]
     #[schemars(description = "")]
-    pub b3: Clause<Cancellation>,
-    /// B4: the request-head timeout and the connection cap.
+    pub b3: Clause<Empty>,
+    /// B4: the request-head timeout and the connection cap (`[connections]`).
     #[serde(rename = "B4")]
     #[schemars(description = "")]
-    pub b4: Clause<ConnectionBounds>,
-    /// B5: the bytes of request bodies the server holds at once.
+    pub b4: Clause<Empty>,
+    /// B5: the bytes of request bodies the server holds at once (`[upload]`'s budget).
     #[serde(rename = "B5")]
     #[schemars(description = "")]
-    pub b5: Clause<UploadBudget>,
+    pub b5: Clause<Empty>,
     /// F1: what a failing stage's answer carries.
     #[serde(rename = "F1")]
     #[schemars(description = "")]
@@ -216,10 +230,10 @@ pub struct Clauses {
     #[serde(rename = "F4")]
     #[schemars(description = "")]
     pub f4: Clause<RequestId>,
-    /// R1: the relay's worker pool and its overflow policy.
+    /// R1: the relay's worker pool (the `relay` pool).
     #[serde(rename = "R1")]
     #[schemars(description = "")]
-    pub r1: Clause<RelayPool>,
+    pub r1: Clause<Empty>,
     /// R2: no head-of-line blocking on one connection (behaviour only).
     #[serde(rename = "R2")]
     #[schemars(description = "")]

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use super::example_problem;
-use crate::ClauseRef;
 use crate::model::{Category, Contract, Topic};
+use crate::{ClauseRef, Pool};
 
 /// Renders the whole document.
 pub fn concurrency_md(contract: &Contract) -> String {
@@ -12,6 +12,7 @@ pub fn concurrency_md(contract: &Contract) -> String {
     let clauses = contract.clause_list();
     heading(&mut md, contract);
     summary_section(&mut md, contract, &clauses);
+    service_section(&mut md, contract);
     for category in [
         Category::Throughput,
         Category::Bounds,
@@ -94,7 +95,17 @@ fn summary_section(md: &mut String, contract: &Contract, clauses: &[ClauseRef<'_
     let _ = writeln!(md, "## Summary\n");
     table_head(md, &["id", "clause", "value", "override"]);
     for c in clauses {
-        let envs: Vec<String> = c.overrides.iter().map(|o| format!("`{}`", o.env)).collect();
+        let mut envs: Vec<String> = Vec::new();
+        for site in contract
+            .override_sites()
+            .iter()
+            .filter(|s| s.clause == c.id)
+        {
+            let env = format!("`{}`", site.spec.env);
+            if !envs.contains(&env) {
+                envs.push(env);
+            }
+        }
         let _ = writeln!(
             md,
             "| [{id}](#{anchor}) | {} | {} | {} |",
@@ -110,6 +121,83 @@ fn summary_section(md: &mut String, contract: &Contract, clauses: &[ClauseRef<'_
         );
     }
     md.push('\n');
+}
+
+/// `## The service`: the pools the clauses judge, one row each, and what a full pool answers.
+fn service_section(md: &mut String, contract: &Contract) {
+    let _ = writeln!(
+        md,
+        "## The service\n\nThe service's pools (`[pools.NAME]`, contract language {}): each clause below \
+         judges their values. A pool without routes is fed otherwise (the relay's runs envelopes).\n",
+        contract.language
+    );
+    table_head(
+        md,
+        &[
+            "pool",
+            "routes",
+            "workers",
+            "queue",
+            "deadline",
+            "memory cap",
+            "cancellation",
+            "refusal",
+        ],
+    );
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "—".to_owned());
+    for (name, p) in &contract.pools {
+        let routes: Vec<String> = p
+            .routes
+            .iter()
+            .map(|r| format!("`{} {}`", r.method, r.path))
+            .collect();
+        let queue = match p.queue.capacity.places() {
+            Some(n) => format!("{n}, {}", p.queue.order.as_str()),
+            None => format!("unbounded, {}", p.queue.order.as_str()),
+        };
+        let _ = writeln!(
+            md,
+            "| `{name}` | {} | {} | {queue} | {} | {} | {} | {} |",
+            or_dash((!routes.is_empty()).then(|| routes.join(", "))),
+            p.workers,
+            or_dash(p.deadline_ms.map(|ms| format!("{ms} ms"))),
+            or_dash(p.memory_cap_mb.map(|mb| format!("{mb} MB"))),
+            or_dash(
+                p.cancellation
+                    .as_ref()
+                    .map(|c| format!("stop within {} ms", c.stop_within_ms))
+            ),
+            or_dash(p.refusal.as_ref().map(|r| format!("`{r}`"))),
+        );
+    }
+    md.push('\n');
+    for (name, r) in &contract.refusals {
+        let status = contract
+            .errors
+            .iter()
+            .find(|e| e.code == r.error)
+            .map_or(0, |e| e.status);
+        let hint = r.hint.as_ref().map_or("no hint".to_owned(), |h| {
+            format!(
+                "`{}` ({}): the {} of the last {} queue waits, at least {} s",
+                h.header,
+                h.format.as_str(),
+                h.estimator.as_str(),
+                h.window_samples,
+                h.min_seconds
+            )
+        });
+        let _ = writeln!(md, "Refusal `{name}`: {status} `{}`, {hint}.\n", r.error);
+    }
+    let _ = writeln!(
+        md,
+        "Connections: a request head within {} ms, at most {} at once. Uploads: read within {} ms, \
+         {} MB of bodies held at once.\n",
+        contract.connections.head_timeout_ms,
+        contract.connections.max_connections,
+        contract.upload.read_timeout_ms,
+        contract.upload.budget_mb
+    );
 }
 
 /// `## Error codes`: the error body's shape and every code with its status.
@@ -198,7 +286,7 @@ fn endpoints_section(md: &mut String, contract: &Contract) {
             .collect::<Vec<_>>()
             .join(", "),
         api.export.default_format.as_str(),
-        contract.clauses.b1.value.upload_read_timeout_ms,
+        contract.upload.read_timeout_ms,
     );
     params_and_stages(md, contract);
 }
@@ -235,8 +323,8 @@ fn params_and_stages(md: &mut String, contract: &Contract) {
         md,
         "Stages (the names in `failed_stage` and `completed_stages`): digitize {}; export {}. \
         A request still waiting for a worker is in `queue`.\n",
-        stage_list(&contract.stages.digitize),
-        stage_list(&contract.stages.export)
+        stage_list(contract.pool(Pool::Digitize).stages),
+        stage_list(contract.pool(Pool::Export).stages)
     );
 }
 
@@ -349,7 +437,7 @@ fn slug(heading: &str) -> String {
 fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
     let _ = writeln!(md, "### {} {}\n", c.id, c.title);
     let _ = writeln!(md, "**{}**\n", contract.text(c, c.statement));
-    value_table(md, c);
+    value_table(md, contract, c);
     let _ = writeln!(md, "**Rationale.** {}\n", contract.text(c, c.rationale));
     let rules: Vec<String> = contract
         .implementation
@@ -383,36 +471,75 @@ fn clause_section(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
     );
 }
 
-/// A clause's value, field by field, with the variables that override each (none for a clause
-/// whose value is behaviour only).
-fn value_table(md: &mut String, c: &ClauseRef<'_>) {
-    if c.value.is_empty() {
-        return;
-    }
-    table_head(md, &["value", "setting", "override"]);
-    for (field, value) in &c.value {
-        let envs: Vec<String> = c
-            .overrides
+/// A clause's values, field by field, with the variables that override each: the fields of the
+/// service's declaration it judges (`pools.digitize.workers`), then its own value's. Nothing for
+/// a clause whose value is behaviour only.
+fn value_table(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
+    let sites = contract.override_sites();
+    let envs = |path: &str| {
+        let envs: Vec<String> = sites
             .iter()
-            .filter(|o| &o.field == field)
-            .map(|o| format!("`{}`", o.env))
+            .filter(|s| s.path == path)
+            .map(|s| format!("`{}`", s.spec.env))
             .collect();
-        let env = if envs.is_empty() {
+        if envs.is_empty() {
             "—".to_owned()
         } else {
             envs.join(", ")
-        };
+        }
+    };
+    let mut rows: Vec<(String, &serde_json::Value)> = Vec::new();
+    let doc = serde_json::to_value(contract).expect("a contract serializes");
+    let mut leaves = Vec::new();
+    for section in ["pools", "refusals", "connections", "upload"] {
+        leaves_of(&doc[section], section.to_owned(), &mut leaves);
+    }
+    let relay = |path: &str| {
+        path.split('.')
+            .nth(1)
+            .and_then(|name| contract.pools.get(name))
+            .is_some_and(|p| path.starts_with("pools.") && p.routes.is_empty())
+    };
+    for (path, value) in &leaves {
+        if crate::model::judged_by(path, relay(path)) == Some(c.id) {
+            rows.push((path.clone(), value));
+        }
+    }
+    for (field, value) in &c.value {
+        rows.push((format!("clauses.{}.value.{field}", c.id), value));
+    }
+    if rows.is_empty() {
+        return;
+    }
+    table_head(md, &["value", "setting", "override"]);
+    for (path, value) in rows {
         let shown = match value {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
         let _ = writeln!(
             md,
-            "| `{field}` | `{}` | {env} |",
-            shown.replace('|', "\\|")
+            "| `{path}` | `{}` | {} |",
+            shown.replace('|', "\\|"),
+            envs(&path)
         );
     }
     md.push('\n');
+}
+
+/// Every scalar under `value` with its dotted path (`overrides` lists left out: they are the
+/// table's third column).
+fn leaves_of(value: &serde_json::Value, path: String, out: &mut Vec<(String, serde_json::Value)>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                if k != "overrides" && k != "routes" && k != "stages" {
+                    leaves_of(v, format!("{path}.{k}"), out);
+                }
+            }
+        }
+        other => out.push((path, other.clone())),
+    }
 }
 
 /// `**HTTP shape.**`: an example answer, headers and body, of every error code of the clause.
@@ -434,7 +561,7 @@ fn http_shapes(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
         if e.retry_after {
             headers.push(format!(
                 "{}: <delay-seconds>",
-                contract.clauses.t3.value.retry_after_header
+                contract.retry_after().header
             ));
         }
         let body =
@@ -455,8 +582,8 @@ fn http_shapes(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
 /// `## Load profiles`: what `plimsoll load` runs and judges, every number from `[load]`.
 fn load_section(md: &mut String, contract: &Contract) {
     let l = &contract.load;
-    let workers = contract.clauses.t1.value.digitize_workers;
-    let queue = contract.clauses.t2.value.digitize_queue_capacity;
+    let digitize = contract.pool(Pool::Digitize);
+    let (workers, queue) = (digitize.workers, digitize.queue_capacity.unwrap_or(0));
     let (b, st, o, so) = (&l.burst, &l.steady, &l.overload, &l.soak);
     let _ = writeln!(md, "## Load profiles\n");
     let _ = writeln!(

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 
 use crate::model::Contract;
-use crate::{ErrorCode, Problem, Stage};
+use crate::{ErrorCode, Pool, Problem, Stage};
 
 pub use markdown::{changelog_md, concurrency_md};
 pub use openapi::{hook_pattern, openapi};
@@ -42,7 +42,7 @@ pub fn outputs(contract: &Contract) -> Vec<Output> {
         },
         Output {
             path: "spec/schemas/contract.schema.json",
-            contents: pretty(&root_schema::<Contract>()),
+            contents: pretty(&contract_schema()),
         },
         Output {
             path: "spec/schemas/problem.schema.json",
@@ -92,6 +92,13 @@ pub fn root_schema<T: JsonSchema>() -> serde_json::Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value()
+}
+
+/// The language's schema, `spec/schemas/contract.schema.json`: what a contract *document* may
+/// say, so a field the loader defaults (a pool's `counts`, an error's `retry_after`, `load`) is
+/// optional in it as it is in the rules; a document valid against it is one the loader parses.
+pub fn contract_schema() -> serde_json::Value {
+    received_schema::<Contract>()
 }
 
 /// The relay request envelope's schema: `spec/schemas/relay-request.schema.json` and the OpenAPI
@@ -174,31 +181,32 @@ impl ExampleFailure {
 
 /// The failure each code's example describes, told with the contract's own numbers.
 fn example_failure(contract: &Contract, code: ErrorCode) -> ExampleFailure {
-    let clauses = &contract.clauses;
     let api = &contract.api;
-    let digitize = &contract.stages.digitize;
+    let pool = contract.pool(Pool::Digitize);
+    let digitize = pool.stages;
     let density = &api.digitize.params.density_mm;
     match code {
         ErrorCode::Overloaded => ExampleFailure::unstaged(format!(
             "all {} digitize workers are busy and the queue is full; retry after 2 s",
-            clauses.t1.value.digitize_workers
+            pool.workers
         )),
         ErrorCode::Timeout => ExampleFailure::staged(
             format!(
                 "digitize exceeded its {} ms timeout during {}",
-                clauses.b1.value.digitize_timeout_ms, digitize[3]
+                pool.deadline.unwrap_or_default().as_millis(),
+                digitize[3]
             ),
             digitize[3],
             &digitize[..3],
         ),
         ErrorCode::UploadTimeout => ExampleFailure::unstaged(format!(
             "the request body did not arrive within {} ms",
-            clauses.b1.value.upload_read_timeout_ms
+            contract.upload.read_timeout_ms
         )),
         ErrorCode::MemoryCapExceeded => ExampleFailure::staged(
             format!(
                 "the image needs an estimated 1536 MB, over the {} MB cap",
-                clauses.b2.value.memory_cap_mb
+                pool.memory_cap_mb.unwrap_or_default()
             ),
             Stage::Decode,
             &[],

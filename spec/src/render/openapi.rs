@@ -6,11 +6,11 @@ use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use super::example_problem;
-use crate::Problem;
 use crate::design::Design;
 use crate::model::{Contract, Endpoint, ErrorSpec, ParamKind};
 use crate::problem::{ErrorCode, PROBLEM_CONTENT_TYPE};
 use crate::stage::Stage;
+use crate::{Pool, Problem};
 
 use super::images;
 
@@ -152,8 +152,8 @@ impl<'a> Parts<'a> {
 
     /// The digitize operation: the raw image in, the design out.
     fn digitize_path(&self) -> Value {
-        let (api, c) = (&self.contract.api, &self.contract.clauses);
-        let stages = &self.contract.stages.digitize;
+        let api = &self.contract.api;
+        let stages = self.contract.pool(Pool::Digitize).stages;
         let mut responses = self.error_responses("digitize");
         responses.insert(
             "200".into(),
@@ -173,7 +173,7 @@ impl<'a> Parts<'a> {
             "parameters": self.digitize_params(),
             "requestBody": { "required": true, "content": image_content(&api.digitize.content_types) },
             "responses": responses,
-            "x-plimsoll": self.pool_extension("digitize", c.t1.value.digitize_workers, c.t2.value.digitize_queue_capacity, c.b1.value.digitize_timeout_ms, stages)
+            "x-plimsoll": self.pool_extension(Pool::Digitize)
         }})
     }
 
@@ -206,8 +206,8 @@ impl<'a> Parts<'a> {
 
     /// The export operation: the design in, a machine file out.
     fn export_path(&self) -> Value {
-        let (api, c) = (&self.contract.api, &self.contract.clauses);
-        let stages = &self.contract.stages.export;
+        let api = &self.contract.api;
+        let stages = self.contract.pool(Pool::Export).stages;
         let mut responses = self.error_responses("export");
         let mut content = Map::new();
         for f in &api.export.formats {
@@ -239,34 +239,25 @@ impl<'a> Parts<'a> {
             ],
             "requestBody": { "required": true, "content": body_content(&api.export.content_types, &self.design) },
             "responses": responses,
-            "x-plimsoll": self.pool_extension("export", c.t1.value.export_workers, c.t2.value.export_queue_capacity, c.b1.value.export_timeout_ms, stages)
+            "x-plimsoll": self.pool_extension(Pool::Export)
         }})
     }
 
-    /// A pipeline's `x-plimsoll`: its pool's values of every clause that applies to it.
-    fn pool_extension(
-        &self,
-        pool: &str,
-        workers: u32,
-        queue: u32,
-        timeout_ms: u64,
-        stages: &[Stage],
-    ) -> Value {
-        let c = &self.contract.clauses;
+    /// A pipeline's `x-plimsoll`: its pool's declaration (workers, queue, deadline, memory cap,
+    /// cancellation, stages), the refusal a full pool answers with, the upload bounds, and the
+    /// values of the failure clauses that apply to it.
+    fn pool_extension(&self, pool: Pool) -> Value {
+        let contract = self.contract;
+        let c = &contract.clauses;
         json!({
-            "pool": pool,
-            "T1": { "workers": workers },
-            "T2": { "order": c.t2.value.order, "queue_capacity": queue },
-            "T3": c.t3.value,
-            "B1": { "timeout_ms": timeout_ms },
-            "B2": c.b2.value,
-            "B3": c.b3.value,
-            "B5": c.b5.value,
+            "pool": pool.as_str(),
+            "declaration": contract.pool_spec(pool),
+            "refusal": contract.refusal(pool),
+            "upload": { "read_timeout_ms": contract.upload.read_timeout_ms, "budget_mb": contract.upload.budget_mb },
             "F1": c.f1.value,
             "F2": c.f2.value,
             "F3": c.f3.value,
-            "F4": c.f4.value,
-            "stages": stages
+            "F4": c.f4.value
         })
     }
 
@@ -287,12 +278,13 @@ impl<'a> Parts<'a> {
             "operationId": "relay",
             "summary": api.relay.summary,
             "description": format!(
-                "A WebSocket upgrade. The client sends `RelayRequest` text frames; the server performs each against its own API on a pool of {} workers (overflow: {:?}) and answers with `RelayResponse` frames, bodies over {} bytes split into several frames, matched by `request_id`.",
-                c.r1.value.relay_concurrency, c.r1.value.overflow, c.r5.value.max_frame_body_bytes),
+                "A WebSocket upgrade. The client sends `RelayRequest` text frames; the server performs each against its own API on a pool of {} workers (the rest wait their turn) and answers with `RelayResponse` frames, bodies over {} bytes split into several frames, matched by `request_id`.",
+                self.contract.pool(Pool::Relay).workers, c.r5.value.max_frame_body_bytes),
             "parameters": self.relay_params(),
             "responses": self.relay_responses(),
             "x-plimsoll": {
-                "R1": c.r1.value, "R2": c.r2.value, "R3": c.r3.value, "R4": c.r4.value, "R5": c.r5.value, "R6": c.r6.value,
+                "pool": Pool::Relay.as_str(), "declaration": self.contract.pool_spec(Pool::Relay),
+                "R2": c.r2.value, "R3": c.r3.value, "R4": c.r4.value, "R5": c.r5.value, "R6": c.r6.value,
                 "frames": {
                     "request": frame_schema(super::relay_request_schema()),
                     "response": frame_schema(super::relay_response_schema())
@@ -389,7 +381,7 @@ impl<'a> Parts<'a> {
     /// example body.
     fn error_responses(&self, endpoint: &str) -> Map<String, Value> {
         let contract = self.contract;
-        let t3 = &contract.clauses.t3.value;
+        let t3 = contract.retry_after();
         let retry_after = json!({
             "description": format!(
                 "T3: RFC 9110 {}: the {} queue wait, rounded up, at least {}, at most the pool's timeout.",
@@ -424,10 +416,7 @@ impl<'a> Parts<'a> {
                 .collect();
             let mut headers = vec![];
             if errors.iter().any(|e| e.retry_after) {
-                headers.push((
-                    contract.clauses.t3.value.retry_after_header.as_str(),
-                    &retry_after,
-                ));
+                headers.push((contract.retry_after().header.as_str(), &retry_after));
             }
             if errors.iter().any(|e| e.code == ErrorCode::UpgradeRequired) {
                 headers.push(("Upgrade", &upgrade));

@@ -35,7 +35,7 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Vec<CheckResul
         metrics_url: ctx.target.metrics_url.clone(),
         pool: POOL.into(),
         timeout: Duration::from_millis(
-            b.hold_ms * 2 + ctx.contract.clauses.b3.value.stop_within_ms + 3000,
+            b.hold_ms * 2 + ctx.contract.cancellation().stop_within_ms + 3000,
         ),
         poll: Duration::from_millis(l.scrape_interval_ms.min(10)),
     };

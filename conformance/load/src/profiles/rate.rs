@@ -7,6 +7,7 @@ use std::time::Duration;
 use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::{CheckResult, Lane};
+use plimsoll_spec::Pool;
 
 use super::super::calibrate::Calibration;
 use super::super::prediction::{self, Arrivals, Interval, Model};
@@ -87,8 +88,13 @@ impl Plan {
         let think_s = think.ok_or_else(|| {
             Fatal::Contract(format!("{target_rate:.0} attempts/s cannot be generated"))
         })?;
-        let hold_cap_ms = (mean_hold_ms * u64::from(l.max_hold_factor))
-            .min(ctx.contract.clauses.b1.value.digitize_timeout_ms / 2);
+        let hold_cap_ms = (mean_hold_ms * u64::from(l.max_hold_factor)).min(
+            ctx.contract
+                .pool_spec(Pool::Digitize)
+                .deadline_ms
+                .unwrap_or_default()
+                / 2,
+        );
         Ok(Plan {
             factor,
             mean_hold_ms,

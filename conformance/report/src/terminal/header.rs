@@ -98,17 +98,23 @@ fn fault_line(fault: &plimsoll_fault::Adjustments, seed: u64) -> String {
     format!("through {spec} (seed {seed}); {adjusted}")
 }
 
-/// An adopted value in words, from its field and the claimed value:
-/// `clauses.B1.value.digitize_timeout_ms` = 2000 reads `digitize timeout 2 s`,
-/// `…digitize_queue_capacity` = 2 reads `digitize queue 2`, `…memory_cap_mb` = 512 reads
+/// An adopted value in words, from its dotted path and the claimed value: the pool or section
+/// it belongs to, then the field. `pools.digitize.deadline_ms` = 2000 reads `digitize timeout
+/// 2 s`, `pools.digitize.queue.capacity` = 2 reads `digitize queue 2`,
+/// `upload.read_timeout_ms` = 250 reads `upload read timeout 250 ms`,
+/// `connections.head_timeout_ms` = 2000 reads `head timeout 2 s`, `…memory_cap_mb` = 512 reads
 /// `memory cap 512 MB`, a flag reads `on`/`off`.
 pub fn adopted_words(a: &Adopted) -> String {
-    let field = a
-        .difference
-        .path
-        .rsplit('.')
-        .next()
-        .unwrap_or(&a.difference.path);
+    let path = &a.difference.path;
+    let parts: Vec<&str> = path.split('.').collect();
+    let (owner, field) = match parts.as_slice() {
+        ["pools", pool, "queue", "capacity"] => (Some(*pool), "queue"),
+        ["pools", pool, "deadline_ms"] => (Some(*pool), "timeout_ms"),
+        ["pools", pool, .., field] => (Some(*pool), *field),
+        ["upload", field] => (Some("upload"), *field),
+        [.., field] => (None, *field),
+        [] => (None, path.as_str()),
+    };
     let theirs = a.difference.theirs.as_ref();
     let (name, value) = if let Some(name) = field.strip_suffix("_ms") {
         let value = match theirs.and_then(Value::as_f64) {
@@ -121,8 +127,6 @@ pub fn adopted_words(a: &Adopted) -> String {
         (name, value)
     } else if let Some(name) = field.strip_suffix("_mb") {
         (name, format!("{} MB", plain(theirs)))
-    } else if let Some(name) = field.strip_suffix("_capacity") {
-        (name, plain(theirs))
     } else {
         let value = match theirs {
             Some(Value::Bool(on)) => if *on { "on" } else { "off" }.to_string(),
@@ -130,7 +134,12 @@ pub fn adopted_words(a: &Adopted) -> String {
         };
         (field, value)
     };
-    one_line(&format!("{} {value}", name.replace('_', " ")))
+    let name = name.replace('_', " ");
+    let words = match owner {
+        Some(owner) => format!("{owner} {name} {value}"),
+        None => format!("{name} {value}"),
+    };
+    one_line(&words)
 }
 
 fn trim_zeros(x: f64) -> String {

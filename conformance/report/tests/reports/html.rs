@@ -88,8 +88,8 @@ fn html_is_self_contained_escaped_and_draws_one_timeline_per_check_with_lanes() 
         "embedded",
         "1.0.0",
         "cbf29ce484222325",
-        "clauses.T2.value.digitize_queue_capacity: 0 → 2 (QUEUE_CAPACITY)",
-        "clauses.B3.value.stop_within_ms: 1000 → 5000 — not an overridable field",
+        "pools.digitize.queue.capacity: 0 → 2 (QUEUE_CAPACITY)",
+        "pools.digitize.cancellation.stop_within_ms: 1000 → 5000 — not an overridable field",
         "2026-01-01 00:00:00 UTC",
     ] {
         assert!(page.contains(fact), "{fact}");

@@ -35,7 +35,7 @@ fn json_round_trips_with_a_stable_field_order() {
     assert_eq!(value["manifest"]["adopted"][0]["difference"]["theirs"], 2);
     assert_eq!(
         value["manifest"]["refused"][0]["difference"]["path"],
-        "clauses.B3.value.stop_within_ms"
+        "pools.digitize.cancellation.stop_within_ms"
     );
     assert!(
         value["manifest"]["refused"][0]["reason"]

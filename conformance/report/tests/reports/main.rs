@@ -136,7 +136,7 @@ fn sample() -> RunReport {
 fn adopted() -> Adopted {
     Adopted {
         difference: Difference {
-            path: "clauses.T2.value.digitize_queue_capacity".into(),
+            path: "pools.digitize.queue.capacity".into(),
             ours: Some(0.into()),
             theirs: Some(2.into()),
         },
@@ -148,7 +148,7 @@ fn adopted() -> Adopted {
 fn refused() -> Refused {
     Refused {
         difference: Difference {
-            path: "clauses.B3.value.stop_within_ms".into(),
+            path: "pools.digitize.cancellation.stop_within_ms".into(),
             ours: Some(1000.into()),
             theirs: Some(5000.into()),
         },

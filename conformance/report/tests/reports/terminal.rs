@@ -151,20 +151,20 @@ fn full_run() -> RunReport {
     let mut run = sample();
     run.manifest.target = "http://127.0.0.1:41733".into();
     run.manifest.adopted = [
-        "digitize_timeout_ms",
-        "export_timeout_ms",
-        "upload_read_timeout_ms",
+        "pools.digitize.deadline_ms",
+        "pools.export.deadline_ms",
+        "upload.read_timeout_ms",
     ]
     .iter()
     .zip([2000, 1000, 1000])
     .map(|(field, ms)| Adopted {
         difference: Difference {
-            path: format!("clauses.B1.value.{field}"),
+            path: (*field).to_owned(),
             ours: Some(60_000.into()),
             theirs: Some(ms.into()),
         },
         clause: ClauseId::B1,
-        env: field.to_uppercase(),
+        env: field.rsplit('.').next().unwrap_or_default().to_uppercase(),
     })
     .chain([adopted()])
     .collect();

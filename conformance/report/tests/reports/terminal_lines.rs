@@ -8,10 +8,10 @@ use super::*;
 
 #[test]
 fn adopted_values_read_as_words_with_units() {
-    let words = |field: &str, theirs: Value| {
+    let words = |path: &str, theirs: Value| {
         terminal::adopted_words(&Adopted {
             difference: Difference {
-                path: format!("clauses.X.value.{field}"),
+                path: path.to_owned(),
                 ours: Some(0.into()),
                 theirs: Some(theirs),
             },
@@ -19,18 +19,39 @@ fn adopted_values_read_as_words_with_units() {
             env: String::new(),
         })
     };
-    let cases: [(&str, Value, &str); 7] = [
-        ("digitize_timeout_ms", 2000.into(), "digitize timeout 2 s"),
-        ("export_timeout_ms", 1500.into(), "export timeout 1.5 s"),
+    let cases: [(&str, Value, &str); 8] = [
         (
-            "upload_read_timeout_ms",
+            "pools.digitize.deadline_ms",
+            2000.into(),
+            "digitize timeout 2 s",
+        ),
+        (
+            "pools.export.deadline_ms",
+            1500.into(),
+            "export timeout 1.5 s",
+        ),
+        (
+            "upload.read_timeout_ms",
             250.into(),
             "upload read timeout 250 ms",
         ),
-        ("digitize_queue_capacity", 2.into(), "digitize queue 2"),
-        ("memory_cap_mb", 512.into(), "memory cap 512 MB"),
-        ("stack", true.into(), "stack on"),
-        ("relay_concurrency", 8.into(), "relay concurrency 8"),
+        (
+            "connections.head_timeout_ms",
+            2000.into(),
+            "head timeout 2 s",
+        ),
+        (
+            "pools.digitize.queue.capacity",
+            2.into(),
+            "digitize queue 2",
+        ),
+        (
+            "pools.export.memory_cap_mb",
+            512.into(),
+            "export memory cap 512 MB",
+        ),
+        ("clauses.F3.value.stack", true.into(), "stack on"),
+        ("pools.relay.workers", 8.into(), "relay workers 8"),
     ];
     for (field, theirs, shown) in cases {
         assert_eq!(words(field, theirs), shown);

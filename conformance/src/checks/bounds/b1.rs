@@ -21,13 +21,13 @@ use crate::remote::{Op, Reply, Target};
 pub const CHECK: Check = Check::clause(
     ClauseId::B1,
     "Requests held at a middle stage past the digitize deadline, and an export held past its \
-     own ({digitize_timeout_ms} and {export_timeout_ms} ms): each gets {status:timeout} \
+     own ({pools.digitize.deadline_ms} and {pools.export.deadline_ms} ms): each gets {status:timeout} \
      `timeout` no earlier than the deadline and no later than the tolerance after it, naming \
      the held stage as `failed_stage` and exactly the stages before it as `completed_stages`. \
      Queue time counts: with every worker held for half the deadline, a request that waits and \
      then holds a middle stage is answered {status:timeout} the deadline after it was sent, not \
      after it started. An upload that stalls halfway gets {status:upload_timeout} \
-     `upload_timeout` within {upload_read_timeout_ms} ms plus the tolerance, and while it \
+     `upload_timeout` within {upload.read_timeout_ms} ms plus the tolerance, and while it \
      stalls every worker admits a held request at once (it holds no slot). Timeouts are not \
      counted as cancellations; afterwards no temp file remains, every worker runs a held \
      request at once and every queue place admits one that waits (no place lost). Under a \
@@ -236,9 +236,8 @@ struct StallPlan {
 impl StallPlan {
     fn new(t: &Target) -> StallPlan {
         let pool = Pool::Digitize;
-        let b1 = &t.expected.clauses.b1.value;
         let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
-        let upload = Duration::from_millis(b1.upload_read_timeout_ms);
+        let upload = Duration::from_millis(t.expected.upload.read_timeout_ms);
         let deadline = t.deadline(pool);
         StallPlan {
             queued: HeldPastDeadline::in_the_middle(t, pool),
@@ -418,20 +417,19 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
 }
 
 async fn b1(t: &Arc<Target>, c: &mut Ctx) {
-    let b1 = &t.expected.clauses.b1.value;
     let late = t.bound(plimsoll_fault::Bound::TimeoutLate).as_millis() as u64;
     let stop = t.stop_within();
     c.expected = format!(
         "{} {} between {} and {} ms after sending, queue time included (export {} ms), failed_stage = the held stage, slot back within {} ms, no temp files; {} {} within {} ms of a stalled upload, no slot held",
         t.status(ErrorCode::Timeout),
         ErrorCode::Timeout,
-        b1.digitize_timeout_ms,
-        b1.digitize_timeout_ms + late,
-        b1.export_timeout_ms,
+        t.deadline(Pool::Digitize).as_millis(),
+        t.deadline(Pool::Digitize).as_millis() as u64 + late,
+        t.deadline(Pool::Export).as_millis(),
         stop.as_millis(),
         t.status(ErrorCode::UploadTimeout),
         ErrorCode::UploadTimeout,
-        b1.upload_read_timeout_ms + late,
+        t.expected.upload.read_timeout_ms + late,
     );
     if let Some(why) = trials_out_of_reach(t) {
         c.fault_removes(t, Some("the deadline and stalled-upload trials"), why);

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
+use plimsoll_spec::{ClauseId, ErrorCode, HookDirective, Pool};
 use reqwest::header::CONTENT_TYPE;
 
 use crate::checks::ctx::Ctx;
@@ -13,7 +13,7 @@ use crate::remote::{Op, Target, png_claiming};
 /// B2's entry in the check registry: the evidence the docs print, and `b2`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::B2,
-    "A request whose `alloc` hook charges 90% of the {memory_cap_mb} MB cap succeeds (200), so a \
+    "A request whose `alloc` hook charges 90% of the {pools.digitize.memory_cap_mb} MB cap succeeds (200), so a \
      cap set too low fails. An image whose header claims 100000 x 100000 pixels, and a request \
      whose `alloc` hook charges more than the cap: both get {status:memory_cap_exceeded} \
      `memory_cap_exceeded` with no retry delay (the same input fails the same way), the server \
@@ -29,9 +29,13 @@ pub const CHECK: Check = Check::clause(
 ]);
 
 async fn b2(t: &Arc<Target>, c: &mut Ctx) {
-    let cap = t.expected.clauses.b2.value.memory_cap_mb;
+    let cap = t
+        .expected
+        .pool_spec(Pool::Digitize)
+        .memory_cap_mb
+        .unwrap_or_default();
     let code = ErrorCode::MemoryCapExceeded;
-    let retry_after = t.expected.clauses.t3.value.retry_after_header.clone();
+    let retry_after = t.expected.retry_after().header.clone();
     c.expected = format!(
         "200 at 90% of {cap} MB; {} {code} without {retry_after} past it; the server stays up",
         t.status(code)

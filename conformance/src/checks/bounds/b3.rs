@@ -21,7 +21,7 @@ pub const CHECK: Check = Check::clause(
     "Every worker and every queue place is taken by requests held far longer than the bound \
      (the running ones at a different stage each), and one more is refused: the pool is full. \
      The client drops some running requests \
-     (one per trial) and one queued request, then, {stop_within_ms} ms later, sends as many new \
+     (one per trial) and one queued request, then, {pools.digitize.cancellation.stop_within_ms} ms later, sends as many new \
      requests as it dropped: each must be admitted, not refused, because only a stopped worker or \
      a request gone from the queue leaves a place free. A server that keeps the work going (or \
      its place) refuses them whatever its counters say. The holds outlast the drop by the bound \

@@ -25,11 +25,11 @@ pub const CHECK: Check = Check::clause(
     ClauseId::B4,
     "Three connections are opened at once: one sends nothing, one sends half a request head and \
      stalls, one sends a whole request, reads its answer and stays idle. The server must close \
-     each no earlier than {head_timeout_ms} ms (from opening, or from the answer's end) and \
+     each no earlier than {connections.head_timeout_ms} ms (from opening, or from the answer's end) and \
      within {tolerances.timeout_late_ms} ms after it, while `{api.healthz.path}` answers 200 on fresh \
      connections meanwhile. Then connections up to the cap are opened 32 at a time (a slow path \
      costs one round trip per 32, not one per connection), each asking `{api.healthz.path}` once and \
-     staying open, and one more after them: the one past {max_connections} must be closed without an answer \
+     staying open, and one more after them: the one past {connections.max_connections} must be closed without an answer \
      within a second (not served, not left waiting in the accept backlog); one refused below the \
      cap is retried for up to a second, since a place held by a connection closed just before \
      may take a moment to free. At the cap, a request on an open connection must still be \
@@ -51,7 +51,7 @@ const WAVE: usize = 32;
 const RETRY_EVERY: Duration = Duration::from_millis(100);
 
 async fn b4(t: &Arc<Target>, c: &mut Ctx) {
-    let b4 = &t.expected.clauses.b4.value;
+    let b4 = &t.expected.connections;
     let head = Duration::from_millis(b4.head_timeout_ms);
     let late = t.bound(plimsoll_fault::Bound::CloseLate);
     // How early a close may come: timer granularity (the server's timer starts after our

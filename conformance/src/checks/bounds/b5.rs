@@ -25,7 +25,7 @@ use crate::remote::{Op, Target};
 /// B5's entry in the check registry: the evidence the docs print, and `b5`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::B5,
-    "Export uploads whose declared `Content-Length`s total the {upload_budget_mb} MB budget less \
+    "Export uploads whose declared `Content-Length`s total the {upload.budget_mb} MB budget less \
      one digitize body and 1 MB are opened on raw connections, each sending its head and a \
      64 KiB prefix and then pausing (well inside the upload read timeout); a chunked digitize \
      upload, which has no length to reserve, sends three quarters of the endpoint's \
@@ -138,7 +138,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
     let Some(plan) = plan(t, c) else { return };
     c.expected = format!(
         "with {} MB of uploads stalled ({} of them chunked), a {}-byte upload refused {overloaded} within {} ms before its body; a small digitize 200; afterwards the same upload admitted",
-        t.expected.clauses.b5.value.upload_budget_mb - 1,
+        t.expected.upload.budget_mb - 1,
         plan.chunked.unwrap_or(0) >> 20,
         plan.large,
         refusal.as_millis()
@@ -184,7 +184,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
 /// The uploads that fill the budget, or `None` (the check skipped, saying why) when the target
 /// or the adopted values leave no way to fill it here.
 fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
-    let budget = t.expected.clauses.b5.value.upload_budget_mb << 20;
+    let budget = t.expected.upload.budget_mb << 20;
     let (digitize, export) = (&t.expected.api.digitize, &t.expected.api.export);
     let large = digitize.max_upload_bytes;
     let Some((addr, host)) = t.raw_address() else {
@@ -221,7 +221,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
         ));
         return None;
     }
-    let cap = t.expected.clauses.b4.value.max_connections as usize;
+    let cap = t.expected.connections.max_connections as usize;
     if sizes.len() + 4 > cap {
         c.skip(format!(
             "{} stalled uploads, a chunked one and 3 probes need more connections than the cap of {cap}",
@@ -246,7 +246,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
 /// the machine time of their own; under the quick slicer, 24 MB took 949 ms of the 700 where
 /// its slowest draws alone take 940.)
 fn carried(t: &Target, c: &mut Ctx, bytes: u64) -> Option<u64> {
-    let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
     let within = read_timeout.saturating_sub(SETTLE + MARGIN);
     let Some((slowest, _)) = t.adjustments.byte_rates(plimsoll_fault::Stream::Upstream) else {
         return Some(bytes);
@@ -343,7 +343,7 @@ fn judge_held(t: &Target, c: &mut Ctx, held: &Held, held_for: Duration) {
 /// server may rightly have answered the stalled uploads `upload_timeout` and freed their bytes
 /// (a machine too busy to open them in time). Then the check skips, saying so.
 fn too_late(t: &Target, c: &mut Ctx, held_for: Duration) -> bool {
-    let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
     let late = held_for + MARGIN > read_timeout;
     if late {
         c.skip(format!(
@@ -373,7 +373,7 @@ fn judge_memory(t: &Target, c: &mut Ctx, before: Option<u64>, held: Option<u64>)
             ProcessSource::Unavailable(why) => format!("memory not read: {why}"),
         };
     };
-    let budget = t.expected.clauses.b5.value.upload_budget_mb << 20;
+    let budget = t.expected.upload.budget_mb << 20;
     let grew = held.saturating_sub(before);
     c.require(grew <= budget + MEMORY_ALLOWANCE, || {
         format!(
@@ -546,8 +546,8 @@ fn judge_refusal(
                     refusal.as_millis()
                 )
             });
-            let t3 = &t.expected.clauses.t3.value;
-            let (name, min_retry) = (&t3.retry_after_header, t3.min_seconds);
+            let t3 = t.expected.retry_after();
+            let (name, min_retry) = (&t3.header, t3.min_seconds);
             let hint = a.field(name);
             let delay = hint.and_then(|v| v.parse::<u64>().ok());
             c.require(

@@ -116,7 +116,7 @@ async fn send_and_watch(
 /// when the fault does not trickle the upstream.
 pub(super) async fn upload(t: &Arc<Target>, c: &mut Ctx) -> Option<String> {
     let (slowest, fastest) = rates(t)?;
-    let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
     let digitize = &t.expected.api.digitize;
     let bytes = past(read_timeout, fastest);
     if bytes > digitize.max_upload_bytes {
@@ -227,7 +227,7 @@ async fn within(t: &Arc<Target>, c: &mut Ctx, slowest: f64, read_timeout: Durati
 /// `None` when the fault does not trickle the upstream.
 pub(super) async fn head(t: &Target, c: &mut Ctx) -> Option<String> {
     let (slowest, fastest) = rates(t)?;
-    let timeout = Duration::from_millis(t.expected.clauses.b4.value.head_timeout_ms);
+    let timeout = Duration::from_millis(t.expected.connections.head_timeout_ms);
     let bytes = past(timeout, fastest);
     if bytes > MAX_HEAD {
         return Some(format!(

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
+use plimsoll_spec::{ClauseId, ErrorCode, HookDirective, Pool};
 
 use crate::checks::ctx::Ctx;
 use crate::checks::pool::{capacity_recovered, hook, no_temp_files, plain_request_succeeds};
@@ -40,8 +40,8 @@ async fn f1(t: &Arc<Target>, c: &mut Ctx) {
     };
     let mut cases = 0;
     for (op, stages) in [
-        (Op::Digitize, &t.expected.stages.digitize),
-        (Op::Export, &t.expected.stages.export),
+        (Op::Digitize, t.expected.pool(Pool::Digitize).stages),
+        (Op::Export, t.expected.pool(Pool::Export).stages),
     ] {
         for panic in [false, true] {
             for (i, &stage) in stages.iter().enumerate() {

@@ -174,7 +174,7 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
 /// order puts the upload timeout and the size in one step), and one that does rightly answers
 /// `upload_timeout` first.
 fn carried(t: &Target, c: &mut Ctx, name: &str, len: u64) -> bool {
-    let read_timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
     let Some(why) = t
         .adjustments
         .cannot_carry(len, plimsoll_fault::Stream::Upstream, read_timeout)

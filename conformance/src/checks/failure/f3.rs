@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use image::ImageFormat;
 use plimsoll_spec::model::{ErrorLogs, LogLineFormat};
-use plimsoll_spec::{ClauseId, ErrorCode, HookDirective};
+use plimsoll_spec::{ClauseId, ErrorCode, HookDirective, Pool};
 use reqwest::header::CONTENT_TYPE;
 
 use super::Seen;
@@ -215,10 +215,14 @@ fn run_tag() -> String {
 
 /// Errors of each kind under client-chosen ids; F3 then judges them with the rest of the run's.
 async fn provoke(t: &Arc<Target>, c: &mut Ctx) {
-    let stages = &t.expected.stages.digitize;
+    let stages = t.expected.pool(Pool::Digitize).stages;
     let header = t.request_id_header().to_owned();
     let run = run_tag();
-    let cap = t.expected.clauses.b2.value.memory_cap_mb;
+    let cap = t
+        .expected
+        .pool_spec(Pool::Digitize)
+        .memory_cap_mb
+        .unwrap_or_default();
     let provoked = [
         (
             format!("f3-{run}-fail"),

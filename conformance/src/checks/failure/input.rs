@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use hyper::body::Bytes;
 use image::ImageFormat;
-use plimsoll_spec::{ErrorCode, HookDirective};
+use plimsoll_spec::{ErrorCode, HookDirective, Pool};
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE};
 
 use crate::checks::ctx::{Ctx, ms};
@@ -53,8 +53,11 @@ fn accepted(t: &Target) -> Vec<Accepted> {
         spelt("?colors=6e0"),
         spelt("?colors=%20%2B6"),
     ];
-    let stages = &t.expected.stages;
-    if let Some(&stage) = stages.export.iter().find(|s| !stages.digitize.contains(s)) {
+    let (digitize, export) = (
+        t.expected.pool(Pool::Digitize).stages,
+        t.expected.pool(Pool::Export).stages,
+    );
+    if let Some(&stage) = export.iter().find(|s| !digitize.contains(s)) {
         let fail = hook(HookDirective::Fail { stage });
         let name = format!("the hook `{fail}` (an export stage)");
         all.push(case(&name, Some(png.to_owned()), Some(fail)));
@@ -135,7 +138,7 @@ pub(super) async fn counted_oversize(t: &Target, c: &mut Ctx) -> bool {
 pub(super) async fn declared_oversize_unsent(t: &Target, c: &mut Ctx) -> String {
     let api = &t.expected.api.digitize;
     let declared = api.max_upload_bytes + 1;
-    let timeout = Duration::from_millis(t.expected.clauses.b1.value.upload_read_timeout_ms);
+    let timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
     let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
     let give_up = timeout + late + Duration::from_secs(2);
     let never = futures_util::stream::once(async move {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::{SinkExt, StreamExt};
+use plimsoll_spec::Pool;
 use plimsoll_spec::relay::RelayRequest;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -42,7 +43,7 @@ pub const SLACK_MS: f64 = 30.0;
 
 /// The relay workers the contract promises (R1).
 pub fn relay_workers(t: &Target) -> usize {
-    t.expected.clauses.r1.value.relay_concurrency as usize
+    t.expected.pool(Pool::Relay).workers as usize
 }
 
 /// How long a relay socket may take to be had.

@@ -13,11 +13,12 @@ use crate::remote::{Target, series};
 /// R1's entry in the check registry: the evidence the docs print, and `r1`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::R1,
-    "More envelopes than the {relay_concurrency} relay workers, each held, sent at once on one \
+    "More envelopes than the {pools.relay.workers} relay workers, each held, sent at once on one \
      WebSocket: the requests running at once — counted at the checker's upstream when it plays \
      the bridge's local handler, else by the relay busy gauge sampled throughout — reach \
-     {relay_concurrency} and never exceed it, and every envelope is answered with a 2xx \
-     (overflow `{overflow}`: the extras wait, none is refused). On the target's own API, an \
+     {pools.relay.workers} and never exceed it, and every envelope is answered with a 2xx \
+     (queue capacity `{pools.relay.queue.capacity}`: the extras wait, none is refused). On the \
+     target's own API, an \
      envelope whose `{hooks.header}` does not parse is first refused as the HTTP API refuses it: a \
      `relay-http-response` of {status:invalid_parameter} `invalid_parameter`, not a `relay-error`.",
     |t, c| Box::pin(r1(t, c)),
@@ -26,12 +27,15 @@ pub const CHECK: Check = Check::clause(
 
 async fn r1(t: &Arc<Target>, c: &mut Ctx) {
     let n = relay_workers(t);
-    let overflow = &t.expected.clauses.r1.value.overflow;
+    let queue = match t.expected.pool(Pool::Relay).queue_capacity {
+        None => "the rest wait their turn".to_owned(),
+        Some(places) => format!("{places} may wait"),
+    };
     let busy = series(MetricName::WorkersBusy, Pool::Relay);
     let extra = (n / 2).max(2);
     let total = n + extra;
     c.expected = format!(
-        "{busy} (or the upstream's count) reaches {n} and never exceeds it while {total} envelopes (held {HOLD_MS} ms) are in flight; overflow `{overflow:?}`: all {total} answered 2xx"
+        "{busy} (or the upstream's count) reaches {n} and never exceeds it while {total} envelopes (held {HOLD_MS} ms) are in flight; {queue}: all {total} answered 2xx"
     );
     super::refusals::hook_refused(t, c).await;
     let tag = nonce();

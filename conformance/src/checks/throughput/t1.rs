@@ -15,8 +15,8 @@ use crate::remote::{Reply, Target, series};
 pub const CHECK: Check = Check::clause(
     ClauseId::T1,
     "For each pool, a burst of held requests, two more than workers and queue places together, \
-     sent at once: by the client's own clock exactly {digitize_workers} digitize requests \
-     ({export_workers} exports) answer after one hold (they ran at once), exactly the queue's \
+     sent at once: by the client's own clock exactly {pools.digitize.workers} digitize requests \
+     ({pools.export.workers} exports) answer after one hold (they ran at once), exactly the queue's \
      places answer after two (they waited), and the rest are refused. Claims are cross-checked: \
      the busy gauge, sampled throughout, peaks at the limit, the limit gauge says it, and every \
      200 carries a Server-Timing `queue` and `run` that agree with the client (no more than the \

@@ -14,8 +14,8 @@ use crate::remote::{Reply, Target};
 /// T2's entry in the check registry: the evidence the docs print, and `t2`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::T2,
-    "For each pool with a queue (the contract's holds {digitize_queue_capacity} digitize and \
-     {export_queue_capacity} export places; a pool without one has nothing to order, and with no \
+    "For each pool with a queue (the contract's holds {pools.digitize.queue.capacity} digitize and \
+     {pools.export.queue.capacity} export places; a pool without one has nothing to order, and with no \
      queue anywhere the check does not apply and T3 covers the refusal), in each trial: all but one worker are held, the last one cycles, \
      and two more requests than the queue holds pass through it, each sent as soon as a place \
      frees. Every queued request holds its slot for the same time, so the order in which the \

@@ -21,11 +21,11 @@ pub(super) async fn export_run(t: Arc<Target>) -> ExportRun {
     let hold = Duration::from_millis(500).min(t.deadline(pool) / 2);
     let s = saturate(&t, pool, hold).await;
     let probe = t.send_pool(pool, None, give_up(&t, pool)).await;
-    let t3 = &t.expected.clauses.t3.value;
+    let t3 = t.expected.retry_after();
     let advertised = probe
         .as_ref()
         .ok()
-        .and_then(|r| Some((r.sent, t3.format.parse(r.header(&t3.retry_after_header)?)?)));
+        .and_then(|r| Some((r.sent, t3.format.parse(r.header(&t3.header)?)?)));
     let retry = match advertised {
         Some((at, n)) if n <= t.max_retry_after_s(pool) => {
             sleep_until(at + Duration::from_secs(n)).await;
@@ -65,7 +65,7 @@ pub(super) fn judge_export(
             None
         }
     };
-    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let header = &t.expected.retry_after().header;
     match (n, run.retry) {
         (Some(n), Some(Ok(reply))) => {
             c.reply(t, "export-retry", &reply);

@@ -105,7 +105,7 @@ pub(super) async fn fire(
             }
         }
     }
-    let cap = t.expected.clauses.b4.value.max_connections as usize;
+    let cap = t.expected.connections.max_connections as usize;
     fail_many(
         c,
         &format!(
@@ -160,7 +160,7 @@ pub(super) fn expectation(
     freed: Freed,
     zeros: usize,
 ) -> Expectation {
-    let t3 = &t.expected.clauses.t3.value;
+    let t3 = t.expected.retry_after();
     let model = Window {
         refused,
         queued,
@@ -262,8 +262,8 @@ pub(super) fn judge_level(
     e: &mut Expectation,
     probe: Option<(Instant, u64)>,
 ) {
-    let t3 = &t.expected.clauses.t3.value;
-    let header = &t3.retry_after_header;
+    let t3 = t.expected.retry_after();
+    let header = &t3.header;
     let Some((_, n)) = probe else {
         return;
     };
@@ -284,7 +284,7 @@ pub(super) fn judge_level(
 /// How many requests the checker may have open at once beside what both pools hold: the
 /// connection cap less every worker and queue place and a few for the checker's probes.
 fn crowd_room(t: &Target) -> usize {
-    let cap = t.expected.clauses.b4.value.max_connections as usize;
+    let cap = t.expected.connections.max_connections as usize;
     cap.saturating_sub(held_by_pools(t) + 4).max(1)
 }
 

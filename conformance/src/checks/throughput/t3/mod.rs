@@ -29,16 +29,16 @@ pub const CHECK: Check = Check::clause(
     ClauseId::T3,
     "With every worker and queue place held, each further request gets {status:overloaded} \
      `overloaded` within the refusal tolerance (every one sent alone; the median of those sent \
-     {window_samples} at once), with `{retry_after_header}` as {format} between {min_seconds} and \
+     {refusals.overloaded.hint.window_samples} at once), with `{refusals.overloaded.hint.header}` as {refusals.overloaded.hint.format} between {refusals.overloaded.hint.min_seconds} and \
      the pool's timeout. The estimator is driven to two clearly different levels, each window of \
-     {window_samples} samples mixing long and short waits (refusal sent to the first slot freed, \
+     {refusals.overloaded.hint.window_samples} samples mixing long and short waits (refusal sent to the first slot freed, \
      by the client's clock; a request admitted at once waits 0): first a p50 of about 2.4 s \
      with two fifths of the window admitted at once (so the mean, about 1.5 s, rounds lower), \
      then a p50 of about 0.5 s with nearly half the waits about 2.7 s (so the p90, the maximum \
-     and the mean round higher). Where the pool's timeout caps {retry_after_header} at 2 s (a \
+     and the mean round higher). Where the pool's timeout caps {refusals.overloaded.hint.header} at 2 s (a \
      scaled deployment) the high level's p50 is about 1.25 s and its mean about 0.7 s. The \
      moments are timed on how long after its hold a held request's answer comes, measured \
-     first. The advertised delay must be the {estimator} of the waits the checker observed, \
+     first. The advertised delay must be the {refusals.overloaded.hint.estimator} of the waits the checker observed, \
      rounded up (within the jitter tolerance), so it moves with the load, no constant passes \
      and neither does another order statistic of the same window (when the values leave no \
      room to tell them apart, a skip says which). At each level a retry sent the advertised \
@@ -168,8 +168,8 @@ async fn finish(
 /// Checks one refusal; returns its Retry-After seconds when well-formed.
 fn judge_refusal(t: &Target, c: &mut Ctx, pool: Pool, label: &str, reply: &Reply) -> Option<u64> {
     c.reply(t, label, reply);
-    let t3 = &t.expected.clauses.t3.value;
-    let header = &t3.retry_after_header;
+    let t3 = t.expected.retry_after();
+    let header = &t3.header;
     let max_s = t.max_retry_after_s(pool);
     if !c.require_error(t, label, reply, ErrorCode::Overloaded) {
         return None;
@@ -265,7 +265,7 @@ async fn judge_retry(t: &Target, c: &mut Ctx, label: &str, retry: Option<Retry>)
     let Some(Retry { n, task }) = retry else {
         return "no retry".into();
     };
-    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let header = &t.expected.retry_after().header;
     match task.await.unwrap_or_else(|e| Err(TaskError::Join(e))) {
         Ok(reply) => {
             c.reply(t, label, &reply);
@@ -332,8 +332,8 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
 /// What T3 expects, in words.
 fn expected(t: &Target) -> String {
     let tol = &t.expected.tolerances;
-    let t3 = &t.expected.clauses.t3.value;
-    let header = &t3.retry_after_header;
+    let t3 = t.expected.retry_after();
+    let header = &t3.header;
     format!(
         "{} {} within {}, {header}: {} in range, the ceiling of the observed {} queue wait (±{} ms) at two levels, apart from the window's mean, p90 and max; a retry after it is admitted",
         t.status(ErrorCode::Overloaded),
@@ -377,7 +377,7 @@ impl Samples {
             c.require(crowd_median <= bound as f64, || {
                 format!(
                     "refusals sent {} at once took {crowd_median:.1} ms at the median > {bound} ms",
-                    t.expected.clauses.t3.value.window_samples
+                    t.expected.retry_after().window_samples
                 )
             });
         }
@@ -407,10 +407,10 @@ fn start_export(t: &Arc<Target>, c: &mut Ctx, design: bool) -> ExportPart {
     if judgeable(t, Pool::Export) {
         return ExportPart::Levels;
     }
-    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let header = &t.expected.retry_after().header;
     let (max_s, min_s) = (
         t.max_retry_after_s(Pool::Export),
-        t.expected.clauses.t3.value.min_seconds,
+        t.expected.retry_after().min_seconds,
     );
     let deadline = t.deadline(Pool::Export).as_millis();
     if max_s <= min_s {
@@ -467,8 +467,8 @@ impl Levels {
     /// The advertised delay must move between two levels whose accepted delays differ; when
     /// this load made them round alike the estimator cannot be judged (a skip).
     fn judge(&self, t: &Target, c: &mut Ctx) {
-        let t3 = &t.expected.clauses.t3.value;
-        let header = &t3.retry_after_header;
+        let t3 = t.expected.retry_after();
+        let header = &t3.header;
         let Levels { pool, lo, hi } = self;
         let untold = untold(&[lo, hi]);
         if lo.accepted.end() >= hi.accepted.start() {
@@ -527,7 +527,7 @@ async fn fill_high(
     timing: &mut Timing,
     crowded: &mut Vec<f64>,
 ) -> Option<Expectation> {
-    let window = t.expected.clauses.t3.value.window_samples as usize;
+    let window = t.expected.retry_after().window_samples as usize;
     let (workers, queue) = (t.workers(pool), t.queue_capacity(pool));
     let long = plan.long(window);
     // The reading saturation's holders are admitted at once too.
@@ -590,7 +590,7 @@ async fn read_high_fill_low(
     w: Duration,
     hi: &mut Expectation,
 ) -> Option<Expectation> {
-    let window = t.expected.clauses.t3.value.window_samples as usize;
+    let window = t.expected.retry_after().window_samples as usize;
     let queue = t.queue_capacity(pool);
     idle(t, c, pool).await;
     let s = saturate(t, pool, read_hold(t, pool, *hi.accepted.start(), w)).await;
@@ -672,7 +672,7 @@ fn level_evidence(pool: Pool, name: &str, e: &Expectation, retried: &str) -> Str
 /// high level), the refusal itself still is.
 async fn refusal_only(t: &Arc<Target>, c: &mut Ctx, latencies: &mut Vec<f64>) {
     let pool = Pool::Digitize;
-    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let header = &t.expected.retry_after().header;
     c.skip(format!(
         "cannot judge the estimator: the {} ms digitize timeout caps {header} below 2 s or the holds below the {} s level",
         t.deadline(pool).as_millis(),
@@ -694,7 +694,7 @@ fn observed(
     levels: &[Levels],
     export_note: &str,
 ) -> String {
-    let header = &t.expected.clauses.t3.value.retry_after_header;
+    let header = &t.expected.retry_after().header;
     let Figures {
         worst,
         median,

@@ -1,0 +1,267 @@
+//! The service a contract declares, as data (contract language 2): its pools of workers, each
+//! with its routes and what it promises (workers, queue, deadline, memory cap, cancellation), the
+//! refusals a full pool answers with and the hint they carry, and the bounds on connections and
+//! uploads. The clauses judge these values; no clause names a pool of its own.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Override;
+use crate::{ClauseId, ErrorCode, Stage};
+
+/// A pool of workers (`[pools.NAME]`): the requests of its routes share its workers and its
+/// queue, and its limits bound each of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSpec {
+    /// The pool's name in the docs' prose (`Digitize`); the table's key is its id.
+    pub title: String,
+    /// The requests the pool serves: each route's method and path pattern. A pool with none is
+    /// fed otherwise (the relay's pool runs envelopes, not routes).
+    #[serde(default)]
+    pub routes: Vec<Route>,
+    /// How many requests run at once (T1; the relay's R1).
+    pub workers: u32,
+    /// Where a request waits when every worker is busy (T2).
+    pub queue: Queue,
+    /// How long a request may take, counted from its arrival at the pool (its body read): past
+    /// it the pool's timeout answer (B1). None: no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// The documented duration of the pool's reference workload, which the deadline must leave
+    /// room for (B1's `headroom_factor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_ms: Option<u64>,
+    /// The most memory one request may be charged (B2). None: no cap is promised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_cap_mb: Option<u64>,
+    /// What a client's disconnect does to its request (B3). None: nothing is promised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancellation: Option<Cancellation>,
+    /// The pool's stages, in order: what a failing or timed-out request names (F1, B1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<Stage>,
+    /// The refusal (a key of `[refusals]`) a request gets when every worker and queue place is
+    /// taken. None: the pool never refuses (its queue has no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    /// What the workers count: requests in flight, or open connections.
+    #[serde(default)]
+    pub counts: Counts,
+    /// Whose requests share the limit: everyone's, or each client's or each header value's.
+    #[serde(default)]
+    pub key: LimitKey,
+    /// Environment variables that replace a field of the pool at deployment (`field` is the
+    /// field's dotted path within the pool, `queue.capacity`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<Override>,
+}
+
+/// A route of a pool: a method and a path pattern (`/v1/items/{id}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// The HTTP method, as sent (`POST`).
+    pub method: String,
+    /// The path, `{name}` standing for one segment.
+    pub path: String,
+}
+
+/// A pool's queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Queue {
+    /// How many requests may wait for a worker (0: one that finds every worker busy is refused
+    /// at once), or `unbounded`.
+    pub capacity: Capacity,
+    /// The order waiting requests start in.
+    pub order: QueueOrder,
+}
+
+/// How many requests a queue holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Capacity {
+    /// At most this many.
+    Places(u32),
+    /// No bound: a request waits, never refused.
+    Unbounded(Unbounded),
+}
+
+/// The word `unbounded`.
+// Its variant stays undocumented: schemars publishes a documented unit variant as a `oneOf` of
+// one schema, which OpenAPI linters reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[expect(
+    missing_docs,
+    reason = "a documented variant would publish a oneOf of one schema"
+)]
+pub enum Unbounded {
+    Unbounded,
+}
+
+impl Capacity {
+    /// The bound, `None` when there is none.
+    pub fn places(self) -> Option<u32> {
+        match self {
+            Capacity::Places(n) => Some(n),
+            Capacity::Unbounded(_) => None,
+        }
+    }
+}
+
+/// The order in which waiting requests get a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueOrder {
+    /// Arrival order: the request that waited longest starts first.
+    Fifo,
+    /// The newest waiting request starts first.
+    Lifo,
+    /// No order is promised.
+    Unordered,
+}
+
+impl QueueOrder {
+    /// The name the contract spells it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueOrder::Fifo => "fifo",
+            QueueOrder::Lifo => "lifo",
+            QueueOrder::Unordered => "unordered",
+        }
+    }
+}
+
+/// B3: how soon the work of a client that went away stops.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Cancellation {
+    /// How soon after a disconnect its request must have stopped (or left the queue).
+    pub stop_within_ms: u64,
+    /// The longest a request works between two looks at its cancellation; below
+    /// `stop_within_ms`.
+    pub checkpoint_interval_ms: u64,
+}
+
+/// What a pool's workers count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Counts {
+    /// Requests in flight: a worker is taken when a request is admitted and given back when it
+    /// is answered.
+    #[default]
+    Requests,
+    /// Open connections: an idle keep-alive connection holds a worker too.
+    Connections,
+}
+
+/// Whose requests share a pool's limit.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKey {
+    /// Everyone's: one limit for all clients.
+    #[default]
+    All,
+    /// Each client address has a limit of its own.
+    ClientAddress,
+    /// Each value of this request header (an API key, a tenant) has a limit of its own.
+    Header(String),
+}
+
+/// What a full pool answers (`[refusals.NAME]`): an error of the contract's `[[errors]]`
+/// table, whose status is written only there, and the hint it carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// The error answered (its status and body come from `[[errors]]`).
+    pub error: ErrorCode,
+    /// When the client may retry, if the refusal says. None: no hint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<RetryAfter>,
+}
+
+/// T3: a refusal's `Retry-After`, and how its delay is estimated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryAfter {
+    /// The header the delay travels in.
+    pub header: String,
+    /// RFC 9110 `delay-seconds` (never an HTTP-date).
+    pub format: super::RetryAfterFormat,
+    /// Which statistic of the recent queue waits the delay is (`p50`: the median).
+    pub estimator: super::Estimator,
+    /// How many recent queue-wait samples each pool keeps for the estimate.
+    pub window_samples: u32,
+    /// The smallest delay ever sent, in seconds.
+    pub min_seconds: u64,
+    /// The delay sent while the pool has no sample yet, in seconds.
+    pub empty_window_seconds: u64,
+    /// The largest delay: the pool's deadline.
+    pub max: super::RetryAfterMax,
+}
+
+/// B4 (`[connections]`): how long a connection may take to send a request, and how many are
+/// served at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Connections {
+    /// A complete request head must arrive within this time of the connection opening or of
+    /// its previous response ending (so it also bounds an idle keep-alive connection).
+    pub head_timeout_ms: u64,
+    /// Connections served at once; one more is closed at once, unanswered.
+    pub max_connections: u32,
+    /// Environment variables that replace a field at deployment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<Override>,
+}
+
+/// `[upload]`: request bodies, read before admission (B1's upload timeout) and held within a
+/// budget (B5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Upload {
+    /// A body that has not fully arrived within this time of its head is answered
+    /// `upload_timeout` and never holds a worker (B1).
+    pub read_timeout_ms: u64,
+    /// Bodies being read, queued or running, all requests together; an upload that would go
+    /// past it is refused before its body is read (B5).
+    pub budget_mb: u64,
+    /// Environment variables that replace a field at deployment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<Override>,
+}
+
+/// The pools by id.
+pub type Pools = BTreeMap<String, PoolSpec>;
+
+/// The refusals by name.
+pub type Refusals = BTreeMap<String, Refusal>;
+
+/// The clause that judges a field of the service's declaration, given as a dotted path of the
+/// contract (`pools.digitize.queue.capacity`, `upload.budget_mb`); `None` for a field that only
+/// describes (a pool's title, routes, stages, refusal name) or a path outside the declaration.
+/// A pool fed by no route is the relay's, judged by R1. The docs' value tables, the overrides'
+/// clauses and the reports' "adopted" lines all read this one mapping.
+pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
+    let parts: Vec<&str> = path.split('.').collect();
+    match parts.as_slice() {
+        ["pools", _, field, ..] => match *field {
+            "workers" | "queue" if relay_pool => Some(ClauseId::R1),
+            "workers" => Some(ClauseId::T1),
+            "queue" => Some(ClauseId::T2),
+            "deadline_ms" | "reference_ms" => Some(ClauseId::B1),
+            "memory_cap_mb" => Some(ClauseId::B2),
+            "cancellation" => Some(ClauseId::B3),
+            _ => None,
+        },
+        ["refusals", _, "hint", ..] => Some(ClauseId::T3),
+        ["connections", "head_timeout_ms" | "max_connections"] => Some(ClauseId::B4),
+        ["upload", "read_timeout_ms"] => Some(ClauseId::B1),
+        ["upload", "budget_mb"] => Some(ClauseId::B5),
+        _ => None,
+    }
+}
