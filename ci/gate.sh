@@ -72,13 +72,14 @@ for s in $GATE_STEPS; do
     check)
       step check "$PLIMSOLL_BIN" check --target "$TARGET" --quiet "${check_seen[@]}" \
         --junit "$REPORT_DIR/check.junit.xml" --html "$REPORT_DIR/check.html" \
-        --json "$REPORT_DIR/check.json" "${check_extra[@]}" ;;
+        --json "$REPORT_DIR/check.json" --markdown "$REPORT_DIR/check.md" "${check_extra[@]}" ;;
     burst|steady|overload|soak)
       duration=()
       [[ "$s" != burst ]] && duration=(--duration "$LOAD_DURATION")
       step "load-$s" "$PLIMSOLL_BIN" load --profile "$s" --target "$TARGET" --quiet "${seen[@]}" \
         "${duration[@]}" --junit "$REPORT_DIR/load-$s.junit.xml" --html "$REPORT_DIR/load-$s.html" \
-        --json "$REPORT_DIR/load-$s.json" --report "$REPORT_DIR/load-$s.goose.html" "${load_extra[@]}" ;;
+        --json "$REPORT_DIR/load-$s.json" --markdown "$REPORT_DIR/load-$s.md" \
+        --report "$REPORT_DIR/load-$s.goose.html" "${load_extra[@]}" ;;
     *)
       echo "gate: unknown step '$s' in GATE_STEPS (check, burst, steady, overload, soak)" >&2
       exit 2 ;;

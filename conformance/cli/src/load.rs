@@ -14,5 +14,6 @@ use crate::report::{self, Terminal};
 pub async fn execute(args: &LoadArgs, subject: Subject) -> Result<RunReport, Fatal> {
     let terminal = Terminal::new(&args.reports);
     let result = plimsoll_load::execute(&args.plan(), subject, &terminal).await;
-    report::finish(result, &terminal, &args.reports)
+    let step = format!("load-{}", args.profile.as_str());
+    report::finish(result, &terminal, &args.reports, &step)
 }

@@ -84,13 +84,18 @@ impl Observer for Terminal {
     }
 }
 
-/// Writes each report file `files` asks for (all are attempted; the first error is returned).
-pub fn write(files: &ReportFiles, report: &RunReport) -> std::io::Result<()> {
+/// Writes each report file `files` asks for (all are attempted; the first error is returned);
+/// `step` names the run in the Markdown summary (`check`, `load-burst`).
+pub fn write(files: &ReportFiles, report: &RunReport, step: &str) -> std::io::Result<()> {
     render::write_all(
         report,
-        files.json.as_deref(),
-        files.junit.as_deref(),
-        files.html.as_deref(),
+        &render::Files {
+            json: files.json.as_deref(),
+            junit: files.junit.as_deref(),
+            html: files.html.as_deref(),
+            markdown: files.markdown.as_deref(),
+            step,
+        },
     )
 }
 
@@ -101,10 +106,11 @@ pub fn finish(
     result: Result<RunReport, Fatal>,
     terminal: &Terminal,
     files: &ReportFiles,
+    step: &str,
 ) -> Result<RunReport, Fatal> {
     match result {
         Ok(report) => {
-            write(files, &report)?;
+            write(files, &report, step)?;
             Ok(report)
         }
         Err(Fatal::Stopped {
@@ -112,7 +118,7 @@ pub fn finish(
             partial: Some(report),
         }) => {
             terminal.stopped(&report);
-            write(files, &report)?;
+            write(files, &report, step)?;
             Err(Fatal::Stopped {
                 why,
                 partial: Some(report),

@@ -1,6 +1,6 @@
 //! `plimsoll-report`: renderings of a [`RunReport`]: the terminal while running, and the files a
-//! run leaves behind (`--json`, `--junit`, `--html`), so people and CI systems each get a form
-//! they read.
+//! run leaves behind (`--json`, `--junit`, `--html`, `--markdown`), so people and CI systems
+//! each get a form they read.
 //!
 //! Its own crate because rendering is one job with its own dependencies (HTML templates, JUnit
 //! XML, a spinner): the checks and the load profiles produce the verdict model
@@ -14,6 +14,7 @@
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod markdown;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -59,16 +60,26 @@ pub fn suffixed(path: &Path, fault: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes every report file that was asked for; `None` skips that format.
+/// The report files a run leaves behind; `None` skips that format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Files<'a> {
+    /// `--json`: the run's manifest and every result with its evidence.
+    pub json: Option<&'a Path>,
+    /// `--junit`: one testcase per check.
+    pub junit: Option<&'a Path>,
+    /// `--html`: a self-contained page with the requests' timelines.
+    pub html: Option<&'a Path>,
+    /// `--markdown`: the summary a CI system shows beside its log.
+    pub markdown: Option<&'a Path>,
+    /// The run's name in the Markdown summary's rows (`check`, `load-burst`).
+    pub step: &'a str,
+}
+
+/// Writes every report file that was asked for.
 ///
 /// All requested files are attempted even when one fails, so a bad `--html` path does not
 /// also cost the CI system its JUnit file; the first error is returned.
-pub fn write_all(
-    report: &RunReport,
-    json: Option<&Path>,
-    junit: Option<&Path>,
-    html: Option<&Path>,
-) -> std::io::Result<()> {
+pub fn write_all(report: &RunReport, files: &Files<'_>) -> std::io::Result<()> {
     let mut first_err = None;
     let mut note = |result: std::io::Result<()>, path: &Path| {
         if let Err(e) = result {
@@ -77,14 +88,17 @@ pub fn write_all(
             });
         }
     };
-    if let Some(path) = json {
+    if let Some(path) = files.json {
         note(json::write(path, report), path);
     }
-    if let Some(path) = junit {
+    if let Some(path) = files.junit {
         note(junit::write(path, report), path);
     }
-    if let Some(path) = html {
+    if let Some(path) = files.html {
         note(html::write(path, report), path);
+    }
+    if let Some(path) = files.markdown {
+        note(markdown::write(path, report, files.step), path);
     }
     match first_err {
         Some(e) => Err(e),

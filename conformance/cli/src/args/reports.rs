@@ -1,5 +1,5 @@
 //! Where a run's reports go and how the terminal one looks (`--json`, `--junit`, `--html`,
-//! `--quiet`), and what its figures are compared with (`--baseline`, `--fail-on-regression`):
+//! `--markdown`, `--quiet`), and what its figures are compared with (`--baseline`, `--fail-on-regression`):
 //! the `Reports` options `check` and `load` share.
 
 use std::path::PathBuf;
@@ -21,6 +21,10 @@ pub struct ReportFiles {
     /// Write a self-contained HTML report here (with a timeline of the requests per check).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Write a Markdown summary here (GitHub-flavoured: the verdict, the checks that did not
+    /// pass first with why, regressions), for a CI system's job summary page.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// No spinner and no colours on the terminal (also when stdout is not a terminal).
     #[arg(long)]
     pub quiet: bool,

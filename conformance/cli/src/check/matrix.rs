@@ -53,7 +53,8 @@ pub async fn execute(
 }
 
 /// The matrix's own report files, where the runs' are suffixed: `--json` (the cells), `--junit`
-/// (a suite per fault), `--html` (a page of cells linking to each run's page).
+/// (a suite per fault), `--html` (a page of cells linking to each run's page), `--markdown`
+/// (each run's section, `check-FAULT`).
 fn write_reports(matrix: &Matrix, reports: &ReportFiles) -> Result<(), Fatal> {
     let write = |path: &Path, text: String| {
         std::fs::write(path, text)
@@ -92,6 +93,15 @@ fn write_reports(matrix: &Matrix, reports: &ReportFiles) -> Result<(), Fatal> {
         let page = render::html::matrix::render(matrix.set.name(), &columns(&page_of));
         write(path, page)?;
     }
+    if let Some(path) = &reports.markdown {
+        // One section per fault's run, each in the layout a gate concatenates.
+        let sections: Vec<String> = matrix
+            .runs
+            .iter()
+            .map(|run| render::markdown::render(&run.report, &format!("check-{}", run.name)))
+            .collect();
+        write(path, sections.join("\n"))?;
+    }
     Ok(())
 }
 
@@ -102,6 +112,7 @@ fn per_run(reports: &ReportFiles, toxic: &str) -> ReportFiles {
         json: each(&reports.json),
         junit: each(&reports.junit),
         html: each(&reports.html),
+        markdown: each(&reports.markdown),
         quiet: reports.quiet,
     }
 }

@@ -15,7 +15,7 @@ use crate::report::{self, Terminal};
 pub async fn execute(args: &CheckArgs, subject: Subject) -> Result<RunReport, Fatal> {
     let terminal = Terminal::new(&args.reports);
     let result = check::execute(&args.plan(), subject, &terminal).await;
-    report::finish(result, &terminal, &args.reports)
+    report::finish(result, &terminal, &args.reports, "check")
 }
 
 /// Bridge mode's subject.

@@ -14,15 +14,21 @@ fn write_all_writes_only_the_requested_files() {
         dir.path().join("r.html"),
     );
     let run = sample();
-    report::write_all(&run, Some(&j), None, Some(&h)).unwrap();
+    let files = |json, junit, html| report::Files {
+        json,
+        junit,
+        html,
+        ..report::Files::default()
+    };
+    report::write_all(&run, &files(Some(&j), None, Some(&h))).unwrap();
     assert!(j.exists() && h.exists() && !x.exists());
-    report::write_all(&run, None, Some(&x), None).unwrap();
+    report::write_all(&run, &files(None, Some(&x), None)).unwrap();
     assert!(std::fs::read_to_string(&x).unwrap().starts_with("<?xml"));
 
     // A bad path is reported, and the other files are still written.
     std::fs::remove_file(&j).unwrap();
     let bad = dir.path().join("missing-dir").join("r.xml");
-    let err = report::write_all(&run, Some(&j), Some(&bad), None).unwrap_err();
+    let err = report::write_all(&run, &files(Some(&j), Some(&bad), None)).unwrap_err();
     assert!(err.to_string().contains("missing-dir"), "{err}");
     assert!(j.exists());
 }

@@ -7,6 +7,7 @@ mod files;
 mod html;
 mod json;
 mod junit;
+mod markdown;
 mod matrix;
 mod terminal;
 mod terminal_lines;
