@@ -137,9 +137,22 @@ class _Handler(BaseHTTPRequestHandler):
             s.active += 1
             s.max_active = max(s.max_active, s.active)
             s.started.append(q.get("tag", url.path))
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                with s.lock:
+                    s.active -= 1
+
         try:
             if url.path == "/hold":
                 time.sleep(int(q["ms"]) / 1000)
+                # The hold is the work. Its answer's last byte lets the bridge start its next
+                # request, which may reach this server before this thread runs again: counted
+                # as still active after the answer, the two would overlap by a write.
+                release()
                 self._answer(200, b"held", "text/plain")
             elif url.path == "/stream":
                 self._stream(int(q["n"]), int(q["gap_ms"]) / 1000, q.get("tag", ""), "known" in q)
@@ -152,8 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._answer(404, b"no such thing", "text/plain")
         finally:
-            with s.lock:
-                s.active -= 1
+            release()
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
