@@ -1,6 +1,6 @@
 //! `plimsoll docs`: regenerate (or check) every file derived from the contract: the spec's
 //! renderings, and what the checker adds to them (`docs/rule-coverage.md`, from the checks'
-//! declarations).
+//! declarations; `spec/schemas/report.schema.json`, the schema of its JSON report).
 
 use std::path::{Path, PathBuf};
 
@@ -67,11 +67,17 @@ pub fn run(root: Option<PathBuf>, check: bool) -> u8 {
 
 /// The files the checker generates beside the spec's: path (from the repository root) and
 /// contents.
-fn checker_outputs(contract: &Contract) -> [(&'static str, String); 1] {
-    [(
-        crate::checks::coverage::PATH,
-        crate::checks::coverage::document(contract),
-    )]
+fn checker_outputs(contract: &Contract) -> [(&'static str, String); 2] {
+    [
+        (
+            crate::checks::coverage::PATH,
+            crate::checks::coverage::document(contract),
+        ),
+        (
+            crate::verdict::REPORT_SCHEMA_PATH,
+            crate::verdict::report_schema_text(),
+        ),
+    ]
 }
 
 /// Every generated file under `root` that differs from a fresh rendering (missing counts).

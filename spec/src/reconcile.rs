@@ -14,7 +14,7 @@ use crate::ClauseId;
 use crate::model::Contract;
 
 /// One leaf where the claim differs from the contract.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Difference {
     /// Dotted path, e.g. `pools.digitize.deadline_ms`.
     pub path: String,
@@ -52,7 +52,7 @@ impl std::fmt::Display for Difference {
 }
 
 /// A difference taken over as the target's effective value.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Adopted {
     /// The field and both values.
     pub difference: Difference,
@@ -63,7 +63,7 @@ pub struct Adopted {
 }
 
 /// A difference the checker does not accept, and why.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Refused {
     /// The field and both values.
     pub difference: Difference,

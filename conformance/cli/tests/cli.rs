@@ -634,3 +634,42 @@ fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
         }
     }
 }
+
+/// The JSON report's published schema is the checked-in one and the layout the binary writes: a
+/// run's report (its manifest with the adopted values of the embedded server) validates, and a
+/// report of another layout version or with a verdict it does not know does not. (The gate
+/// test validates the suite's whole clean run against it too.)
+#[test]
+fn the_json_report_validates_against_its_published_schema() {
+    let schema = plimsoll_conformance::verdict::report_schema();
+    let checked_in: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../..")
+                .join(plimsoll_conformance::verdict::REPORT_SCHEMA_PATH),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(schema, checked_in, "regenerate with `plimsoll docs`");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+        .args(["check", "--only", "contract,T2", "--quiet", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    report["manifest"]["report_schema"] = 1.into();
+    assert!(!validator.is_valid(&report), "another layout version");
+    report["manifest"]["report_schema"] = plimsoll_conformance::verdict::REPORT_SCHEMA.into();
+    report["results"][0]["verdict"] = "maybe".into();
+    assert!(!validator.is_valid(&report), "an unknown verdict");
+}

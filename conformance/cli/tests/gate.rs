@@ -42,6 +42,14 @@ fn the_gate_checks_a_conforming_server_in_another_process() {
         .map(|c| c.id.to_string())
         .collect();
     assert_eq!(ids, all, "every check ran, in run order");
+    // The report is what its published schema says (`spec/schemas/report.schema.json`).
+    let schema = plimsoll_conformance::verdict::report_schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     let t2 = results.iter().find(|r| r["id"] == "T2").unwrap();
     assert!(
         !t2["observed"]

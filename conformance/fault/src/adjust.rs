@@ -20,7 +20,7 @@ use super::spec::{Fault, Stream, Toxic};
 
 /// A time bound of the contract that a check measures on the client's clock across the
 /// network, so a fault between client and server can lengthen what the client sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Bound {
     /// A refusal's answer after its request (T3, B5): `tolerances.refusal_latency_ms`; the
@@ -83,7 +83,7 @@ impl Bound {
 }
 
 /// One bound lengthened by the fault: by how much, and the sentence that says why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Adjustment {
     /// The bound.
     pub bound: Bound,
@@ -96,7 +96,7 @@ pub struct Adjustment {
 }
 
 /// Every bound's addition under one fault (none without a fault).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Adjustments {
     /// The fault, as its spec (`None`: a fault-free run).
     pub fault: Option<String>,

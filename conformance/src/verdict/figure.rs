@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A measured quantity of one check or load verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Figure {
     /// What was measured, unique within its result (`refusal latency`).
     pub name: String,
@@ -21,7 +21,7 @@ pub struct Figure {
 }
 
 /// The unit of a figure's samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     /// Milliseconds, by the checker's clock.
@@ -33,7 +33,7 @@ pub enum Unit {
 }
 
 /// Which way a figure should move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
     /// Less is better: latencies, lateness, refused fractions.
@@ -130,7 +130,7 @@ impl fmt::Display for Figure {
 }
 
 /// One figure of this run against the same figure of an earlier run (`--baseline`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Delta {
     /// The figure's name.
     pub figure: String,

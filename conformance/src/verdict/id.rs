@@ -96,6 +96,35 @@ impl From<CheckId> for ResultId {
     }
 }
 
+/// In the JSON report's schema: the two members [`Serialize`] writes, inlined where a result
+/// flattens them in.
+impl schemars::JsonSchema for ResultId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ResultId".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "id": {
+                    "description": "The result's id: a check's (`T3`, `contract`, `API`) or a load verdict's (`L-overload.goodput`), with `@replica` for one replica of a fleet.",
+                    "type": "string"
+                },
+                "clause": {
+                    "description": "The clause it judges (`T3`), or `load.PROFILE` for a load verdict.",
+                    "type": "string"
+                }
+            },
+            "required": ["id", "clause"]
+        })
+    }
+}
+
 impl Serialize for ResultId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(2))?;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 pub mod figure;
@@ -14,7 +15,7 @@ use figure::{Delta, Figure};
 use waiver::WaiverNote;
 
 /// pass | fail | skip | not applicable | waived, with the reason for all but a pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
 pub enum Verdict {
     /// The clause held.
@@ -89,7 +90,7 @@ impl Verdict {
 }
 
 /// What happened to one request, for the timeline picture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LaneOutcome {
     /// A success answer.
@@ -105,7 +106,7 @@ pub enum LaneOutcome {
 }
 
 /// One request on the timeline: times in ms since the check started.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Lane {
     /// Which of the check's requests it was, as its row is named.
     pub label: String,
@@ -124,7 +125,7 @@ pub struct Lane {
 }
 
 /// The result of one check.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CheckResult {
     /// What it judges; serialized as two members, `id` (`T3`, `L-overload.goodput`) and the
     /// `clause` derived from it (`T3`, `load.overload`).
@@ -222,7 +223,7 @@ impl CheckResult {
 }
 
 /// The whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RunReport {
     /// How the run was made, for every report's header.
     pub manifest: Manifest,
@@ -273,8 +274,32 @@ impl RunReport {
 /// changes meaning or goes, so a `--baseline` of another layout is refused rather than misread.
 pub const REPORT_SCHEMA: u32 = 2;
 
+/// Where the JSON report's schema is published, from the repository's root: the `--json` file
+/// and the `--baseline` file alike (a baseline is an earlier run's report). It is of one layout
+/// version, [`REPORT_SCHEMA`] (its title says which, and `manifest.report_schema` must equal
+/// it); `plimsoll docs` regenerates it, and a stale copy fails a test.
+pub const REPORT_SCHEMA_PATH: &str = "spec/schemas/report.schema.json";
+
+/// The JSON report's schema (draft 2020-12), as [`REPORT_SCHEMA_PATH`] holds it.
+pub fn report_schema() -> serde_json::Value {
+    let mut schema = plimsoll_spec::render::root_schema::<RunReport>();
+    schema["title"] = format!("Plimsoll run report, schema {REPORT_SCHEMA}").into();
+    let version = &mut schema["$defs"]["Manifest"]["properties"]["report_schema"];
+    if version.is_object() {
+        version["const"] = REPORT_SCHEMA.into();
+    }
+    schema
+}
+
+/// [`report_schema`] as the checked-in file's text.
+pub fn report_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&report_schema()).expect("JSON values serialize");
+    text.push('\n');
+    text
+}
+
 /// How the run was made, so a result can be reproduced and compared.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Manifest {
     /// [`REPORT_SCHEMA`]: the layout of this report.
     pub report_schema: u32,

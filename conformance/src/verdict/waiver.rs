@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 
 /// One known deviation.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Waiver {
     /// The check it waives (`T3`, `B4`, `API`).
     #[serde(with = "check_id")]
+    #[schemars(with = "String")]
     pub check: CheckId,
     /// Why the deviation is accepted for now.
     pub reason: String,
@@ -21,6 +22,7 @@ pub struct Waiver {
     pub link: Option<String>,
     /// The last day the waiver holds.
     #[serde(with = "day")]
+    #[schemars(with = "String")]
     pub expires: Date,
 }
 
@@ -65,7 +67,7 @@ mod day {
 }
 
 /// What a waiver came to in this run; every report shows it beside the check's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WaiverState {
     /// The check failed and the waiver holds: reported as waived, the run does not fail.
@@ -77,7 +79,7 @@ pub enum WaiverState {
 }
 
 /// A waiver as a result carries it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WaiverNote {
     /// The waiver as written.
     #[serde(flatten)]
