@@ -331,3 +331,38 @@ fn architecture_names_the_variants_of_the_matrix() {
         );
     }
 }
+
+/// The queue's order is the contract's to declare (contract language 2): against a contract
+/// whose job pools' queues say `lifo`, the variant that serves the newest waiter first passes
+/// T2, and the reference server, which serves arrival order, fails it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t2_judges_the_order_the_contract_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let lifo = dir.path().join("lifo.toml");
+    let fifo_queue = "queue = { capacity = 0, order = \"fifo\" }";
+    assert_eq!(plimsoll_spec::EMBEDDED_TOML.matches(fifo_queue).count(), 2);
+    let text = plimsoll_spec::EMBEDDED_TOML
+        .replace(fifo_queue, "queue = { capacity = 0, order = \"lifo\" }");
+    std::fs::write(&lifo, text).unwrap();
+    for (mutant, fails) in [(None, true), (Some(Mutant::Lifo), false)] {
+        let mut config = embedded::check_config(false).unwrap();
+        if let Some(m) = mutant {
+            config = config.with_mutant(m);
+        }
+        let mut args = CheckArgs {
+            trials: Some(2),
+            only: vec![CheckId::Clause(plimsoll_spec::ClauseId::T2)],
+            ..CheckArgs::embedded()
+        };
+        args.subject.contract = Some(lifo.clone());
+        let subject = embedded::start(config, None).await.unwrap();
+        let report = execute(&args, subject).await.unwrap();
+        let t2 = report
+            .results
+            .iter()
+            .find(|r| r.id.check() == Some(CheckId::Clause(plimsoll_spec::ClauseId::T2)))
+            .unwrap();
+        assert_eq!(t2.verdict.is_fail(), fails, "{mutant:?}: {t2:?}");
+        assert!(t2.observed.contains("LIFO"), "{}", t2.observed);
+    }
+}

@@ -1,8 +1,11 @@
-//! T2: queued requests start in arrival order, trial after trial, judged by the client's clock.
+//! T2: queued requests start in the order the pool's queue declares (`fifo`: arrival order,
+//! `lifo`: the newest waiter first), trial after trial, judged by the client's clock; a queue
+//! that promises no order (`unordered`) has nothing to judge.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plimsoll_spec::model::QueueOrder;
 use plimsoll_spec::{ClauseId, Pool};
 use tokio::sync::mpsc;
 
@@ -19,9 +22,10 @@ pub const CHECK: Check = Check::clause(
      queue anywhere the check does not apply and T3 covers the refusal), in each trial: all but one worker are held, the last one cycles, \
      and two more requests than the queue holds pass through it, each sent as soon as a place \
      frees. Every queued request holds its slot for the same time, so the order in which the \
-     client receives their answers is the order they started: it must be their arrival order, \
-     in every trial. The starts the server claims (sent plus its Server-Timing `queue`) must \
-     agree.",
+     client receives their answers is the order they started: it must be the order the pool's \
+     queue declares ({pools.digitize.queue.order}: arrival order; `lifo`: the newest waiter \
+     first, each time a place frees), in every trial. The starts the server claims (sent plus \
+     its Server-Timing `queue`) must agree.",
     |t, c| Box::pin(t2(t, c)),
 )
 .covers(&["server-timing"]);
@@ -337,74 +341,144 @@ impl Answered {
     }
 }
 
+/// The start order a queue of `order` gives a trial's requests, as arrival positions: the queue
+/// filled with `queue` requests, then, each time a place frees, the next one started by the
+/// queue's order and one more sent, until `n` were sent. `None`: the queue promises no order.
+fn expected_order(order: QueueOrder, queue: usize, n: usize) -> Option<Vec<usize>> {
+    let mut waiting: Vec<usize> = (0..queue).collect();
+    let mut started = Vec::with_capacity(n);
+    let mut next = queue;
+    while !waiting.is_empty() {
+        let at = match order {
+            QueueOrder::Fifo => 0,
+            QueueOrder::Lifo => waiting.len() - 1,
+            QueueOrder::Unordered => return None,
+        };
+        started.push(waiting.remove(at));
+        if next < n {
+            waiting.push(next);
+            next += 1;
+        }
+    }
+    Some(started)
+}
+
 async fn t2(t: &Arc<Target>, c: &mut Ctx) {
-    c.expected = "queued requests start in arrival order (FIFO), in every trial".into();
-    let trials = t.trials.max(1);
+    c.expected =
+        "queued requests start in the order each pool's queue declares, in every trial".into();
     let mut observed = Vec::new();
     for pool in [Pool::Digitize, Pool::Export] {
-        let queue = t.queue_capacity(pool);
-        if queue == 0 {
-            observed.push(format!(
-                "{pool}: not applicable (queue capacity 0: nothing waits, T3 covers the refusal)"
-            ));
-            continue;
+        if let Some(line) = judge_pool(t, c, pool).await {
+            observed.push(line);
         }
-        if pool == Pool::Export
-            && let Err(e) = t.design().await
-        {
-            c.fail(e.to_string());
-            continue;
-        }
-        let deadline = t.deadline(pool);
-        let longest = Duration::from_millis(160)
-            + SPACING * queue as u32
-            + GAP
-            + (GAP + WORK) * (queue as u32 + 2);
-        if longest * 5 / 4 > deadline {
-            c.skip(format!(
-                "cannot judge {pool}: a trial holds workers {} ms, too close to the {} ms deadline",
-                longest.as_millis(),
-                deadline.as_millis()
-            ));
-            continue;
-        }
-        let mut fifo = 0;
-        let mut missing = Vec::new();
-        for k in 0..trials {
-            let Some(order) = trial(t, c, pool, k, &mut missing).await else {
-                continue;
-            };
-            let expected: Vec<usize> = (0..order.len()).collect();
-            c.evidence
-                .push(format!("{pool} trial {k}: start order {order:?}"));
-            if c.require(order == expected, || {
-                format!("{pool} trial {k}: queued requests started in order {order:?}, arrived in {expected:?}")
-            }) {
-                fifo += 1;
-            }
-        }
-        fail_many(
-            c,
-            &format!(
-                "{pool}: {} queued replies carry no {} queue and run",
-                missing.len(),
-                t.server_timing_header()
-            ),
-            &missing,
-        );
-        observed.push(format!(
-            "{pool}: {fifo} of {trials} trials FIFO ({} requests through {queue} queue place(s) each)",
-            queue + 2
-        ));
     }
     if [Pool::Digitize, Pool::Export]
         .iter()
         .all(|&p| t.queue_capacity(p) == 0)
     {
-        // Nothing can wait: a pass that says why (T3 covers the refusal), not a skip.
+        // Nothing can wait: not applicable, with why (T3 covers the refusal), not a skip.
         c.not_applicable(
             "queue capacity is 0 in every pool: nothing waits, so there is no order to check (T3 covers the refusal)",
         );
+    } else if [Pool::Digitize, Pool::Export].iter().all(|&p| {
+        t.queue_capacity(p) == 0 || t.expected.pool_spec(p).queue.order == QueueOrder::Unordered
+    }) {
+        c.not_applicable(
+            "no pool's queue promises an order (each is `unordered` or holds nothing)",
+        );
     }
     c.observed = observed.join("; ");
+}
+
+/// Judges `pool`'s queue over the run's trials; the observed line, `None` when the pool cannot
+/// be judged (a skip or a failure is recorded).
+async fn judge_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> Option<String> {
+    let queue = t.queue_capacity(pool);
+    if queue == 0 {
+        return Some(format!(
+            "{pool}: not applicable (queue capacity 0: nothing waits, T3 covers the refusal)"
+        ));
+    }
+    let order = t.expected.pool_spec(pool).queue.order;
+    let Some(expected) = expected_order(order, queue, queue + 2) else {
+        return Some(format!(
+            "{pool}: not applicable (its queue is `unordered`: no order is promised)"
+        ));
+    };
+    if pool == Pool::Export
+        && let Err(e) = t.design().await
+    {
+        c.fail(e.to_string());
+        return None;
+    }
+    let deadline = t.deadline(pool);
+    let longest = Duration::from_millis(160)
+        + SPACING * queue as u32
+        + GAP
+        + (GAP + WORK) * (queue as u32 + 2);
+    if longest * 5 / 4 > deadline {
+        c.skip(format!(
+            "cannot judge {pool}: a trial holds workers {} ms, too close to the {} ms deadline",
+            longest.as_millis(),
+            deadline.as_millis()
+        ));
+        return None;
+    }
+    let trials = t.trials.max(1);
+    let mut kept = 0;
+    let mut missing = Vec::new();
+    for k in 0..trials {
+        let Some(started) = trial(t, c, pool, k, &mut missing).await else {
+            continue;
+        };
+        c.evidence
+            .push(format!("{pool} trial {k}: start order {started:?}"));
+        if c.require(started == expected, || {
+            format!(
+                "{pool} trial {k}: queued requests started in order {started:?}; a `{}` queue starts them in {expected:?}",
+                order.as_str()
+            )
+        }) {
+            kept += 1;
+        }
+    }
+    fail_many(
+        c,
+        &format!(
+            "{pool}: {} queued replies carry no {} queue and run",
+            missing.len(),
+            t.server_timing_header()
+        ),
+        &missing,
+    );
+    Some(format!(
+        "{pool}: {kept} of {trials} trials {} ({} requests through {queue} queue place(s) each)",
+        order.as_str().to_uppercase(),
+        queue + 2
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FIFO starts the requests in arrival order; LIFO the newest waiter each time a place frees
+    /// (the last of the queue's fill, then each request sent since, then the rest of the fill,
+    /// newest first); an unordered queue has no expected order.
+    #[test]
+    fn each_declared_order_has_its_start_order() {
+        assert_eq!(
+            expected_order(QueueOrder::Fifo, 2, 4),
+            Some(vec![0, 1, 2, 3])
+        );
+        assert_eq!(
+            expected_order(QueueOrder::Lifo, 2, 4),
+            Some(vec![1, 2, 3, 0])
+        );
+        assert_eq!(
+            expected_order(QueueOrder::Lifo, 3, 5),
+            Some(vec![2, 3, 4, 1, 0])
+        );
+        assert_eq!(expected_order(QueueOrder::Unordered, 2, 4), None);
+    }
 }
