@@ -16,7 +16,8 @@ pub const CHECK: Check = Check::clause(
     ClauseId::F2,
     "A table of bad inputs generated in code (truncated PNG, corrupt JPEG, GIF, random bytes, a \
      wrong content type, an empty body, an oversize upload, bad parameters, bad design JSON, an \
-     unknown export format, a malformed hook header): each gets {status:malformed_image} with \
+     unknown export format, a malformed hook header, one with a blank inside a token, one with a \
+     byte outside visible ASCII): each gets {status:malformed_image} with \
      its own documented code, never a 500; among the parameters a name given twice, an \
      integer with a fraction, hex, a digit separator, `inf`, `1e400` and a `format` in capitals. \
      Pairs of bad inputs show the order of the checks: a \
@@ -27,8 +28,9 @@ pub const CHECK: Check = Check::clause(
      upload read timeout (within B1's tolerance): an oversize body is read before its 400, never \
      refused unread from its declared length. A PNG whose \
      `Content-Type` carries a parameter, is in capitals or is missing, whose hook names only a \
-     stage of the export endpoint, or whose integer parameter is spelt `6.0`, `6e0` or ` +6`, \
-     must be answered 200.",
+     stage of the export endpoint or `queue` (holding nothing) or is spelt with blanks and a tab \
+     around its tokens, `+`, leading zeros and an empty directive, or whose integer parameter is \
+     spelt `6.0`, `6e0` or ` +6`, must be answered 200.",
     |t, c| Box::pin(f2(t, c)),
 )
 .covers(&[
@@ -46,7 +48,7 @@ struct Case<'a> {
     content_type: &'a str,
     query: &'static str,
     body: Vec<u8>,
-    hook: Option<&'static str>,
+    hook: Option<String>,
     code: ErrorCode,
 }
 
@@ -64,6 +66,8 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     let oversize = vec![0u8; t.expected.api.digitize.max_upload_bytes as usize + 1];
+    // A good hold, in the contract's own names, to spoil one way at a time.
+    let held = crate::checks::pool::hold_first(t, 5);
     let d = |name, content_type, query, body, code| Case {
         name,
         op: Op::Digitize,
@@ -107,10 +111,13 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
         e("unknown export format", "?format=pes", b"{}", ErrorCode::InvalidParameter),
         e("export format in capitals", "?format=DST", b"{}", ErrorCode::InvalidParameter),
         // Not the hook grammar on purpose: the server must refuse it as a parameter.
-        Case { name: "malformed hook header", hook: Some("explode=now"), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
+        Case { name: "malformed hook header", hook: Some("explode=now".into()), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
+        // Rule `hook-header`: any byte outside visible ASCII is refused, a blank inside a token too.
+        Case { name: "a hook with a byte outside visible ASCII", hook: Some(format!("{held}\u{e9}")), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
+        Case { name: "a hook with a blank inside a token", hook: Some(format!("{} {}", &held[..2], &held[2..])), ..d("", png_type, "", png.clone(), ErrorCode::InvalidParameter) },
         // Two at once: the first failure in rule `input-order`'s order decides.
         d("unknown parameter and text/plain", "text/plain", "?dpi=300", png.clone(), ErrorCode::InvalidParameter),
-        Case { name: "malformed hook header and text/plain", hook: Some("explode=now"), ..d("", "text/plain", "", png.clone(), ErrorCode::InvalidParameter) },
+        Case { name: "malformed hook header and text/plain", hook: Some("explode=now".into()), ..d("", "text/plain", "", png.clone(), ErrorCode::InvalidParameter) },
         d("text/plain and an empty body", "text/plain", "", Vec::new(), ErrorCode::UnsupportedFormat),
         e("unknown export format and an empty body", "?format=pes", b"", ErrorCode::InvalidParameter),
     ]
@@ -139,8 +146,18 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
             .post(t.url(&format!("{path}{}", case.query)))
             .header(CONTENT_TYPE, case.content_type)
             .body(case.body.clone());
-        if let Some(h) = case.hook {
-            request = request.header(t.hook_header(), h);
+        if let Some(h) = &case.hook {
+            // From bytes: a refused hook may carry bytes `from_str` would not send.
+            match reqwest::header::HeaderValue::from_bytes(h.as_bytes()) {
+                Ok(value) => request = request.header(t.hook_header(), value),
+                Err(e) => {
+                    c.fail(format!(
+                        "{}: the checker cannot send the hook: {e}",
+                        case.name
+                    ));
+                    continue;
+                }
+            }
         }
         match t.send(request, case.op).await {
             Ok(reply) => {

@@ -28,9 +28,10 @@ struct Accepted {
 }
 
 /// `Content-Type` with a parameter and in capitals (rule `input-order` (3): the media type,
-/// case-insensitive, parameters ignored), none at all (accepted), a hook naming a stage of the
-/// export endpoint only (rule `hook-header`: it does nothing on digitize), and an integer
-/// parameter spelt with a fraction of zero, an exponent, or a blank and a sign (rule
+/// case-insensitive, parameters ignored), none at all (accepted), hooks the grammar of rule
+/// `hook-header` takes that do nothing or little (a stage of the export endpoint only, `queue`,
+/// and a hold spelt with blanks, a tab, `+`, leading zeros and an empty directive), and an
+/// integer parameter spelt with a fraction of zero, an exponent, or a blank and a sign (rule
 /// `query-parameters`).
 fn accepted(t: &Target) -> Vec<Accepted> {
     let png = ImageFormat::Png.to_mime_type();
@@ -62,6 +63,30 @@ fn accepted(t: &Target) -> Vec<Accepted> {
         let name = format!("the hook `{fail}` (an export stage)");
         all.push(case(&name, Some(png.to_owned()), Some(fail)));
     }
+    // `hold=queue:MS` holds no request: waiting for a worker is admission's, no stage.
+    let queue = hook(HookDirective::Hold {
+        stage: plimsoll_spec::Stage::Queue,
+        ms: 50,
+    });
+    all.push(case(
+        &format!("the hook `{queue}`"),
+        Some(png.to_owned()),
+        Some(queue),
+    ));
+    // Blanks (a space or a tab) around every token, `+` and leading zeros, an empty directive.
+    let held = hook(HookDirective::Hold {
+        stage: digitize[0],
+        ms: 5,
+    });
+    let spaced = format!(
+        " {} ;; ",
+        held.replacen('=', "\t= ", 1).replacen(":5", " : +0005", 1)
+    );
+    all.push(case(
+        &format!("the hook {spaced:?} (blanks, `+`, leading zeros)"),
+        Some(png.to_owned()),
+        Some(spaced),
+    ));
     all
 }
 
@@ -77,7 +102,14 @@ pub(super) async fn served(t: &Target, c: &mut Ctx) -> (usize, usize) {
             request = request.header(CONTENT_TYPE, ct.as_str());
         }
         if let Some(h) = &case.hook {
-            request = request.header(t.hook_header(), h.as_str());
+            // From bytes: a tab is a blank the grammar allows, and `from_str` refuses it.
+            match reqwest::header::HeaderValue::from_bytes(h.as_bytes()) {
+                Ok(value) => request = request.header(t.hook_header(), value),
+                Err(e) => {
+                    c.fail(format!("the checker cannot send the hook {h:?}: {e}"));
+                    continue;
+                }
+            }
         }
         let label = format!("a PNG with {}", case.name);
         match t.send(request, Op::Digitize).await {
