@@ -245,7 +245,29 @@ fn strip_load(v: &mut Value) {
     }
 }
 
-/// Leaf-by-leaf differences of two JSON documents (arrays compare whole).
+/// Whether two JSON values say the same thing: numbers by value, so `2` is `2.0` (JSON has one
+/// number type, and a claim's encoder may write a TOML float without its fraction), the rest as
+/// written, arrays and objects member by member.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Leaf-by-leaf differences of two JSON documents (arrays compare whole, numbers by value).
 pub fn differences(ours: &Value, theirs: &Value) -> Vec<Difference> {
     fn leaves(v: &Value, path: String, out: &mut BTreeMap<String, Value>) {
         match v {
@@ -269,7 +291,7 @@ pub fn differences(ours: &Value, theirs: &Value) -> Vec<Difference> {
     leaves(theirs, String::new(), &mut b);
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
+        .filter(|k| !matches!((a.get(*k), b.get(*k)), (Some(x), Some(y)) if same(x, y)))
         .map(|k| Difference {
             path: k.clone(),
             ours: a.get(k).cloned(),

@@ -185,14 +185,26 @@ fn unnamed(before: &toml::Table, after: &toml::Table, steps: &str) -> Vec<String
             let entry: Vec<String> = p.iter().take(2).cloned().collect();
             let whole = ea.contains(&entry) != eb.contains(&entry);
             let table = &p[0];
+            // The entry (`clauses.B4`), then every name below the table that is not one of the
+            // language's own containers (`value`, `overrides`): a clause or rule id, a metric,
+            // an error code, a field.
+            const GENERIC: [&str; 7] = [
+                "value",
+                "overrides",
+                "env",
+                "field",
+                "help",
+                "rule",
+                "params",
+            ];
             let mut words = vec![entry.join(".")];
-            if let Some(key) = p.get(1) {
-                words.push(key.clone());
-            }
-            let field = p.last().unwrap();
-            if field.len() >= 6 {
-                words.push(field.clone());
-            }
+            words.extend(
+                p.iter()
+                    .skip(1)
+                    .filter(|w| !GENERIC.contains(&w.as_str()) && w.parse::<usize>().is_err())
+                    .filter(|w| w.len() >= 2)
+                    .cloned(),
+            );
             let named = words.iter().any(|w| names(steps, w))
                 || (whole
                     && [format!("[[{table}]]"), format!("[{table}]")]

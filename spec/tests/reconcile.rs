@@ -132,3 +132,16 @@ fn the_override_that_breaks_a_rule_is_named_once_and_the_others_not_adopted_beca
         "the rule's words only once: {other}"
     );
 }
+
+/// Numbers are compared by value: a claim whose encoder writes the TOML float `2.0` as `2` (as
+/// JavaScript's and Go's do) says the same as the contract (rule `contract-endpoint`).
+#[test]
+fn a_float_written_without_its_fraction_is_the_same_value() {
+    let mut c = claim();
+    set(&mut c, "/api/digitize/params/colors/min", json!(2));
+    let r = Contract::embedded().reconcile(&c, false);
+    assert!(r.accepted(), "{:?}", r.refused);
+    assert!(r.adopted.is_empty() && r.refused.is_empty());
+    set(&mut c, "/api/digitize/params/colors/min", json!(3));
+    assert!(!Contract::embedded().reconcile(&c, false).accepted());
+}
