@@ -6,11 +6,12 @@
 //! ## Doc comments and the published schemas
 //!
 //! The doc comments of the types that derive [`schemars::JsonSchema`] are the descriptions in
-//! the checked-in JSON Schemas and OpenAPI document. Items documented after those were
-//! published carry `#[schemars(description = "")]`, which keeps the doc comment out of the
-//! schema, and the unit variants of schema enums stay undocumented (`#[expect(missing_docs)]`:
-//! schemars turns a documented variant into a `oneOf` entry of its own). Publishing either is a
-//! schema change of its own: drop the attribute, document the variants, regenerate.
+//! the checked-in JSON Schemas, the OpenAPI document and `docs/language.md`: every one of the
+//! contract's model since language 2. The design and relay types keep the descriptions they were
+//! published with (`#[schemars(description = "")]` on what was documented later), and the unit
+//! variants of some schema enums stay undocumented (`#[expect(missing_docs)]`: schemars turns a
+//! documented variant into a `oneOf` entry of its own). Publishing either is a schema change of
+//! its own: drop the attribute, document the variants, regenerate.
 
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 

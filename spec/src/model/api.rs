@@ -9,88 +9,64 @@ use crate::{ClauseId, ErrorCode, ExportFormat, MetricName};
 /// `[api]`: the routes the clauses apply to, with the input limits of the two pipelines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Api {
     /// The port `plimsoll serve` listens on without `--port`; also the OpenAPI server URL's.
-    #[schemars(description = "")]
     pub default_port: u16,
     /// The image-to-design pipeline.
-    #[schemars(description = "")]
     pub digitize: DigitizeEndpoint,
     /// The design-to-machine-file pipeline.
-    #[schemars(description = "")]
     pub export: ExportEndpoint,
     /// The relay bridge's WebSocket (R1-R6).
-    #[schemars(description = "")]
     pub relay: Endpoint,
     /// Serves the effective contract, the one the checker reconciles its expectations with.
-    #[schemars(description = "")]
     pub contract: Endpoint,
     /// Serves the Prometheus metrics of `[observability]`.
-    #[schemars(description = "")]
     pub metrics: Endpoint,
     /// Answers 200 while the server is up (liveness only: no pool is involved).
-    #[schemars(description = "")]
     pub healthz: Endpoint,
 }
 
 /// A `GET` route with no body: where it is and the line the docs and OpenAPI give it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Endpoint {
     /// The route, e.g. `/v1/relay`; the server mounts it and the checker asks it.
-    #[schemars(description = "")]
     pub path: String,
     /// One line for the docs' endpoint table and the OpenAPI operation.
-    #[schemars(description = "")]
     pub summary: String,
 }
 
 /// The digitize route and what it accepts (the image is the raw body).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct DigitizeEndpoint {
     /// The HTTP method of the route.
-    #[schemars(description = "")]
     pub method: String,
     /// The route.
-    #[schemars(description = "")]
     pub path: String,
     /// One line for the docs' endpoint table and the OpenAPI operation.
-    #[schemars(description = "")]
     pub summary: String,
     /// The image media types the body may be; each gets an example upload in OpenAPI.
-    #[schemars(description = "")]
     pub content_types: Vec<String>,
     /// Largest body accepted; a larger one is `payload_too_large`.
-    #[schemars(description = "")]
     pub max_upload_bytes: u64,
     /// Largest image (width × height) accepted; a larger one is `payload_too_large`.
-    #[schemars(description = "")]
     pub max_pixels: u64,
     /// The query parameters, each with its range and default.
-    #[schemars(description = "")]
     pub params: DigitizeParams,
 }
 
 /// The digitize query parameters; [`DigitizeParams::iter`] names them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct DigitizeParams {
     /// The design's physical width; its height follows the image's aspect ratio.
-    #[schemars(description = "")]
     pub width_mm: Param,
     /// The spacing of the fill rows.
-    #[schemars(description = "")]
     pub density_mm: Param,
     /// How many thread colours the image is quantized to.
-    #[schemars(description = "")]
     pub colors: Param,
     /// The longest stitch of the fill.
-    #[schemars(description = "")]
     pub max_stitch_mm: Param,
 }
 
@@ -109,7 +85,6 @@ impl DigitizeParams {
 /// Whether a parameter takes any number or integers only (`3.0` counts as the integer 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[schemars(description = "")]
 #[expect(
     missing_docs,
     reason = "documented variants would change the published schemas"
@@ -124,22 +99,16 @@ pub enum ParamKind {
 #[serde(deny_unknown_fields)]
 pub struct Param {
     /// Whether a fractional value is refused.
-    #[schemars(description = "")]
     pub kind: ParamKind,
     /// Smallest value accepted (inclusive).
-    #[schemars(description = "")]
     pub min: f64,
     /// Largest value accepted (inclusive).
-    #[schemars(description = "")]
     pub max: f64,
     /// The value a request that leaves the parameter out gets.
-    #[schemars(description = "")]
     pub default: f64,
     /// What the value counts (`mm`, `threads`), as the docs and refusals print it.
-    #[schemars(description = "")]
     pub unit: String,
     /// What the parameter does, for the docs and OpenAPI.
-    #[schemars(description = "")]
     pub description: String,
 }
 
@@ -215,48 +184,36 @@ pub enum ParamError {
 /// The export route and what it accepts (the design JSON is the body).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct ExportEndpoint {
     /// The HTTP method of the route.
-    #[schemars(description = "")]
     pub method: String,
     /// The route.
-    #[schemars(description = "")]
     pub path: String,
     /// One line for the docs' endpoint table and the OpenAPI operation.
-    #[schemars(description = "")]
     pub summary: String,
     /// The media types the design body may be sent as.
-    #[schemars(description = "")]
     pub content_types: Vec<String>,
     /// Largest body accepted; a larger one is `payload_too_large`.
-    #[schemars(description = "")]
     pub max_upload_bytes: u64,
     /// The formats the `format` query parameter may name.
-    #[schemars(description = "")]
     pub formats: Vec<ExportFormat>,
     /// The format of a request that names none; validation proves it is one of `formats`.
-    #[schemars(description = "")]
     pub default_format: ExportFormat,
 }
 
 /// One entry of `[[errors]]`: an error code with its HTTP status and where it may be answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct ErrorSpec {
     /// The code; validation proves every code has exactly one entry.
-    #[schemars(description = "")]
     pub code: ErrorCode,
     /// The endpoints (`digitize`, `export`) that can answer this code.
     pub applies_to: Vec<String>,
     /// The HTTP status the code is answered with (400-599).
-    #[schemars(description = "")]
     pub status: u16,
     /// The clause this error belongs to.
     pub clause: ClauseId,
     /// The RFC 9457 `title` of the code's problem bodies.
-    #[schemars(description = "")]
     pub title: String,
     /// Whether the answer carries `Retry-After`.
     #[serde(default)]
@@ -266,46 +223,35 @@ pub struct ErrorSpec {
 /// `[observability]`: what every implementation exposes, so a black-box check can see inside.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Observability {
     /// The header every response carries the request id in (F4).
-    #[schemars(description = "")]
     pub request_id_header: String,
     /// The header pipeline responses carry their phase durations in.
-    #[schemars(description = "")]
     pub server_timing_header: String,
     /// The Server-Timing entries, in order, each with `dur` in milliseconds.
-    #[schemars(description = "")]
     pub server_timing_metrics: Vec<String>,
     /// What `/metrics` serves; validation proves every [`MetricName`] is listed exactly once.
-    #[schemars(description = "")]
     pub metrics: Vec<MetricSpec>,
 }
 
 /// One metric of `/metrics`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct MetricSpec {
     /// The metric; [`MetricName::as_str`] is its exposition name.
-    #[schemars(description = "")]
     pub name: MetricName,
     /// Its Prometheus type (`type` in the contract).
     #[serde(rename = "type")]
-    #[schemars(description = "")]
     pub kind: MetricKind,
     /// The label names every series of it carries (none: one series).
-    #[schemars(description = "")]
     pub labels: Vec<String>,
     /// The `# HELP` text (the server drops a final full stop).
-    #[schemars(description = "")]
     pub help: String,
 }
 
 /// A Prometheus metric type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[schemars(description = "")]
 #[expect(
     missing_docs,
     reason = "documented variants would change the published schemas"
@@ -319,26 +265,21 @@ pub enum MetricKind {
 /// `[hooks]`: the test-hook header and the gate that turns it on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Hooks {
     /// Hooks are honoured only when this variable is `1`.
     pub env: String,
     /// The request header the directives travel in.
-    #[schemars(description = "")]
     pub header: String,
     /// The directives' grammar as the docs and OpenAPI print it ([`crate::parse_hooks`] parses
     /// it).
-    #[schemars(description = "")]
     pub grammar: String,
     /// The code a request carrying the header is refused with while hooks are off.
-    #[schemars(description = "")]
     pub disabled_code: ErrorCode,
 }
 
 /// `[tolerances]`: the slack the checker's timing judgements allow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Tolerances {
     /// A refusal (503 overloaded) must arrive within this.
     pub refusal_latency_ms: u64,

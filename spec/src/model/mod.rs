@@ -28,10 +28,9 @@ pub const LANGUAGE: u32 = 2;
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Plimsoll contract")]
 pub struct Contract {
-    /// The contract language the document is written in: 2 (see [`LANGUAGE`]).
+    /// The contract language the document is written in: 2, the one this build reads.
     pub language: u32,
     /// What the contract is called and which version it is.
-    #[schemars(description = "")]
     pub contract: Meta,
     /// Documents the clauses cite, by key (`seed-000`, `decision`, ...).
     pub sources: BTreeMap<String, Source>,
@@ -44,25 +43,20 @@ pub struct Contract {
     pub connections: Connections,
     /// Request bodies: their read timeout (B1) and the budget they share (B5).
     pub upload: Upload,
-    /// Every clause, by id; [`Contract::clause`] sees one without its value type.
-    #[schemars(description = "")]
+    /// Every clause, by id: its prose, its source, its own values and their overrides.
     pub clauses: Clauses,
     /// The routes the clauses apply to and their input limits.
-    #[schemars(description = "")]
     pub api: Api,
     /// Every error code with its HTTP status: the only place a status is written.
     pub errors: Vec<ErrorSpec>,
     /// The headers and metrics every implementation exposes for black-box checks.
-    #[schemars(description = "")]
     pub observability: Observability,
     /// The test-hook header and its gate.
-    #[schemars(description = "")]
     pub hooks: Hooks,
     /// What an implementation does that no clause's sentence spells out: the rules an
     /// implementer would otherwise guess, each with the clause that judges it.
     pub implementation: Vec<ImplementationRule>,
     /// The slack of the checker's timing judgements.
-    #[schemars(description = "")]
     pub tolerances: Tolerances,
     /// The load profiles `plimsoll load` runs, sized relative to capacity. Optional: they are
     /// the conformance kit's settings, not the service's, so an implementation's
@@ -74,26 +68,20 @@ pub struct Contract {
 /// `[contract]`: the contract's name and version, as the docs and OpenAPI head them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Meta {
     /// Short stable name, the OpenAPI document's `x-plimsoll.contract`.
-    #[schemars(description = "")]
     pub name: String,
     /// The docs' heading and the OpenAPI `info.title`.
-    #[schemars(description = "")]
     pub title: String,
     /// The contract's version: in the docs' heading and the OpenAPI `info.version`.
-    #[schemars(description = "")]
     pub version: String,
     /// One sentence on what the contract promises, under the docs' heading.
-    #[schemars(description = "")]
     pub summary: String,
 }
 
 /// A document the clauses cite (`[sources.KEY]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Source {
     /// The document's title: sources are cited by title only (they are not files of this
     /// repository).
@@ -105,10 +93,8 @@ pub struct Source {
 #[serde(deny_unknown_fields)]
 pub struct Clause<V> {
     /// The heading the docs give the clause (after its id).
-    #[schemars(description = "")]
     pub title: String,
     /// The docs section the clause is listed under.
-    #[schemars(description = "")]
     pub category: Category,
     /// The clause in one sentence, with its numbers.
     pub statement: String,
@@ -117,21 +103,18 @@ pub struct Clause<V> {
     /// How the conformance suite checks it (the docs print the same sentence).
     pub verification: String,
     /// Where the clause comes from.
-    #[schemars(description = "")]
     pub source: SourceRef,
     /// Environment variables that override a field of `value` at deployment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,
     /// What the clause promises besides the service's pools and sections, field by field: the
     /// values the server enforces and the checker expects (`{}`: nothing of its own).
-    #[schemars(description = "")]
     pub value: V,
 }
 
 /// The docs section a clause is listed under, in the docs' order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[schemars(description = "")]
 #[expect(
     missing_docs,
     reason = "documented variants would change the published schemas"
@@ -158,7 +141,6 @@ impl Category {
 /// Where a clause comes from: a document of `[sources]` and a place in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct SourceRef {
     /// A key of `[sources]`.
     pub doc: String,
@@ -170,7 +152,6 @@ pub struct SourceRef {
 /// and the checker apply it alike ([`Contract::with_overrides`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct Override {
     /// Environment variable name.
     pub env: String,
@@ -184,74 +165,56 @@ pub struct Override {
 pub struct Clauses {
     /// T1: how many requests each pool runs at once (its `workers`).
     #[serde(rename = "T1")]
-    #[schemars(description = "")]
     pub t1: Clause<Empty>,
     /// T2: each pool's queue order and capacity (its `queue`).
     #[serde(rename = "T2")]
-    #[schemars(description = "")]
     pub t2: Clause<Empty>,
     /// T3: what a refusal carries (a `[refusals]` entry's `hint`).
     #[serde(rename = "T3")]
-    #[schemars(description = "")]
     pub t3: Clause<Empty>,
     /// B1: the per-request timeouts and the reference durations they must leave room for.
     #[serde(rename = "B1")]
-    #[schemars(description = "")]
     pub b1: Clause<Timeouts>,
     /// B2: the per-request memory cap (each pool's `memory_cap_mb`).
     #[serde(rename = "B2")]
-    #[schemars(description = "")]
     pub b2: Clause<MemoryCap>,
     /// B3: how soon a disconnected client's request stops (each pool's `cancellation`).
     #[serde(rename = "B3")]
-    #[schemars(description = "")]
     pub b3: Clause<Empty>,
     /// B4: the request-head timeout and the connection cap (`[connections]`).
     #[serde(rename = "B4")]
-    #[schemars(description = "")]
     pub b4: Clause<Empty>,
     /// B5: the bytes of request bodies the server holds at once (`[upload]`'s budget).
     #[serde(rename = "B5")]
-    #[schemars(description = "")]
     pub b5: Clause<Empty>,
     /// F1: what a failing stage's answer carries.
     #[serde(rename = "F1")]
-    #[schemars(description = "")]
     pub f1: Clause<StageFailure>,
     /// F2: the codes bad input is answered with.
     #[serde(rename = "F2")]
-    #[schemars(description = "")]
     pub f2: Clause<InvalidInput>,
     /// F3: the error log line.
     #[serde(rename = "F3")]
-    #[schemars(description = "")]
     pub f3: Clause<ErrorLogs>,
     /// F4: the request id header and which client-supplied ids are kept.
     #[serde(rename = "F4")]
-    #[schemars(description = "")]
     pub f4: Clause<RequestId>,
     /// R1: the relay's worker pool (the `relay` pool).
     #[serde(rename = "R1")]
-    #[schemars(description = "")]
     pub r1: Clause<Empty>,
     /// R2: no head-of-line blocking on one connection (behaviour only).
     #[serde(rename = "R2")]
-    #[schemars(description = "")]
     pub r2: Clause<Empty>,
     /// R3: how response frames are matched to their requests.
     #[serde(rename = "R3")]
-    #[schemars(description = "")]
     pub r3: Clause<RelayMatching>,
     /// R4: how far past the pool size the overflow check goes.
     #[serde(rename = "R4")]
-    #[schemars(description = "")]
     pub r4: Clause<RelayOverflow>,
     /// R5: the largest body one frame carries.
     #[serde(rename = "R5")]
-    #[schemars(description = "")]
     pub r5: Clause<FrameAtomicity>,
     /// R6: surviving a reconnect with work in flight, and how soon a dialling bridge is back.
     #[serde(rename = "R6")]
-    #[schemars(description = "")]
     pub r6: Clause<RelayReconnect>,
 }

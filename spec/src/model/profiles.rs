@@ -23,16 +23,12 @@ pub struct Load {
     /// Attempts sent before this are left out of the prediction (the system starts empty).
     pub warm_up_ms: u64,
     /// What `plimsoll load --profile burst` runs.
-    #[schemars(description = "")]
     pub burst: BurstProfile,
     /// What `plimsoll load --profile steady` runs.
-    #[schemars(description = "")]
     pub steady: SteadyProfile,
     /// What `plimsoll load --profile overload` runs.
-    #[schemars(description = "")]
     pub overload: OverloadProfile,
     /// What `plimsoll load --profile soak` runs.
-    #[schemars(description = "")]
     pub soak: SoakProfile,
 }
 
@@ -55,12 +51,10 @@ impl Default for Load {
 #[serde(deny_unknown_fields)]
 pub struct BurstProfile {
     /// What the profile proves, in one sentence (the docs list it).
-    #[schemars(description = "")]
     pub purpose: String,
     /// Requests per wave = digitize workers x this.
     pub factor: u32,
     /// How many waves are fired; each is judged on its own.
-    #[schemars(description = "")]
     pub waves: u32,
     /// Every request holds this long (fixed, so the admitted ones are still running while the
     /// whole wave arrives).
@@ -72,14 +66,12 @@ pub struct BurstProfile {
 #[serde(deny_unknown_fields)]
 pub struct SteadyProfile {
     /// What the profile proves, in one sentence (the docs list it).
-    #[schemars(description = "")]
     pub purpose: String,
     /// Attempt rate as a multiple of capacity.
     pub load_factor: f64,
     /// Mean of the exponential hold.
     pub mean_hold_ms: u64,
     /// How long the load runs, in seconds.
-    #[schemars(description = "")]
     pub duration_s: u64,
     /// p99 over admitted requests of (response time - the request's own hold).
     pub latency_overhead_p99_ms: u64,
@@ -90,16 +82,12 @@ pub struct SteadyProfile {
 #[serde(deny_unknown_fields)]
 pub struct OverloadProfile {
     /// What the profile proves, in one sentence (the docs list it).
-    #[schemars(description = "")]
     pub purpose: String,
     /// Attempt rate as a multiple of capacity.
-    #[schemars(description = "")]
     pub load_factor: f64,
     /// Mean of the exponential hold.
-    #[schemars(description = "")]
     pub mean_hold_ms: u64,
     /// How long the load runs, in seconds.
-    #[schemars(description = "")]
     pub duration_s: u64,
     /// Goodput must reach this fraction of the throughput the admission math allows.
     pub goodput_fraction: f64,
@@ -112,16 +100,12 @@ pub struct OverloadProfile {
 #[serde(deny_unknown_fields)]
 pub struct SoakProfile {
     /// What the profile proves, in one sentence (the docs list it).
-    #[schemars(description = "")]
     pub purpose: String,
     /// Attempt rate as a multiple of capacity.
-    #[schemars(description = "")]
     pub load_factor: f64,
     /// Mean of the exponential hold.
-    #[schemars(description = "")]
     pub mean_hold_ms: u64,
     /// How long the load runs, in seconds.
-    #[schemars(description = "")]
     pub duration_s: u64,
     /// Share of requests whose client gives up halfway through the hold.
     pub cancel_fraction: f64,

@@ -15,7 +15,6 @@ pub struct ImplementationRule {
     /// Short stable name (lowercase letters, digits and `-`), unique: the docs cite it.
     pub id: String,
     /// The part of an implementation the rule is about: its heading in the docs.
-    #[schemars(description = "")]
     pub topic: Topic,
     /// The clause whose check judges the rule; absent for the API as a whole (e.g. the contract
     /// endpoint, judged by the `contract` check).

@@ -132,33 +132,26 @@ pub struct MemoryCap {
 /// F1: what the answer of a failing stage carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct StageFailure {
     /// The members every stage-failure body has besides RFC 9457's.
-    #[schemars(description = "")]
     pub body_members: Vec<String>,
 }
 
 /// F2: the codes bad input is answered with (never 500).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct InvalidInput {
     /// One code per failure mode; validation proves each is an F2 entry of `[[errors]]`.
-    #[schemars(description = "")]
     pub codes: Vec<ErrorCode>,
 }
 
 /// F3: the log line every error writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct ErrorLogs {
     /// The line's encoding (`json`: one object per line).
-    #[schemars(description = "")]
     pub format: LogLineFormat,
     /// The members every error line has, `stack` included even when empty.
-    #[schemars(description = "")]
     pub fields: Vec<String>,
     /// Whether error lines carry a backtrace in `stack`.
     pub stack: bool,
@@ -191,10 +184,8 @@ impl LogLineFormat {
 /// F4: the request id every response carries, and which client-supplied ids are kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct RequestId {
     /// The header the id travels in, both ways.
-    #[schemars(description = "")]
     pub header: String,
     /// A client-supplied id longer than this is replaced.
     pub client_id_max_len: usize,
@@ -232,17 +223,14 @@ impl RequestId {
 /// R3: how response frames find their request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct RelayMatching {
     /// The envelope member a response repeats (`request_id`).
-    #[schemars(description = "")]
     pub match_by: String,
 }
 
 /// R4: how hard the check overflows the relay pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct RelayOverflow {
     /// The check sends this many times the pool size at once.
     pub overflow_factor: u32,
@@ -251,7 +239,6 @@ pub struct RelayOverflow {
 /// R5: when a response body is split over several frames.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct FrameAtomicity {
     /// Response bodies longer than this are streamed as several frames.
     pub max_frame_body_bytes: u64,
@@ -260,7 +247,6 @@ pub struct FrameAtomicity {
 /// R6: how a bridge that dials its relay gets back after the relay drops it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(description = "")]
 pub struct RelayReconnect {
     /// After the relay drops the socket (and accepts again at once), the bridge is connected
     /// again within this.

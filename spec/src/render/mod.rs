@@ -2,6 +2,7 @@
 //! can be compared with a fresh rendering.
 
 mod images;
+mod language;
 mod markdown;
 mod openapi;
 
@@ -13,6 +14,7 @@ use schemars::generate::SchemaSettings;
 use crate::model::Contract;
 use crate::{ErrorCode, Pool, Problem, Stage};
 
+pub use language::language_md;
 pub use markdown::{changelog_md, concurrency_md};
 pub use openapi::{hook_pattern, openapi};
 
@@ -35,6 +37,10 @@ pub fn outputs(contract: &Contract) -> Vec<Output> {
         Output {
             path: "docs/changelog.md",
             contents: changelog_md(crate::Changelog::embedded()),
+        },
+        Output {
+            path: "docs/language.md",
+            contents: language_md(&contract_schema(), crate::model::LANGUAGE),
         },
         Output {
             path: "spec/openapi.json",
