@@ -5,10 +5,17 @@
 
 use std::fmt::Write as _;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::Value;
 
-/// The reference of the language whose schema is `schema`.
-pub fn language_md(schema: &Value, language: u32) -> String {
+use crate::ClauseId;
+use crate::model::{Contract, judged_by};
+
+/// The reference of the language whose schema is `schema`, with the clauses of `contract` (the
+/// ids and what each judges are the language's; the digitize contract shows them).
+pub fn language_md(schema: &Value, contract: &Contract) -> String {
+    let language = contract.language;
     let mut md = String::new();
     let _ = writeln!(md, "# Contract language {language}: the reference\n");
     let _ = writeln!(
@@ -28,6 +35,7 @@ pub fn language_md(schema: &Value, language: u32) -> String {
     );
     let _ = writeln!(md, "## The document\n");
     fields(&mut md, schema);
+    clauses(&mut md, contract);
     let _ = writeln!(md, "## Types\n");
     if let Some(defs) = schema["$defs"].as_object() {
         for (name, def) in defs {
@@ -43,6 +51,97 @@ pub fn language_md(schema: &Value, language: u32) -> String {
         }
     }
     md
+}
+
+/// `## Clauses`: every clause id, what it judges of the service's declaration (a field per
+/// pool, refusal or section, `NAME` standing for any) and the values of its own.
+fn clauses(md: &mut String, contract: &Contract) {
+    let _ = writeln!(
+        md,
+        "## Clauses\n\nEvery clause id of the language, the fields of the service's declaration it \
+         judges (`NAME`: any pool or refusal; a pool without routes is fed otherwise, as the relay's \
+         is) and the values of its own under `[clauses.ID.value]`. A clause whose fields a contract \
+         does not declare has nothing to judge: its check reports it not applicable, with why.\n"
+    );
+    let doc = serde_json::to_value(contract).expect("a contract serializes");
+    let mut judged: BTreeMap<ClauseId, BTreeSet<String>> = BTreeMap::new();
+    for (name, pool) in &contract.pools {
+        let relay = pool.routes.is_empty();
+        let mut leaves = Vec::new();
+        leaves_of(&doc["pools"][name], format!("pools.{name}"), &mut leaves);
+        for path in leaves {
+            if let Some(id) = judged_by(&path, relay) {
+                let generic = path.replacen(&format!("pools.{name}."), "pools.NAME.", 1);
+                let generic = if relay {
+                    format!("{generic} (no routes)")
+                } else {
+                    generic
+                };
+                judged.entry(id).or_default().insert(generic);
+            }
+        }
+    }
+    for section in ["refusals", "connections", "upload"] {
+        let mut leaves = Vec::new();
+        leaves_of(&doc[section], section.to_owned(), &mut leaves);
+        for path in leaves {
+            if let Some(id) = judged_by(&path, false) {
+                let parts: Vec<&str> = path.split('.').collect();
+                let generic = match parts.as_slice() {
+                    ["refusals", _, rest @ ..] => format!("refusals.NAME.{}", rest.join(".")),
+                    _ => path.clone(),
+                };
+                judged.entry(id).or_default().insert(generic);
+            }
+        }
+    }
+    let _ = writeln!(
+        md,
+        "| clause | title | judges of the service | its own values |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|");
+    for c in contract.clause_list() {
+        let fields: Vec<String> = judged
+            .get(&c.id)
+            .into_iter()
+            .flatten()
+            .map(|f| match f.strip_suffix(" (no routes)") {
+                Some(path) => format!("`{path}` (no routes)"),
+                None => format!("`{f}`"),
+            })
+            .collect();
+        let own: Vec<String> = c.value.keys().map(|k| format!("`{k}`")).collect();
+        let dash = |v: Vec<String>| {
+            if v.is_empty() {
+                "—".to_owned()
+            } else {
+                v.join(", ")
+            }
+        };
+        let _ = writeln!(
+            md,
+            "| [{id}](concurrency.md#{anchor}) | {} | {} | {} |",
+            cell(c.title),
+            dash(fields),
+            dash(own),
+            id = c.id,
+            anchor = super::markdown::anchor(&c),
+        );
+    }
+    md.push('\n');
+}
+
+/// Every scalar under `value` with its dotted path, the overrides left out (they name fields,
+/// they are none).
+fn leaves_of(value: &Value, path: String, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "overrides") {
+                leaves_of(v, format!("{path}.{k}"), out);
+            }
+        }
+        _ => out.push(path),
+    }
 }
 
 /// An object's fields: one row each, with its type, whether it may be left out, and its meaning.

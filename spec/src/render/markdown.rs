@@ -416,7 +416,8 @@ fn sources_section(md: &mut String, contract: &Contract) {
     }
 }
 
-fn anchor(c: &ClauseRef<'_>) -> String {
+/// The anchor of a clause's heading in `docs/concurrency.md` (`t1-max-concurrent-digitize-requests`).
+pub(super) fn anchor(c: &ClauseRef<'_>) -> String {
     slug(&format!("{} {}", c.id, c.title))
 }
 

@@ -40,7 +40,7 @@ pub fn outputs(contract: &Contract) -> Vec<Output> {
         },
         Output {
             path: "docs/language.md",
-            contents: language_md(&contract_schema(), crate::model::LANGUAGE),
+            contents: language_md(&contract_schema(), contract),
         },
         Output {
             path: "spec/openapi.json",
