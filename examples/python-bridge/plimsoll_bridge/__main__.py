@@ -68,10 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     # every thread started after this inherit the mask.
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     bridge = Bridge(args.relay_url, Upstream(args.upstream), n)
-    runner = threading.Thread(target=bridge.run, name="relay-dialler", daemon=True)
-    runner.start()
+    # Said before the dialler starts: its "relay connected" comes after, whatever the scheduler.
     log.info("bridge started", extra={"fields": {"relay": args.relay_url, "upstream": args.upstream,
                                                   "relay_concurrency": n}})
+    runner = threading.Thread(target=bridge.run, name="relay-dialler", daemon=True)
+    runner.start()
     code = 0
     while True:
         info = signal.sigtimedwait(STOP_SIGNALS, 0.5)
