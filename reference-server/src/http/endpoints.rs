@@ -97,6 +97,10 @@ pub(super) async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Requ
     }
 }
 
+/// The timeout of a pool that declares no deadline: a year, far past any request, and an
+/// `Instant` offset the clock's arithmetic bears (`Duration::MAX` would overflow it).
+const NO_DEADLINE: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// `POST /v1/digitize`: image → design JSON.
 pub(super) struct Digitize;
 
@@ -109,13 +113,8 @@ impl Endpoint for Digitize {
     fn job(contract: &Contract) -> Job {
         Job {
             pool: Self::POOL,
-            timeout: Duration::from_millis(
-                contract
-                    .pool_spec(Pool::Digitize)
-                    .deadline_ms
-                    .unwrap_or_default(),
-            ),
-            first_stage: contract.pool(Pool::Digitize).stages[0],
+            timeout: contract.pool(Self::POOL).deadline.unwrap_or(NO_DEADLINE),
+            first_stage: contract.pool(Self::POOL).stages[0],
         }
     }
 
@@ -172,13 +171,8 @@ impl Endpoint for Export {
     fn job(contract: &Contract) -> Job {
         Job {
             pool: Self::POOL,
-            timeout: Duration::from_millis(
-                contract
-                    .pool_spec(Pool::Export)
-                    .deadline_ms
-                    .unwrap_or_default(),
-            ),
-            first_stage: contract.pool(Pool::Export).stages[0],
+            timeout: contract.pool(Self::POOL).deadline.unwrap_or(NO_DEADLINE),
+            first_stage: contract.pool(Self::POOL).stages[0],
         }
     }
 

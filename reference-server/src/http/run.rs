@@ -77,7 +77,7 @@ where
     let started = permit.granted();
     let deadline = parts.deadline.deadline(arrived, started, job.timeout);
     let cancel = guard.job().clone();
-    let config = job_config(state, cancel.clone(), deadline, hooks, body.len());
+    let config = job_config(state, job.pool, cancel.clone(), deadline, hooks, body.len());
     let progress = config.progress.clone();
     let slot = Slot::new(permit);
     guard.running(&slot, deadline);
@@ -155,11 +155,12 @@ async fn admit(
     }
 }
 
-/// What the job is allowed: its deadline, its memory cap (the server's
-/// [`crate::bounds::MemoryCap`], already charged with the body it holds), its test hooks and
-/// where its temp dir goes (made by the worker).
+/// What the job is allowed: its deadline, its pool's memory cap (the server's
+/// [`crate::bounds::MemoryCap`], already charged with the body it holds; a pool that declares
+/// none has none), its test hooks and where its temp dir goes (made by the worker).
 fn job_config(
     state: &AppState,
+    pool: Pool,
     cancel: CancellationToken,
     deadline: Instant,
     hooks: Vec<HookDirective>,
@@ -168,9 +169,9 @@ fn job_config(
     let contract_mb = state
         .config
         .contract
-        .pool_spec(Pool::Digitize)
+        .pool(pool)
         .memory_cap_mb
-        .unwrap_or_default();
+        .unwrap_or(u64::MAX);
     JobConfig {
         cancel,
         deadline,
