@@ -465,7 +465,18 @@ pub async fn reconcile(
     contract: &Contract,
     allow_overrides: bool,
 ) -> Result<Reconciliation, Fatal> {
-    let path = &contract.api.contract.path;
+    let Some(api) = &contract.api else {
+        // No claim is declared: the contract's own values are judged, and only a target that
+        // cannot be reached stops the run (any answer to its root says it can be).
+        reachable(client, base).await?;
+        return Ok(Reconciliation {
+            effective: contract.clone(),
+            adopted: Vec::new(),
+            refused: Vec::new(),
+            unreadable: None,
+        });
+    };
+    let path = &api.contract.path;
     let url = format!("{base}{path}");
     let response = client.get(&url).send().await.map_err(|e| {
         Fatal::Unreachable(format!("{base}: {}", crate::remote::body::with_causes(&e)))
@@ -486,6 +497,18 @@ pub async fn reconcile(
             unreadable: Some(why),
         },
     })
+}
+
+/// Fails with [`Fatal::Unreachable`] unless `base` answers a `GET /` with any status.
+async fn reachable(client: &reqwest::Client, base: &str) -> Result<(), Fatal> {
+    client
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .map(drop)
+        .map_err(|e| {
+            Fatal::Unreachable(format!("{base}: {}", crate::remote::body::with_causes(&e)))
+        })
 }
 
 /// What a run knows before its first check: the target's claim reconciled with the contract,

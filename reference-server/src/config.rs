@@ -77,7 +77,7 @@ impl Config {
         let (contract, overrides) = Contract::embedded().with_overrides(&lookup)?;
         let mut config = Config::new(contract);
         config.overrides = overrides;
-        let hooks_env = &Contract::embedded().hooks.env;
+        let hooks_env = &Contract::embedded().hooks().env;
         if let Some(value) = lookup(hooks_env) {
             config.hooks_enabled = match value.trim() {
                 "1" | "true" => true,

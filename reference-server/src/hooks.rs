@@ -14,7 +14,7 @@ pub(crate) fn authorise(
     let Some(value) = value else {
         return Ok(Vec::new());
     };
-    let h = &contract.hooks;
+    let h = contract.hooks();
     if !enabled {
         return Err(ErrorKind::rejected(
             h.disabled_code,

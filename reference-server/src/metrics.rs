@@ -160,7 +160,7 @@ fn outcome_labels(pool: Pool, outcome: Outcome) -> OutcomeLabels {
 /// appends it) with the contract's help text.
 fn register(registry: &mut Registry, contract: &Contract, name: MetricName, metric: impl Metric) {
     let help = contract
-        .observability
+        .observability()
         .metrics
         .iter()
         .find(|m| m.name == name)

@@ -120,7 +120,7 @@ impl Responder<'_> {
 
     /// What the error's log line says besides the request's access fields.
     fn error_line(&self, error: &ApiError, answer: &Answer) -> ErrorLine {
-        let stack = if self.contract.clauses.f3.value.stack {
+        let stack = if self.contract.clauses().f3.value.stack {
             error
                 .backtrace()
                 .map(str::to_owned)

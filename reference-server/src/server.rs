@@ -70,7 +70,7 @@ impl Server {
             None => None,
         };
         let policy = state.config.components().connections.clone();
-        let bounds = state.config.contract.connections.clone();
+        let bounds = state.config.contract.connections().clone();
         let mut serve = std::pin::pin!(crate::accept::serve(
             listener,
             app,

@@ -89,7 +89,7 @@ impl AppState {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let shutdown = CancellationToken::new();
-        let budget_mb = config.contract.upload.budget_mb;
+        let budget_mb = config.contract.upload().budget_mb;
         let upload_budget = UploadBudget::new(
             config
                 .components()
@@ -149,7 +149,7 @@ impl AppState {
     /// The id of a request with these headers (F4): its well-formed client id, else a fresh one.
     /// The HTTP API and a relay envelope refused before it reaches the API both take it here.
     pub fn request_id_of(&self, headers: &axum::http::HeaderMap) -> String {
-        let f4 = &self.config.contract.clauses.f4.value;
+        let f4 = &self.config.contract.clauses().f4.value;
         headers
             .get(&self.headers.request_id)
             .and_then(|v| v.to_str().ok())
@@ -211,9 +211,9 @@ impl ContractHeaders {
     fn new(config: &Config) -> ContractHeaders {
         let c = &config.contract;
         ContractHeaders {
-            request_id: header_name(&c.observability.request_id_header),
+            request_id: header_name(&c.observability().request_id_header),
             retry_after: header_name(&c.retry_after().header),
-            server_timing: header_name(&c.observability.server_timing_header),
+            server_timing: header_name(&c.observability().server_timing_header),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::model::{Clause, Contract};
 /// the case-insensitive parsing), and the [`CheckId`] constant of each clause's check
 /// (`CheckId::T1`), so a check id written in code is checked by the compiler.
 macro_rules! clause_ids {
-    ($($id:ident),* $(,)?) => {
+    ($($id:ident: $name:literal),* $(,)?) => {
         /// A clause's stable id. The contract's `[clauses]` table, the OpenAPI `x-plimsoll` extension,
         /// the server's `// clause: X` marks, the checks and the reports all carry it.
         #[derive(
@@ -41,6 +41,14 @@ macro_rules! clause_ids {
                     $(ClauseId::$id => stringify!($id),)*
                 }
             }
+
+            /// What the clause judges, in the language's words, for any service (`Pool
+            /// limit`): the title a report gives a clause the contract writes no prose for.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ClauseId::$id => $name,)*
+                }
+            }
         }
 
         impl CheckId {
@@ -53,7 +61,24 @@ macro_rules! clause_ids {
 }
 
 clause_ids!(
-    T1, T2, T3, B1, B2, B3, B4, B5, F1, F2, F3, F4, R1, R2, R3, R4, R5, R6,
+    T1: "Pool limit",
+    T2: "Queue order and capacity",
+    T3: "Refusal and its hint",
+    B1: "Deadline",
+    B2: "Memory cap",
+    B3: "Cancellation on disconnect",
+    B4: "Connection bounds",
+    B5: "Upload budget",
+    F1: "Failure body",
+    F2: "Input errors",
+    F3: "Error log line",
+    F4: "Request id",
+    R1: "Relay pool",
+    R2: "Relay: no head-of-line blocking",
+    R3: "Relay: matched by request id",
+    R4: "Relay: overflow queues",
+    R5: "Relay: frame atomicity",
+    R6: "Relay: reconnect",
 );
 
 impl fmt::Display for ClauseId {
@@ -179,17 +204,31 @@ impl<'a> ClauseRef<'a> {
 }
 
 impl Contract {
-    /// Every clause in id order (T, B, F, R).
+    /// Every clause the contract writes out, in id order (T, B, F, R): all of them in a
+    /// contract with `[clauses]`, none in one without.
     pub fn clause_list(&self) -> Vec<ClauseRef<'_>> {
+        if self.clauses.is_none() {
+            return Vec::new();
+        }
         ClauseId::ALL
             .into_iter()
             .map(|id| self.clause(id))
             .collect()
     }
 
+    /// The title a report gives clause `id`: the contract's own, or the language's name for
+    /// what the clause judges ([`ClauseId::name`]) when the contract writes no clause prose.
+    pub fn clause_title(&self, id: ClauseId) -> String {
+        match &self.clauses {
+            Some(_) => self.clause(id).title.to_owned(),
+            None => id.name().to_owned(),
+        }
+    }
+
     /// One clause by id (an exhaustive match: a new id does not compile until it has a field).
+    /// Only for a contract that writes its clauses out (every contract with `[api]` does).
     pub fn clause(&self, id: ClauseId) -> ClauseRef<'_> {
-        let c = &self.clauses;
+        let c = self.clauses();
         match id {
             ClauseId::T1 => ClauseRef::new(id, &c.t1),
             ClauseId::T2 => ClauseRef::new(id, &c.t2),

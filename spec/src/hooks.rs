@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn the_contracts_grammar_names_every_stage_and_no_other() {
-        let grammar = &crate::Contract::embedded().hooks.grammar;
+        let grammar = &crate::Contract::embedded().hooks().grammar;
         let line = grammar
             .lines()
             .find(|l| l.trim_start().starts_with("STAGE"))

@@ -38,6 +38,7 @@ pub mod model;
 pub mod overrides;
 pub mod parse;
 pub mod reconcile;
+pub mod reference;
 pub mod upgrade;
 mod validate;
 

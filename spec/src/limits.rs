@@ -46,6 +46,20 @@ impl Contract {
         self.refusals.get(name)
     }
 
+    /// The status `refusal` answers with: its own, or its error's in `[[errors]]` (None only
+    /// for an error the table lacks, which the loader refuses).
+    pub fn refusal_status(&self, refusal: &crate::model::Refusal) -> Option<u16> {
+        match (refusal.status, refusal.error) {
+            (Some(status), _) => Some(status),
+            (None, Some(code)) => self
+                .errors
+                .iter()
+                .find(|e| e.code == code)
+                .map(|e| e.status),
+            (None, None) => None,
+        }
+    }
+
     /// The `Retry-After` hint of the contract's refusals (T3): the first refusal that carries
     /// one. The reference implementation refuses with one hint for every pool.
     pub fn retry_after(&self) -> &crate::model::RetryAfter {

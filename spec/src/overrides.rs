@@ -61,10 +61,10 @@ impl Contract {
                 out.push(site(format!("pools.{name}"), pool.routes.is_empty(), o));
             }
         }
-        for o in &self.connections.overrides {
+        for o in self.connections.iter().flat_map(|c| &c.overrides) {
             out.push(site("connections".into(), false, o));
         }
-        for o in &self.upload.overrides {
+        for o in self.upload.iter().flat_map(|u| &u.overrides) {
             out.push(site("upload".into(), false, o));
         }
         for clause in self.clause_list() {

@@ -424,8 +424,8 @@ mod tests {
         assert_eq!(upgraded.connections, embedded.connections);
         assert_eq!(upgraded.upload, embedded.upload);
         assert_eq!(
-            serde_json::to_value(&upgraded.clauses.b1.value).unwrap(),
-            serde_json::to_value(&embedded.clauses.b1.value).unwrap()
+            serde_json::to_value(&upgraded.clauses().b1.value).unwrap(),
+            serde_json::to_value(&embedded.clauses().b1.value).unwrap()
         );
         assert_eq!(upgraded.override_envs(), embedded.override_envs());
     }

@@ -14,7 +14,10 @@ impl Contract {
     /// deployment may scale timeouts down on purpose).
     pub fn violations(&self) -> Vec<Violation> {
         let mut out = self.effective_violations();
-        let factor = self.clauses.b1.value.headroom_factor;
+        let Some(clauses) = &self.clauses else {
+            return out; // the headroom rules are the reference clauses' own
+        };
+        let factor = clauses.b1.value.headroom_factor;
         for (name, pool) in &self.pools {
             let (Some(deadline), Some(reference)) = (pool.deadline_ms, pool.reference_ms) else {
                 continue;
@@ -29,7 +32,7 @@ impl Contract {
                 ));
             }
         }
-        let peak = self.clauses.b2.value.reference_peak_mb;
+        let peak = clauses.b2.value.reference_peak_mb;
         for (name, pool) in &self.pools {
             match pool.memory_cap_mb {
                 Some(cap) if cap <= peak => out.push(violation(
@@ -44,30 +47,61 @@ impl Contract {
         out
     }
 
-    /// The rules every effective contract (document or after overrides) must satisfy.
+    /// The rules every effective contract (document or after overrides) must satisfy: the
+    /// service's, for any contract; and once it declares `[api]`, the reference surface's.
     pub fn effective_violations(&self) -> Vec<Violation> {
-        if Pool::ALL
-            .iter()
-            .any(|p| !self.pools.contains_key(p.as_str()))
-        {
-            // The rules below read the reference pools; without them only this is to say.
-            return [self.language_violations(), self.pool_violations()].concat();
-        }
-        [
+        let mut out = [
             self.language_violations(),
-            self.clause_violations(),
             self.pool_violations(),
+            self.refusal_violations(),
+            self.hold_violations(),
             self.override_violations(),
-            self.rule_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
-            self.upload_budget_violations(),
-            self.api_violations(),
-            self.error_table_violations(),
             self.stage_violations(),
-            self.metric_violations(),
+            self.error_table_violations(),
         ]
-        .concat()
+        .concat();
+        if !self.is_reference() {
+            return out;
+        }
+        let missing = self.missing_reference_sections();
+        let pools: Vec<&str> = Pool::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .filter(|p| !self.pools.contains_key(*p))
+            .collect();
+        if !missing.is_empty() || !pools.is_empty() {
+            // The rules below read the reference sections and pools; without them only this is
+            // to say.
+            let needs: Vec<String> = missing
+                .iter()
+                .map(|s| format!("[{s}]"))
+                .chain(pools.iter().map(|p| format!("[pools.{p}]")))
+                .collect();
+            out.push(violation(
+                "api",
+                format!(
+                    "declares the reference service's API, so it needs every section the \
+                     reference checks read: {} missing (a contract for another service leaves \
+                     out [api])",
+                    needs.join(", ")
+                ),
+            ));
+            return out;
+        }
+        out.extend(
+            [
+                self.clause_violations(),
+                self.rule_violations(),
+                self.reference_range_violations(),
+                self.upload_budget_violations(),
+                self.api_violations(),
+                self.metric_violations(),
+            ]
+            .concat(),
+        );
+        out
     }
 
     /// Every clause's prose is present and its placeholders resolve, its source is a key of
@@ -157,9 +191,8 @@ impl Contract {
         out
     }
 
-    /// Every bounded number lies in the range where it makes sense at all.
+    /// Every bounded number of the service lies in the range where it makes sense at all.
     fn range_violations(&self) -> Vec<Violation> {
-        let c = &self.clauses;
         // (field, value, min, max)
         let mut ranges: Vec<(String, u64, u64, u64)> = Vec::new();
         let mut range = |field: &str, value: u64, min: u64, max: u64| {
@@ -205,12 +238,43 @@ impl Contract {
                 range(&at("min_seconds"), hint.min_seconds, 1, 86_400);
             }
         }
+        for (name, pool) in &self.pools {
+            if let Some(hold) = &pool.hold {
+                range(
+                    &format!("pools.{name}.hold.at_least_ms"),
+                    hold.at_least_ms,
+                    1,
+                    600_000,
+                );
+            }
+        }
+        if let Some(c) = &self.connections {
+            range(
+                "connections.head_timeout_ms",
+                c.head_timeout_ms,
+                100,
+                3_600_000,
+            );
+            range(
+                "connections.max_connections",
+                c.max_connections.into(),
+                1,
+                1_000_000,
+            );
+        }
+        if let Some(u) = &self.upload {
+            range("upload.read_timeout_ms", u.read_timeout_ms, 1, 86_400_000);
+            range("upload.budget_mb", u.budget_mb, 1, 1 << 24);
+        }
+        range("tolerances.trials", self.tolerances.trials.into(), 1, 100);
+        out_of_range(ranges)
+    }
+
+    /// Every bounded number of the reference surface lies in its range.
+    fn reference_range_violations(&self) -> Vec<Violation> {
+        let c = self.clauses();
         #[rustfmt::skip]
-        let fixed: [(&str, u64, u64, u64); 13] = [
-            ("connections.head_timeout_ms", self.connections.head_timeout_ms, 100, 3_600_000),
-            ("connections.max_connections", self.connections.max_connections.into(), 1, 1_000_000),
-            ("upload.read_timeout_ms", self.upload.read_timeout_ms, 1, 86_400_000),
-            ("upload.budget_mb", self.upload.budget_mb, 1, 1 << 24),
+        let fixed: [(&str, u64, u64, u64); 8] = [
             ("clauses.B1.value.headroom_factor", c.b1.value.headroom_factor, 1, 1000),
             ("clauses.R4.value.overflow_factor", c.r4.value.overflow_factor.into(), 2, 100),
             ("clauses.R5.value.max_frame_body_bytes", c.r5.value.max_frame_body_bytes, 64, 1 << 24),
@@ -219,19 +283,13 @@ impl Contract {
             ("clauses.R6.value.backoff_initial_ms", c.r6.value.backoff_initial_ms, 1, c.r6.value.reconnect_within_ms.saturating_sub(1).max(1)),
             ("clauses.R6.value.backoff_max_ms", c.r6.value.backoff_max_ms, c.r6.value.backoff_initial_ms, 600_000),
             ("clauses.R6.value.stop_within_ms", c.r6.value.stop_within_ms, 1, 60_000),
-            ("tolerances.trials", self.tolerances.trials.into(), 1, 100),
-            ("api.digitize.max_pixels", self.api.digitize.max_pixels, 1, 1 << 32),
+            ("api.digitize.max_pixels", self.api().digitize.max_pixels, 1, 1 << 32),
         ];
-        for (field, value, min, max) in fixed {
-            range(field, value, min, max);
-        }
-        ranges
-            .into_iter()
-            .filter(|(_, value, min, max)| !(*min..=*max).contains(value))
-            .map(|(field, value, min, max)| {
-                violation(&field, format!("{value} is out of range {min}..={max}"))
-            })
-            .collect()
+        out_of_range(
+            fixed
+                .map(|(f, v, min, max)| (f.to_owned(), v, min, max))
+                .to_vec(),
+        )
     }
 
     /// Every request a pool may hold sits on an open connection: the connection cap must leave
@@ -244,7 +302,9 @@ impl Contract {
             .filter(|p| !p.routes.is_empty())
             .map(|p| u64::from(p.workers) + u64::from(p.queue.capacity.places().unwrap_or(0)))
             .sum();
-        let cap = self.connections.max_connections;
+        let Some(cap) = self.connections.as_ref().map(|c| c.max_connections) else {
+            return Vec::new();
+        };
         if u64::from(cap) > held {
             return Vec::new();
         }
@@ -262,7 +322,7 @@ impl Contract {
     /// budget: otherwise the budget, not the pools, would refuse requests the pools can take.
     fn upload_budget_violations(&self) -> Vec<Violation> {
         let needed = self.upload_budget_floor_bytes();
-        let budget = self.upload.budget_mb.saturating_mul(1 << 20);
+        let budget = self.upload().budget_mb.saturating_mul(1 << 20);
         if budget >= needed {
             return Vec::new();
         }
@@ -271,7 +331,7 @@ impl Contract {
             format!(
                 "{} MB is below the bodies the pools can hold (workers + queue of both job \
                  pools at their max_upload_bytes) plus one largest upload: {} MB",
-                self.upload.budget_mb,
+                self.upload().budget_mb,
                 needed.div_ceil(1 << 20)
             ),
         )]
@@ -285,7 +345,7 @@ impl Contract {
             (u64::from(limits.workers) + u64::from(limits.queue_capacity.unwrap_or(0)))
                 .saturating_mul(max)
         };
-        let (digitize, export) = (&self.api.digitize, &self.api.export);
+        let (digitize, export) = (&self.api().digitize, &self.api().export);
         held(Pool::Digitize, digitize.max_upload_bytes)
             .saturating_add(held(Pool::Export, export.max_upload_bytes))
             .saturating_add(digitize.max_upload_bytes.max(export.max_upload_bytes))
@@ -295,7 +355,7 @@ impl Contract {
     /// it offers.
     fn api_violations(&self) -> Vec<Violation> {
         let mut out = Vec::new();
-        for (name, p) in self.api.digitize.params.iter() {
+        for (name, p) in self.api().digitize.params.iter() {
             if !(p.min <= p.default && p.default <= p.max) {
                 out.push(violation(
                     &format!("api.digitize.params.{name}"),
@@ -307,10 +367,10 @@ impl Contract {
             }
         }
         if !self
-            .api
+            .api()
             .export
             .formats
-            .contains(&self.api.export.default_format)
+            .contains(&self.api().export.default_format)
         {
             out.push(violation(
                 "api.export.default_format",
@@ -324,9 +384,11 @@ impl Contract {
     /// only), and F2's codes are F2 errors.
     fn error_table_violations(&self) -> Vec<Violation> {
         let mut out = Vec::new();
+        // The reference surface answers every code; another service's table lists its own.
+        let least = usize::from(self.is_reference());
         for code in ErrorCode::ALL {
             let n = self.errors.iter().filter(|e| e.code == code).count();
-            if n != 1 {
+            if n > 1 || n < least {
                 out.push(violation(
                     "errors",
                     format!("code `{code}` must appear exactly once, found {n}"),
@@ -348,7 +410,8 @@ impl Contract {
                 ));
             }
         }
-        for code in &self.clauses.f2.value.codes {
+        let f2 = self.clauses.as_ref().map(|c| c.f2.value.codes.as_slice());
+        for code in f2.unwrap_or_default() {
             if self
                 .errors
                 .iter()
@@ -389,7 +452,7 @@ impl Contract {
             .into_iter()
             .filter_map(|name| {
                 let n = self
-                    .observability
+                    .observability()
                     .metrics
                     .iter()
                     .filter(|m| m.name == name)
@@ -424,17 +487,6 @@ impl Contract {
     /// checks judge are declared.
     fn pool_violations(&self) -> Vec<Violation> {
         let mut out = Vec::new();
-        for pool in Pool::ALL {
-            if !self.pools.contains_key(pool.as_str()) {
-                out.push(violation(
-                    "pools",
-                    format!(
-                        "needs `{}`: this build's checks judge the reference service's pools (digitize, export, relay)",
-                        pool.as_str()
-                    ),
-                ));
-            }
-        }
         for (table, n) in [
             ("pools", self.pools.len()),
             ("refusals", self.refusals.len()),
@@ -488,11 +540,79 @@ impl Contract {
                 _ => {}
             }
         }
+        out
+    }
+
+    /// Every refusal answers either an error of `[[errors]]` or a status of its own (a
+    /// client or server error), not both and not neither.
+    fn refusal_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
         for (name, refusal) in &self.refusals {
-            if !self.errors.iter().any(|e| e.code == refusal.error) {
+            let at = |f: &str| format!("refusals.{name}.{f}");
+            match (refusal.error, refusal.status) {
+                (Some(code), None) if !self.errors.iter().any(|e| e.code == code) => {
+                    out.push(violation(
+                        &at("error"),
+                        format!("`{code}` is not an error of [[errors]]"),
+                    ))
+                }
+                (None, Some(status)) if !(400..=599).contains(&status) => out.push(violation(
+                    &at("status"),
+                    format!("{status} is not an error status"),
+                )),
+                (Some(_), Some(_)) | (None, None) => out.push(violation(
+                    &format!("refusals.{name}"),
+                    "answers either `error` (a code of [[errors]]) or `status`, exactly one".into(),
+                )),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// A pool's slow recipe is a request the checker can send: an upper-case method, a path
+    /// and query starting with `/` (at most 8 KB), at most 64 headers with names and values
+    /// that can travel in HTTP/1.1, a body of at most 64 KB, and a success status.
+    fn hold_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        for (name, pool) in &self.pools {
+            let Some(hold) = &pool.hold else { continue };
+            let r = &hold.request;
+            let at = |f: &str| format!("pools.{name}.hold.request.{f}");
+            let method_ok = (1..=16).contains(&r.method.len())
+                && r.method.bytes().all(|b| b.is_ascii_uppercase());
+            if !method_ok {
                 out.push(violation(
-                    &format!("refusals.{name}.error"),
-                    format!("`{}` is not an error of [[errors]]", refusal.error),
+                    &at("method"),
+                    format!("`{}` is not an upper-case method", r.method),
+                ));
+            }
+            if !r.path.starts_with('/')
+                || r.path.len() > 8192
+                || !r.path.bytes().all(|b| b.is_ascii_graphic())
+            {
+                out.push(violation(
+                    &at("path"),
+                    "needs a path and query of visible ASCII starting with `/`, at most 8 KB"
+                        .into(),
+                ));
+            }
+            let header_ok = |(k, v): (&String, &String)| {
+                http_token(k)
+                    && v.len() <= 8192
+                    && v.bytes()
+                        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+            };
+            if r.headers.len() > 64 || !r.headers.iter().all(header_ok) {
+                out.push(violation(&at("headers"), "at most 64 headers, each a token name and a visible-ASCII value of at most 8 KB".into()));
+            }
+            if r.body.as_ref().is_some_and(|b| b.len() > 64 * 1024) {
+                out.push(violation(&at("body"), "at most 64 KB".into()));
+            }
+            if !(200..=299).contains(&r.status) {
+                out.push(violation(
+                    &at("status"),
+                    format!("{} is not a success status", r.status),
                 ));
             }
         }
@@ -545,6 +665,24 @@ impl Contract {
         }
         out
     }
+}
+
+/// An HTTP token (a header name): 1 to 256 of RFC 9110's `tchar`.
+fn http_token(s: &str) -> bool {
+    (1..=256).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Each `(field, value, min, max)` whose value lies outside `min..=max`, as a violation.
+fn out_of_range(ranges: Vec<(String, u64, u64, u64)>) -> Vec<Violation> {
+    ranges
+        .into_iter()
+        .filter(|(_, value, min, max)| !(*min..=*max).contains(value))
+        .map(|(field, value, min, max)| {
+            violation(&field, format!("{value} is out of range {min}..={max}"))
+        })
+        .collect()
 }
 
 /// The most entries a table of the service declares (pools, refusals, a pool's routes): more

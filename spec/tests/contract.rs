@@ -28,9 +28,9 @@ fn embedded_contract_is_valid_and_carries_the_seed_values() {
     assert_eq!(export.deadline_ms, Some(30_000));
     assert_eq!(digitize.memory_cap_mb, Some(1024));
     assert_eq!(c.cancellation().stop_within_ms, 1000);
-    assert_eq!(c.connections.head_timeout_ms, 10_000);
-    assert_eq!(c.connections.max_connections, 512);
-    assert_eq!(c.upload.budget_mb, 1024);
+    assert_eq!(c.connections().head_timeout_ms, 10_000);
+    assert_eq!(c.connections().max_connections, 512);
+    assert_eq!(c.upload().budget_mb, 1024);
     assert_eq!(c.pools["relay"].workers, 8);
     assert_eq!(c.pools["relay"].queue.capacity.places(), None);
     assert_eq!(c.retry_after().header, "Retry-After");
@@ -166,7 +166,7 @@ fn overrides_are_typed_and_named_in_errors() {
         .unwrap();
     assert_eq!(c.pools["digitize"].workers, 2);
     assert_eq!(c.pools["digitize"].deadline_ms, Some(2000));
-    assert!(!c.clauses.f3.value.stack);
+    assert!(!c.clauses().f3.value.stack);
     assert_eq!(applied.len(), 3);
 
     for (env, raw, expect) in [
@@ -185,7 +185,7 @@ fn overrides_are_typed_and_named_in_errors() {
 
 #[test]
 fn client_request_ids_follow_the_documented_rule() {
-    let f4 = &Contract::embedded().clauses.f4.value;
+    let f4 = &Contract::embedded().clauses().f4.value;
     assert!(f4.accepts("build-42.step:7_a"));
     assert!(!f4.accepts(""));
     assert!(!f4.accepts("has space"));
@@ -219,7 +219,7 @@ fn implementation_rules_fill_dotted_paths_and_follow_overrides() {
         let r = c.implementation.iter().find(|r| r.id == id).unwrap();
         c.rule_text(r).unwrap()
     };
-    let max_pixels = c.api.digitize.max_pixels.to_string();
+    let max_pixels = c.api().digitize.max_pixels.to_string();
     assert!(rule("memory-before-pixels").contains(&max_pixels));
     assert!(rule("alloc-hook").contains("`decode` for digitize, `parse` for export"));
     let (scaled, _) = c
@@ -276,7 +276,8 @@ fn a_pool_is_refused_for_a_queue_without_its_refusal_or_an_unknown_one() {
     );
     assert!(refused(&text).contains("never refuses"));
     let text = EMBEDDED_TOML.replacen("[pools.export]", "[pools.exportz]", 1);
-    assert!(refused(&text).contains("needs `export`"));
+    let msg = refused(&text);
+    assert!(msg.contains("[pools.export] missing"), "{msg}");
 }
 
 /// A contract file is user input: one built to hurt gets a clear error, never a panic or a hang.

@@ -60,16 +60,16 @@ fn hook_pattern_accepts_what_the_parser_accepts() {
 #[test]
 fn the_hook_parameter_quotes_the_contracts_grammar() {
     let contract = Contract::embedded();
-    let hook = operation(&contract.api.digitize.path, "post")["parameters"]
+    let hook = operation(&contract.api().digitize.path, "post")["parameters"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["name"] == contract.hooks.header.as_str())
+        .find(|p| p["name"] == contract.hooks().header.as_str())
         .cloned()
         .expect("the hook header is a parameter");
     let description = hook["description"].as_str().unwrap();
     assert!(
-        description.contains(&contract.hooks.grammar),
+        description.contains(&contract.hooks().grammar),
         "{description}"
     );
 }
@@ -136,9 +136,9 @@ fn design_schema_states_the_servers_single_member_rules() {
 #[test]
 fn digitize_takes_a_non_empty_image_with_real_examples() {
     let contract = Contract::embedded();
-    let op = operation(&contract.api.digitize.path, "post");
+    let op = operation(&contract.api().digitize.path, "post");
     let content = op["requestBody"]["content"].as_object().unwrap();
-    assert_eq!(content.len(), contract.api.digitize.content_types.len());
+    assert_eq!(content.len(), contract.api().digitize.content_types.len());
     for (media_type, media) in content {
         let schema = &media["schema"];
         assert_eq!(schema["format"], "binary");
@@ -154,7 +154,7 @@ fn digitize_takes_a_non_empty_image_with_real_examples() {
 
 #[test]
 fn relay_states_the_upgrade_it_needs_and_both_answers() {
-    let op = operation(&Contract::embedded().api.relay.path, "get");
+    let op = operation(&Contract::embedded().api().relay.path, "get");
     let required: Vec<&str> = op["parameters"]
         .as_array()
         .unwrap()

@@ -35,7 +35,7 @@ fn main() {
         RunningServer::start(config).await.unwrap()
     });
     let base = server.url();
-    let path = &plimsoll_spec::Contract::embedded().api.healthz.path;
+    let path = &plimsoll_spec::Contract::embedded().api().healthz.path;
     println!("target {base}{path}, {connections} connections, {seconds} s per run");
 
     let goose_rt = tokio::runtime::Builder::new_multi_thread()

@@ -75,7 +75,7 @@ pub(crate) fn run(args: ServeArgs) -> u8 {
     }
     config.relay_url = args.relay_url;
     config.relay_upstream = args.relay_upstream;
-    let port = args.port.unwrap_or(config.contract.api.default_port);
+    let port = args.port.unwrap_or(config.contract.api().default_port);
     let runtime = match plimsoll_conformance::session::runtime() {
         Ok(rt) => rt,
         Err(e) => {

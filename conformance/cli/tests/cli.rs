@@ -348,7 +348,7 @@ async fn a_looser_claim_is_refused_and_the_checks_keep_the_contracts_values() {
     let contract = Contract::embedded();
     let config = plimsoll::embedded::check_config(false).unwrap();
     let server = Embedded::start(config).await.unwrap();
-    let path = &contract.api.contract.path;
+    let path = &contract.api().contract.path;
     let mut claim: Value = reqwest::get(format!("{}{path}", server.url()))
         .await
         .unwrap()

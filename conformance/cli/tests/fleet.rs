@@ -10,12 +10,15 @@
 //! `bash ci/test.sh`, and `ci/fleet.sh` install it). Everything listens on loopback; every run is bounded in time.
 
 mod common;
+#[path = "common/nginx.rs"]
+mod nginx;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Process, failed, free_port, places, result, serve, wait_listening, why};
+use nginx::nginx_binary;
 use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::session::Subject;
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
@@ -40,23 +43,6 @@ impl Load {
             Load::Below => (Some(0.7), 12.0),
         }
     }
-}
-
-/// Debian's nginx, or a failure saying how to get it.
-fn nginx_binary() -> PathBuf {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join("nginx"))
-            .find(|p| p.is_file())
-    });
-    on_path
-        .or_else(|| Some(PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()))
-        .unwrap_or_else(|| {
-            panic!(
-                "nginx is not installed: the fleet tests run the replicas behind a real balancer. \
-                 Install Debian's package (apt-get install -y nginx); the test command, bash ci/test.sh, does"
-            )
-        })
 }
 
 /// nginx in front of `replicas` with `policy` (`random` or `least_conn`), from the shared

@@ -38,10 +38,11 @@ pub(super) async fn calibrate(ctx: &Ctx<'_>, node: &Node) -> Result<Calibration,
         let body = response.bytes().await.unwrap_or_default();
         if status != 200 {
             let code = super::run::problem_code(&body).unwrap_or_default();
-            if status == 400 && code == ctx.contract.hooks.disabled_code.as_str() {
+            if status == 400 && code == ctx.contract.hooks().disabled_code.as_str() {
                 return Err(Fatal::Hooks(format!(
                     "{} refuses test hooks: start it with {}=1",
-                    node.base, ctx.contract.hooks.env
+                    node.base,
+                    ctx.contract.hooks().env
                 )));
             }
             return Err(Fatal::Unreachable(format!(

@@ -122,7 +122,7 @@ impl Node {
     fn new(base: &str, contract: &Contract, temp_dir: Option<PathBuf>) -> Node {
         let base = base.trim_end_matches('/').to_owned();
         Node {
-            metrics_url: format!("{base}{}", contract.api.metrics.path),
+            metrics_url: format!("{base}{}", contract.api().metrics.path),
             base,
             temp_dir,
         }
@@ -187,7 +187,7 @@ impl Ctx<'_> {
 
 /// What the verdicts expect of the target, from the contract it is held to.
 fn expectations(profile: ProfileName, expected: &Contract) -> Expectations {
-    let api = &expected.api.digitize;
+    let api = &expected.api().digitize;
     let overloaded = expected.error(ErrorCode::Overloaded);
     let digitize = expected.pool(Pool::Digitize);
     let t3 = expected.retry_after();
@@ -212,7 +212,7 @@ fn expectations(profile: ProfileName, expected: &Contract) -> Expectations {
 /// The lightest valid request: smallest design, coarsest fill, fewest colours, so the
 /// request's time is its hold and the pipeline's own cost stays small.
 fn lightest_request(expected: &Contract) -> RequestTemplate {
-    let api = &expected.api.digitize;
+    let api = &expected.api().digitize;
     let p = &api.params;
     RequestTemplate {
         path: format!(
@@ -221,10 +221,10 @@ fn lightest_request(expected: &Contract) -> RequestTemplate {
         ),
         content_type: api.content_types[0].clone(),
         body: plimsoll_conformance::remote::sample_png(),
-        hook_header: expected.hooks.header.clone(),
+        hook_header: expected.hooks().header.clone(),
         hold_stage: expected.load.hold_stage.as_str().to_owned(),
-        request_id_header: expected.observability.request_id_header.clone(),
-        server_timing_header: expected.observability.server_timing_header.clone(),
+        request_id_header: expected.observability().request_id_header.clone(),
+        server_timing_header: expected.observability().server_timing_header.clone(),
         retry_after_header: expected.retry_after().header.clone(),
     }
 }

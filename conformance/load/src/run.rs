@@ -53,7 +53,7 @@ pub struct RunSpec {
 /// seen as "no answer" from a conforming server, once in 551 attempts whose thinks straddled
 /// the bound.
 pub fn keep_alive(contract: &plimsoll_spec::Contract) -> Duration {
-    Duration::from_millis(contract.connections.head_timeout_ms / 2)
+    Duration::from_millis(contract.connections().head_timeout_ms / 2)
 }
 
 /// How a run paces its attempts.

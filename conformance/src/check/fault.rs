@@ -84,7 +84,7 @@ async fn through(
         .ok_or_else(|| usage(format!("{base} has no address")))?;
     let options = ProxyOptions {
         seed,
-        max_connections: expected.connections.max_connections as usize + PROXY_HEADROOM,
+        max_connections: expected.connections().max_connections as usize + PROXY_HEADROOM,
     };
     let proxy = FaultProxy::start(upstream, *fault, options)
         .await

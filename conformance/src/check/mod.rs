@@ -146,7 +146,7 @@ async fn run_suite(
 
     // Hooks make saturation, timeouts and failures deterministic; most checks need them. Through
     // a fault that withholds every answer no check sends a request, so neither does the probe.
-    if target.adjustments.unobservable().is_none() {
+    if target.adjustments.unobservable().is_none() && target.expected.hooks.is_some() {
         hooks_on(&target).await?;
     }
 
@@ -172,10 +172,10 @@ async fn hooks_on(target: &Target) -> Result<(), Fatal> {
         .digitize(Some(&hold_first(target, 1)))
         .await
         .map_err(|e| Fatal::Unreachable(e.to_string()))?;
-    if target.is_error(&probe, target.expected.hooks.disabled_code) {
+    if target.is_error(&probe, target.expected.hooks().disabled_code) {
         return Err(Fatal::Hooks(format!(
             "the target refuses test hooks: start it with {}=1",
-            target.expected.hooks.env
+            target.expected.hooks().env
         )));
     }
     Ok(())
@@ -225,9 +225,13 @@ async fn run_checks(
     let mut results = Vec::new();
     let today = crate::waivers::today();
     for check in checks {
-        let result = match check.run {
-            Run::Session => session(check),
-            Run::Target(run) => {
+        let result = match (check.run, (check.applies)(&target.expected)) {
+            (_, Err(why)) => {
+                observer.started(check.id, &check.title(&target.expected));
+                registry::not_applicable(check, target, why)
+            }
+            (Run::Session, Ok(())) => session(check),
+            (Run::Target(run), Ok(())) => {
                 partial.running(check.id.as_str());
                 observer.started(check.id, &check.title(&target.expected));
                 registry::run(check, run, target).await

@@ -211,9 +211,14 @@ impl Ctx {
     pub fn reply(&mut self, t: &Target, label: impl Into<String>, reply: &Reply) {
         let outcome = if is_success(reply.status) {
             LaneOutcome::Ok
-        } else if t.is_error(reply, ErrorCode::Overloaded) {
+        } else if t.is_any_refusal(reply) {
             LaneOutcome::Refused
-        } else if reply.status == t.status(ErrorCode::Timeout) {
+        } else if t
+            .expected
+            .errors
+            .iter()
+            .any(|e| e.code == ErrorCode::Timeout && e.status == reply.status)
+        {
             LaneOutcome::TimedOut
         } else {
             LaneOutcome::Failed

@@ -247,6 +247,44 @@ pub async fn burst(
     let tasks: Vec<_> = (0..n)
         .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, hold))))
         .collect();
+    let refused = |reply: &Reply| t.is_error(reply, ErrorCode::Overloaded);
+    sort_burst(t, c, label, tasks, hold, Reply::ok, refused).await
+}
+
+/// Sends `n` copies of a pool's slow `recipe` at once, each holding a worker for at least
+/// `hold` by the contract's word, and sorts the answers as [`burst`] does: the recipe's status
+/// within half a hold of the first = ran at once, later = queued, `refused` = refused.
+pub async fn recipe_burst(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    recipe: &plimsoll_spec::model::Recipe,
+    label: &str,
+    (n, hold, limit): (usize, Duration, Duration),
+    refused: impl Fn(&Reply) -> bool,
+) -> Burst {
+    let tasks: Vec<Pending> = (0..n)
+        .map(|_| {
+            let (t, recipe) = (t.clone(), recipe.clone());
+            tokio::spawn(async move { Ok(t.send_recipe(&recipe, limit).await?) })
+        })
+        .collect();
+    let status = recipe.status;
+    sort_burst(t, c, label, tasks, hold, |r| r.status == status, refused).await
+}
+
+/// Waits for a burst's requests and sorts their answers by the client's clock: `served`
+/// answers within half a hold of the first one ran at once, later ones waited; `refused` ones
+/// were refused; a served answer before its hold ended, and anything else, is `other`. Every
+/// reply goes on the timeline.
+async fn sort_burst(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    label: &str,
+    tasks: Vec<Pending>,
+    hold: Duration,
+    served: impl Fn(&Reply) -> bool,
+    refused: impl Fn(&Reply) -> bool,
+) -> Burst {
     let mut out = Burst {
         hold,
         ran: Vec::new(),
@@ -260,15 +298,16 @@ pub async fn burst(
         match r {
             Ok(reply) => {
                 c.reply(t, &name, &reply);
-                if reply.ok() && reply.elapsed < hold {
+                if served(&reply) && reply.elapsed < hold {
                     out.other.push(format!(
-                        "{name} answered 200 after {:.0} ms, before its {} ms hold ended",
+                        "{name} answered {} after {:.0} ms, before its {} ms hold ended",
+                        reply.status,
                         ms(reply.elapsed),
                         hold.as_millis()
                     ));
-                } else if reply.ok() {
+                } else if served(&reply) {
                     admitted.push(reply);
-                } else if t.is_error(&reply, ErrorCode::Overloaded) {
+                } else if refused(&reply) {
                     out.refused.push(reply);
                 } else {
                     out.other

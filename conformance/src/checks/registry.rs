@@ -14,6 +14,27 @@ use crate::verdict::CheckResult;
 /// A check that talks to the target. Boxed because a table holds functions, not `async fn`s.
 pub type RunFn = for<'a> fn(&'a Arc<Target>, &'a mut Ctx) -> BoxFuture<'a, ()>;
 
+/// Whether a check has anything to judge in a contract: `Err` says what the contract would have
+/// to declare, as the report's not-applicable reason. Decided before the check runs, from the
+/// contract alone: what the contract declares and the target does not serve fails its clause
+/// inside the check; only what the contract leaves undeclared makes a check not applicable.
+pub type AppliesFn = fn(&Contract) -> Result<(), String>;
+
+/// The reference surface (`[api]`: the digitize and export routes, the hook that holds a
+/// worker, the gauges and the served claim): what every check judges that was written for the
+/// reference service alone, until its clause is judged for any pool.
+pub fn reference_surface(contract: &Contract) -> Result<(), String> {
+    if contract.is_reference() {
+        Ok(())
+    } else {
+        Err(
+            "the contract declares no reference API ([api]: the pipeline routes, the hook, \
+             the gauges and the served claim this check judges)"
+                .into(),
+        )
+    }
+}
+
 /// How a check gets its verdict.
 #[derive(Clone, Copy)]
 pub enum Run {
@@ -39,6 +60,8 @@ pub struct Check {
     /// requests whose answers tell a reading that keeps the rule from one that does not
     /// (`checks::coverage` validates them and renders docs/rule-coverage.md).
     pub rules: &'static [&'static str],
+    /// Whether the contract declares anything for it to judge.
+    pub applies: AppliesFn,
 }
 
 impl Check {
@@ -50,6 +73,7 @@ impl Check {
             evidence,
             run: Run::Target(run),
             rules: &[],
+            applies: reference_surface,
         }
     }
 
@@ -66,7 +90,14 @@ impl Check {
             evidence,
             run,
             rules: &[],
+            applies: reference_surface,
         }
+    }
+
+    /// The check, judging whatever `applies` finds declared (the reference surface unless
+    /// told).
+    pub const fn applies_when(self, applies: AppliesFn) -> Check {
+        Check { applies, ..self }
     }
 
     /// The check, declared to exercise the implementation rules `rules` (by id).
@@ -78,7 +109,7 @@ impl Check {
     pub fn title(&self, contract: &Contract) -> String {
         match (self.id, self.own_title) {
             (_, Some(title)) => title.to_owned(),
-            (CheckId::Clause(id), None) => contract.clause(id).title.to_owned(),
+            (CheckId::Clause(id), None) => contract.clause_title(id),
             (id, None) => id.to_string(),
         }
     }
@@ -112,8 +143,20 @@ pub async fn run(check: &Check, run: RunFn, target: &Arc<Target>) -> CheckResult
     result(check, target, c)
 }
 
+/// The result of a check the contract gives nothing to judge: not applicable, saying why,
+/// without a request sent.
+pub fn not_applicable(check: &Check, target: &Target, why: String) -> CheckResult {
+    let mut c = Ctx::new(0.0);
+    c.expected = "nothing declared to judge".into();
+    c.not_applicable(why);
+    result(check, target, c)
+}
+
 /// The digitize pool's busy workers before the check: what its gauges are read against.
 async fn baseline(target: &Target) -> f64 {
+    if target.expected.observability.is_none() {
+        return 0.0; // no gauge is declared: the check answers for what the client saw
+    }
     target.local.busy_now(target).await
 }
 

@@ -26,6 +26,9 @@ pub enum RequestError {
     /// The relay pool is reached over a WebSocket, not by an HTTP request.
     #[error("the relay pool takes WebSocket envelopes, not HTTP requests")]
     RelayPool,
+    /// A recipe of the contract that cannot be sent as written.
+    #[error("the contract's recipe cannot be sent: {0}")]
+    Recipe(String),
 }
 
 /// Why a `/metrics` series could not be read. A series the contract documents but the

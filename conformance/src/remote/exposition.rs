@@ -7,7 +7,7 @@ use super::*;
 pub fn parse_server_timing(value: &str) -> Option<(f64, f64)> {
     server_timing_of(
         value,
-        &Contract::embedded().observability.server_timing_metrics,
+        &Contract::embedded().observability().server_timing_metrics,
     )
 }
 

@@ -53,7 +53,7 @@ mod tests {
     #[test]
     fn server_timing_is_read_by_the_contracts_names_and_only_when_whole() {
         let names = Contract::embedded()
-            .observability
+            .observability()
             .server_timing_metrics
             .clone();
         assert_eq!(

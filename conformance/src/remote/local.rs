@@ -140,7 +140,7 @@ impl TargetApi {
 
     /// The contract document over plain HTTP, twice: a body every API serves.
     async fn contract_twice(t: &Target, known: &mut Vec<Known>, notes: &mut Vec<String>) {
-        let path = &t.expected.api.contract.path;
+        let path = &t.expected.api().contract.path;
         match t.client.get(t.url(path)).send().await {
             Ok(r) if r.status().is_success() => {
                 let body = r.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
@@ -161,7 +161,7 @@ impl TargetApi {
     /// A large design's exports over plain HTTP, as many formats as the export pool takes at
     /// once (at most 3).
     async fn exports(t: &Target, max: usize, known: &mut Vec<Known>, notes: &mut Vec<String>) {
-        let api = &t.expected.api;
+        let api = t.expected.api();
         // About 3 bytes a stitch in the binary formats, more in SVG: every export needs several
         // frames.
         let design =
@@ -207,7 +207,7 @@ impl LocalHandler for TargetApi {
     }
 
     fn held(&self, t: &Target, id: String, hold: Duration) -> RelayRequest {
-        let r = envelope(id, "GET", &t.expected.api.healthz.path);
+        let r = envelope(id, "GET", &t.expected.api().healthz.path);
         TargetApi::with_hold(t, r, hold)
     }
 
@@ -220,7 +220,7 @@ impl LocalHandler for TargetApi {
     ) -> (String, Option<String>) {
         // The API keeps a well-formed client id (F4) and answers with it.
         let header = t.request_id_header().to_owned();
-        if !t.expected.clauses.f4.value.accepts(trace) {
+        if !t.expected.clauses().f4.value.accepts(trace) {
             return (header, None);
         }
         request.headers.insert(header.clone(), trace.to_owned());
@@ -286,7 +286,7 @@ impl LocalHandler for TargetApi {
 
     fn health<'a>(&'a self, t: &'a Target) -> BoxFuture<'a, Option<Result<u16, String>>> {
         Box::pin(async move {
-            let get = t.client.get(t.url(&t.expected.api.healthz.path)).send();
+            let get = t.client.get(t.url(&t.expected.api().healthz.path)).send();
             Some(match tokio::time::timeout(HEALTH_WITHIN, get).await {
                 Ok(Ok(r)) => Ok(r.status().as_u16()),
                 Ok(Err(e)) => Err(e.to_string()),

@@ -97,7 +97,13 @@ impl Target {
             .filter_map(|p| p.deadline_ms)
             .max()
             .map_or(Duration::ZERO, Duration::from_millis);
-        let expected_relay_path = expected.api.relay.path.clone();
+        // A contract without the reference API declares no relay endpoint (nor any route the
+        // OpenAPI document would describe): the relay checks are not applicable to it.
+        let expected_relay_path = expected
+            .api
+            .as_ref()
+            .map(|api| api.relay.path.clone())
+            .unwrap_or_default();
         Target {
             base: base.trim_end_matches('/').to_owned(),
             client: reqwest::Client::builder()
@@ -106,7 +112,11 @@ impl Target {
                 .timeout(longest * 2 + Duration::from_secs(60))
                 .build()
                 .expect("a default reqwest client builds"),
-            openapi: plimsoll_spec::render::openapi(&expected),
+            openapi: if expected.is_reference() {
+                plimsoll_spec::render::openapi(&expected)
+            } else {
+                serde_json::Value::Null
+            },
             problem_schema: jsonschema::validator_for(&schema)
                 .expect("the problem schema compiles"),
             expected,
@@ -197,28 +207,28 @@ impl Target {
 
     /// A digitize request for the sample image, with an optional hook.
     pub fn digitize_request(&self, hook: Option<&str>) -> reqwest::RequestBuilder {
-        let api = &self.expected.api.digitize;
+        let api = &self.expected.api().digitize;
         let mut r = self
             .client
             .post(self.url(&api.path))
             .header(CONTENT_TYPE, api.content_types[0].as_str())
             .body(self.image.clone());
         if let Some(h) = hook {
-            r = r.header(self.expected.hooks.header.as_str(), h);
+            r = r.header(self.expected.hooks().header.as_str(), h);
         }
         r
     }
 
     /// An export request for `design`, with an optional hook.
     pub fn export_request(&self, hook: Option<&str>, design: Vec<u8>) -> reqwest::RequestBuilder {
-        let api = &self.expected.api.export;
+        let api = &self.expected.api().export;
         let mut r = self
             .client
             .post(self.url(&api.path))
             .header(CONTENT_TYPE, api.content_types[0].as_str())
             .body(design);
         if let Some(h) = hook {
-            r = r.header(self.expected.hooks.header.as_str(), h);
+            r = r.header(self.expected.hooks().header.as_str(), h);
         }
         r
     }
@@ -272,6 +282,27 @@ impl Target {
         self.send(request.timeout(limit), op).await
     }
 
+    /// Sends `recipe` as the contract writes it, giving up after `limit`.
+    pub async fn send_recipe(
+        &self,
+        recipe: &plimsoll_spec::model::Recipe,
+        limit: Duration,
+    ) -> Result<Reply, RequestError> {
+        let method = reqwest::Method::from_bytes(recipe.method.as_bytes())
+            .map_err(|e| RequestError::Recipe(format!("method `{}`: {e}", recipe.method)))?;
+        let mut request = self
+            .client
+            .request(method, self.url(&recipe.path))
+            .timeout(limit);
+        for (name, value) in &recipe.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some(body) = &recipe.body {
+            request = request.body(body.clone());
+        }
+        self.send(request, Op::Other).await
+    }
+
     /// Sends, reads the whole reply, and validates it.
     pub async fn send(
         &self,
@@ -284,11 +315,12 @@ impl Target {
         let headers = response.headers().clone();
         let body = body::read_capped(response, body::MAX_REPLY_BYTES).await?;
         let elapsed = sent.elapsed();
-        let obs = &self.expected.observability;
-        let timing = headers
-            .get(obs.server_timing_header.as_str())
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| server_timing_of(v, &obs.server_timing_metrics));
+        let timing = self.expected.observability.as_ref().and_then(|obs| {
+            headers
+                .get(obs.server_timing_header.as_str())
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| server_timing_of(v, &obs.server_timing_metrics))
+        });
         let mut reply = Reply {
             status,
             headers,
@@ -317,8 +349,8 @@ impl Target {
     fn violations(&self, reply: &Reply, op: Op) -> Vec<String> {
         let mut out = Vec::new();
         let (path, method) = match op {
-            Op::Digitize => (&self.expected.api.digitize.path, "post"),
-            Op::Export => (&self.expected.api.export.path, "post"),
+            Op::Digitize => (&self.expected.api().digitize.path, "post"),
+            Op::Export => (&self.expected.api().export.path, "post"),
             Op::Other => return out,
         };
         let operation = &self.openapi["paths"][path.as_str()][method];
@@ -383,7 +415,7 @@ impl Target {
     }
 
     async fn scrape(&self, name: MetricName, pool: Option<Pool>) -> Result<f64, MetricError> {
-        let path = &self.expected.api.metrics.path;
+        let path = &self.expected.api().metrics.path;
         let response = self
             .client
             .get(self.url(path))
@@ -444,6 +476,22 @@ impl Target {
         self.expected.error(code).status
     }
 
+    /// Whether a reply is `refusal`'s answer: its error's status and code, or its own status.
+    pub fn is_refusal(&self, reply: &Reply, refusal: &plimsoll_spec::model::Refusal) -> bool {
+        match refusal.error {
+            Some(code) => self.is_error(reply, code),
+            None => refusal.status == Some(reply.status),
+        }
+    }
+
+    /// Whether a reply is one of the contract's refusals.
+    pub fn is_any_refusal(&self, reply: &Reply) -> bool {
+        self.expected
+            .refusals
+            .values()
+            .any(|r| self.is_refusal(reply, r))
+    }
+
     /// Whether a reply is the contract's answer for `code`: its status and the body's `code`.
     pub fn is_error(&self, reply: &Reply, code: ErrorCode) -> bool {
         reply.status == self.status(code) && reply.code() == code.as_str()
@@ -465,12 +513,16 @@ impl Target {
 
     /// The contract's hook header, which carries a request's directives.
     pub fn hook_header(&self) -> &str {
-        &self.expected.hooks.header
+        &self.expected.hooks().header
     }
 
     /// The contract's request id header (F4).
+    /// Empty when the contract declares no observability: no reply is then named by an id.
     pub fn request_id_header(&self) -> &str {
-        &self.expected.observability.request_id_header
+        self.expected
+            .observability
+            .as_ref()
+            .map_or("", |o| o.request_id_header.as_str())
     }
 
     /// The digitize pool's worker slots (T1).
@@ -512,7 +564,7 @@ impl Target {
 
     /// The contract's Server-Timing header, with a job's `queue` and `run` times.
     pub fn server_timing_header(&self) -> &str {
-        &self.expected.observability.server_timing_header
+        &self.expected.observability().server_timing_header
     }
 
     /// How soon a worker must stop once its client disconnects (B3's `stop_within_ms`).

@@ -152,12 +152,12 @@ fn poll_gauges(t: &Arc<Target>, limit: Duration) -> Sampler {
     let token = stop.clone();
     let task = tokio::spawn(async move {
         let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms.max(1));
-        let url = t.url(&t.expected.api.metrics.path);
+        let url = t.url(&t.expected.api().metrics.path);
         let relay =
             |text: &str, name: MetricName| metric_value(text, name.as_str(), Pool::Relay.as_str());
         let started = Instant::now();
         let mut s = Samples {
-            metrics_path: t.expected.api.metrics.path.clone(),
+            metrics_path: t.expected.api().metrics.path.clone(),
             ..Samples::default()
         };
         while !token.is_cancelled() && started.elapsed() < limit && s.count < MAX_SAMPLES {

@@ -21,7 +21,7 @@ pub(crate) async fn run(
     upstream: Option<ApiService>,
     stop: CancellationToken,
 ) {
-    let r6 = state.config.contract.clauses.r6.value.clone();
+    let r6 = state.config.contract.clauses().r6.value.clone();
     let redial = state.components().redial.backoff(&r6);
     // A relay that accepts the TCP connection but never completes the handshake is one failed
     // dial, not a hung bridge.

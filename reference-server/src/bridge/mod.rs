@@ -98,7 +98,7 @@ impl Connection {
     fn reject(self: &Arc<Self>, malformed: envelope::Malformed) {
         let code = ErrorCode::InvalidParameter;
         let status = self.state.config.contract.error(code).status;
-        let stack = if self.state.config.contract.clauses.f3.value.stack {
+        let stack = if self.state.config.contract.clauses().f3.value.stack {
             std::backtrace::Backtrace::force_capture().to_string()
         } else {
             String::new()
@@ -152,7 +152,7 @@ async fn connection(
         dropped: AtomicU64::new(0),
         state,
     });
-    let hook_header = conn.state.config.contract.hooks.header.clone();
+    let hook_header = conn.state.config.contract.hooks().header.clone();
     tracing::info!(connection = %conn.id, "relay connection opened");
     let mut envelopes = 0u64;
     let ending = loop {

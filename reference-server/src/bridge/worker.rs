@@ -162,8 +162,16 @@ fn body_failed(
 async fn respond(conn: &Connection, request_id: &str, response: axum::response::Response) -> bool {
     let state = &conn.state;
     let (parts, body) = response.into_parts();
-    let max = usize::try_from(state.config.contract.clauses.r5.value.max_frame_body_bytes)
-        .unwrap_or(usize::MAX);
+    let max = usize::try_from(
+        state
+            .config
+            .contract
+            .clauses()
+            .r5
+            .value
+            .max_frame_body_bytes,
+    )
+    .unwrap_or(usize::MAX);
     let mut framer = frames::Framer::new(request_id, parts.status.as_u16(), &parts.headers, max);
     let mut body = body.into_data_stream();
     let delivered = loop {

@@ -66,7 +66,7 @@ pub(super) async fn serve<E: Endpoint>(state: &AppState, id: &str, request: Requ
     let headers = &parts.headers;
     let contract = &state.config.contract;
     let (content_types, limit) = E::upload_limits(contract);
-    let read_timeout = Duration::from_millis(contract.upload.read_timeout_ms);
+    let read_timeout = Duration::from_millis(contract.upload().read_timeout_ms);
     let upload = Upload::new(
         body,
         headers,
@@ -119,7 +119,7 @@ impl Endpoint for Digitize {
     }
 
     fn upload_limits(contract: &Contract) -> (&[String], u64) {
-        let api = &contract.api.digitize;
+        let api = &contract.api().digitize;
         (&api.content_types, api.max_upload_bytes)
     }
 
@@ -127,7 +127,7 @@ impl Endpoint for Digitize {
         contract: &Contract,
         query: &HashMap<String, String>,
     ) -> Result<DigitizeParams, ErrorKind> {
-        let api = &contract.api.digitize;
+        let api = &contract.api().digitize;
         let p = &api.params;
         let value = |name: &str, param: &Param| match query.get(name) {
             None => Ok(param.default),
@@ -177,7 +177,7 @@ impl Endpoint for Export {
     }
 
     fn upload_limits(contract: &Contract) -> (&[String], u64) {
-        let api = &contract.api.export;
+        let api = &contract.api().export;
         (&api.content_types, api.max_upload_bytes)
     }
 
@@ -185,7 +185,7 @@ impl Endpoint for Export {
         contract: &Contract,
         query: &HashMap<String, String>,
     ) -> Result<ExportFormat, ErrorKind> {
-        let api = &contract.api.export;
+        let api = &contract.api().export;
         let format = match query.get("format") {
             None => api.default_format,
             Some(raw) => raw

@@ -56,7 +56,7 @@ pub(super) async fn relay(
         Err(rejection) => {
             let detail = format!(
                 "{} is a WebSocket endpoint: send a WebSocket upgrade request ({})",
-                state.config.contract.api.relay.path,
+                state.config.contract.api().relay.path,
                 rejection.body_text()
             );
             let error =

@@ -66,7 +66,7 @@ impl Api {
         let method = request.method().clone();
         let uri = request.uri().clone();
         let routed = async {
-            let api = &state.config.contract.api;
+            let api = state.config.contract.api();
             if method == Method::POST {
                 if uri.path() == api.digitize.path {
                     return endpoints::serve::<Digitize>(state, &id, request).await;
@@ -124,7 +124,7 @@ where
 
 /// The routes besides the pipeline endpoints' POSTs, which [`Api`] answers first.
 fn router(state: AppState) -> Router {
-    let api = &state.config.contract.api;
+    let api = state.config.contract.api();
     Router::new()
         .route(&api.digitize.path, post(endpoints::handle::<Digitize>))
         .route(&api.export.path, post(endpoints::handle::<Export>))

@@ -16,7 +16,7 @@ pub(super) struct Timing {
 
 impl Timing {
     pub(super) fn stamp(&self, state: &AppState, response: &mut Response) {
-        let names = &state.config.contract.observability.server_timing_metrics;
+        let names = &state.config.contract.observability().server_timing_metrics;
         let value = names
             .iter()
             .zip([self.queue, self.run])

@@ -151,7 +151,7 @@ async fn a_dropped_bridge_is_back_in_time_and_sends_no_orphan_on_the_new_socket(
             .state()
             .config
             .contract
-            .clauses
+            .clauses()
             .r6
             .value
             .reconnect_within_ms,

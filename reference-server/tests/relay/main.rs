@@ -295,6 +295,6 @@ fn ids(prefix: &str, n: usize) -> Vec<String> {
 fn the_contract_keeps_the_relay_values_the_tests_assume() {
     let c = plimsoll_spec::Contract::embedded();
     assert!(c.pool(plimsoll_spec::Pool::Relay).workers >= 2);
-    assert_eq!(c.api.relay.path, "/v1/relay");
-    assert_eq!(c.hooks.header.to_ascii_lowercase(), HOOK);
+    assert_eq!(c.api().relay.path, "/v1/relay");
+    assert_eq!(c.hooks().header.to_ascii_lowercase(), HOOK);
 }

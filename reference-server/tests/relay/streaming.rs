@@ -10,7 +10,7 @@ async fn long_bodies_stream_as_gapless_frames_that_reassemble_exactly() {
         .state()
         .config
         .contract
-        .clauses
+        .clauses()
         .r5
         .value
         .max_frame_body_bytes as usize;

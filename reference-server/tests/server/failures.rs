@@ -355,7 +355,7 @@ async fn f4_request_ids_are_kept_when_well_formed_and_replaced_otherwise() {
         .unwrap();
     let id = r.headers()["x-request-id"].to_str().unwrap();
     assert_ne!(id, "bad id!");
-    assert!(Contract::embedded().clauses.f4.value.accepts(id));
+    assert!(Contract::embedded().clauses().f4.value.accepts(id));
     for path in ["/metrics", "/v1/contract", "/missing"] {
         assert!(
             s.client

@@ -56,7 +56,7 @@ async fn metrics_expose_exactly_the_contract_names_and_types() {
         .text()
         .await
         .unwrap();
-    for m in &Contract::embedded().observability.metrics {
+    for m in &Contract::embedded().observability().metrics {
         let kind = format!("{:?}", m.kind).to_lowercase();
         let base = m.name.registered_name();
         assert!(

@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn a_refused_value_says_what_was_expected() {
-        let p = &Contract::embedded().api.digitize.params;
+        let p = &Contract::embedded().api().digitize.params;
         let err = |param: &super::Param, name: &str, raw: &str| {
             param.parse(name, raw).unwrap_err().to_string()
         };

@@ -33,6 +33,7 @@ pub struct Contract {
     /// What the contract is called and which version it is.
     pub contract: Meta,
     /// Documents the clauses cite, by key (`seed-000`, `decision`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, Source>,
     /// The service's pools of workers, by id: each with its routes, workers, queue, deadline,
     /// memory cap, cancellation and refusal.
@@ -40,21 +41,38 @@ pub struct Contract {
     /// What a full pool answers, by name (a pool's `refusal` names one).
     pub refusals: Refusals,
     /// How long a connection may take to send a request, and how many are served at once (B4).
-    pub connections: Connections,
-    /// Request bodies: their read timeout (B1) and the budget they share (B5).
-    pub upload: Upload,
-    /// Every clause, by id: its prose, its source, its own values and their overrides.
-    pub clauses: Clauses,
-    /// The routes the clauses apply to and their input limits.
-    pub api: Api,
+    /// None: the service promises no connection bounds, and B4 is not applicable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Connections>,
+    /// Request bodies: their read timeout (B1) and the budget they share (B5). None: no upload
+    /// bound is promised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload: Option<Upload>,
+    /// Every clause, by id: its prose, its source, its own values and their overrides. Part of
+    /// the reference surface (required with `api`); another service's contract may leave the
+    /// prose out, and its reports name each clause by what it judges (`T1`: Pool limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clauses: Option<Clauses>,
+    /// The reference service's routes (digitize, export, relay, claim, metrics, health) and
+    /// their input limits. Declaring it declares the reference surface: the loader then requires
+    /// every section the reference checks read (`hooks`, `observability`, `clauses`,
+    /// `connections`, `upload`, `errors` and the digitize, export and relay pools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<Api>,
     /// Every error code with its HTTP status: the only place a status is written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<ErrorSpec>,
-    /// The headers and metrics every implementation exposes for black-box checks.
-    pub observability: Observability,
-    /// The test-hook header and its gate.
-    pub hooks: Hooks,
+    /// The headers and metrics the implementation exposes for black-box checks. None: it
+    /// exposes none, and the checker cross-checks nothing (it judges by its own clock alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observability: Option<Observability>,
+    /// The test-hook header and its gate. None: the service honours no hook, and a check that
+    /// needs to hold a worker uses the pool's declared `hold` or is not applicable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<Hooks>,
     /// What an implementation does that no clause's sentence spells out: the rules an
     /// implementer would otherwise guess, each with the clause that judges it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub implementation: Vec<ImplementationRule>,
     /// The slack of the checker's timing judgements.
     pub tolerances: Tolerances,

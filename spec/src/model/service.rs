@@ -53,6 +53,11 @@ pub struct PoolSpec {
     /// Whose requests share the limit: everyone's, or each client's or each header value's.
     #[serde(default)]
     pub key: LimitKey,
+    /// How the checker keeps one of the pool's workers busy on purpose without a hook: a slow
+    /// request of the service's own. None: only a declared hook (`[hooks]`) can hold a worker,
+    /// and without one the timing clauses are not applicable to this pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<SlowRecipe>,
     /// Environment variables that replace a field of the pool at deployment (`field` is the
     /// field's dotted path within the pool, `queue.capacity`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -67,6 +72,42 @@ pub struct Route {
     pub method: String,
     /// The path, `{name}` standing for one segment.
     pub path: String,
+}
+
+/// A request the service answers slowly on its own (a proxy's slow upstream, a report that takes
+/// seconds): sent as declared, it holds one of its pool's workers for at least `at_least_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlowRecipe {
+    /// The request, as sent.
+    pub request: Recipe,
+    /// The least time the service takes to answer it, with a worker held throughout.
+    pub at_least_ms: u64,
+}
+
+/// A request the checker sends, as data: method, path with its query, headers and body, and the
+/// status its answer must have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// The HTTP method (`GET`).
+    pub method: String,
+    /// The path and query, as sent (`/slow?ms=500`).
+    pub path: String,
+    /// Headers sent with it, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The body, as text (none: an empty body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// The status a served request answers with.
+    #[serde(default = "ok_status")]
+    pub status: u16,
+}
+
+/// The status a recipe's answer has unless it says otherwise.
+fn ok_status() -> u16 {
+    200
 }
 
 /// A pool's queue.
@@ -173,12 +214,18 @@ pub enum LimitKey {
 }
 
 /// What a full pool answers (`[refusals.NAME]`): an error of the contract's `[[errors]]`
-/// table, whose status is written only there, and the hint it carries.
+/// table, whose status is written only there, or a bare status for a service with no such
+/// table (a proxy's `503` page); and the hint it carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Refusal {
-    /// The error answered (its status and body come from `[[errors]]`).
-    pub error: ErrorCode,
+    /// The error answered (its status and body come from `[[errors]]`). Exactly one of `error`
+    /// and `status` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorCode>,
+    /// The status answered, with any body, for a refusal that is no error of `[[errors]]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
     /// When the client may retry, if the refusal says. None: no hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<RetryAfter>,

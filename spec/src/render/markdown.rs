@@ -172,11 +172,10 @@ fn service_section(md: &mut String, contract: &Contract) {
     }
     md.push('\n');
     for (name, r) in &contract.refusals {
-        let status = contract
-            .errors
-            .iter()
-            .find(|e| e.code == r.error)
-            .map_or(0, |e| e.status);
+        let status = contract.refusal_status(r).unwrap_or(0);
+        let answer = r
+            .error
+            .map_or("with any body".to_owned(), |code| format!("`{code}`"));
         let hint = r.hint.as_ref().map_or("no hint".to_owned(), |h| {
             format!(
                 "`{}` ({}): the {} of the last {} queue waits, at least {} s",
@@ -187,17 +186,23 @@ fn service_section(md: &mut String, contract: &Contract) {
                 h.min_seconds
             )
         });
-        let _ = writeln!(md, "Refusal `{name}`: {status} `{}`, {hint}.\n", r.error);
+        let _ = writeln!(md, "Refusal `{name}`: {status} {answer}, {hint}.\n");
     }
-    let _ = writeln!(
-        md,
-        "Connections: a request head within {} ms, at most {} at once. Uploads: read within {} ms, \
-         {} MB of bodies held at once.\n",
-        contract.connections.head_timeout_ms,
-        contract.connections.max_connections,
-        contract.upload.read_timeout_ms,
-        contract.upload.budget_mb
-    );
+    if let Some(c) = &contract.connections {
+        let _ = write!(
+            md,
+            "Connections: a request head within {} ms, at most {} at once. ",
+            c.head_timeout_ms, c.max_connections
+        );
+    }
+    if let Some(u) = &contract.upload {
+        let _ = write!(
+            md,
+            "Uploads: read within {} ms, {} MB of bodies held at once.",
+            u.read_timeout_ms, u.budget_mb
+        );
+    }
+    md.push_str("\n\n");
 }
 
 /// `## Error codes`: the error body's shape and every code with its status.
@@ -243,7 +248,7 @@ fn errors_section(md: &mut String, contract: &Contract) {
 /// `## Endpoints and limits`: the routes, the input limits, the digitize parameters and the
 /// stage names.
 fn endpoints_section(md: &mut String, contract: &Contract) {
-    let api = &contract.api;
+    let api = contract.api();
     let _ = writeln!(md, "## Endpoints and limits\n");
     table_head(md, &["endpoint", "path", "what"]);
     let _ = writeln!(
@@ -286,7 +291,7 @@ fn endpoints_section(md: &mut String, contract: &Contract) {
             .collect::<Vec<_>>()
             .join(", "),
         api.export.default_format.as_str(),
-        contract.upload.read_timeout_ms,
+        contract.upload().read_timeout_ms,
     );
     params_and_stages(md, contract);
 }
@@ -305,7 +310,7 @@ fn params_and_stages(md: &mut String, contract: &Contract) {
             "meaning",
         ],
     );
-    for (name, p) in contract.api.digitize.params.iter() {
+    for (name, p) in contract.api().digitize.params.iter() {
         let _ = writeln!(
             md,
             "| `{name}` | {:?} | {} | {} | {} | {} | {} |",
@@ -330,7 +335,7 @@ fn params_and_stages(md: &mut String, contract: &Contract) {
 
 /// `## Observability`: the headers every response carries and the metrics table.
 fn observability_section(md: &mut String, contract: &Contract) {
-    let obs = &contract.observability;
+    let obs = contract.observability();
     let _ = writeln!(md, "## Observability\n");
     let _ = writeln!(
         md,
@@ -343,7 +348,7 @@ fn observability_section(md: &mut String, contract: &Contract) {
             .map(|m| format!("{m};dur=…"))
             .collect::<Vec<_>>()
             .join(", "),
-        contract.api.metrics.path
+        contract.api().metrics.path
     );
     table_head(md, &["metric", "type", "labels", "meaning"]);
     for m in &obs.metrics {
@@ -361,7 +366,7 @@ fn observability_section(md: &mut String, contract: &Contract) {
 
 /// `## Test hooks`: the gate and the grammar.
 fn hooks_section(md: &mut String, contract: &Contract) {
-    let h = &contract.hooks;
+    let h = contract.hooks();
     let _ = writeln!(md, "## Test hooks\n");
     let _ = writeln!(
         md,
@@ -557,7 +562,7 @@ fn http_shapes(md: &mut String, contract: &Contract, c: &ClauseRef<'_>) {
     for e in errors {
         let mut headers = vec![
             format!("Content-Type: {}", crate::PROBLEM_CONTENT_TYPE),
-            format!("{}: <id>", contract.observability.request_id_header),
+            format!("{}: <id>", contract.observability().request_id_header),
         ];
         if e.retry_after {
             headers.push(format!(

@@ -187,7 +187,7 @@ impl ExampleFailure {
 
 /// The failure each code's example describes, told with the contract's own numbers.
 fn example_failure(contract: &Contract, code: ErrorCode) -> ExampleFailure {
-    let api = &contract.api;
+    let api = contract.api();
     let pool = contract.pool(Pool::Digitize);
     let digitize = pool.stages;
     let density = &api.digitize.params.density_mm;
@@ -207,7 +207,7 @@ fn example_failure(contract: &Contract, code: ErrorCode) -> ExampleFailure {
         ),
         ErrorCode::UploadTimeout => ExampleFailure::unstaged(format!(
             "the request body did not arrive within {} ms",
-            contract.upload.read_timeout_ms
+            contract.upload().read_timeout_ms
         )),
         ErrorCode::MemoryCapExceeded => ExampleFailure::staged(
             format!(
@@ -244,7 +244,8 @@ fn example_failure(contract: &Contract, code: ErrorCode) -> ExampleFailure {
         ),
         ErrorCode::HooksDisabled => ExampleFailure::unstaged(format!(
             "{} is only honoured when {}=1",
-            contract.hooks.header, contract.hooks.env
+            contract.hooks().header,
+            contract.hooks().env
         )),
         ErrorCode::NotFound => ExampleFailure::unstaged("no route for GET /v2/digitize".into()),
         ErrorCode::UpgradeRequired => ExampleFailure::unstaged(format!(

@@ -40,7 +40,7 @@ pub fn openapi(contract: &Contract) -> Value {
         "openapi": "3.1.0",
         "info": info(contract),
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
-        "servers": [{ "url": format!("http://127.0.0.1:{}", contract.api.default_port) }],
+        "servers": [{ "url": format!("http://127.0.0.1:{}", contract.api().default_port) }],
         // The contract's service has no authentication: every operation is public.
         "security": [],
         "paths": parts.paths(),
@@ -85,15 +85,15 @@ impl<'a> Parts<'a> {
     /// Registers the component schemas with `generator` (in the order that names them) and
     /// builds the shared headers and parameters.
     fn new(contract: &'a Contract, generator: &mut SchemaGenerator) -> Self {
-        let obs = &contract.observability;
-        let hooks = &contract.hooks;
+        let obs = contract.observability();
+        let hooks = contract.hooks();
         Parts {
             contract,
             problem: generator.subschema_for::<Problem>(),
             design: generator.subschema_for::<Design>(),
             contract_schema: generator.subschema_for::<Contract>(),
             request_id_header: json!({
-                "description": format!("F4: the request's id; a client-supplied id matching `{}` is kept.", contract.clauses.f4.value.pattern()),
+                "description": format!("F4: the request's id; a client-supplied id matching `{}` is kept.", contract.clauses().f4.value.pattern()),
                 "schema": { "type": "string" }
             }),
             hook_param: json!({
@@ -110,11 +110,11 @@ impl<'a> Parts<'a> {
 
     /// `paths`: every route of the contract's API.
     fn paths(&self) -> Map<String, Value> {
-        let api = &self.contract.api;
+        let api = self.contract.api();
         let text = json!({ "text/plain": { "schema": { "type": "string" } } });
         let metrics_list: Vec<Value> = self
             .contract
-            .observability
+            .observability()
             .metrics
             .iter()
             .map(|m| json!({ "name": m.name, "type": m.kind, "labels": m.labels }))
@@ -152,14 +152,14 @@ impl<'a> Parts<'a> {
 
     /// The digitize operation: the raw image in, the design out.
     fn digitize_path(&self) -> Value {
-        let api = &self.contract.api;
+        let api = self.contract.api();
         let stages = self.contract.pool(Pool::Digitize).stages;
         let mut responses = self.error_responses("digitize");
         responses.insert(
             "200".into(),
             json!({
                 "description": "The design: stitches in 0.1 mm with a command each.",
-                "headers": self.headers(&[(self.contract.observability.server_timing_header.as_str(), &self.server_timing())]),
+                "headers": self.headers(&[(self.contract.observability().server_timing_header.as_str(), &self.server_timing())]),
                 "content": { "application/json": { "schema": self.design } }
             }),
         );
@@ -180,7 +180,7 @@ impl<'a> Parts<'a> {
     /// Digitize's query parameters with their ranges, then the two header parameters.
     fn digitize_params(&self) -> Vec<Value> {
         self.contract
-            .api
+            .api()
             .digitize
             .params
             .iter()
@@ -206,7 +206,7 @@ impl<'a> Parts<'a> {
 
     /// The export operation: the design in, a machine file out.
     fn export_path(&self) -> Value {
-        let api = &self.contract.api;
+        let api = self.contract.api();
         let stages = self.contract.pool(Pool::Export).stages;
         let mut responses = self.error_responses("export");
         let mut content = Map::new();
@@ -221,7 +221,7 @@ impl<'a> Parts<'a> {
             json!({
                 "description": "The machine file, as an attachment.",
                 "headers": self.headers(&[
-                    (self.contract.observability.server_timing_header.as_str(), &self.server_timing()),
+                    (self.contract.observability().server_timing_header.as_str(), &self.server_timing()),
                     ("Content-Disposition", &json!({ "schema": { "type": "string" }, "example": "attachment; filename=\"design.dst\"" })),
                 ]),
                 "content": content
@@ -248,12 +248,12 @@ impl<'a> Parts<'a> {
     /// values of the failure clauses that apply to it.
     fn pool_extension(&self, pool: Pool) -> Value {
         let contract = self.contract;
-        let c = &contract.clauses;
+        let c = contract.clauses();
         json!({
             "pool": pool.as_str(),
             "declaration": contract.pool_spec(pool),
             "refusal": contract.refusal(pool),
-            "upload": { "read_timeout_ms": contract.upload.read_timeout_ms, "budget_mb": contract.upload.budget_mb },
+            "upload": { "read_timeout_ms": contract.upload().read_timeout_ms, "budget_mb": contract.upload().budget_mb },
             "F1": c.f1.value,
             "F2": c.f2.value,
             "F3": c.f3.value,
@@ -263,7 +263,7 @@ impl<'a> Parts<'a> {
 
     /// The relay operation: a WebSocket upgrade, with the frames it carries in `x-plimsoll`.
     fn relay_path(&self) -> Value {
-        let (api, c) = (&self.contract.api, &self.contract.clauses);
+        let (api, c) = (self.contract.api(), self.contract.clauses());
         // The relay's frames travel inside the WebSocket, not as an HTTP body, so they are
         // inlined in the operation's `x-plimsoll` rather than listed as (unreferenced) components.
         // They are the very schemas of `spec/schemas/relay-*.schema.json` (one function makes
@@ -437,7 +437,7 @@ impl<'a> Parts<'a> {
     fn headers(&self, extra: &[(&str, &Value)]) -> Value {
         let mut headers = Map::new();
         headers.insert(
-            self.contract.observability.request_id_header.clone(),
+            self.contract.observability().request_id_header.clone(),
             self.request_id_header.clone(),
         );
         for (name, h) in extra {
@@ -449,7 +449,7 @@ impl<'a> Parts<'a> {
     /// The Server-Timing response header of the two pipelines.
     fn server_timing(&self) -> Value {
         json!({
-            "description": format!("W3C Server-Timing with the `{}` durations in milliseconds.", self.contract.observability.server_timing_metrics.join("` and `")),
+            "description": format!("W3C Server-Timing with the `{}` durations in milliseconds.", self.contract.observability().server_timing_metrics.join("` and `")),
             "schema": { "type": "string" },
             "example": "queue;dur=0.4, run;dur=412.9"
         })

@@ -41,8 +41,8 @@ impl Proxy {
                 .trim_start_matches("http://")
                 .parse()
                 .expect("an http://IP:PORT upstream"),
-            contract_line: format!("get {} ", contract.api.contract.path.to_lowercase()),
-            hook_marker: format!("\r\n{}:", contract.hooks.header.to_lowercase()),
+            contract_line: format!("get {} ", contract.api().contract.path.to_lowercase()),
+            hook_marker: format!("\r\n{}:", contract.hooks().header.to_lowercase()),
             claim,
             linger,
         });

@@ -202,7 +202,7 @@ async fn released_after_timeouts(t: &Target, c: &mut Ctx, pool: Pool, stop: Dura
 
 /// A digitize request whose body stops halfway and stays stalled until `stall_for` passed.
 fn stalled_upload(t: &Target, stall_for: Duration) -> reqwest::RequestBuilder {
-    let api = &t.expected.api.digitize;
+    let api = &t.expected.api().digitize;
     let half = t.image[..t.image.len() / 2].to_vec();
     let body = futures_util::stream::iter([Ok::<_, std::io::Error>(half)]).chain(
         futures_util::stream::once(async move {
@@ -237,7 +237,7 @@ impl StallPlan {
     fn new(t: &Target) -> StallPlan {
         let pool = Pool::Digitize;
         let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
-        let upload = Duration::from_millis(t.expected.upload.read_timeout_ms);
+        let upload = Duration::from_millis(t.expected.upload().read_timeout_ms);
         let deadline = t.deadline(pool);
         StallPlan {
             queued: HeldPastDeadline::in_the_middle(t, pool),
@@ -429,7 +429,7 @@ async fn b1(t: &Arc<Target>, c: &mut Ctx) {
         stop.as_millis(),
         t.status(ErrorCode::UploadTimeout),
         ErrorCode::UploadTimeout,
-        t.expected.upload.read_timeout_ms + late,
+        t.expected.upload().read_timeout_ms + late,
     );
     if let Some(why) = trials_out_of_reach(t) {
         c.fault_removes(t, Some("the deadline and stalled-upload trials"), why);

@@ -61,7 +61,7 @@ async fn b2(t: &Arc<Target>, c: &mut Ctx) {
         }
         Err(e) => c.fail(format!("{label}: {e}")),
     }
-    let api = &t.expected.api.digitize;
+    let api = &t.expected.api().digitize;
     // 100000 x 100000 pixels: no pipeline fits that in any sane cap.
     let bomb = t
         .client
@@ -91,7 +91,7 @@ async fn b2(t: &Arc<Target>, c: &mut Ctx) {
     }
     let health = t
         .client
-        .get(t.url(&t.expected.api.healthz.path))
+        .get(t.url(&t.expected.api().healthz.path))
         .send()
         .await;
     c.require(

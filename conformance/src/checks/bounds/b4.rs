@@ -51,7 +51,7 @@ const WAVE: usize = 32;
 const RETRY_EVERY: Duration = Duration::from_millis(100);
 
 async fn b4(t: &Arc<Target>, c: &mut Ctx) {
-    let b4 = &t.expected.connections;
+    let b4 = &t.expected.connections();
     let head = Duration::from_millis(b4.head_timeout_ms);
     let late = t.bound(plimsoll_fault::Bound::CloseLate);
     // How early a close may come: timer granularity (the server's timer starts after our
@@ -108,7 +108,7 @@ impl Endpoint {
     /// The target's, when it is plain HTTP.
     fn of(t: &Target) -> Option<Endpoint> {
         let (addr, host) = t.raw_address()?;
-        let api = &t.expected.api;
+        let api = t.expected.api();
         Some(Endpoint {
             addr,
             host,
@@ -237,7 +237,7 @@ async fn healthz_meanwhile(
     while start.elapsed() < until && !connections.all_finished() {
         let ok = matches!(
             t.client
-                .get(t.url(&t.expected.api.healthz.path))
+                .get(t.url(&t.expected.api().healthz.path))
                 .timeout(PROMPT)
                 .send()
                 .await,

@@ -138,7 +138,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
     let Some(plan) = plan(t, c) else { return };
     c.expected = format!(
         "with {} MB of uploads stalled ({} of them chunked), a {}-byte upload refused {overloaded} within {} ms before its body; a small digitize 200; afterwards the same upload admitted",
-        t.expected.upload.budget_mb - 1,
+        t.expected.upload().budget_mb - 1,
         plan.chunked.unwrap_or(0) >> 20,
         plan.large,
         refusal.as_millis()
@@ -155,7 +155,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
         return;
     }
 
-    let digitize = &t.expected.api.digitize;
+    let digitize = &t.expected.api().digitize;
     let probe = head(
         &digitize.path,
         &plan.host,
@@ -184,8 +184,8 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
 /// The uploads that fill the budget, or `None` (the check skipped, saying why) when the target
 /// or the adopted values leave no way to fill it here.
 fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
-    let budget = t.expected.upload.budget_mb << 20;
-    let (digitize, export) = (&t.expected.api.digitize, &t.expected.api.export);
+    let budget = t.expected.upload().budget_mb << 20;
+    let (digitize, export) = (&t.expected.api().digitize, &t.expected.api().export);
     let large = digitize.max_upload_bytes;
     let Some((addr, host)) = t.raw_address() else {
         c.skip(format!(
@@ -221,7 +221,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
         ));
         return None;
     }
-    let cap = t.expected.connections.max_connections as usize;
+    let cap = t.expected.connections().max_connections as usize;
     if sizes.len() + 4 > cap {
         c.skip(format!(
             "{} stalled uploads, a chunked one and 3 probes need more connections than the cap of {cap}",
@@ -246,7 +246,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
 /// the machine time of their own; under the quick slicer, 24 MB took 949 ms of the 700 where
 /// its slowest draws alone take 940.)
 fn carried(t: &Target, c: &mut Ctx, bytes: u64) -> Option<u64> {
-    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
+    let read_timeout = Duration::from_millis(t.expected.upload().read_timeout_ms);
     let within = read_timeout.saturating_sub(SETTLE + MARGIN);
     let Some((slowest, _)) = t.adjustments.byte_rates(plimsoll_fault::Stream::Upstream) else {
         return Some(bytes);
@@ -272,7 +272,7 @@ fn carried(t: &Target, c: &mut Ctx, bytes: u64) -> Option<u64> {
 /// side by side: the hold takes as long as its slowest upload rather than their sum, which a
 /// slow path (a fault, a far client) would push past the upload read timeout.
 async fn hold_budget(t: &Target, plan: &Plan) -> Result<Held, HoldError> {
-    let (export, digitize) = (&t.expected.api.export, &t.expected.api.digitize);
+    let (export, digitize) = (&t.expected.api().export, &t.expected.api().digitize);
     let content_type = &export.content_types[0];
     let tasks: Vec<_> = plan
         .sizes
@@ -343,7 +343,7 @@ fn judge_held(t: &Target, c: &mut Ctx, held: &Held, held_for: Duration) {
 /// server may rightly have answered the stalled uploads `upload_timeout` and freed their bytes
 /// (a machine too busy to open them in time). Then the check skips, saying so.
 fn too_late(t: &Target, c: &mut Ctx, held_for: Duration) -> bool {
-    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
+    let read_timeout = Duration::from_millis(t.expected.upload().read_timeout_ms);
     let late = held_for + MARGIN > read_timeout;
     if late {
         c.skip(format!(
@@ -373,7 +373,7 @@ fn judge_memory(t: &Target, c: &mut Ctx, before: Option<u64>, held: Option<u64>)
             ProcessSource::Unavailable(why) => format!("memory not read: {why}"),
         };
     };
-    let budget = t.expected.upload.budget_mb << 20;
+    let budget = t.expected.upload().budget_mb << 20;
     let grew = held.saturating_sub(before);
     c.require(grew <= budget + MEMORY_ALLOWANCE, || {
         format!(
@@ -571,7 +571,7 @@ fn judge_refusal(
 /// With the stalled uploads gone, the large upload (sent whole) must be admitted within
 /// [`PROMPT`]: any answer but an overload.
 async fn admitted_again(t: &Arc<Target>, c: &mut Ctx, large: u64, overloaded: u16) -> String {
-    let api = &t.expected.api.digitize;
+    let api = &t.expected.api().digitize;
     let body = hyper::body::Bytes::from(vec![0u8; large as usize]);
     let start = Instant::now();
     loop {

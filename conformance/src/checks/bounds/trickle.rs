@@ -116,8 +116,8 @@ async fn send_and_watch(
 /// when the fault does not trickle the upstream.
 pub(super) async fn upload(t: &Arc<Target>, c: &mut Ctx) -> Option<String> {
     let (slowest, fastest) = rates(t)?;
-    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
-    let digitize = &t.expected.api.digitize;
+    let read_timeout = Duration::from_millis(t.expected.upload().read_timeout_ms);
+    let digitize = &t.expected.api().digitize;
     let bytes = past(read_timeout, fastest);
     if bytes > digitize.max_upload_bytes {
         return Some(format!(
@@ -227,7 +227,7 @@ async fn within(t: &Arc<Target>, c: &mut Ctx, slowest: f64, read_timeout: Durati
 /// `None` when the fault does not trickle the upstream.
 pub(super) async fn head(t: &Target, c: &mut Ctx) -> Option<String> {
     let (slowest, fastest) = rates(t)?;
-    let timeout = Duration::from_millis(t.expected.connections.head_timeout_ms);
+    let timeout = Duration::from_millis(t.expected.connections().head_timeout_ms);
     let bytes = past(timeout, fastest);
     if bytes > MAX_HEAD {
         return Some(format!(
@@ -238,7 +238,7 @@ pub(super) async fn head(t: &Target, c: &mut Ctx) -> Option<String> {
     let Some((addr, host)) = t.raw_address() else {
         return Some("trickled head: not applicable, the target is not plain http://".into());
     };
-    let head = padded_head(&t.expected.api.healthz.path, &host, bytes as usize);
+    let head = padded_head(&t.expected.api().healthz.path, &host, bytes as usize);
     let (early, late) = (t.bound(Bound::CloseEarly), t.bound(Bound::CloseLate));
     let give_up = timeout.max(crossing(bytes, slowest)) + late + Duration::from_secs(1);
     let what = format!(

@@ -69,7 +69,7 @@ async fn f1(t: &Arc<Target>, c: &mut Ctx) {
                 c.require_stages(&label, &body, stages, i);
                 // The members the contract lists, each present and, if text, not empty
                 // (`failed_stage` and `completed_stages` are judged exactly above).
-                for member in &t.expected.clauses.f1.value.body_members {
+                for member in &t.expected.clauses().f1.value.body_members {
                     let value = &body[member.as_str()];
                     c.require(!value.is_null() && value.as_str() != Some(""), || {
                         format!("{label}: no `{member}`")

@@ -65,7 +65,7 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
     let random: Vec<u8> = (0..4096u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
-    let oversize = vec![0u8; t.expected.api.digitize.max_upload_bytes as usize + 1];
+    let oversize = vec![0u8; t.expected.api().digitize.max_upload_bytes as usize + 1];
     // A good hold, in the contract's own names, to spoil one way at a time.
     let held = crate::checks::pool::hold_first(t, 5);
     let d = |name, content_type, query, body, code| Case {
@@ -77,7 +77,7 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
         hook: None,
         code,
     };
-    let design_type = t.expected.api.export.content_types[0].as_str();
+    let design_type = t.expected.api().export.content_types[0].as_str();
     let e = |name, query, body: &[u8], code| Case {
         name,
         op: Op::Export,
@@ -138,8 +138,8 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
         }
         judged += 1;
         let path = match case.op {
-            Op::Export => &t.expected.api.export.path,
-            _ => &t.expected.api.digitize.path,
+            Op::Export => &t.expected.api().export.path,
+            _ => &t.expected.api().digitize.path,
         };
         let mut request = t
             .client
@@ -171,7 +171,7 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
         t,
         c,
         "the chunked oversize upload",
-        t.expected.api.digitize.max_upload_bytes + 1,
+        t.expected.api().digitize.max_upload_bytes + 1,
     ) {
         let counted = super::input::counted_oversize(t, c).await;
         if counted { "refused" } else { "not refused" }
@@ -191,7 +191,7 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
 /// order puts the upload timeout and the size in one step), and one that does rightly answers
 /// `upload_timeout` first.
 fn carried(t: &Target, c: &mut Ctx, name: &str, len: u64) -> bool {
-    let read_timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
+    let read_timeout = Duration::from_millis(t.expected.upload().read_timeout_ms);
     let Some(why) = t
         .adjustments
         .cannot_carry(len, plimsoll_fault::Stream::Upstream, read_timeout)

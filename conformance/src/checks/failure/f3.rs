@@ -59,7 +59,7 @@ pub fn expected_stage(seen: &Seen) -> Option<&str> {
 }
 
 async fn f3(t: &Arc<Target>, c: &mut Ctx) {
-    let f3 = t.expected.clauses.f3.value.clone();
+    let f3 = t.expected.clauses().f3.value.clone();
     c.expected = format!(
         "every log line is JSON; exactly one line per error with {} (stage as the response says; stack {})",
         f3.fields.join(", "),
@@ -245,7 +245,7 @@ async fn provoke(t: &Arc<Target>, c: &mut Ctx) {
             Some(h) => t.digitize_request(Some(h)),
             None => t
                 .client
-                .post(t.url(&t.expected.api.digitize.path))
+                .post(t.url(&t.expected.api().digitize.path))
                 .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type()),
         };
         match t
@@ -386,7 +386,11 @@ mod tests {
     }
 
     fn f3(stack: bool) -> plimsoll_spec::model::ErrorLogs {
-        let mut v = plimsoll_spec::Contract::embedded().clauses.f3.value.clone();
+        let mut v = plimsoll_spec::Contract::embedded()
+            .clauses()
+            .f3
+            .value
+            .clone();
         v.stack = stack;
         v
     }

@@ -46,7 +46,7 @@ fn id_of_len(len: usize, extra: &str) -> String {
 
 async fn f4(t: &Arc<Target>, c: &mut Ctx) {
     let header = t.request_id_header().to_owned();
-    let f4 = t.expected.clauses.f4.value.clone();
+    let f4 = t.expected.clauses().f4.value.clone();
     c.expected = format!(
         "{header} exactly once on every response; every error body repeats it; a well-formed client id (up to {} characters) is kept, a longer or malformed one replaced; unknown path 404, wrong method 405 with Allow, plain GET of the relay path 426",
         f4.client_id_max_len
@@ -58,7 +58,7 @@ async fn f4(t: &Arc<Target>, c: &mut Ctx) {
     // At least one error of F4's own, so an `--only F4` run judges an error body too.
     let request = t
         .client
-        .post(t.url(&t.expected.api.digitize.path))
+        .post(t.url(&t.expected.api().digitize.path))
         .header(CONTENT_TYPE, ImageFormat::Png.to_mime_type());
     if let Err(e) = t.send(request, Op::Digitize).await {
         c.fail(format!("error probe: {e}"));
@@ -101,7 +101,7 @@ impl IdCase {
         let IdCase { what, id, keep } = self;
         let request = t
             .client
-            .get(t.url(&t.expected.api.healthz.path))
+            .get(t.url(&t.expected.api().healthz.path))
             .header(header, id.as_str());
         match t.send(request, Op::Other).await {
             Ok(reply) => {
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn ids_of_a_length_use_only_allowed_characters() {
-        let f4 = &plimsoll_spec::Contract::embedded().clauses.f4.value;
+        let f4 = &plimsoll_spec::Contract::embedded().clauses().f4.value;
         let longest = id_of_len(f4.client_id_max_len, &f4.client_id_extra_chars);
         assert_eq!(longest.len(), f4.client_id_max_len);
         assert!(f4.accepts(&longest));

@@ -96,7 +96,7 @@ pub(super) async fn served(t: &Target, c: &mut Ctx) -> (usize, usize) {
     let all = accepted(t);
     let mut right = 0;
     for case in &all {
-        let path = format!("{}{}", t.expected.api.digitize.path, case.query);
+        let path = format!("{}{}", t.expected.api().digitize.path, case.query);
         let mut request = t.client.post(t.url(&path)).body(t.image.clone());
         if let Some(ct) = &case.content_type {
             request = request.header(CONTENT_TYPE, ct.as_str());
@@ -133,7 +133,7 @@ pub(super) async fn served(t: &Target, c: &mut Ctx) -> (usize, usize) {
 /// `payload_too_large`, the size counted while reading (rule `input-order` (4)), not only
 /// judged from a declared length. Returns whether it was.
 pub(super) async fn counted_oversize(t: &Target, c: &mut Ctx) -> bool {
-    let api = &t.expected.api.digitize;
+    let api = &t.expected.api().digitize;
     let total = api.max_upload_bytes + 1;
     let pieces: Vec<Result<Bytes, std::io::Error>> = pieces(total, CHUNK)
         .into_iter()
@@ -168,9 +168,9 @@ pub(super) async fn counted_oversize(t: &Target, c: &mut Ctx) -> bool {
 /// answers `payload_too_large` here, and resets a client still sending. Returns a note for the
 /// observation.
 pub(super) async fn declared_oversize_unsent(t: &Target, c: &mut Ctx) -> String {
-    let api = &t.expected.api.digitize;
+    let api = &t.expected.api().digitize;
     let declared = api.max_upload_bytes + 1;
-    let timeout = Duration::from_millis(t.expected.upload.read_timeout_ms);
+    let timeout = Duration::from_millis(t.expected.upload().read_timeout_ms);
     let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
     let give_up = timeout + late + Duration::from_secs(2);
     let never = futures_util::stream::once(async move {

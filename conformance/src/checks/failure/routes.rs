@@ -14,7 +14,7 @@ pub const UNKNOWN_PATH: &str = "/plimsoll-f4-no-such-route";
 
 /// The routes' probes, one request each; returns how many were answered as the rule says.
 pub(super) async fn probe(t: &Target, c: &mut Ctx) -> usize {
-    let api = &t.expected.api;
+    let api = t.expected.api();
     let mut right = 0;
     if let Some(r) = get(t, c, UNKNOWN_PATH).await {
         let label = format!("GET {UNKNOWN_PATH} (no such route)");

@@ -214,7 +214,7 @@ impl Exchange {
 
     /// The target refused the hook header: the relay checks cannot hold work.
     fn hooks_refused(&self, t: &Target) -> bool {
-        let code = t.expected.hooks.disabled_code;
+        let code = t.expected.hooks().disabled_code;
         self.frames.keys().any(|id| {
             self.status(id) == Some(t.status(code))
                 && self
@@ -254,7 +254,7 @@ impl Exchange {
             c.skip(format!(
                 "the target refuses {} in relayed requests (start it with {}=1): relay holds are needed",
                 t.hook_header(),
-                t.expected.hooks.env
+                t.expected.hooks().env
             ));
             return false;
         }

@@ -85,7 +85,7 @@ async fn r3(t: &Arc<Target>, c: &mut Ctx) {
     c.expected = format!(
         "{COUNT} requests with a shuffled hold schedule (0–{} ms): every response matched by `{}` to a request that was sent, each exactly once",
         STEP_MS * (COUNT as u64 - 1),
-        t.expected.clauses.r3.value.match_by
+        t.expected.clauses().r3.value.match_by
     );
     super::refusals::malformed(t, c).await;
     let tag = nonce();

@@ -45,7 +45,7 @@ fn max_overlap(done_ms: impl Iterator<Item = f64>, hold_ms: f64, slack_ms: f64) 
 
 async fn r4(t: &Arc<Target>, c: &mut Ctx) {
     let n = relay_workers(t).max(1);
-    let factor = t.expected.clauses.r4.value.overflow_factor.max(1) as usize;
+    let factor = t.expected.clauses().r4.value.overflow_factor.max(1) as usize;
     let total = factor * n;
     c.expected = format!(
         "{total} ({factor} x {n}) simultaneous requests held {WAVE_MS} ms: all answered, at most {n} at once, started in send order ({factor} waves of {n})"

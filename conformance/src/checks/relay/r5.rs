@@ -83,7 +83,7 @@ fn judge_frames(c: &mut Ctx, ex: &Exchange, id: &str, kind: &Known, max: usize) 
 }
 
 async fn r5(t: &Arc<Target>, c: &mut Ctx) {
-    let max = t.expected.clauses.r5.value.max_frame_body_bytes as usize;
+    let max = t.expected.clauses().r5.value.max_frame_body_bytes as usize;
     c.expected = format!(
         "concurrent responses over {max} bytes: every message parses as a frame, seq gapless from 0 with final last, chunks <= {max} bytes, bodies identical to plain HTTP"
     );

@@ -37,14 +37,14 @@ pub const CHECK: Check = Check::clause(
 /// What R6 expects, in words: what the socket's source, the local handler and a bridge the
 /// checker started each make judgeable.
 fn expected(t: &Target, n: usize, bound: Duration) -> String {
-    let r6 = &t.expected.clauses.r6.value;
+    let r6 = &t.expected.clauses().r6.value;
     let within = Duration::from_millis(r6.reconnect_within_ms);
     let socket = match t.relay.redial_within(within) {
         Some(within) => format!("the bridge's next socket within {} ms", within.as_millis()),
         None => "a new socket at once".to_owned(),
     };
     let health = match t.local.hook_header(t) {
-        Some(_) => format!(", {} {}", t.expected.api.healthz.path, StatusCode::OK),
+        Some(_) => format!(", {} {}", t.expected.api().healthz.path, StatusCode::OK),
         None => String::new(),
     };
     let stop = match t.relay.process() {
@@ -148,7 +148,7 @@ async fn reconnect(t: &Target, c: &mut Ctx, tag: u64, bound: Duration) -> Option
     };
     // A bridge that dials its relay: the new socket is the bridge's, and how soon it came is
     // R6's reconnect bound.
-    let reconnect_within = Duration::from_millis(t.expected.clauses.r6.value.reconnect_within_ms);
+    let reconnect_within = Duration::from_millis(t.expected.clauses().r6.value.reconnect_within_ms);
     if let Some(within) = t.relay.redial_within(reconnect_within) {
         c.require(ms(took) <= ms(within) + SLACK_MS, || {
             format!(
@@ -197,7 +197,7 @@ async fn recover(t: &Target, c: &mut Ctx, dropped: Instant, bound: Duration) -> 
             };
             format!(
                 "{} after the reconnect: {shown}",
-                t.expected.api.healthz.path
+                t.expected.api().healthz.path
             )
         });
     }
@@ -324,7 +324,7 @@ async fn terminate(
     tag: u64,
 ) -> String {
     let n = relay_workers(t).max(1);
-    let within = Duration::from_millis(t.expected.clauses.r6.value.stop_within_ms);
+    let within = Duration::from_millis(t.expected.clauses().r6.value.stop_within_ms);
     // Held far longer than the bound: a bridge that waits for its workers cannot make it.
     let hold = within * 5;
     let stragglers = held_batch(

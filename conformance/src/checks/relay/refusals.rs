@@ -31,8 +31,12 @@ struct Bad {
 /// `relay-http-request` but for one member).
 fn bad_messages(t: &Target, tag: u64) -> Vec<Bad> {
     let envelope = |id: &str| {
-        serde_json::to_value(request(id.to_owned(), "GET", &t.expected.api.healthz.path))
-            .unwrap_or_default()
+        serde_json::to_value(request(
+            id.to_owned(),
+            "GET",
+            &t.expected.api().healthz.path,
+        ))
+        .unwrap_or_default()
     };
     let mut bad = Vec::new();
     let mut add = |what, id: String, edit: &dyn Fn(&mut Value)| {
@@ -131,7 +135,7 @@ pub async fn hook_refused(t: &Target, c: &mut Ctx) {
         return;
     };
     let id = format!("r1h-{:x}", nonce());
-    let mut envelope = request(id.clone(), "GET", &t.expected.api.healthz.path);
+    let mut envelope = request(id.clone(), "GET", &t.expected.api().healthz.path);
     envelope
         .headers
         .insert(hook_header.to_owned(), "explode=now".to_owned());
