@@ -138,7 +138,7 @@ fn summary_table_snapshot() {
     insta::assert_snapshot!(&md[start..end]);
 }
 
-/// `docs/conformance.md`'s "Implementing the contract" cites the implementation rules as
+/// `docs/implementing.md`'s checklist cites the implementation rules as
 /// ``[`id`](concurrency.md#topic-anchor)``: every citation names a rule of the contract and the
 /// heading its topic renders under, and every rule is cited, so the checklist never drifts from
 /// the contract.
@@ -146,7 +146,7 @@ fn summary_table_snapshot() {
 fn the_implementers_checklist_cites_every_rule_at_its_heading() {
     let c = Contract::embedded();
     let md = std::fs::read_to_string(root().join("docs/concurrency.md")).unwrap();
-    let doc = std::fs::read_to_string(root().join("docs/conformance.md")).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/implementing.md")).unwrap();
     let mut cited = std::collections::BTreeSet::new();
     for link in doc.split("[`").skip(1) {
         let Some((id, rest)) = link.split_once("`](concurrency.md#") else {
@@ -183,7 +183,7 @@ fn the_implementers_checklist_cites_every_rule_at_its_heading() {
         .collect();
     assert!(
         missing.is_empty(),
-        "rules docs/conformance.md never cites: {missing:?}"
+        "rules docs/implementing.md never cites: {missing:?}"
     );
 }
 

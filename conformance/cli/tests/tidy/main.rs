@@ -811,10 +811,10 @@ fn broken_variants_are_behind_the_mutants_feature() {
     );
 }
 
-/// The sample run in README.md and the recommended run in conformance.md are of this contract:
+/// The sample run in README.md and the recommended run in implementing.md are of this contract:
 /// its version, as many checks as the registry has, every override the embedded server runs
 /// with. (A stale sample told an implementer they had one check fewer to pass.)
-fn stale_samples(readme: &str, conformance: &str) -> Vec<String> {
+fn stale_samples(readme: &str, implementing: &str) -> Vec<String> {
     let mut out = Vec::new();
     let version = format!("contract {} (", Contract::embedded().contract.version);
     if !readme.contains(&version) {
@@ -826,9 +826,9 @@ fn stale_samples(readme: &str, conformance: &str) -> Vec<String> {
     }
     for (env, value) in plimsoll_conformance::check::embedded_overrides(false) {
         let set = format!("{env}={value}");
-        if !conformance.contains(&set) {
+        if !implementing.contains(&set) {
             out.push(format!(
-                "conformance.md's recommended run does not set `{set}`, which the embedded server runs with"
+                "implementing.md's recommended run does not set `{set}`, which the embedded server runs with"
             ));
         }
     }
@@ -838,8 +838,8 @@ fn stale_samples(readme: &str, conformance: &str) -> Vec<String> {
 #[test]
 fn the_documents_sample_runs_are_of_this_contract() {
     let readme = read(&root().join("README.md"));
-    let conformance = read(&root().join("docs/conformance.md"));
-    let stale = stale_samples(&readme, &conformance);
+    let implementing = read(&root().join("docs/implementing.md"));
+    let stale = stale_samples(&readme, &implementing);
     assert!(stale.is_empty(), "{stale:#?}");
 }
 
