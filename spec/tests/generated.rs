@@ -492,14 +492,12 @@ fn object_schema<'a>(
         return object_schema(schema, &schema["$defs"][target]);
     }
     for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(alts) = node[key].as_array() {
-            if let Some(alt) = alts
-                .iter()
+        if let Some(alt) = node[key].as_array().and_then(|alts| {
+            alts.iter()
                 .map(|a| object_schema(schema, a))
                 .find(|a| a.get("properties").is_some())
-            {
-                return alt;
-            }
+        }) {
+            return alt;
         }
     }
     node
