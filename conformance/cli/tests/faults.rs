@@ -16,7 +16,7 @@ use plimsoll_fault::standard;
 use plimsoll_server::Mutant;
 use plimsoll_spec::ClauseId;
 
-/// One standard fault's run took 27 to 34 s on the 2-core machine (docs/conformance.md); four
+/// One standard fault's run took 27 to 34 s on the 2-core machine (docs/faults.md); four
 /// times that is a run gone wrong, not a slow or busy machine.
 const FAULT_RUN_WITHIN: Duration = Duration::from_secs(120);
 

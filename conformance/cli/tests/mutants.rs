@@ -1,7 +1,9 @@
 //! The suite proves its own checks can fail: it runs against broken variants of the reference
 //! server (one piece swapped each) and every variant must fail exactly the checks listed here,
-//! while the correct server passes everything. `docs/conformance.md` shows this matrix and the
-//! registry's table of checks; tests keep both in step (`PLIMSOLL_UPDATE_DOCS=1` rewrites them).
+//! while the correct server passes everything. `docs/gate.md` shows this matrix,
+//! `docs/implementing.md` the registry's table of checks and `docs/faults.md` the standard faults
+//! and the variants only a fault reveals; tests keep them in step (`PLIMSOLL_UPDATE_DOCS=1`
+//! rewrites them).
 //!
 //! Cost: the reference server's whole-suite run is the gate's (`tests/load.rs`, the suite's one
 //! clean run against the reference server); a broken variant runs only the checks it must
@@ -121,7 +123,7 @@ macro_rules! mutant_tests {
 
 plimsoll_server::for_each_mutant!(mutant_tests);
 
-/// A matrix of docs/conformance.md: a column per check of `columns`, a first row for the
+/// A matrix of docs/gate.md or docs/faults.md: a column per check of `columns`, a first row for the
 /// `reference` (passing everything), then a row per variant with the checks `fails` gives it.
 fn matrix(
     columns: &[CheckId],
@@ -239,11 +241,15 @@ fn every_clause_has_a_broken_variant() {
     }
 }
 
-/// Fails when the section of docs/conformance.md between `<!-- {name}:begin -->` and
-/// `<!-- {name}:end -->` is not `fresh`; with `PLIMSOLL_UPDATE_DOCS` set, rewrites it instead.
-fn docs_section_is_fresh(name: &str, fresh: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conformance.md");
-    let doc = std::fs::read_to_string(&path).expect("docs/conformance.md is readable");
+/// Fails when the section of `document` (a path from the repository root) between
+/// `<!-- {name}:begin -->` and `<!-- {name}:end -->` is not `fresh`; with `PLIMSOLL_UPDATE_DOCS`
+/// set, rewrites it instead. Each section lives in the document of the reader it serves.
+fn docs_section_is_fresh(document: &str, name: &str, fresh: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(document);
+    let doc =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{document} is unreadable: {e}"));
     let (begin, end) = (
         format!("<!-- {name}:begin -->\n"),
         format!("<!-- {name}:end -->"),
@@ -263,7 +269,7 @@ fn docs_section_is_fresh(name: &str, fresh: &str) {
         std::fs::write(&path, format!("{head}{begin}{fresh}{end}{tail}")).unwrap();
     } else {
         panic!(
-            "docs/conformance.md's {name} section is stale; run `PLIMSOLL_UPDATE_DOCS=1 cargo test -p plimsoll --test mutants docs_`"
+            "{document}'s {name} section is stale; run `PLIMSOLL_UPDATE_DOCS=1 cargo test -p plimsoll --test mutants docs_`"
         );
     }
 }
@@ -272,11 +278,19 @@ fn docs_section_is_fresh(name: &str, fresh: &str) {
 /// race (each writes the document it read, without the other's section).
 #[test]
 fn docs_show_the_tested_matrix_and_the_registered_checks() {
-    docs_section_is_fresh("mutation-matrix", &matrix_markdown());
-    docs_section_is_fresh("bridge-matrix", &bridge_matrix_markdown());
-    docs_section_is_fresh("fault-matrix", &fault_matrix_markdown());
-    docs_section_is_fresh("standard-faults", &standard_faults_markdown());
-    docs_section_is_fresh("checks", &markdown_table(Contract::embedded()));
+    docs_section_is_fresh("docs/gate.md", "mutation-matrix", &matrix_markdown());
+    docs_section_is_fresh("docs/gate.md", "bridge-matrix", &bridge_matrix_markdown());
+    docs_section_is_fresh("docs/faults.md", "fault-matrix", &fault_matrix_markdown());
+    docs_section_is_fresh(
+        "docs/faults.md",
+        "standard-faults",
+        &standard_faults_markdown(),
+    );
+    docs_section_is_fresh(
+        "docs/implementing.md",
+        "checks",
+        &markdown_table(Contract::embedded()),
+    );
 }
 
 /// ARCHITECTURE.md's clause table, with each row's last column (the broken variants that must

@@ -65,7 +65,7 @@ pub fn markdown(contract: &Contract, registry: &[Check]) -> String {
          check that judges it (its `clause`; `contract` when it names none) and every check \
          that sends requests whose answers tell an implementation that keeps the rule from one \
          that does not. A check may exercise part of a rule only; its evidence in \
-         [conformance.md](conformance.md#the-checks) says what it sends. The table is \
+         [implementing.md](implementing.md#the-checks) says what it sends. The table is \
          generated from each check's declaration, and a test fails when a rule has no check.\n\n\
          | rule | topic | judged by | exercised by |\n|---|---|---|---|\n",
     );

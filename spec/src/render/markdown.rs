@@ -665,7 +665,7 @@ fn rules_section(md: &mut String, contract: &Contract) {
         "What an implementation does that the clauses' one-line statements leave open: the answers \
          an implementer would otherwise have to guess. Each rule is as normative as the clauses; \
          `plimsoll check` judges it under the clause named (the `contract` check where none is). \
-         [`conformance.md`](conformance.md#implementing-the-contract) turns these rules into a \
+         [`implementing.md`](implementing.md#what-to-build-the-checklist) turns these rules into a \
          checklist.\n"
     );
     let clauses = contract.clause_list();

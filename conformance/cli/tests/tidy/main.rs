@@ -14,6 +14,7 @@ use plimsoll_spec::{ClauseId, Contract};
 mod disk;
 mod features;
 mod invariants;
+mod normative;
 
 /// The workspace root (this crate is `conformance/cli`).
 fn root() -> PathBuf {
@@ -811,10 +812,10 @@ fn broken_variants_are_behind_the_mutants_feature() {
     );
 }
 
-/// The sample run in README.md and the recommended run in conformance.md are of this contract:
+/// The sample run in README.md and the recommended run in implementing.md are of this contract:
 /// its version, as many checks as the registry has, every override the embedded server runs
 /// with. (A stale sample told an implementer they had one check fewer to pass.)
-fn stale_samples(readme: &str, conformance: &str) -> Vec<String> {
+fn stale_samples(readme: &str, implementing: &str) -> Vec<String> {
     let mut out = Vec::new();
     let version = format!("contract {} (", Contract::embedded().contract.version);
     if !readme.contains(&version) {
@@ -826,9 +827,9 @@ fn stale_samples(readme: &str, conformance: &str) -> Vec<String> {
     }
     for (env, value) in plimsoll_conformance::check::embedded_overrides(false) {
         let set = format!("{env}={value}");
-        if !conformance.contains(&set) {
+        if !implementing.contains(&set) {
             out.push(format!(
-                "conformance.md's recommended run does not set `{set}`, which the embedded server runs with"
+                "implementing.md's recommended run does not set `{set}`, which the embedded server runs with"
             ));
         }
     }
@@ -838,8 +839,8 @@ fn stale_samples(readme: &str, conformance: &str) -> Vec<String> {
 #[test]
 fn the_documents_sample_runs_are_of_this_contract() {
     let readme = read(&root().join("README.md"));
-    let conformance = read(&root().join("docs/conformance.md"));
-    let stale = stale_samples(&readme, &conformance);
+    let implementing = read(&root().join("docs/implementing.md"));
+    let stale = stale_samples(&readme, &implementing);
     assert!(stale.is_empty(), "{stale:#?}");
 }
 
@@ -854,6 +855,95 @@ fn a_stale_sample_run_is_caught() {
     assert!(
         stale.iter().any(|s| s.contains("HEAD_TIMEOUT_MS")),
         "{stale:?}"
+    );
+}
+
+/// The guides whose sentences must link the rule they restate: README.md and every document of
+/// `docs/` but those generated from the contract itself (`concurrency.md` holds the rules,
+/// `language.md` the language, `changelog.md` the changelog).
+fn guides() -> Vec<PathBuf> {
+    const GENERATED_FROM_THE_CONTRACT: &[&str] = &["concurrency.md", "language.md", "changelog.md"];
+    let mut out = vec![root().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .filter(|p| {
+            !GENERATED_FROM_THE_CONTRACT
+                .iter()
+                .any(|name| p.file_name().is_some_and(|f| f == *name))
+        })
+        .collect();
+    docs.sort();
+    out.extend(docs);
+    out
+}
+
+/// One home per fact: a guide's sentence that says what an implementation must, shall, is
+/// required to, has to or needs to do links the rule (a heading of docs/concurrency.md) that
+/// says it; a sentence about the checker or the operator says so without those words.
+#[test]
+fn normative_sentences_link_a_rule() {
+    let anchors = normative::heading_anchors(&read(&root().join("docs/concurrency.md")));
+    assert!(anchors.contains("implementation-rules"), "{anchors:?}");
+    let guides = guides();
+    assert!(guides.len() > 5, "found only {guides:?}");
+    let mut unlinked = Vec::new();
+    for guide in &guides {
+        for sentence in normative::unlinked_normative_sentences(&read(guide), &anchors) {
+            unlinked.push(format!("{}: {sentence}", relative(guide)));
+        }
+    }
+    assert!(
+        unlinked.is_empty(),
+        "normative sentences that link no rule of docs/concurrency.md (link the rule, add one to \
+         spec/contract.toml's [[implementation]], or say what the checker or operator does):\n{}",
+        unlinked.join("\n")
+    );
+}
+
+#[test]
+fn a_normative_sentence_without_a_rule_is_caught() {
+    let anchors = normative::heading_anchors(
+        "# Title\n\n```toml\n# not a heading\n```\n\n### Input checks and their order\n",
+    );
+    assert_eq!(
+        anchors,
+        BTreeSet::from(["input-checks-and-their-order", "title"].map(str::to_owned))
+    );
+    let planted = "\
+A service must answer within 2 s. The checker sends one request.
+
+- [ ] Judge the hook first ([`input-order`](concurrency.md#input-checks-and-their-order)); it
+  must come before the query ([`input-order`](concurrency.md#input-checks-and-their-order)).
+- A body has to be read (see [the rules](concurrency.md#no-such-heading)).
+
+| a | b |
+|---|---|
+| x | the server needs to close it |
+
+The word `must` in code and mustard are not normative. Shall we? It shall, e.g. here.
+
+```sh
+echo a service must not be judged here
+```
+
+<!-- checks:begin -->
+| generated | a check must hold it |
+<!-- checks:end -->
+";
+    let found = normative::unlinked_normative_sentences(planted, &anchors);
+    assert_eq!(
+        found,
+        [
+            "A service must answer within 2 s.",
+            "- A body has to be read (see [the rules](concurrency.md#no-such-heading)).",
+            "the server needs to close it |",
+            "Shall we?",
+            "It shall, e.g. here.",
+        ],
+        "{found:#?}"
     );
 }
 

@@ -191,7 +191,7 @@ fn next_steps(report: &RunReport, html: Option<&Path>) -> Vec<String> {
     steps.push(if is_load(&report.manifest) {
         "docs/load.md".to_string()
     } else {
-        "docs/conformance.md".to_string()
+        "docs/gate.md".to_string()
     });
     steps
 }

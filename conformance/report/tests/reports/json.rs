@@ -88,7 +88,7 @@ fn json_round_trips_with_a_stable_field_order() {
     assert_eq!(json::render(&run).unwrap(), text);
 }
 
-/// docs/conformance.md's table of the JSON report names every member the report can have, so
+/// docs/gate.md's table of the JSON report names every member the report can have, so
 /// an implementer's script written from the docs reads every member there is.
 #[test]
 fn the_documented_json_members_are_the_reports() {
@@ -115,7 +115,7 @@ fn the_documented_json_members_are_the_reports() {
     });
     let value: Value = serde_json::to_value(&run).unwrap();
     let docs = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conformance.md"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gate.md"),
     )
     .unwrap();
     let keys = |v: &Value, prefix: &str| -> Vec<String> {
@@ -135,7 +135,7 @@ fn the_documented_json_members_are_the_reports() {
         .collect();
     assert!(
         undocumented.is_empty(),
-        "not in docs/conformance.md: {undocumented:?}"
+        "not in docs/gate.md: {undocumented:?}"
     );
     assert_eq!(value["manifest"]["report_schema"], 2);
 }
