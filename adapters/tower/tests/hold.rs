@@ -272,3 +272,55 @@ async fn one_global_limit_holds_across_the_routes_of_a_pool() {
     })
     .await;
 }
+
+/// How long a plain request on `/b` waits while `/a` is held, in a one-worker pool whose limit is
+/// an axum middleware awaiting a semaphore (it admits in its future, not in `poll_ready`), with
+/// the hold inside the limit or outside it.
+async fn plain_wait_beside_a_hold(hold_inside: bool) -> Duration {
+    let permits = Arc::new(tokio::sync::Semaphore::new(1));
+    let limit = axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let permits = permits.clone();
+            async move {
+                let _permit = permits.acquire().await.unwrap();
+                next.run(request).await
+            }
+        },
+    );
+    let calls = Arc::new(AtomicUsize::new(0));
+    let routes = Router::new()
+        .route("/a", get(counted(calls.clone())))
+        .route("/b", get(counted(calls)));
+    // ServiceBuilder lists layers outside in.
+    let app = if hold_inside {
+        routes.route_layer(ServiceBuilder::new().layer(limit).layer(layer()))
+    } else {
+        routes.route_layer(ServiceBuilder::new().layer(layer()).layer(limit))
+    };
+    let addr = listen(app).await;
+    let hook = format!("hold=queue:{}", HOLD.as_millis());
+    let held = tokio::spawn(send_to(addr, "/a", Some(hook), Instant::now()));
+    tokio::time::sleep(HOLD / 5).await;
+    let plain = send_to(addr, "/b", None, Instant::now()).await;
+    assert_eq!(plain.status, 200);
+    assert_eq!(held.await.unwrap().status, 200);
+    plain.after
+}
+
+#[tokio::test]
+async fn the_hold_holds_a_permit_only_inside_a_limit_that_admits_in_its_future() {
+    bounded(async {
+        let inside = plain_wait_beside_a_hold(true).await;
+        // Sent a fifth of a hold after the held one: it waits the rest, over half a hold.
+        assert!(
+            inside >= HOLD / 2,
+            "inside the limit, /b did not wait: {inside:?}"
+        );
+        let outside = plain_wait_beside_a_hold(false).await;
+        assert!(
+            outside < HOLD / 2,
+            "outside the limit, the hold took no permit yet /b waited {outside:?}"
+        );
+    })
+    .await;
+}
