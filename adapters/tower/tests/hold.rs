@@ -24,7 +24,7 @@ use tower::limit::{ConcurrencyLimitLayer, GlobalConcurrencyLimitLayer};
 const HEADER: &str = "x-test-hook";
 
 /// The hold every timing test asks for: long beside loopback's latency, short for a test.
-const HOLD: Duration = Duration::from_millis(500);
+const HOLD: Duration = Duration::from_millis(800);
 
 /// Every test ends within this, whatever the server does.
 const BOUND: Duration = Duration::from_secs(20);
