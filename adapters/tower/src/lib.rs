@@ -53,8 +53,9 @@ mod future;
 mod header;
 mod refusal;
 
-use http::{HeaderName, Request, Response};
 use std::task::{Context, Poll};
+
+use http::{HeaderName, Request, Response};
 use tower::{Layer, Service};
 
 pub use future::ResponseFuture;
@@ -77,7 +78,8 @@ use header::hold_asked;
 /// layer is): axum applies a handler's layers again for every connection unless the router was
 /// given its state first (`axum::serve` calls `with_state(())` per connection), so
 /// `ConcurrencyLimitLayer` on a plain router's handlers limits each *connection*, not the pool
-/// (measured in `tests/hold.rs`, whose routers call `with_state(())` before layering).
+/// (found writing `tests/hold.rs`: its one-route router calls `with_state(())` before layering,
+/// which makes the handler a route, and its layers, once).
 ///
 /// ```
 /// use http::HeaderName;
@@ -185,6 +187,8 @@ impl<S> Layer<S> for HoldLayer {
 ///
 /// `S` must be `Clone` because the request is handed to the service that was made ready, later,
 /// after the hold (the usual tower pattern: the ready one goes with the request, a clone stays).
+/// Its response body must be buildable from a `String` (axum's `Body`, `String` and
+/// `http_body_util::Full<Bytes>` are) for the layer's own `400`.
 #[derive(Debug, Clone)]
 pub struct Hold<S> {
     inner: S,
