@@ -45,7 +45,7 @@ const NAMED: &[&str] = &[
 
 /// The crates and the workspace crates each may depend on (normal dependencies): the one-way
 /// flow contract → engine → server, contract → fault proxy → conformance library → load
-/// profiles and reports, everything → the binary.
+/// profiles and reports, everything → the binary; contract → the hold layer services add.
 const CRATES: &[(&str, &str, &[&str])] = &[
     ("spec", "plimsoll-spec", &[]),
     (
@@ -74,6 +74,7 @@ const CRATES: &[(&str, &str, &[&str])] = &[
         "plimsoll-report",
         &["plimsoll-spec", "plimsoll-fault", "plimsoll-conformance"],
     ),
+    ("adapters/tower", "plimsoll-tower", &["plimsoll-spec"]),
     (
         "conformance/cli",
         "plimsoll",
@@ -255,6 +256,8 @@ const DOCUMENTS: &[&str] = &[
     "ARCHITECTURE.md",
     "docs",
     "examples/python-service/README.md",
+    "adapters/tower/README.md",
+    "adapters/asgi/README.md",
 ];
 
 /// The repository paths `text` names in backticks (`` `conformance/cli/tests/tidy.rs` ``), without
@@ -267,6 +270,7 @@ fn named_paths(text: &str) -> Vec<String> {
         "ci/",
         "docs/",
         "examples/",
+        "adapters/",
         ".ci/",
         ".config/",
     ];
