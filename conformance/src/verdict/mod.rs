@@ -7,6 +7,7 @@ use serde::Serialize;
 
 pub mod figure;
 mod id;
+pub mod series;
 pub mod waiver;
 
 pub use id::ResultId;
@@ -229,6 +230,10 @@ pub struct RunReport {
     pub manifest: Manifest,
     /// Every check's result, in run order.
     pub results: Vec<CheckResult>,
+    /// The run over time, binned from the requests it sent: the HTML report's charts. `None`
+    /// for a run that kept none (a stopped run's partial report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<series::RunSeries>,
 }
 
 impl RunReport {
