@@ -315,16 +315,18 @@ async fn run_profile(
         _ => profiles::rate::run(load, &ctx, &calibration, &process).await?,
     };
     results.extend(profiled.results);
+    let mut series = profiled.series;
     if let Some(baseline) = &baseline {
         for r in &mut results {
             baseline.compare(r, load.baseline.fail_on_regression);
         }
+        baseline.beside(&mut series);
     }
 
     let report = RunReport {
         manifest,
         results,
-        series: Some(profiled.series),
+        series: Some(series),
     };
     run.observer.summary(&report);
     Ok(report)

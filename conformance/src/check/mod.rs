@@ -262,7 +262,10 @@ async fn run_checks(
         partial.finished(&result);
         results.push(result);
     }
-    let series = run_series(&results, &started_ms, target);
+    let mut series = run_series(&results, &started_ms, target);
+    if let Some(baseline) = &judging.baseline {
+        baseline.beside(&mut series);
+    }
     (results, series)
 }
 

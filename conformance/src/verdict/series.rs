@@ -10,7 +10,7 @@
 //! report must stay a size people open.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The name of a `check` run's one series: its timelines do not record which pool a request
 /// went to.
@@ -26,7 +26,7 @@ const BIN_WIDTHS_MS: [f64; 9] = [
 ];
 
 /// The run over time, per pool.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSeries {
     /// The width of every bin, ms (every series of the run shares it).
     pub bin_ms: f64,
@@ -40,12 +40,16 @@ pub struct RunSeries {
     pub phases: Vec<Span>,
     /// When the run's fault (`check --fault`) was on. The proxy carries every request of the
     /// run, so it is the whole run; `None` without a fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<Span>,
+    /// The `--baseline` run's series, when its report holds one, for the charts to draw beside
+    /// this run's. Not written: it is the baseline file's own.
+    #[serde(skip)]
+    pub baseline: Option<Box<RunSeries>>,
 }
 
 /// A named stretch of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Span {
     /// What it was: a check's id, `warm-up`, the fault's spec.
     pub label: String,
@@ -56,7 +60,7 @@ pub struct Span {
 }
 
 /// One pool's requests over the run.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PoolSeries {
     /// The pool (`digitize`), or `all pools`.
     pub pool: String,
@@ -67,16 +71,16 @@ pub struct PoolSeries {
     pub limits: Vec<Limit>,
     /// The pool's busy and queue gauges as the target's `/metrics` claimed them, when the run
     /// read them (load runs): its claim, stamped with when the checker read it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gauges: Vec<Gauge>,
     /// The refused fraction the queueing model predicts, when the run has a prediction (the
     /// steady and overload load profiles).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_refused: Option<Band>,
 }
 
 /// What the requests of one bin did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Bin {
     /// Requests sent in the bin.
     pub sent: u32,
@@ -98,7 +102,7 @@ pub struct Bin {
 }
 
 /// A horizontal line on the in-flight chart.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Limit {
     /// What it is: `workers`, `workers + queue`.
     pub label: String,
@@ -107,7 +111,7 @@ pub struct Limit {
 }
 
 /// One reading of the target's gauges.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Gauge {
     /// When the checker read it, ms since the run's start.
     pub at_ms: f64,
@@ -118,7 +122,7 @@ pub struct Gauge {
 }
 
 /// The accepted interval of a predicted refused fraction, for the stretch it judges.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Band {
     /// The model's refused fraction.
     pub predicted: f64,
@@ -189,6 +193,7 @@ impl RunSeries {
                 .collect(),
             phases,
             fault: None,
+            baseline: None,
         }
     }
 }

@@ -5,8 +5,9 @@
 //! against the prediction's band; p50/p90/p99 latency of the successful answers; the requests
 //! in flight against the pool's limits, with the target's own gauges beside them. The fault's
 //! stretch is shaded on each when a fault ran, each check (or the warm-up) is marked on the
-//! rates' chart, and the `--baseline` run's figures are drawn as reference lines: a baseline
-//! file holds summary figures only (its deltas), never a series.
+//! rates' chart, and a `--baseline` run is drawn beside this one: its series where its report
+//! holds one (a report of a version that keeps them), and its summary figures (the deltas'
+//! medians) as reference lines.
 //!
 //! Each chart's key is HTML under the picture, not `plotters`' legend: it never covers a line,
 //! and every `<polyline>` in a chart but the axes' (drawn in [`AXIS`]) is then one of its
@@ -106,11 +107,17 @@ pub(super) fn section(report: &RunReport) -> Markup {
                     " Shaded red: the fault " code { (fault.label) } " was on (the whole run: its proxy carried every request)."
                 }
             }
+            @if series.baseline.is_some() {
+                p.muted {
+                    "Thin grey lines named \"baseline run\": the --baseline run's own series, on \
+                     its own clock from its start."
+                }
+            }
             @if report.results.iter().any(|r| !r.deltas.is_empty()) {
                 p.muted {
-                    "Grey lines: the --baseline run's figures. A baseline file holds summary figures \
-                     only (each a median over its run), so they are drawn as reference lines across \
-                     the run, not as series over time."
+                    "Grey levels named \"baseline\" and a check: the --baseline run's summary \
+                     figures (each a median over its run), drawn as reference lines across the \
+                     run, not as series over time."
                 }
             }
             @if series.pools.iter().all(|p| p.bins.is_empty()) {
@@ -141,18 +148,36 @@ struct Pool<'a> {
     report: &'a RunReport,
     series: &'a RunSeries,
     pool: &'a PoolSeries,
-    bin_s: f64,
+    /// This run's bins of the pool.
+    now: Bins<'a>,
+    /// The `--baseline` run's bins of the same pool, when its file holds them.
+    before: Option<Bins<'a>>,
     end_s: f64,
+}
+
+/// One run's bins of a pool, with their width, s: what a line is computed from.
+#[derive(Clone, Copy)]
+struct Bins<'a> {
+    pool: &'a PoolSeries,
+    bin_s: f64,
 }
 
 /// The four charts of one pool.
 fn charts(report: &RunReport, series: &RunSeries, pool: &PoolSeries) -> Vec<Chart> {
     let bin_s = s(series.bin_ms);
+    let before = series.baseline.as_deref().and_then(|b| {
+        let pool = b.pools.iter().find(|p| p.pool == pool.pool)?;
+        Some(Bins {
+            pool,
+            bin_s: s(b.bin_ms),
+        })
+    });
     let p = Pool {
         report,
         series,
         pool,
-        bin_s,
+        now: Bins { pool, bin_s },
+        before,
         end_s: s(series.end_ms).max(bin_s),
     };
     let mut charts = vec![p.rates(), p.refused(), p.latency(), p.in_flight()];
@@ -163,7 +188,7 @@ fn charts(report: &RunReport, series: &RunSeries, pool: &PoolSeries) -> Vec<Char
     charts
 }
 
-impl Pool<'_> {
+impl Bins<'_> {
     /// The middle of bin `i`, s: where its value is drawn.
     fn mid(&self, i: usize) -> f64 {
         (i as f64 + 0.5) * self.bin_s
@@ -174,6 +199,42 @@ impl Pool<'_> {
         let bins = self.pool.bins.iter().enumerate();
         bins.map(|(i, b)| (self.mid(i), f64::from(f(b)) / self.bin_s))
             .collect()
+    }
+
+    /// The refused fraction of every attempt sent from `from_ms` to the end of each bin.
+    fn refused_since(&self, from_ms: f64) -> Vec<(f64, f64)> {
+        let (mut n, mut refused) = (0u64, 0u64);
+        let bins = self.pool.bins.iter().enumerate();
+        bins.filter(|(i, _)| self.mid(*i) * 1000.0 >= from_ms)
+            .filter_map(|(i, b)| {
+                n += u64::from(b.counted);
+                refused += u64::from(b.refused);
+                (n > 0).then(|| (self.mid(i), refused as f64 / n as f64))
+            })
+            .collect()
+    }
+
+    /// A value of the bins that have it.
+    fn each(&self, f: fn(&Bin) -> Option<f64>) -> Vec<(f64, f64)> {
+        let bins = self.pool.bins.iter().enumerate();
+        bins.filter_map(|(i, b)| f(b).map(|v| (self.mid(i), v)))
+            .collect()
+    }
+}
+
+impl Pool<'_> {
+    /// The `--baseline` run's line of the same figure, grey and thin, cut at this run's end
+    /// (the time axis is this run's).
+    fn before(&self, name: &str, points: impl Fn(&Bins<'_>) -> Vec<(f64, f64)>) -> Vec<Line> {
+        let Some(before) = &self.before else {
+            return Vec::new();
+        };
+        let mut points = points(before);
+        points.retain(|p| p.0 <= self.end_s);
+        vec![Line {
+            width: 1,
+            ..Line::new(format!("baseline run: {name}"), GREY, points)
+        }]
     }
 
     /// A chart of this pool with no line yet: the fault shaded, if one ran.
@@ -229,14 +290,17 @@ impl Pool<'_> {
             false,
         );
         chart.lines = vec![
-            Line::new("attempts sent /s", BLUE, self.per_s(|b| b.sent)),
-            Line::new("answers received /s", GREEN, self.per_s(|b| b.answered)),
+            Line::new("attempts sent /s", BLUE, self.now.per_s(|b| b.sent)),
+            Line::new("answers received /s", GREEN, self.now.per_s(|b| b.answered)),
             Line::new(
                 "refusals /s (by send time)",
                 ORANGE,
-                self.per_s(|b| b.refused),
+                self.now.per_s(|b| b.refused),
             ),
         ];
+        chart
+            .lines
+            .extend(self.before("attempts sent /s", |b| b.per_s(|b| b.sent)));
         chart.lines.extend(self.baseline(Unit::PerSecond));
         chart.phases = self.series.phases.clone();
         chart
@@ -247,7 +311,7 @@ impl Pool<'_> {
         let bins = self.pool.bins.iter().enumerate();
         let fraction = bins
             .filter(|(_, b)| b.counted > 0)
-            .map(|(i, b)| (self.mid(i), f64::from(b.refused) / f64::from(b.counted)))
+            .map(|(i, b)| (self.now.mid(i), f64::from(b.refused) / f64::from(b.counted)))
             .collect();
         chart.lines = vec![Line {
             width: 1,
@@ -258,8 +322,11 @@ impl Pool<'_> {
         let Some(band) = &self.pool.predicted_refused else {
             chart.lines.push(Line {
                 width: 3,
-                ..Line::new("refused fraction so far", RED, self.refused_since(0.0))
+                ..Line::new("refused fraction so far", RED, self.now.refused_since(0.0))
             });
+            chart
+                .lines
+                .extend(self.before("refused fraction so far", |b| b.refused_since(0.0)));
             chart.lines.extend(self.baseline(Unit::Fraction));
             chart.note = Some(format!(
                 "{counted} The per-bin line joins the bins that counted any. No band: this run \
@@ -267,7 +334,7 @@ impl Pool<'_> {
             ));
             return chart;
         };
-        let since_warm_up = self.refused_since(band.from_ms);
+        let since_warm_up = self.now.refused_since(band.from_ms);
         let (from, to) = (s(band.from_ms), s(band.to_ms));
         chart.shades.insert(
             0,
@@ -296,6 +363,15 @@ impl Pool<'_> {
             width: 3,
             ..Line::new("refused fraction since the warm-up", RED, since_warm_up)
         });
+        // The baseline's since its own warm-up, when it had a band; else from its start.
+        let from = self
+            .before
+            .and_then(|b| b.pool.predicted_refused.as_ref().map(|b| b.from_ms));
+        chart
+            .lines
+            .extend(self.before("refused fraction since the warm-up", |b| {
+                b.refused_since(from.unwrap_or(0.0))
+            }));
         chart.lines.extend(self.baseline(Unit::Fraction));
         chart.note = Some(format!(
             "{counted} The band is the verdict's: it bounds the fraction of the whole window, \
@@ -304,31 +380,17 @@ impl Pool<'_> {
         chart
     }
 
-    /// The refused fraction of every attempt sent from `from_ms` to the end of each bin.
-    fn refused_since(&self, from_ms: f64) -> Vec<(f64, f64)> {
-        let (mut n, mut refused) = (0u64, 0u64);
-        let bins = self.pool.bins.iter().enumerate();
-        bins.filter(|(i, _)| self.mid(*i) * 1000.0 >= from_ms)
-            .filter_map(|(i, b)| {
-                n += u64::from(b.counted);
-                refused += u64::from(b.refused);
-                (n > 0).then(|| (self.mid(i), refused as f64 / n as f64))
-            })
-            .collect()
-    }
-
     fn latency(&self) -> Chart {
-        let quantile = |f: fn(&Bin) -> Option<f64>| {
-            let bins = self.pool.bins.iter().enumerate();
-            bins.filter_map(|(i, b)| f(b).map(|v| (self.mid(i), v)))
-                .collect::<Vec<_>>()
-        };
+        let quantile = |f| self.now.each(f);
         let mut chart = self.chart("Latency of the successful answers", "ms", false);
         chart.lines = vec![
             Line::new("p99", RED, quantile(|b| b.p99_ms)),
             Line::new("p90", GOLD, quantile(|b| b.p90_ms)),
             Line::new("p50", GREEN, quantile(|b| b.p50_ms)),
         ];
+        chart
+            .lines
+            .extend(self.before("p99", |b| b.each(|b| b.p99_ms)));
         chart.lines.extend(self.baseline(Unit::Ms));
         chart.note = Some(
             "Each bin's answers by the time they arrived, from send to the whole answer. In a bin \
@@ -341,13 +403,13 @@ impl Pool<'_> {
 
     fn in_flight(&self) -> Chart {
         let mut chart = self.chart("In flight against the limit", "requests", false);
-        let bins = self.pool.bins.iter().enumerate();
+        let in_flight = |b: &Bins<'_>| b.each(|b| Some(f64::from(b.in_flight)));
         chart.lines.push(Line::new(
             "in flight (the checker's: sent, not yet ended), most in the bin",
             BLUE,
-            bins.map(|(i, b)| (self.mid(i), f64::from(b.in_flight)))
-                .collect(),
+            in_flight(&self.now),
         ));
+        chart.lines.extend(self.before("in flight", in_flight));
         let gauge = |f: fn(&Gauge) -> Option<f64>| {
             let gauges = self.pool.gauges.iter();
             gauges

@@ -184,6 +184,33 @@ fn html_charts_draw_one_polyline_per_series_with_axes_fault_band_and_baseline() 
     );
 }
 
+/// A baseline report's series (a report of this version keeps one) is drawn beside the run's:
+/// one more line on each chart, named as the baseline run's.
+#[test]
+fn html_charts_draw_the_baseline_runs_series_beside_this_one() {
+    let mut run = charted();
+    let series = run.series.as_mut().unwrap();
+    series.baseline = Some(Box::new(series.clone()));
+    let page = html::render(&run);
+    let figures = figures(&page);
+    let before = [
+        "baseline run: attempts sent /s",
+        "baseline run: refused fraction since the warm-up",
+        "baseline run: p99",
+        "baseline run: in flight",
+    ];
+    for ((names, figure), name) in figures.iter().zip(before) {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        let lines = svg_of(figure)
+            .split("<polyline")
+            .skip(1)
+            .filter(|p| !p[..p.find('>').unwrap()].contains("#444C56"))
+            .count();
+        assert_eq!(lines, names.len(), "{names:?}");
+    }
+    assert!(page.contains("the --baseline run's own series"));
+}
+
 #[test]
 fn html_renders_a_run_that_sent_nothing_and_one_without_series() {
     let mut run = sample();
