@@ -23,7 +23,7 @@ use crate::observe::Observer;
 use crate::remote::Target;
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectPlan};
-use crate::verdict::series::{ALL_POOLS, Limit, RunSeries, Sent, Span};
+use crate::verdict::series::{OTHER, RunSeries, Sent, Span, limits};
 use crate::verdict::{CheckResult, LaneOutcome, RunReport};
 use crate::waivers::Waivers;
 
@@ -269,11 +269,12 @@ async fn run_checks(
     (results, series)
 }
 
-/// The run over time: every check's timeline moved onto the run's clock, as one series (a
-/// lane does not record its pool), drawn against each pool's most held requests, with each
-/// check a phase and the fault, if any, on throughout.
+/// The run over time: every check's timeline moved onto the run's clock, a series per pool
+/// in the order the run first loaded it (requests to no pool's endpoint are [`OTHER`]), each
+/// drawn against the pool's workers and queue, with each check a phase and the fault, if any,
+/// on throughout.
 fn run_series(results: &[CheckResult], started_ms: &[f64], target: &Target) -> RunSeries {
-    let mut sent = Vec::new();
+    let mut pools: Vec<(String, Vec<Sent>)> = Vec::new();
     let mut phases = Vec::new();
     for (r, &at) in results.iter().zip(started_ms) {
         if r.timeline.is_empty() {
@@ -284,30 +285,38 @@ fn run_series(results: &[CheckResult], started_ms: &[f64], target: &Target) -> R
             from_ms: at,
             to_ms: at + r.duration_ms.max(0.0),
         });
-        sent.extend(r.timeline.iter().map(|lane| Sent {
-            sent_ms: at + lane.start_ms,
-            end_ms: at + lane.end_ms,
-            answered: lane.status.is_some(),
-            ok: lane.outcome == LaneOutcome::Ok,
-            refused: lane.outcome == LaneOutcome::Refused,
-        }));
+        for lane in &r.timeline {
+            let pool = lane.pool.as_deref().unwrap_or(OTHER);
+            let at_pool = match pools.iter().position(|(name, _)| name == pool) {
+                Some(i) => i,
+                None => {
+                    pools.push((pool.to_owned(), Vec::new()));
+                    pools.len() - 1
+                }
+            };
+            pools[at_pool].1.push(Sent {
+                sent_ms: at + lane.start_ms,
+                end_ms: at + lane.end_ms,
+                answered: lane.status.is_some(),
+                ok: lane.outcome == LaneOutcome::Ok,
+                refused: lane.outcome == LaneOutcome::Refused,
+            });
+        }
     }
-    let limits = target
-        .expected
-        .pools
-        .iter()
-        .map(|(name, pool)| match pool.queue.capacity.places() {
-            Some(queue) => Limit {
-                label: format!("{name}: workers + queue"),
-                value: f64::from(pool.workers + queue),
-            },
-            None => Limit {
-                label: format!("{name}: workers"),
-                value: f64::from(pool.workers),
-            },
+    let pools = pools
+        .into_iter()
+        .map(|(name, sent)| {
+            let limits = target
+                .expected
+                .pools
+                .get(&name)
+                .map_or_else(Vec::new, |pool| {
+                    limits(pool.workers, pool.queue.capacity.places())
+                });
+            (name, limits, sent)
         })
         .collect();
-    let mut series = RunSeries::new(vec![(ALL_POOLS.to_owned(), limits, sent)], phases);
+    let mut series = RunSeries::new(pools, phases);
     series.fault = target.adjustments.fault.as_ref().map(|spec| Span {
         label: spec.clone(),
         from_ms: 0.0,

@@ -123,6 +123,10 @@ pub struct Lane {
     pub outcome: LaneOutcome,
     /// The status answered, when there was an answer.
     pub status: Option<u16>,
+    /// The pool whose endpoint it was sent to, when the checker sent it to one (a health or
+    /// metrics read has none): how the run-wide charts tell pools apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
 }
 
 /// The result of one check.

@@ -12,9 +12,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The name of a `check` run's one series: its timelines do not record which pool a request
-/// went to.
-pub const ALL_POOLS: &str = "all pools";
+/// The name of the series of the requests sent to no pool's endpoint (a health or metrics
+/// read, a request the check timed without a pool).
+pub const OTHER: &str = "other requests";
 
 /// The most bins a series is cut into: enough for a smooth line at 1400 px, few enough that
 /// a bin holds several requests.
@@ -32,8 +32,7 @@ pub struct RunSeries {
     pub bin_ms: f64,
     /// The run's length as the series count it: the last request's end, ms.
     pub end_ms: f64,
-    /// One series per pool the run loaded. A `check` run has one, `all pools`: its timelines
-    /// do not record which pool a request went to.
+    /// One series per pool the run loaded, and one of [`OTHER`] requests when it sent any.
     pub pools: Vec<PoolSeries>,
     /// Stretches of the run worth naming on the time axis: each check of a `check` run, the
     /// warm-up of a load run.
@@ -62,7 +61,7 @@ pub struct Span {
 /// One pool's requests over the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PoolSeries {
-    /// The pool (`digitize`), or `all pools`.
+    /// The pool (`digitize`), or [`OTHER`].
     pub pool: String,
     /// Bin `i` covers `[i, i + 1) × bin_ms`.
     pub bins: Vec<Bin>,
@@ -196,6 +195,22 @@ impl RunSeries {
             baseline: None,
         }
     }
+}
+
+/// What a pool's requests in flight are drawn against: its workers, and its workers plus its
+/// queue places when the queue is bounded (the most it holds without refusing).
+pub fn limits(workers: u32, queue: Option<u32>) -> Vec<Limit> {
+    let mut out = vec![Limit {
+        label: format!("workers ({workers})"),
+        value: f64::from(workers),
+    }];
+    if let Some(queue) = queue.filter(|q| *q > 0) {
+        out.push(Limit {
+            label: format!("workers + queue ({})", workers + queue),
+            value: f64::from(workers + queue),
+        });
+    }
+    out
 }
 
 /// The bin of time `t`, the last for a time at the very end.

@@ -216,7 +216,7 @@ fn html_renders_a_run_that_sent_nothing_and_one_without_series() {
     let mut run = sample();
     run.results.clear();
     run.series = Some(RunSeries::new(
-        vec![("all pools".into(), Vec::new(), Vec::new())],
+        vec![("digitize".into(), Vec::new(), Vec::new())],
         Vec::new(),
     ));
     let page = html::render(&run);

@@ -41,6 +41,7 @@ fn lane(
         end_ms: end,
         outcome,
         status,
+        pool: None,
     }
 }
 
