@@ -21,8 +21,9 @@ pub const OTHER: &str = "other requests";
 const MAX_BINS: f64 = 150.0;
 
 /// The bin widths a run may get, ms: the first that cuts the run into at most [`MAX_BINS`].
-const BIN_WIDTHS_MS: [f64; 9] = [
-    250.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 30_000.0, 60_000.0, 300_000.0,
+/// Never narrower than 100 ms: a narrower bin holds one request or none, and its rate is noise.
+const BIN_WIDTHS_MS: [f64; 10] = [
+    100.0, 250.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 30_000.0, 60_000.0, 300_000.0,
 ];
 
 /// The run over time, per pool.
@@ -312,29 +313,28 @@ mod tests {
             )],
             Vec::new(),
         );
-        assert_eq!(run.bin_ms, 250.0);
+        assert_eq!(run.bin_ms, 100.0);
         assert_eq!(run.end_ms, 700.0);
         let bins = &run.pools[0].bins;
-        assert_eq!(bins.len(), 3);
+        assert_eq!(bins.len(), 7);
+        let counts = |b: &Bin| (b.sent, b.counted, b.refused, b.answered);
         assert_eq!(
-            (
-                bins[0].sent,
-                bins[0].counted,
-                bins[0].refused,
-                bins[0].answered
-            ),
-            (4, 3, 1, 1)
+            counts(&bins[0]),
+            (3, 2, 0, 0),
+            "the abandoned one is not counted"
         );
-        assert_eq!(bins[1].answered, 2);
-        assert_eq!(bins[1].p50_ms, Some(300.0));
-        assert_eq!(bins[1].p99_ms, Some(310.0));
-        assert_eq!(bins[0].p50_ms, None, "a refusal is not a latency");
-        assert_eq!(bins[0].in_flight, 4);
+        assert_eq!(counts(&bins[1]), (1, 1, 1, 1));
+        assert_eq!(bins[3].answered, 2);
+        assert_eq!(bins[3].p50_ms, Some(300.0));
+        assert_eq!(bins[3].p99_ms, Some(310.0));
+        assert_eq!(bins[1].p50_ms, None, "a refusal is not a latency");
+        assert_eq!(bins[0].in_flight, 3);
+        assert_eq!(bins[1].in_flight, 4);
         assert_eq!(
-            bins[1].in_flight, 3,
+            bins[2].in_flight, 3,
             "three still in flight when the bin began"
         );
-        assert_eq!(bins[2].in_flight, 1, "the abandoned one, until 700 ms");
+        assert_eq!(bins[6].in_flight, 1, "the abandoned one, until 700 ms");
     }
 
     #[test]
@@ -345,7 +345,7 @@ mod tests {
         );
         assert!(run.pools[0].bins.is_empty());
         assert_eq!(RunSeries::bin_width(60_000.0), 500.0);
-        assert_eq!(RunSeries::bin_width(f64::NAN), 250.0);
+        assert_eq!(RunSeries::bin_width(f64::NAN), 100.0);
         assert_eq!(RunSeries::bin_width(1e12), 300_000.0);
     }
 }
