@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::verdict::figure::{Delta, Figure};
+use crate::verdict::series::RunSeries;
 use crate::verdict::{CheckResult, REPORT_SCHEMA, Verdict};
 
 /// What `check` and `load` compare with: an earlier run's JSON report, and whether a figure
@@ -67,6 +68,8 @@ pub enum BaselineError {
 struct Stored {
     manifest: StoredManifest,
     results: Vec<StoredResult>,
+    #[serde(default)]
+    series: Option<RunSeries>,
 }
 
 #[derive(Deserialize)]
@@ -82,10 +85,12 @@ struct StoredResult {
     figures: Vec<Figure>,
 }
 
-/// The figures of an earlier run, by result id.
+/// The figures of an earlier run, by result id, and its series over time when its report
+/// holds one.
 #[derive(Debug, Clone, Default)]
 pub struct Baseline {
     figures: BTreeMap<String, Vec<Figure>>,
+    series: Option<RunSeries>,
 }
 
 impl Baseline {
@@ -110,7 +115,15 @@ impl Baseline {
             .into_iter()
             .map(|r| (r.id, r.figures))
             .collect();
-        Ok(Baseline { figures })
+        Ok(Baseline {
+            figures,
+            series: stored.series,
+        })
+    }
+
+    /// Sets the baseline run's series beside `series`, for the HTML report's charts.
+    pub fn beside(&self, series: &mut RunSeries) {
+        series.baseline = self.series.clone().map(Box::new);
     }
 
     /// Puts each figure of `result` beside the baseline's ([`CheckResult::deltas`]); with
@@ -161,6 +174,7 @@ mod tests {
     fn baseline(samples: Vec<f64>) -> Baseline {
         Baseline {
             figures: BTreeMap::from([("T3".to_owned(), result(samples).figures)]),
+            series: None,
         }
     }
 
@@ -182,6 +196,40 @@ mod tests {
         was.compare(&mut steady, true);
         assert!(!steady.deltas[0].regressed);
         assert_eq!(steady.verdict, Verdict::Pass);
+    }
+
+    /// A report's series comes back as the JSON report wrote it, and is set beside a run's.
+    #[test]
+    fn a_report_with_a_series_lends_it_to_the_next_run() {
+        use crate::verdict::series::{Sent, Span};
+        let sent = Sent {
+            sent_ms: 10.0,
+            end_ms: 300.0,
+            answered: true,
+            ok: true,
+            refused: false,
+        };
+        let warm = Span {
+            label: "warm-up".into(),
+            from_ms: 0.0,
+            to_ms: 100.0,
+        };
+        let series = RunSeries::new(
+            vec![("digitize".into(), Vec::new(), vec![sent])],
+            vec![warm],
+        );
+        let text = serde_json::json!({
+            "manifest": {"report_schema": REPORT_SCHEMA},
+            "results": [],
+            "series": series,
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("was.json");
+        std::fs::write(&path, text.to_string()).unwrap();
+        let baseline = Baseline::load(&path).unwrap();
+        let mut now = RunSeries::new(Vec::new(), Vec::new());
+        baseline.beside(&mut now);
+        assert_eq!(now.baseline.as_deref(), Some(&series));
     }
 
     #[test]

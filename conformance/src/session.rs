@@ -191,6 +191,7 @@ impl Partial {
         Some(RunReport {
             manifest,
             results: std::mem::take(&mut state.results),
+            series: None,
         })
     }
 }

@@ -667,6 +667,21 @@ fn the_json_report_validates_against_its_published_schema() {
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
+    // The run over time: T2's requests, all to the digitize pool, binned as its own series.
+    let pools = report["series"]["pools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&str> = pools.iter().filter_map(|p| p["pool"].as_str()).collect();
+    assert_eq!(names, ["digitize"], "{}", report["series"]);
+    let sent: u64 = pools[0]["bins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["sent"].as_u64().unwrap())
+        .sum();
+    let lanes = report["results"][1]["timeline"].as_array().unwrap().len();
+    assert_eq!(sent, lanes as u64, "every lane of T2 counted once");
     report["manifest"]["report_schema"] = 1.into();
     assert!(!validator.is_valid(&report), "another layout version");
     report["manifest"]["report_schema"] = plimsoll_conformance::verdict::REPORT_SCHEMA.into();

@@ -61,6 +61,19 @@ async fn passes_under(name: &str) {
         Some(fault.to_string()),
         "the manifest names the fault"
     );
+    // The run over time keeps the fault's stretch, which the HTML report's charts shade.
+    let series = report
+        .series
+        .as_ref()
+        .expect("a check run keeps its series");
+    let shaded = series.fault.as_ref().map(|f| f.label.clone());
+    assert_eq!(
+        shaded,
+        Some(fault.to_string()),
+        "the series names the fault"
+    );
+    let page = plimsoll_report::html::render(&report);
+    assert!(page.contains("Shaded red: the fault"), "the charts say so");
     assert!(
         took < FAULT_RUN_WITHIN,
         "the run under {name} took {took:?}"

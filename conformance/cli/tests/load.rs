@@ -92,6 +92,17 @@ async fn steady_matches_the_prediction() {
     assert_passes(&report);
     let r = result(&report, "L-steady.refusals");
     assert!(r.expected.contains("Engset"), "{}", r.expected);
+    // The run over time, for the HTML report's charts: the pool's attempts binned, its gauges
+    // as read, and the band the verdict judged by.
+    let series = report.series.as_ref().expect("a load run keeps its series");
+    let pool = &series.pools[0];
+    assert_eq!(pool.pool, "digitize");
+    let sent: u32 = pool.bins.iter().map(|b| b.sent).sum();
+    assert!(sent > 0 && pool.bins.iter().any(|b| b.p99_ms.is_some()));
+    assert!(pool.predicted_refused.is_some() && !pool.gauges.is_empty());
+    let page = plimsoll_report::html::render(&report);
+    assert_eq!(page.matches("<figure class=\"chart\"").count(), 4);
+    assert!(page.contains("predicted band"), "the band is drawn");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -310,18 +310,24 @@ async fn run_profile(
         calibrate::calibrate(&ctx, replica).await?;
     }
     let calibration = calibrate::calibrate(&ctx, &ctx.target).await?;
-    let profile_results = match load.profile {
+    let profiled = match load.profile {
         ProfileName::Burst => profiles::burst::run(load, &ctx).await?,
         _ => profiles::rate::run(load, &ctx, &calibration, &process).await?,
     };
-    results.extend(profile_results);
+    results.extend(profiled.results);
+    let mut series = profiled.series;
     if let Some(baseline) = &baseline {
         for r in &mut results {
             baseline.compare(r, load.baseline.fail_on_regression);
         }
+        baseline.beside(&mut series);
     }
 
-    let report = RunReport { manifest, results };
+    let report = RunReport {
+        manifest,
+        results,
+        series: Some(series),
+    };
     run.observer.summary(&report);
     Ok(report)
 }

@@ -67,7 +67,8 @@ pub struct Files<'a> {
     pub json: Option<&'a Path>,
     /// `--junit`: one testcase per check.
     pub junit: Option<&'a Path>,
-    /// `--html`: a self-contained page with the requests' timelines.
+    /// `--html`: a self-contained page with the run's charts over time and the requests'
+    /// timelines.
     pub html: Option<&'a Path>,
     /// `--markdown`: the summary a CI system shows beside its log.
     pub markdown: Option<&'a Path>,

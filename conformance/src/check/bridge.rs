@@ -128,11 +128,15 @@ pub(super) async fn run_suite(
             _ => false,
         })
         .collect();
-    let results = run_checks(run, judging, &checks, &target, |_| {
+    let (results, series) = run_checks(run, judging, &checks, &target, |_| {
         unreachable!("bridge mode runs only the relay clauses")
     })
     .await;
-    let report = RunReport { manifest, results };
+    let report = RunReport {
+        manifest,
+        results,
+        series: Some(series),
+    };
     run.observer.summary(&report);
     super::fault::end(None, Some(relay));
     if let Some(bridge) = &subject.bridge

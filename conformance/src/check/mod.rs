@@ -8,12 +8,14 @@ pub mod matrix;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use plimsoll_fault::Fault;
 use plimsoll_spec::CheckId;
 
 use crate::baseline::{Baseline, BaselinePlan};
 pub use crate::checks::contract::contract_result;
+use crate::checks::ctx::ms;
 use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, Run};
 use crate::checks::selected;
@@ -21,7 +23,8 @@ use crate::observe::Observer;
 use crate::remote::Target;
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectPlan};
-use crate::verdict::{CheckResult, RunReport};
+use crate::verdict::series::{OTHER, RunSeries, Sent, Span, limits};
+use crate::verdict::{CheckResult, LaneOutcome, RunReport};
 use crate::waivers::Waivers;
 
 /// What `plimsoll check` runs (the binary makes it from the command line): what is checked,
@@ -156,11 +159,15 @@ async fn run_suite(
         None => plan.only.clone(),
     };
     let checks: Vec<_> = selected(&only, &plan.skip).collect();
-    let results = run_checks(run, &judging, &checks, &target, |_| {
+    let (results, series) = run_checks(run, &judging, &checks, &target, |_| {
         contract_result(&reconciliation, allow_overrides)
     })
     .await;
-    let report = RunReport { manifest, results };
+    let report = RunReport {
+        manifest,
+        results,
+        series: Some(series),
+    };
     run.observer.summary(&report);
     fault::end(faulted, subject.relay.as_deref());
     Ok(report)
@@ -213,17 +220,20 @@ impl Judging {
 /// Runs `checks` in order against `target`, each started and finished with the observer
 /// (`session` answers the checks that judge the session rather than the target); `--strict`
 /// turns skips into failures, then the `--baseline` comparison, then each check's waiver, if any.
+/// Returns the results and the run's series, binned from every check's timeline.
 async fn run_checks(
     suite: &Suite<'_>,
     judging: &Judging,
     checks: &[&'static registry::Check],
     target: &Arc<Target>,
     session: impl Fn(&registry::Check) -> CheckResult,
-) -> Vec<CheckResult> {
+) -> (Vec<CheckResult>, RunSeries) {
     let (plan, partial, observer) = (suite.plan, suite.partial, suite.observer);
     observer.checks(checks.len());
     let mut results = Vec::new();
+    let mut started_ms = Vec::new();
     let today = crate::waivers::today();
+    let t0 = Instant::now();
     for check in checks {
         let result = match (check.run, (check.applies)(&target.expected)) {
             (_, Err(why)) => {
@@ -237,6 +247,9 @@ async fn run_checks(
                 registry::run(check, run, target).await
             }
         };
+        // The check's clock started `duration_ms` before its result was made, just now: its
+        // timeline's zero, on the run's clock.
+        started_ms.push((ms(t0.elapsed()) - result.duration_ms).max(0.0));
         let mut result = if plan.strict {
             CheckResult {
                 verdict: result.verdict.strict(),
@@ -253,7 +266,67 @@ async fn run_checks(
         partial.finished(&result);
         results.push(result);
     }
-    results
+    let mut series = run_series(&results, &started_ms, target);
+    if let Some(baseline) = &judging.baseline {
+        baseline.beside(&mut series);
+    }
+    (results, series)
+}
+
+/// The run over time: every check's timeline moved onto the run's clock, a series per pool
+/// in the order the run first loaded it (requests to no pool's endpoint are [`OTHER`]), each
+/// drawn against the pool's workers and queue, with each check a phase and the fault, if any,
+/// on throughout.
+fn run_series(results: &[CheckResult], started_ms: &[f64], target: &Target) -> RunSeries {
+    let mut pools: Vec<(String, Vec<Sent>)> = Vec::new();
+    let mut phases = Vec::new();
+    for (r, &at) in results.iter().zip(started_ms) {
+        if r.timeline.is_empty() {
+            continue;
+        }
+        phases.push(Span {
+            label: r.id.to_string(),
+            from_ms: at,
+            to_ms: at + r.duration_ms.max(0.0),
+        });
+        for lane in &r.timeline {
+            let pool = lane.pool.as_deref().unwrap_or(OTHER);
+            let at_pool = match pools.iter().position(|(name, _)| name == pool) {
+                Some(i) => i,
+                None => {
+                    pools.push((pool.to_owned(), Vec::new()));
+                    pools.len() - 1
+                }
+            };
+            pools[at_pool].1.push(Sent {
+                sent_ms: at + lane.start_ms,
+                end_ms: at + lane.end_ms,
+                answered: lane.status.is_some(),
+                ok: lane.outcome == LaneOutcome::Ok,
+                refused: lane.outcome == LaneOutcome::Refused,
+            });
+        }
+    }
+    let pools = pools
+        .into_iter()
+        .map(|(name, sent)| {
+            let limits = target
+                .expected
+                .pools
+                .get(&name)
+                .map_or_else(Vec::new, |pool| {
+                    limits(pool.workers, pool.queue.capacity.places())
+                });
+            (name, limits, sent)
+        })
+        .collect();
+    let mut series = RunSeries::new(pools, phases);
+    series.fault = target.adjustments.fault.as_ref().map(|spec| Span {
+        label: spec.clone(),
+        from_ms: 0.0,
+        to_ms: series.end_ms,
+    });
+    series
 }
 
 #[cfg(test)]

@@ -232,6 +232,7 @@ impl Ctx {
             end_ms: self.ms(reply.sent + reply.elapsed),
             outcome,
             status: Some(reply.status),
+            pool: reply.pool.map(|p| p.as_str().to_owned()),
         });
     }
 
@@ -245,6 +246,7 @@ impl Ctx {
             end_ms: self.ms(end),
             outcome: LaneOutcome::Cancelled,
             status: None,
+            pool: None,
         });
     }
 }

@@ -329,6 +329,11 @@ impl Target {
             elapsed,
             timing,
             violations: Vec::new(),
+            pool: match op {
+                Op::Digitize => Some(Pool::Digitize),
+                Op::Export => Some(Pool::Export),
+                Op::Other => None,
+            },
         };
         reply.violations = self.violations(&reply, op);
         if !reply.violations.is_empty() {

@@ -21,6 +21,8 @@ pub struct Reply {
     pub timing: Option<(f64, f64)>,
     /// Where it breaks the OpenAPI document or the problem schema.
     pub violations: Vec<String>,
+    /// The pool whose endpoint it was sent to (`None`: any other request).
+    pub pool: Option<Pool>,
 }
 
 impl Reply {

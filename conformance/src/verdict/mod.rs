@@ -7,6 +7,7 @@ use serde::Serialize;
 
 pub mod figure;
 mod id;
+pub mod series;
 pub mod waiver;
 
 pub use id::ResultId;
@@ -122,6 +123,10 @@ pub struct Lane {
     pub outcome: LaneOutcome,
     /// The status answered, when there was an answer.
     pub status: Option<u16>,
+    /// The pool whose endpoint it was sent to, when the checker sent it to one (a health or
+    /// metrics read has none): how the run-wide charts tell pools apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
 }
 
 /// The result of one check.
@@ -229,6 +234,10 @@ pub struct RunReport {
     pub manifest: Manifest,
     /// Every check's result, in run order.
     pub results: Vec<CheckResult>,
+    /// The run over time, binned from the requests it sent: the HTML report's charts. `None`
+    /// for a run that kept none (a stopped run's partial report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<series::RunSeries>,
 }
 
 impl RunReport {

@@ -18,7 +18,8 @@ pub struct ReportFiles {
     /// Write a JUnit XML report here (one testcase per check).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write a self-contained HTML report here (with a timeline of the requests per check).
+    /// Write a self-contained HTML report here (with the run's charts over time, per pool, and a
+    /// timeline of the requests per check).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Write a Markdown summary here (GitHub-flavoured: the verdict, the checks that did not

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::Fatal;
-use plimsoll_conformance::verdict::CheckResult;
+use plimsoll_conformance::verdict::series::Span;
 
 use super::super::progress::Goal;
 use super::super::recovery::{self, Ending};
@@ -13,9 +13,9 @@ use super::super::run::{DrainWait, Hold, HoldPlan};
 use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
 use super::super::{Ctx, LoadPlan, POOL};
-use super::drive;
+use super::{Profiled, drive};
 
-pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Vec<CheckResult>, Fatal> {
+pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fatal> {
     let l = ctx.section();
     let b = &l.burst;
     let (c, admit) = (ctx.expect.workers as usize, ctx.expect.admissible());
@@ -79,5 +79,26 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Vec<CheckResul
         temp_allowance: 0,
     };
     results.extend(recovery::ending_verdicts(ctx, end).await);
-    Ok(results)
+    let series = observed.series(ctx, None, wave_spans(out));
+    Ok(Profiled { results, series })
+}
+
+/// Each wave, from its first attempt sent to its last one ended.
+fn wave_spans(out: &super::super::run::RunOutput) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
+    for a in &out.attempts {
+        let (from, to) = (a.sent_ms, a.sent_ms + a.latency_ms);
+        while spans.len() <= a.wave {
+            spans.push(Span {
+                label: format!("wave {}", spans.len() + 1),
+                from_ms: f64::INFINITY,
+                to_ms: 0.0,
+            });
+        }
+        let span = &mut spans[a.wave];
+        span.from_ms = span.from_ms.min(from);
+        span.to_ms = span.to_ms.max(to);
+    }
+    spans.retain(|s| s.from_ms.is_finite());
+    spans
 }

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::CheckResult;
+use plimsoll_conformance::verdict::series::{Band, Gauge, Limit, RunSeries, Sent, Span};
 
 use super::Engine;
 use super::progress::{Goal, Ticker};
@@ -30,6 +32,68 @@ pub(super) struct Watched {
 pub(super) struct Observed {
     pub out: RunOutput,
     pub watched: Vec<Watched>,
+}
+
+/// What a profile ends with: its verdicts, and the run over time for the HTML report's charts.
+pub(super) struct Profiled {
+    pub results: Vec<CheckResult>,
+    pub series: RunSeries,
+}
+
+impl Observed {
+    /// The run over time: the attempts as the generator timed them, binned, against the pool's
+    /// limits (every replica's together in fleet mode), with the target's own gauges when one
+    /// server was read, the prediction's band when the profile judges one, and `phases`.
+    pub(super) fn series(&self, ctx: &Ctx<'_>, band: Option<Band>, phases: Vec<Span>) -> RunSeries {
+        let sent = self
+            .out
+            .attempts
+            .iter()
+            .map(|a| {
+                let refused = ctx.expect.is_refusal(a);
+                let ok = a.status() == Some(200) && !a.abandon_planned;
+                Sent {
+                    sent_ms: a.sent_ms,
+                    end_ms: a.sent_ms + a.latency_ms,
+                    answered: a.status().is_some(),
+                    ok,
+                    refused,
+                }
+            })
+            .collect();
+        let n = ctx.replica_count();
+        let fleet = if n > 1 {
+            format!(", {n} replicas")
+        } else {
+            String::new()
+        };
+        let (workers, queue) = (ctx.expect.workers * n, ctx.expect.queue * n);
+        let mut limits = vec![Limit {
+            label: format!("workers ({workers}{fleet})"),
+            value: f64::from(workers),
+        }];
+        if queue > 0 {
+            limits.push(Limit {
+                label: format!("workers + queue ({}{fleet})", workers + queue),
+                value: f64::from(workers + queue),
+            });
+        }
+        let mut series = RunSeries::new(vec![(POOL.to_owned(), limits, sent)], phases);
+        let pool = &mut series.pools[0];
+        pool.predicted_refused = band;
+        if let [one] = self.watched.as_slice() {
+            pool.gauges = one
+                .samples
+                .iter()
+                .map(|s| Gauge {
+                    at_ms: s.t_ms,
+                    busy: s.busy,
+                    queued: s.depth,
+                })
+                .collect();
+        }
+        series
+    }
 }
 
 /// Why the load engine gave no run to judge.

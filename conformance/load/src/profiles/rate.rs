@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::Fatal;
+use plimsoll_conformance::verdict::series::{Band, Span};
 use plimsoll_conformance::verdict::{CheckResult, Lane};
 use plimsoll_spec::Pool;
 
@@ -17,7 +18,7 @@ use super::super::run::{Attempt, Hold, HoldPlan};
 use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
 use super::super::{Ctx, LoadPlan, ProfileName, fleet};
-use super::{Observed, drive, soak};
+use super::{Observed, Profiled, drive, soak};
 
 /// What a rate profile asks of the generator, from the contract and the calibration.
 struct Plan {
@@ -184,7 +185,7 @@ pub(crate) async fn run(
     ctx: &Ctx<'_>,
     cal: &Calibration,
     process: &ProcessSource,
-) -> Result<Vec<CheckResult>, Fatal> {
+) -> Result<Profiled, Fatal> {
     let plan = Plan::new(load, ctx, cal)?;
     announce(load, ctx, cal, &plan);
     let temp_allowance = if load.profile == ProfileName::Soak {
@@ -230,7 +231,8 @@ pub(crate) async fn run(
         temp_allowance,
     };
     results.extend(recovery::ending_verdicts(ctx, end).await);
-    Ok(results)
+    let series = observed.series(ctx, judged.band(load.profile), judged.phases());
+    Ok(Profiled { results, series })
 }
 
 /// Says what the run will do before it starts: the plan's every figure, so a surprising
@@ -312,6 +314,27 @@ impl<'a> Judged<'a> {
             run_ms: plan.duration.as_secs_f64() * 1000.0,
             warm: l.warm_up_ms as f64,
         }
+    }
+
+    /// The prediction's accepted refused fraction over the window it judges, for the profiles
+    /// that judge one.
+    fn band(&self, profile: ProfileName) -> Option<Band> {
+        matches!(profile, ProfileName::Steady | ProfileName::Overload).then(|| Band {
+            predicted: self.iv.predicted,
+            low: self.iv.low,
+            high: self.iv.high,
+            from_ms: self.warm,
+            to_ms: self.run_ms,
+        })
+    }
+
+    /// The warm-up, whose attempts no verdict counts.
+    fn phases(&self) -> Vec<Span> {
+        vec![Span {
+            label: "warm-up".into(),
+            from_ms: 0.0,
+            to_ms: self.warm.min(self.run_ms),
+        }]
     }
 
     /// The timeline lanes: the second half of the run (after warm-up), 120 users at most.

@@ -343,6 +343,7 @@ pub fn lanes(attempts: &[Attempt], from_ms: f64, limit: usize, expect: &Expectat
                 _ => LaneOutcome::Failed,
             },
             status: a.status(),
+            pool: Some(plimsoll_spec::Pool::Digitize.as_str().to_owned()),
         })
         .collect()
 }

@@ -1,6 +1,9 @@
 //! `--html FILE`: one self-contained page (inline CSS and SVG, no script, no external assets)
 //! so it can be attached to a CI run or mailed and still open anywhere.
 //!
+//! The run as a whole comes first, after the verdicts: its charts over time, per pool
+//! ([`charts`]), drawn with `plotters` as inline SVG.
+//!
 //! Every check gets a timeline picture of its requests ([`timeline`]): one lane per request
 //! over time, the wait in the queue hatched, the run solid, coloured by outcome. That picture
 //! is what makes a FIFO or refusal verdict believable at a glance.
@@ -8,6 +11,7 @@
 //! Everything shown comes from the server under test or from the command line, so the page is
 //! a `maud` template: every value spliced in is escaped unless it is marked as markup.
 
+mod charts;
 pub mod matrix;
 mod timeline;
 
@@ -80,6 +84,7 @@ pub fn render(report: &RunReport) -> String {
         html! {
             (header(report))
             (verdict_table(report))
+            (charts::section(report))
             @for (i, r) in report.results.iter().enumerate() {
                 (check_section(i, r))
             }

@@ -180,8 +180,8 @@ fn entry(out: &mut String, r: &CheckResult, style: Style) {
 fn next_steps(report: &RunReport, html: Option<&Path>) -> Vec<String> {
     let mut steps = Vec::new();
     steps.push(match html {
-        Some(path) => format!("{} (request timelines)", path.display()),
-        None => "--html report.html (request timelines)".to_string(),
+        Some(path) => format!("{} (charts, timelines)", path.display()),
+        None => "--html report.html (charts, timelines)".to_string(),
     });
     if report.manifest.mode == "embedded" {
         steps.push("--target URL (your own service)".to_string());

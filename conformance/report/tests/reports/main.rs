@@ -3,6 +3,7 @@
 //!
 //! Set `PLIMSOLL_REPORT_PREVIEW=DIR` to also leave the rendered files in DIR for a look.
 
+mod charts;
 mod files;
 mod html;
 mod json;
@@ -40,6 +41,7 @@ fn lane(
         end_ms: end,
         outcome,
         status,
+        pool: None,
     }
 }
 
@@ -131,6 +133,7 @@ fn sample() -> RunReport {
             incomplete: None,
         },
         results: vec![pass, fail, skip],
+        series: None,
     }
 }
 

@@ -243,6 +243,7 @@ impl Exchange {
                 end_ms: c.ms(self.done.get(id).copied().unwrap_or(now)),
                 outcome,
                 status,
+                pool: Some(plimsoll_spec::Pool::Relay.as_str().to_owned()),
             });
         }
     }
