@@ -21,18 +21,24 @@ pub struct PoolLimits<'c> {
     pub memory_cap_mb: Option<u64>,
 }
 
+impl crate::model::PoolSpec {
+    /// The limits this declaration sets, for any pool of any service.
+    pub fn limits(&self) -> PoolLimits<'_> {
+        PoolLimits {
+            workers: self.workers,
+            queue_capacity: self.queue.capacity.places(),
+            deadline: self.deadline_ms.map(Duration::from_millis),
+            stages: &self.stages,
+            memory_cap_mb: self.memory_cap_mb,
+        }
+    }
+}
+
 impl Contract {
     /// The limits of `pool`, one of the pools the reference implementation serves. Its
     /// declaration is `pools.<pool>` (the loader requires the three, see [`Pool`]).
     pub fn pool(&self, pool: Pool) -> PoolLimits<'_> {
-        let spec = &self.pools[pool.as_str()];
-        PoolLimits {
-            workers: spec.workers,
-            queue_capacity: spec.queue.capacity.places(),
-            deadline: spec.deadline_ms.map(Duration::from_millis),
-            stages: &spec.stages,
-            memory_cap_mb: spec.memory_cap_mb,
-        }
+        self.pools[pool.as_str()].limits()
     }
 
     /// The declaration of `pool`.

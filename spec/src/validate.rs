@@ -239,13 +239,8 @@ impl Contract {
             }
         }
         for (name, pool) in &self.pools {
-            if let Some(hold) = &pool.hold {
-                range(
-                    &format!("pools.{name}.hold.at_least_ms"),
-                    hold.at_least_ms,
-                    1,
-                    600_000,
-                );
+            if let Some(ms) = pool.hold.as_ref().and_then(|h| h.at_least_ms) {
+                range(&format!("pools.{name}.hold.at_least_ms"), ms, 1, 600_000);
             }
         }
         if let Some(c) = &self.connections {
@@ -577,6 +572,22 @@ impl Contract {
         let mut out = Vec::new();
         for (name, pool) in &self.pools {
             let Some(hold) = &pool.hold else { continue };
+            if hold.at_least_ms.is_some() == hold.hook.is_some() {
+                out.push(violation(
+                    &format!("pools.{name}.hold"),
+                    "holds either by a slow request (`at_least_ms`) or by a hook (`hook`), \
+                     exactly one"
+                        .into(),
+                ));
+            }
+            if let Some(hook) = &hold.hook
+                && !http_token(&hook.header)
+            {
+                out.push(violation(
+                    &format!("pools.{name}.hold.hook.header"),
+                    format!("`{}` is not a header name", hook.header),
+                ));
+            }
             let r = &hold.request;
             let at = |f: &str| format!("pools.{name}.hold.request.{f}");
             let method_ok = (1..=16).contains(&r.method.len())

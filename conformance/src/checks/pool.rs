@@ -17,6 +17,78 @@ use plimsoll_spec::{ErrorCode, HookDirective, MetricName, Pool, Stage};
 use super::ctx::{Ctx, ms};
 use crate::remote::{MetricError, Reply, RequestError, Target, WaitError, series};
 
+/// How the checker keeps a pool's workers busy on purpose, if it can.
+pub enum Held {
+    /// By the reference hook, holding the pool's first stage; its gauges and Server-Timing
+    /// are declared, and cross-checked.
+    Hook(Pool),
+    /// By the pool's declared `hold`: a request the service answers slowly, or one its hook
+    /// holds.
+    Request(HeldRequest),
+    /// Not at all, and why.
+    Not(&'static str),
+}
+
+/// A request that holds a worker of its pool for at least `hold`, as the contract declares.
+#[derive(Debug, Clone)]
+pub struct HeldRequest {
+    /// What is sent: the pool's recipe, with the hook's header when it holds by a hook.
+    pub request: plimsoll_spec::model::Recipe,
+    /// The least time it holds its worker.
+    pub hold: Duration,
+    /// How it holds, for the evidence (`a slow request`, `X-Plimsoll-Hook`).
+    pub by: String,
+}
+
+/// How long a hook hold asks for: long beside scheduling jitter, short beside any deadline.
+const HOOK_HOLD: Duration = Duration::from_millis(400);
+
+impl HeldRequest {
+    /// The request `hold` declares, holding for its own `at_least_ms` or, by its hook, for
+    /// [`HOOK_HOLD`] (a fifth of the pool's deadline when that is shorter).
+    pub fn of(hold: &plimsoll_spec::model::Hold, spec: &plimsoll_spec::model::PoolSpec) -> Self {
+        let mut request = hold.request.clone();
+        match (&hold.hook, hold.at_least_ms) {
+            (Some(hook), _) => {
+                let ms = spec
+                    .deadline_ms
+                    .map_or(HOOK_HOLD, |d| HOOK_HOLD.min(Duration::from_millis(d / 5)));
+                request.headers.insert(
+                    hook.header.clone(),
+                    self::hold(hook.stage, ms.as_millis() as u64),
+                );
+                HeldRequest {
+                    request,
+                    hold: ms,
+                    by: hook.header.clone(),
+                }
+            }
+            (None, at_least) => HeldRequest {
+                request,
+                hold: Duration::from_millis(at_least.unwrap_or_default()),
+                by: "a slow request".into(),
+            },
+        }
+    }
+}
+
+/// How `name`'s workers can be held under `contract`.
+pub fn held(
+    contract: &plimsoll_spec::Contract,
+    name: &str,
+    spec: &plimsoll_spec::model::PoolSpec,
+) -> Held {
+    let reference = Pool::ALL.into_iter().find(|p| p.as_str() == name);
+    match (reference, &spec.hold) {
+        _ if spec.routes.is_empty() => Held::Not("fed by no route (R1 judges a relay's pool)"),
+        (Some(pool), _) if contract.is_reference() => Held::Hook(pool),
+        (_, Some(hold)) => Held::Request(HeldRequest::of(hold, spec)),
+        (_, None) => Held::Not(
+            "declares no `hold` (a slow request or a hook) and the contract no reference hook",
+        ),
+    }
+}
+
 /// A request sent on its own task: its reply, or why there is none.
 pub type Pending = tokio::task::JoinHandle<Result<Reply, TaskError>>;
 
@@ -251,25 +323,35 @@ pub async fn burst(
     sort_burst(t, c, label, tasks, hold, Reply::ok, refused).await
 }
 
-/// Sends `n` copies of a pool's slow `recipe` at once, each holding a worker for at least
-/// `hold` by the contract's word, and sorts the answers as [`burst`] does: the recipe's status
+/// Sends `n` copies of a pool's held request at once, each holding a worker for at least
+/// its hold by the contract's word, and sorts the answers as [`burst`] does: the recipe's status
 /// within half a hold of the first = ran at once, later = queued, `refused` = refused.
 pub async fn recipe_burst(
     t: &Arc<Target>,
     c: &mut Ctx,
-    recipe: &plimsoll_spec::model::Recipe,
+    held: &HeldRequest,
     label: &str,
-    (n, hold, limit): (usize, Duration, Duration),
+    (n, limit): (usize, Duration),
     refused: impl Fn(&Reply) -> bool,
 ) -> Burst {
-    let tasks: Vec<Pending> = (0..n)
-        .map(|_| {
-            let (t, recipe) = (t.clone(), recipe.clone());
-            tokio::spawn(async move { Ok(t.send_recipe(&recipe, limit).await?) })
-        })
-        .collect();
-    let status = recipe.status;
-    sort_burst(t, c, label, tasks, hold, |r| r.status == status, refused).await
+    let tasks: Vec<Pending> = (0..n).map(|_| spawn_held(t, held, limit)).collect();
+    let status = held.request.status;
+    sort_burst(
+        t,
+        c,
+        label,
+        tasks,
+        held.hold,
+        |r| r.status == status,
+        refused,
+    )
+    .await
+}
+
+/// Sends a held request on its own task, giving up after `limit`.
+pub fn spawn_held(t: &Arc<Target>, held: &HeldRequest, limit: Duration) -> Pending {
+    let (t, recipe) = (t.clone(), held.request.clone());
+    tokio::spawn(async move { Ok(t.send_recipe(&recipe, limit).await?) })
 }
 
 /// Waits for a burst's requests and sorts their answers by the client's clock: `served`

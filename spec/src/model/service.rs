@@ -53,11 +53,12 @@ pub struct PoolSpec {
     /// Whose requests share the limit: everyone's, or each client's or each header value's.
     #[serde(default)]
     pub key: LimitKey,
-    /// How the checker keeps one of the pool's workers busy on purpose without a hook: a slow
-    /// request of the service's own. None: only a declared hook (`[hooks]`) can hold a worker,
-    /// and without one the timing clauses are not applicable to this pool.
+    /// How the checker keeps one of the pool's workers busy on purpose: a slow request of the
+    /// service's own, or a request carrying a hook the service honours. None: only the
+    /// reference hook (`[hooks]`) can hold a worker, and without one the timing clauses are not
+    /// applicable to this pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hold: Option<SlowRecipe>,
+    pub hold: Option<Hold>,
     /// Environment variables that replace a field of the pool at deployment (`field` is the
     /// field's dotted path within the pool, `queue.capacity`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -74,15 +75,32 @@ pub struct Route {
     pub path: String,
 }
 
-/// A request the service answers slowly on its own (a proxy's slow upstream, a report that takes
-/// seconds): sent as declared, it holds one of its pool's workers for at least `at_least_ms`.
+/// How the checker holds one of a pool's workers: `request`, which the service either answers
+/// slowly on its own (a proxy's slow upstream, a report that takes seconds: `at_least_ms`), or
+/// holds as long as the checker asks through a hook header it honours (`hook`, as the
+/// `plimsoll-tower` layer and the `plimsoll_asgi` middleware do). Exactly one of the two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SlowRecipe {
+pub struct Hold {
     /// The request, as sent.
     pub request: Recipe,
     /// The least time the service takes to answer it, with a worker held throughout.
-    pub at_least_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_least_ms: Option<u64>,
+    /// The hook that holds it: the checker adds `HEADER: hold=STAGE:MS` with a time of its
+    /// choosing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<HookHold>,
+}
+
+/// A hook header a service honours by holding the request for the time it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookHold {
+    /// The header's name (`X-Plimsoll-Hook`).
+    pub header: String,
+    /// The stage the `hold` directive names (a service with no stages of its own accepts any).
+    pub stage: Stage,
 }
 
 /// A request the checker sends, as data: method, path with its query, headers and body, and the

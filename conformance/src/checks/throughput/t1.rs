@@ -4,11 +4,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::model::{PoolSpec, SlowRecipe};
+use plimsoll_spec::model::PoolSpec;
+
 use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::pool::{Burst, GaugeWatch, burst, fail_many, recipe_burst};
+use crate::checks::pool::{
+    Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst,
+};
 use crate::checks::registry::Check;
 use crate::remote::{Reply, Target, series};
 
@@ -26,28 +29,6 @@ pub const CHECK: Check = Check::clause(
 )
 .covers(&["slot-lifetime", "server-timing", "metric-series"])
 .applies_when(applies);
-
-/// How the checker keeps a pool's workers busy on purpose, if it can.
-enum Held<'c> {
-    /// By the reference hook, holding the pool's first stage; its gauges and Server-Timing
-    /// are declared, and cross-checked.
-    Hook(Pool),
-    /// By the pool's slow recipe: a request the service itself answers slowly.
-    Recipe(&'c SlowRecipe),
-    /// Not at all, and why.
-    Not(&'static str),
-}
-
-/// How `name`'s workers can be held under `contract`.
-fn held<'c>(contract: &'c Contract, name: &str, spec: &'c PoolSpec) -> Held<'c> {
-    let reference = Pool::ALL.into_iter().find(|p| p.as_str() == name);
-    match (reference, &spec.hold) {
-        _ if spec.routes.is_empty() => Held::Not("fed by no route (R1 judges a relay's pool)"),
-        (Some(pool), _) if contract.is_reference() => Held::Hook(pool),
-        (_, Some(recipe)) => Held::Recipe(recipe),
-        (_, None) => Held::Not("declares no `hold` (a slow request) and the contract no hook"),
-    }
-}
 
 /// T1 judges every pool whose workers the checker can hold: not applicable when none can be.
 fn applies(contract: &Contract) -> Result<(), String> {
@@ -238,42 +219,41 @@ async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
     )
 }
 
-/// A pool held by its slow recipe: a burst of workers + queue places + 2 copies at once must
-/// split, by the client's clock alone, into exactly the workers answering after one hold, the
-/// queue's places later, and the rest refused with the pool's refusal. An unbounded queue takes
-/// the two more, and refuses none. No claim of the target is read: none is declared.
-async fn t1_recipe(
+/// A pool held by its declared `hold`: a burst of workers + queue places + 2 copies at once
+/// must split, by the client's clock alone, into exactly the workers answering after one hold,
+/// the queue's places later, and the rest refused with the pool's refusal. An unbounded queue
+/// takes the two more, and refuses none. No claim of the target is read: none is declared.
+async fn t1_held(
     t: &Arc<Target>,
     c: &mut Ctx,
-    name: &str,
-    spec: &PoolSpec,
-    hold: &SlowRecipe,
+    (name, spec): (&str, &PoolSpec),
+    held: &HeldRequest,
 ) -> String {
     let workers = spec.workers as usize;
     let (queue, n) = match spec.queue.capacity.places() {
         Some(places) => (places as usize, workers + places as usize + 2),
         None => (2, workers + 2),
     };
-    let at_least = Duration::from_millis(hold.at_least_ms);
     // The last queued request starts after every wave before it: give it those holds, its own,
     // and the tolerance.
     let waves = (n.div_ceil(workers.max(1)) + 1) as u32;
     let limit =
-        at_least * waves + Duration::from_millis(t.expected.tolerances.timeout_late_ms + 3000);
+        held.hold * waves + Duration::from_millis(t.expected.tolerances.timeout_late_ms + 3000);
     let refusal = spec
         .refusal
         .as_ref()
         .and_then(|r| t.expected.refusals.get(r));
-    let b = recipe_burst(t, c, &hold.request, name, (n, at_least, limit), |reply| {
+    let b = recipe_burst(t, c, held, name, (n, limit), |reply| {
         refusal.is_some_and(|r| t.is_refusal(reply, r))
     })
     .await;
     b.require_capacity(c, &format!("{name} burst"), workers, queue);
     c.evidence.push(format!(
-        "{name}: {n} copies of `{} {}` (at least {} ms each): {}",
-        hold.request.method,
-        hold.request.path,
-        hold.at_least_ms,
+        "{name}: {n} copies of `{} {}` held {} ms by {}: {}",
+        held.request.method,
+        held.request.path,
+        held.hold.as_millis(),
+        held.by,
         b.summary()
     ));
     format!("{name}: {} (client timings)", b.summary())
@@ -293,7 +273,7 @@ async fn t1(t: &Arc<Target>, c: &mut Ctx) {
         let line = format!("{name}: {} at once, {queued}", spec.workers);
         let summary = match held(contract, name, spec) {
             Held::Hook(pool) => t1_pool(t, c, pool).await,
-            Held::Recipe(hold) => t1_recipe(t, c, name, spec, hold).await,
+            Held::Request(held) => t1_held(t, c, (name, spec), &held).await,
             Held::Not(why) => {
                 if !spec.routes.is_empty() {
                     c.evidence

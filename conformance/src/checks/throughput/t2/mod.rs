@@ -28,7 +28,30 @@ pub const CHECK: Check = Check::clause(
      its Server-Timing `queue`) must agree.",
     |t, c| Box::pin(t2(t, c)),
 )
-.covers(&["server-timing"]);
+.covers(&["server-timing"])
+.applies_when(applies);
+
+mod held;
+
+/// T2 judges the reference pools' queues, or the queue of any pool held by its declared `hold`
+/// that has two places or more and promises an order.
+fn applies(contract: &plimsoll_spec::Contract) -> Result<(), String> {
+    let any = contract.pools.iter().any(|(name, spec)| {
+        matches!(
+            crate::checks::pool::held(contract, name, spec),
+            crate::checks::pool::Held::Request(_)
+        ) && spec.queue.capacity.places().is_some_and(|p| p >= 2)
+            && spec.queue.order != QueueOrder::Unordered
+    });
+    if contract.is_reference() || any {
+        return Ok(());
+    }
+    Err(
+        "no pool whose queue has an order to judge (two places or more, `fifo` or `lifo`) \
+         and whose workers the checker can hold"
+            .into(),
+    )
+}
 
 /// Spacing between requests whose arrival order matters.
 const SPACING: Duration = Duration::from_millis(25);
@@ -364,6 +387,10 @@ fn expected_order(order: QueueOrder, queue: usize, n: usize) -> Option<Vec<usize
 }
 
 async fn t2(t: &Arc<Target>, c: &mut Ctx) {
+    if !t.expected.is_reference() {
+        held::t2_held(t, c).await;
+        return;
+    }
     c.expected =
         "queued requests start in the order each pool's queue declares, in every trial".into();
     let mut observed = Vec::new();

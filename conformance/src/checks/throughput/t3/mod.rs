@@ -19,6 +19,7 @@ use crate::remote::{Reply, RequestError, Target};
 mod export;
 mod levels;
 mod plan;
+mod recipe;
 
 use export::*;
 use levels::*;
@@ -47,7 +48,28 @@ pub const CHECK: Check = Check::clause(
      admitted.",
     |t, c| Box::pin(t3(t, c)),
 )
-.covers(&["retry-after-estimator"]);
+.covers(&["retry-after-estimator"])
+.applies_when(applies);
+
+/// T3 judges the reference pools' estimator, or any pool held by its slow recipe that refuses
+/// when full.
+fn applies(contract: &plimsoll_spec::Contract) -> Result<(), String> {
+    let recipe_pool = contract.pools.iter().any(|(name, spec)| {
+        matches!(
+            crate::checks::pool::held(contract, name, spec),
+            crate::checks::pool::Held::Request(_)
+        ) && spec.refusal.is_some()
+            && spec.queue.capacity.places().is_some()
+    });
+    if contract.is_reference() || recipe_pool {
+        return Ok(());
+    }
+    Err(
+        "no pool that refuses when full whose workers the checker can hold (a bounded queue, \
+         a `refusal`, and a `hold` or the reference hook)"
+            .into(),
+    )
+}
 
 /// What a held request leaves before its deadline.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
@@ -286,6 +308,10 @@ async fn judge_retry(t: &Target, c: &mut Ctx, label: &str, retry: Option<Retry>)
 }
 
 async fn t3(t: &Arc<Target>, c: &mut Ctx) {
+    if !t.expected.is_reference() {
+        recipe::t3_recipes(t, c).await;
+        return;
+    }
     c.expected = expected(t);
     let mut samples = Samples::default();
     // The export design comes from a digitize: fetched now, not in the middle of a saturation.

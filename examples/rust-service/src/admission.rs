@@ -1,0 +1,117 @@
+//! The service's admission: a pool of workers with a bounded queue, started in its order, and
+//! what a full pool answers. A request that goes away while it waits gives up its place, and
+//! one that goes away just after it was handed a worker gives the worker back.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::oneshot;
+
+use crate::{Order, Refusal};
+
+/// A pool of workers with a bounded queue started in its order: the service's admission.
+#[derive(Clone)]
+pub(crate) struct Pool(Arc<PoolInner>);
+
+struct PoolInner {
+    workers: usize,
+    places: usize,
+    order: Order,
+    refusal: Refusal,
+    state: Mutex<Slots>,
+}
+
+/// Busy workers and the requests waiting for one.
+#[derive(Default)]
+struct Slots {
+    busy: usize,
+    waiting: VecDeque<oneshot::Sender<()>>,
+}
+
+/// A worker, given back when dropped: to the next waiting request in the pool's order, else
+/// to the pool.
+pub(crate) struct Permit(Pool);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// A waiting request; if it goes away after it was handed a worker, it gives the worker back.
+struct Waiting {
+    rx: oneshot::Receiver<()>,
+    pool: Pool,
+    done: bool,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if !self.done && self.rx.try_recv().is_ok() {
+            self.pool.release();
+        }
+    }
+}
+
+impl Pool {
+    pub(crate) fn new(workers: usize, places: usize, order: Order, refusal: Refusal) -> Pool {
+        Pool(Arc::new(PoolInner {
+            workers,
+            places,
+            order,
+            refusal,
+            state: Mutex::new(Slots::default()),
+        }))
+    }
+
+    fn slots(&self) -> MutexGuard<'_, Slots> {
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A worker at once, a place in the queue and then a worker, or the refusal.
+    pub(crate) async fn acquire(&self) -> Result<Permit, Refusal> {
+        let mut waiting = {
+            let mut slots = self.slots();
+            if slots.busy < self.0.workers {
+                slots.busy += 1;
+                return Ok(Permit(self.clone()));
+            }
+            if slots.waiting.len() >= self.0.places {
+                return Err(self.0.refusal);
+            }
+            let (tx, rx) = oneshot::channel();
+            slots.waiting.push_back(tx);
+            Waiting {
+                rx,
+                pool: self.clone(),
+                done: false,
+            }
+        };
+        let handed = (&mut waiting.rx).await.is_ok();
+        waiting.done = true;
+        if handed {
+            Ok(Permit(self.clone()))
+        } else {
+            Err(self.0.refusal)
+        }
+    }
+
+    /// Hands the worker to the next live waiting request in the pool's order, or frees it.
+    fn release(&self) {
+        let mut slots = self.slots();
+        loop {
+            let next = match self.0.order {
+                Order::Fifo => slots.waiting.pop_front(),
+                Order::Lifo => slots.waiting.pop_back(),
+            };
+            let Some(tx) = next else {
+                slots.busy -= 1;
+                return;
+            };
+            if tx.send(()).is_ok() {
+                return; // handed over: the worker stays busy
+            }
+            // Its client went away while it waited: the next one.
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! A second service for the Plimsoll gate, unlike the digitize service in every way that a
+//! contract declares: written on axum, not on the digitize engine, with two pools of its own —
+//! `GET /search` (two workers, no queue, refusing `429` with a small JSON body) and `POST
+//! /reports` (one worker and a queue of three started newest first, LIFO, refusing `503` with
+//! plain text) — no metrics, no served claim, and the test hook only through `plimsoll-tower`'s
+//! layer, inside each pool's limit.
+//!
+//! It knows nothing of the contract that describes it (`examples/rust-service/contract.toml`):
+//! its limits are its own [`Config`], as nginx's are its configuration, and a configuration
+//! other than the default is how the tests make it break its contract.
+
+#![warn(missing_docs)]
+
+mod admission;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use http::{HeaderName, StatusCode, header};
+
+use plimsoll_tower::HoldLayer;
+
+use admission::Pool;
+
+/// The status type of [`Config::search_refusal`].
+pub use http::StatusCode as Status;
+
+/// Serves the service with `config` on `listener` until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, config: &Config) -> std::io::Result<()> {
+    axum::serve(listener, app(config)).await
+}
+
+/// The order a pool's waiting requests start in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// The oldest first.
+    Fifo,
+    /// The newest first.
+    Lifo,
+}
+
+/// The service's limits: its own configuration, which its contract describes.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `GET /search`'s workers; it has no queue.
+    pub search_workers: usize,
+    /// What a full `/search` answers.
+    pub search_refusal: StatusCode,
+    /// `POST /reports`' workers.
+    pub reports_workers: usize,
+    /// How many `/reports` requests may wait for a worker.
+    pub reports_queue: usize,
+    /// The order they start in.
+    pub reports_order: Order,
+    /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
+    pub hooks: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            search_workers: 2,
+            search_refusal: StatusCode::TOO_MANY_REQUESTS,
+            reports_workers: 1,
+            reports_queue: 3,
+            reports_order: Order::Lifo,
+            hooks: false,
+        }
+    }
+}
+
+/// The service's routes, each pool's limit outside the hold hook.
+pub fn app(config: &Config) -> Router {
+    let hold = HoldLayer::new(HeaderName::from_static("x-plimsoll-hook")).enabled(config.hooks);
+    let search = Pool::new(
+        config.search_workers,
+        0,
+        Order::Fifo,
+        Refusal::Search(config.search_refusal),
+    );
+    let reports = Pool::new(
+        config.reports_workers,
+        config.reports_queue,
+        config.reports_order,
+        Refusal::Reports,
+    );
+    Router::new()
+        .route(
+            "/search",
+            get(|| async { "results\n" })
+                .layer(hold.clone())
+                .layer(middleware::from_fn_with_state(search, admit)),
+        )
+        .route(
+            "/reports",
+            post(|body: String| async move { format!("report of {} bytes\n", body.len()) })
+                .layer(hold)
+                .layer(middleware::from_fn_with_state(reports, admit)),
+        )
+}
+
+/// What a full pool answers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refusal {
+    /// `/search`'s: the status given, with a JSON body.
+    Search(StatusCode),
+    /// `/reports`': `503` with plain text.
+    Reports,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Search(status) => (
+                status,
+                [(header::CONTENT_TYPE, "application/json")],
+                "{\"error\":\"too many searches\"}",
+            )
+                .into_response(),
+            Refusal::Reports => {
+                (StatusCode::SERVICE_UNAVAILABLE, "busy, try later\n").into_response()
+            }
+        }
+    }
+}
+
+/// The pool's admission around a route: the request runs (and the hook holds it) with a
+/// worker, or is refused.
+async fn admit(State(pool): State<Pool>, request: Request, next: Next) -> Response {
+    match pool.acquire().await {
+        Ok(permit) => {
+            let response = next.run(request).await;
+            drop(permit);
+            response
+        }
+        Err(refusal) => refusal.into_response(),
+    }
+}

@@ -1,0 +1,18 @@
+//! The second service as a process: `PORT` (default 8081) on loopback; `PLIMSOLL_TEST_HOOKS=1`
+//! honours the hold hook.
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let config = plimsoll_example_service::Config {
+        hooks: matches!(
+            std::env::var("PLIMSOLL_TEST_HOOKS").as_deref(),
+            Ok("1" | "true")
+        ),
+        ..Default::default()
+    };
+    let port = std::env::var("PORT").unwrap_or_else(|_| "8081".into());
+    let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
+    println!("listening on {}", listener.local_addr()?);
+    plimsoll_example_service::serve(listener, &config).await?;
+    Ok(())
+}
