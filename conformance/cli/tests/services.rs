@@ -324,3 +324,108 @@ fn the_second_service_with_one_more_queue_place_fails_t1_and_t3() {
     };
     breaks("one more report waiting", config, &["T1", "T3"]);
 }
+
+/// A test certificate authority and a certificate it signed for 127.0.0.1, written to `dir`:
+/// the authority's PEM (for `--ca-file`) and the server's certificate and key (for nginx).
+fn certificates(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let paths = (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    );
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    paths
+}
+
+/// nginx terminating TLS with `cert` and `key` in front of `upstream` (plain HTTP), on a
+/// loopback port of its own. Returns the process and its `https://` URL.
+fn tls_proxy(dir: &Path, cert: &Path, key: &Path, upstream: &str) -> (Process, String) {
+    let port = free_port();
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 1024; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+         \x20 fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         \x20 server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
+         \x20   location / {{ proxy_pass {upstream}; }}\n  }}\n}}\n",
+        cert.display(),
+        key.display()
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).unwrap();
+    let mut child = Command::new(nginx_binary())
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, "nginx", &mut child);
+    (Process(child), format!("https://127.0.0.1:{port}"))
+}
+
+/// An `https://` target: the second service behind TLS, its certificate signed by a test
+/// authority. With `--ca-file` naming that authority the run judges and passes as over plain
+/// HTTP; without it the target is unreachable (exit 2, the certificate named as the reason),
+/// never a run of failures.
+#[test]
+fn an_https_target_is_checked_with_its_ca_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(&dir.path().join("tls"));
+    let upstream = second_service(plimsoll_example_service::Config::default());
+    let (_nginx, url) = tls_proxy(&dir.path().join("nginx"), &cert, &key, &upstream);
+    let contract = second_contract();
+    let run = |ca_file: Option<&Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
+        cmd.args([
+            "check",
+            "--quiet",
+            "--only",
+            "T1",
+            "--target",
+            &url,
+            "--contract",
+        ])
+        .arg(&contract)
+        .arg("--json")
+        .arg(dir.path().join("report.json"));
+        if let Some(ca) = ca_file {
+            cmd.arg("--ca-file").arg(ca);
+        }
+        cmd.output().unwrap()
+    };
+    let trusted = run(Some(&ca));
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        trusted.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    assert_eq!(verdict(&report, "T1")["verdict"], "pass");
+    let untrusted = run(None);
+    let stderr = String::from_utf8_lossy(&untrusted.stderr);
+    assert_eq!(untrusted.status.code(), Some(2), "{stderr}");
+    assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
+}

@@ -20,7 +20,7 @@ use crate::checks::pool::hold_first;
 use crate::checks::registry::{self, Run};
 use crate::checks::selected;
 use crate::observe::Observer;
-use crate::remote::Target;
+use crate::remote::{Target, Trust};
 pub use crate::session::Fatal;
 use crate::session::{self, ContractSource, Opening, Partial, Subject, SubjectPlan};
 use crate::verdict::series::{OTHER, RunSeries, Sent, Span, limits};
@@ -52,6 +52,9 @@ pub struct CheckPlan {
     pub seed: u64,
     /// An earlier run to compare the figures with.
     pub baseline: BaselinePlan,
+    /// Certificate authorities (a PEM file) trusted for an `https://` target besides the
+    /// system's roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The scaled values, `NAME=VALUE` lines (`conformance/scaled.env`, which the scripts that gate a
@@ -110,8 +113,10 @@ async fn run_suite(
     if subject.upstream.is_some() {
         return bridge::run_suite(run, &judging, source, subject).await;
     }
+    let trust = Trust::load(plan.ca_file.as_deref()).map_err(Fatal::Usage)?;
     // The opening requests (`/v1/contract`) are answered at once by any honest target.
-    let client = reqwest::Client::builder()
+    let client = trust
+        .apply(reqwest::Client::builder())
         .connect_timeout(OPENING_TIMEOUT)
         .timeout(OPENING_TIMEOUT)
         .build()
@@ -137,6 +142,7 @@ async fn run_suite(
             subject.server_log.clone(),
             manifest.trials,
         )
+        .with_trust(&trust)
         .with_relay(subject.relay.clone())
         .with_process(subject.process(plan.subject.pid))
         .with_adjustments(

@@ -40,6 +40,58 @@ pub enum Op {
     Other,
 }
 
+/// Certificate authorities the checker trusts for an `https://` target besides the system's
+/// roots (`check --ca-file`).
+#[derive(Debug, Clone, Default)]
+pub struct Trust(Vec<reqwest::Certificate>);
+
+impl Trust {
+    /// The authorities of a PEM file (one or more certificates), or none without a file. The
+    /// error says which file and why, for a usage error.
+    pub fn load(path: Option<&std::path::Path>) -> Result<Trust, String> {
+        let Some(path) = path else {
+            return Ok(Trust::default());
+        };
+        let pem = std::fs::read(path).map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
+        let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("--ca-file {}: not PEM certificates: {e}", path.display()))?;
+        if certificates.is_empty() {
+            return Err(format!(
+                "--ca-file {}: no certificate in it",
+                path.display()
+            ));
+        }
+        Ok(Trust(certificates))
+    }
+
+    /// `builder` trusting these authorities too.
+    pub fn apply(&self, builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+        self.0
+            .iter()
+            .fold(builder, |b, c| b.add_root_certificate(c.clone()))
+    }
+}
+
+/// The client every check sends with: no idle connections kept, so each request is a
+/// connection of its own; a timeout only a target that never answers reaches. No honest reply
+/// takes longer than the longest pool deadline (a 504 at the latest); twice that and a minute
+/// leaves room for a slow machine, and bounds a target that accepts and never answers.
+fn target_client(expected: &Contract, trust: &Trust) -> reqwest::Client {
+    let longest = expected
+        .pools
+        .values()
+        .filter_map(|p| p.deadline_ms)
+        .max()
+        .map_or(Duration::ZERO, Duration::from_millis);
+    trust
+        .apply(reqwest::Client::builder())
+        .pool_max_idle_per_host(0)
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(longest * 2 + Duration::from_secs(60))
+        .build()
+        .expect("a default reqwest client builds")
+}
+
 /// The implementation under test as the checks reach it: its URL, the values it is judged by, what
 /// else the checker can see of it, and every reply so far.
 pub struct Target {
@@ -88,15 +140,6 @@ impl Target {
         trials: u32,
     ) -> Target {
         let schema = plimsoll_spec::render::root_schema::<plimsoll_spec::Problem>();
-        // No honest reply takes longer than the longest pool deadline (a 504 at the latest);
-        // twice that and a minute leaves room for a slow machine, and bounds a target that
-        // accepts and never answers.
-        let longest = expected
-            .pools
-            .values()
-            .filter_map(|p| p.deadline_ms)
-            .max()
-            .map_or(Duration::ZERO, Duration::from_millis);
         // A contract without the reference API declares no relay endpoint (nor any route the
         // OpenAPI document would describe): the relay checks are not applicable to it.
         let expected_relay_path = expected
@@ -106,12 +149,7 @@ impl Target {
             .unwrap_or_default();
         Target {
             base: base.trim_end_matches('/').to_owned(),
-            client: reqwest::Client::builder()
-                .pool_max_idle_per_host(0)
-                .connect_timeout(Duration::from_secs(10))
-                .timeout(longest * 2 + Duration::from_secs(60))
-                .build()
-                .expect("a default reqwest client builds"),
+            client: target_client(&expected, &Trust::default()),
             openapi: if expected.is_reference() {
                 plimsoll_spec::render::openapi(&expected)
             } else {
@@ -138,6 +176,12 @@ impl Target {
             ),
             adjustments: plimsoll_fault::Adjustments::default(),
         }
+    }
+
+    /// The target reached with `trust`'s certificate authorities besides the system's.
+    pub fn with_trust(mut self, trust: &Trust) -> Target {
+        self.client = target_client(&self.expected, trust);
+        self
     }
 
     /// The target reached through a fault, whose additions to the bounds are `adjustments`.

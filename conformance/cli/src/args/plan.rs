@@ -55,6 +55,7 @@ impl CheckArgs {
             fault: self.fault,
             seed: self.seed,
             baseline: self.baseline.plan(),
+            ca_file: self.ca_file.clone(),
         }
     }
 
