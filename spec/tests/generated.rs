@@ -234,6 +234,14 @@ fn every_contract_validates_against_the_language_schema() {
             plimsoll_spec::EMBEDDED_TOML.to_owned(),
         ),
         ("spec/history/contract-1.7.0.toml, upgraded", upgraded),
+        (
+            "examples/nginx/contract.toml",
+            include_str!("../../examples/nginx/contract.toml").to_owned(),
+        ),
+        (
+            "examples/rust-service/contract.toml",
+            include_str!("../../examples/rust-service/contract.toml").to_owned(),
+        ),
     ];
     for (name, text) in &documents {
         let doc: serde_json::Value = toml::from_str(text).unwrap();
