@@ -71,7 +71,7 @@ impl Contract {
     pub fn retry_after(&self) -> &crate::model::RetryAfter {
         self.refusals
             .values()
-            .find_map(|r| r.hint.as_ref())
+            .find_map(|r| r.hint.as_ref().and_then(|h| h.estimated()))
             .expect("the loader requires a refusal with a Retry-After hint")
     }
 

@@ -227,7 +227,7 @@ impl Contract {
             }
         }
         for (name, refusal) in &self.refusals {
-            if let Some(hint) = &refusal.hint {
+            if let Some(hint) = refusal.hint.as_ref().and_then(|h| h.estimated()) {
                 let at = |f: &str| format!("refusals.{name}.hint.{f}");
                 range(
                     &at("window_samples"),

@@ -4,8 +4,8 @@
 //! - nginx (Debian's package) with `limit_conn` in front of a slow upstream (`examples/nginx`),
 //!   held by a slow request: one more connection than declared, or another refusal status;
 //! - the second service (`examples/rust-service`, axum), held through `plimsoll-tower`'s hook:
-//!   one more worker, another refusal status, a queue that starts the oldest first where the
-//!   contract says newest, one more queue place.
+//!   one more worker, another refusal status, a missing hint, a queue that starts the oldest
+//!   first where the contract says newest, one more queue place.
 //!
 //! Everything listens on loopback; every run is bounded in time. Without nginx the tests fail
 //! saying how to get it (the test command, `bash ci/test.sh`, installs it).
@@ -302,6 +302,16 @@ fn the_second_service_refusing_search_with_503_fails_t1_and_t3() {
         ..Default::default()
     };
     breaks("503 for a full search", config, &["T1", "T3"]);
+}
+
+/// No `Retry-After` on a full search, where the contract declares one.
+#[test]
+fn the_second_service_without_its_hint_fails_t3() {
+    let config = plimsoll_example_service::Config {
+        search_retry_after: None,
+        ..Default::default()
+    };
+    breaks("no Retry-After on a full search", config, &["T3"]);
 }
 
 /// Reports started oldest first where the contract says newest first.

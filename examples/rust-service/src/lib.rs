@@ -48,6 +48,8 @@ pub struct Config {
     pub search_workers: usize,
     /// What a full `/search` answers.
     pub search_refusal: StatusCode,
+    /// The `Retry-After` seconds a full `/search` sends, if any.
+    pub search_retry_after: Option<u64>,
     /// `POST /reports`' workers.
     pub reports_workers: usize,
     /// How many `/reports` requests may wait for a worker.
@@ -63,6 +65,7 @@ impl Default for Config {
         Config {
             search_workers: 2,
             search_refusal: StatusCode::TOO_MANY_REQUESTS,
+            search_retry_after: Some(1),
             reports_workers: 1,
             reports_queue: 3,
             reports_order: Order::Lifo,
@@ -78,7 +81,7 @@ pub fn app(config: &Config) -> Router {
         config.search_workers,
         0,
         Order::Fifo,
-        Refusal::Search(config.search_refusal),
+        Refusal::Search(config.search_refusal, config.search_retry_after),
     );
     let reports = Pool::new(
         config.reports_workers,
@@ -104,8 +107,8 @@ pub fn app(config: &Config) -> Router {
 /// What a full pool answers.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Refusal {
-    /// `/search`'s: the status given, with a JSON body.
-    Search(StatusCode),
+    /// `/search`'s: the status given, with a JSON body and the `Retry-After` seconds given.
+    Search(StatusCode, Option<u64>),
     /// `/reports`': `503` with plain text.
     Reports,
 }
@@ -113,12 +116,20 @@ pub(crate) enum Refusal {
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
-            Refusal::Search(status) => (
-                status,
-                [(header::CONTENT_TYPE, "application/json")],
-                "{\"error\":\"too many searches\"}",
-            )
-                .into_response(),
+            Refusal::Search(status, retry_after) => {
+                let mut response = (
+                    status,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    "{\"error\":\"too many searches\"}",
+                )
+                    .into_response();
+                if let Some(seconds) = retry_after {
+                    response
+                        .headers_mut()
+                        .insert(header::RETRY_AFTER, seconds.into());
+                }
+                response
+            }
             Refusal::Reports => {
                 (StatusCode::SERVICE_UNAVAILABLE, "busy, try later\n").into_response()
             }

@@ -246,7 +246,46 @@ pub struct Refusal {
     pub status: Option<u16>,
     /// When the client may retry, if the refusal says. None: no hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hint: Option<RetryAfter>,
+    pub hint: Option<Hint>,
+}
+
+/// What a refusal says about when to retry: a delay estimated from recent waits (the
+/// reference service's), or the same number of seconds every time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Hint {
+    /// A delay that follows the load (T3's estimator).
+    Estimated(RetryAfter),
+    /// A constant delay.
+    Constant(ConstantHint),
+}
+
+impl Hint {
+    /// The header the delay travels in.
+    pub fn header(&self) -> &str {
+        match self {
+            Hint::Estimated(h) => &h.header,
+            Hint::Constant(h) => &h.header,
+        }
+    }
+
+    /// The estimator's settings, for a hint that follows the load.
+    pub fn estimated(&self) -> Option<&RetryAfter> {
+        match self {
+            Hint::Estimated(h) => Some(h),
+            Hint::Constant(_) => None,
+        }
+    }
+}
+
+/// A refusal's constant hint: `HEADER: SECONDS` (RFC 9110 `delay-seconds`) on every refusal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConstantHint {
+    /// The header the delay travels in (`Retry-After`).
+    pub header: String,
+    /// The delay, in whole seconds.
+    pub seconds: u64,
 }
 
 /// T3: a refusal's `Retry-After`, and how its delay is estimated.

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::example_problem;
-use crate::model::{Category, Contract, Topic};
+use crate::model::{Category, Contract, Hint, Topic};
 use crate::{ClauseRef, Pool};
 
 /// Renders the whole document.
@@ -176,16 +176,18 @@ fn service_section(md: &mut String, contract: &Contract) {
         let answer = r
             .error
             .map_or("with any body".to_owned(), |code| format!("`{code}`"));
-        let hint = r.hint.as_ref().map_or("no hint".to_owned(), |h| {
-            format!(
+        let hint = match &r.hint {
+            None => "no hint".to_owned(),
+            Some(Hint::Constant(h)) => format!("`{}: {}` on every refusal", h.header, h.seconds),
+            Some(Hint::Estimated(h)) => format!(
                 "`{}` ({}): the {} of the last {} queue waits, at least {} s",
                 h.header,
                 h.format.as_str(),
                 h.estimator.as_str(),
                 h.window_samples,
                 h.min_seconds
-            )
-        });
+            ),
+        };
         let _ = writeln!(md, "Refusal `{name}`: {status} {answer}, {hint}.\n");
     }
     if let Some(c) = &contract.connections {

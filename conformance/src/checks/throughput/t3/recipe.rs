@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::model::{PoolSpec, Refusal, RetryAfter};
+use std::ops::RangeInclusive;
+
+use plimsoll_spec::model::{Hint, PoolSpec, Refusal, RetryAfterFormat};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{Held, HeldRequest, Pending, held, join_all, sleep_until, spawn_held};
@@ -73,11 +75,12 @@ fn expectation(t: &Target, pool: &RecipePool<'_>) -> String {
     let hint = pool.refusal.hint.as_ref().map_or_else(
         || "no hint declared (none judged)".to_owned(),
         |h| {
+            let allowed = allowed_seconds(pool, h);
             format!(
                 "{} in {}..={} s",
-                h.header,
-                h.min_seconds,
-                max_seconds(pool, h)
+                h.header(),
+                allowed.start(),
+                allowed.end()
             )
         },
     );
@@ -89,11 +92,18 @@ fn expectation(t: &Target, pool: &RecipePool<'_>) -> String {
     )
 }
 
-/// The largest delay the hint may advertise: the pool's deadline, when it has one.
-fn max_seconds(pool: &RecipePool<'_>, hint: &RetryAfter) -> u64 {
-    match pool.spec.deadline_ms {
-        Some(_) => hint.max.seconds(&pool.spec.limits(), hint.min_seconds),
-        None => u64::MAX,
+/// The delays `hint` may advertise: its constant, or the estimator's bounds (up to the
+/// pool's deadline, when it has one).
+fn allowed_seconds(pool: &RecipePool<'_>, hint: &Hint) -> RangeInclusive<u64> {
+    match hint {
+        Hint::Constant(h) => h.seconds..=h.seconds,
+        Hint::Estimated(h) => {
+            let max = match pool.spec.deadline_ms {
+                Some(_) => h.max.seconds(&pool.spec.limits(), h.min_seconds),
+                None => u64::MAX,
+            };
+            h.min_seconds..=max
+        }
     }
 }
 
@@ -224,16 +234,20 @@ fn judge_refusal(
         )
     });
     if let Some(hint) = &pool.refusal.hint {
-        let max = max_seconds(pool, hint);
+        let allowed = allowed_seconds(pool, hint);
+        // Both forms travel as RFC 9110 delay-seconds.
+        let format = RetryAfterFormat::DelaySeconds;
         match reply
-            .header(&hint.header)
-            .map(|raw| (raw, hint.format.parse(raw)))
+            .header(hint.header())
+            .map(|raw| (raw, format.parse(raw)))
         {
-            None => c.fail(format!("{label}: no {} header", hint.header)),
-            Some((_, Some(n))) if (hint.min_seconds..=max).contains(&n) => {}
+            None => c.fail(format!("{label}: no {} header", hint.header())),
+            Some((_, Some(n))) if allowed.contains(&n) => {}
             Some((raw, _)) => c.fail(format!(
-                "{label}: {} `{raw}` is not {} in {}..={max}",
-                hint.header, hint.format, hint.min_seconds
+                "{label}: {} `{raw}` is not {format} in {}..={}",
+                hint.header(),
+                allowed.start(),
+                allowed.end()
             )),
         }
     }
