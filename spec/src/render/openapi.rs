@@ -332,11 +332,19 @@ impl<'a> Parts<'a> {
         let switching = [
             (
                 "Upgrade",
-                json!({ "required": true, "schema": { "type": "string", "const": "websocket" } }),
+                json!({
+                    "required": true,
+                    "description": "RFC 6455: `websocket`, in any letter case (rule `routes`).",
+                    "schema": { "type": "string", "pattern": "^[Ww][Ee][Bb][Ss][Oo][Cc][Kk][Ee][Tt]$" }
+                }),
             ),
             (
                 "Connection",
-                json!({ "required": true, "schema": { "type": "string", "const": "upgrade" } }),
+                json!({
+                    "required": true,
+                    "description": "RFC 9110: a list of tokens holding `upgrade`, in any letter case (rule `routes`).",
+                    "schema": { "type": "string", "pattern": "[Uu][Pp][Gg][Rr][Aa][Dd][Ee]" }
+                }),
             ),
             (
                 "Sec-WebSocket-Accept",
