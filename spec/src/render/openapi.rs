@@ -47,6 +47,8 @@ pub fn openapi(contract: &Contract) -> Value {
         "components": { "schemas": schemas },
         "x-plimsoll": {
             "contract": contract.contract.name,
+            // B4's bounds hold for every connection, whatever operation it carries.
+            "connections": contract.connections(),
             "clauses": contract.clause_list().iter().map(|c| json!({ "id": c.id, "title": c.title, "statement": contract.text(c, c.statement) })).collect::<Vec<_>>()
         }
     })
