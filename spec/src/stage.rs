@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A named step of a pipeline. `Queue` is the pseudo-stage a request is in before a worker picks
-/// it up, so a deadline or disconnect while queued still names where the request was.
+/// it up, so a deadline while queued still names where the request was.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]

@@ -207,7 +207,8 @@ pub struct ExportEndpoint {
 pub struct ErrorSpec {
     /// The code; validation proves every code has exactly one entry.
     pub code: ErrorCode,
-    /// The endpoints (`digitize`, `export`) that can answer this code.
+    /// The endpoints (`digitize`, `export`, `relay`) that can answer this code; none for
+    /// `not_found`, which answers a path no endpoint has.
     pub applies_to: Vec<String>,
     /// The HTTP status the code is answered with (400-599).
     pub status: u16,

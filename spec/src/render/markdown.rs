@@ -213,8 +213,11 @@ fn errors_section(md: &mut String, contract: &Contract) {
     let _ = writeln!(
         md,
         "Every error body is `{}` (RFC 9457 `type`, `title`, `status`, `detail`) with the members \
-         `error`, `code`, `failed_stage`, `completed_stages` and `request_id` \
-         ([schema](../spec/schemas/problem.schema.json); unknown members are allowed).\n",
+         `error`, `code` and `request_id`, and `failed_stage` and `completed_stages` when the \
+         request reached a stage or the queue (F1, B1); an answer that names no stage (rule \
+         `input-order`, steps 1 to 5) may leave both out or send them null, and the reference \
+         leaves them out ([schema](../spec/schemas/problem.schema.json); unknown members are \
+         allowed).\n",
         crate::PROBLEM_CONTENT_TYPE
     );
     table_head(

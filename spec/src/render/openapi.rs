@@ -47,6 +47,8 @@ pub fn openapi(contract: &Contract) -> Value {
         "components": { "schemas": schemas },
         "x-plimsoll": {
             "contract": contract.contract.name,
+            // B4's bounds hold for every connection, whatever operation it carries.
+            "connections": contract.connections(),
             "clauses": contract.clause_list().iter().map(|c| json!({ "id": c.id, "title": c.title, "statement": contract.text(c, c.statement) })).collect::<Vec<_>>()
         }
     })
@@ -332,11 +334,19 @@ impl<'a> Parts<'a> {
         let switching = [
             (
                 "Upgrade",
-                json!({ "required": true, "schema": { "type": "string", "const": "websocket" } }),
+                json!({
+                    "required": true,
+                    "description": "RFC 6455: `websocket`, in any letter case (rule `routes`).",
+                    "schema": { "type": "string", "pattern": "^[Ww][Ee][Bb][Ss][Oo][Cc][Kk][Ee][Tt]$" }
+                }),
             ),
             (
                 "Connection",
-                json!({ "required": true, "schema": { "type": "string", "const": "upgrade" } }),
+                json!({
+                    "required": true,
+                    "description": "RFC 9110: a list of tokens holding `upgrade`, in any letter case (rule `routes`).",
+                    "schema": { "type": "string", "pattern": "[Uu][Pp][Gg][Rr][Aa][Dd][Ee]" }
+                }),
             ),
             (
                 "Sec-WebSocket-Accept",

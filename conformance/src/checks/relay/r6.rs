@@ -32,7 +32,7 @@ pub const CHECK: Check = Check::clause(
      {stop_within_ms} ms.",
     |t, c| Box::pin(r6(t, c)),
 )
-.covers(&["relay-pool"]);
+.covers(&["relay-pool", "bridge-lifecycle"]);
 
 /// What R6 expects, in words: what the socket's source, the local handler and a bridge the
 /// checker started each make judgeable.

@@ -29,8 +29,9 @@ use plan::*;
 pub const CHECK: Check = Check::clause(
     ClauseId::T3,
     "With every worker and queue place held, each further request gets {status:overloaded} \
-     `overloaded` within the refusal tolerance (every one sent alone; the median of those sent \
-     {refusals.overloaded.hint.window_samples} at once), with `{refusals.overloaded.hint.header}` as {refusals.overloaded.hint.format} between {refusals.overloaded.hint.min_seconds} and \
+     `overloaded` within the refusal tolerance (every one sent alone; the median of a crowd of \
+     {refusals.overloaded.hint.window_samples} sent together, in waves that fit the connection cap beside the requests the \
+     pools hold), with `{refusals.overloaded.hint.header}` as {refusals.overloaded.hint.format} between {refusals.overloaded.hint.min_seconds} and \
      the pool's timeout. The estimator is driven to two clearly different levels, each window of \
      {refusals.overloaded.hint.window_samples} samples mixing long and short waits (refusal sent to the first slot freed, \
      by the client's clock; a request admitted at once waits 0): first a p50 of about 2.4 s \
