@@ -128,4 +128,31 @@ mod tests {
         );
         assert!(placeholders("this is = = not toml").is_err());
     }
+
+    /// A placeholder in a text field is of the field's type: only the loader's look refuses it.
+    #[test]
+    fn the_loader_refuses_a_draft_naming_each_placeholder_and_its_line() {
+        let text: String = crate::EMBEDDED_TOML
+            .lines()
+            .map(|l| match l.starts_with("summary = ") {
+                true => "summary = \"TODO: one sentence\"\n".to_owned(),
+                false => format!("{l}\n"),
+            })
+            .collect();
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("summary = \"TODO:"))
+            .unwrap()
+            + 1;
+        match crate::Contract::from_toml(&text, "draft.toml") {
+            Err(crate::ContractError::Draft { placeholders, .. }) => {
+                let every = text.lines().filter(|l| l.starts_with("summary = ")).count();
+                assert_eq!(placeholders.len(), every, "{placeholders:?}");
+                assert_eq!(placeholders[0].field, "contract.summary");
+                assert_eq!(placeholders[0].line, line);
+                assert_eq!(placeholders[0].todo, "one sentence");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

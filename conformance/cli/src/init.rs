@@ -360,10 +360,10 @@ fn example_of<'a>(doc: &'a Value, holder: &'a Value) -> Option<&'a Value> {
     if let Some(example) = holder.get("example") {
         return Some(example);
     }
-    if let Some((_, first)) = holder["examples"].as_object().and_then(|e| e.iter().next()) {
-        if let Some(value) = resolve(doc, first).get("value") {
-            return Some(value);
-        }
+    if let Some((_, first)) = holder["examples"].as_object().and_then(|e| e.iter().next())
+        && let Some(value) = resolve(doc, first).get("value")
+    {
+        return Some(value);
     }
     resolve(doc, &holder["schema"]).get("example")
 }
