@@ -238,6 +238,12 @@ fn a_draft_from_openapi_has_a_pool_per_operation_its_requests_from_the_examples(
     );
     assert_eq!(post["status"].as_integer(), Some(201));
 
+    // Filled in, the OpenAPI draft is a contract.
+    let filled = dir.path().join("orders.toml");
+    std::fs::write(&filled, fill(&text, &SLOW_SERVICE)).unwrap();
+    let out = plimsoll(&["contract", "lint", path_arg(&filled)], QUICK);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
     // Grouped, the two operations share one pool.
     let out = plimsoll(
         &["init", "--openapi", path_arg(&openapi), "--group", "orders"],
@@ -254,6 +260,46 @@ fn a_draft_from_openapi_has_a_pool_per_operation_its_requests_from_the_examples(
     let out = plimsoll(&["init", "--openapi", path_arg(&openapi)], QUICK);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("JSON only"));
+}
+
+#[test]
+fn a_body_file_is_the_requests_body_and_one_too_large_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, "{\"q\": \"tea\"}\n").unwrap();
+    let out = plimsoll(
+        &[
+            "init",
+            "--route",
+            "POST /v1/search",
+            "--body",
+            path_arg(&body),
+        ],
+        QUICK,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let draft: toml::Value = toml::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let request = &draft["pools"]["post_v1_search"]["hold"]["request"];
+    assert_eq!(request["body"].as_str(), Some("{\"q\": \"tea\"}\n"));
+    assert_eq!(request["method"].as_str(), Some("POST"));
+
+    std::fs::write(&body, "x".repeat(64 * 1024 + 1)).unwrap();
+    let out = plimsoll(
+        &[
+            "init",
+            "--route",
+            "POST /v1/search",
+            "--body",
+            path_arg(&body),
+        ],
+        QUICK,
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 65536 bytes"));
+
+    let out = plimsoll(&["init", "--route", "search"], QUICK);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not 'METHOD PATH'"));
 }
 
 /// A service that knows nothing of Plimsoll: each request to `/slow` is answered after 500 ms,
