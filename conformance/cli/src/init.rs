@@ -455,6 +455,8 @@ fn render(
 #
 # `check` refuses the file while a placeholder is left. Clauses the contract gives nothing to
 # judge are reported not applicable, with the reason: declare more to have more judged.
+# The `#:schema` line points an editor at the language's JSON Schema, for completion and checks
+# as you type: spec/schemas/contract.schema.json of the Plimsoll repository (`init --schema`).
 language = {language}
 
 [contract]
