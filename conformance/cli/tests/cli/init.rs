@@ -165,6 +165,13 @@ fn lint_names_the_line_of_a_value_out_of_range_and_refuses_a_file_that_is_not_to
         "{stdout}"
     );
 
+    // The contracts of the repository are clean.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for contract in ["spec/contract.toml", "examples/nginx/contract.toml"] {
+        let out = plimsoll(&["contract", "lint", path_arg(&root.join(contract))], QUICK);
+        assert_eq!(out.status.code(), Some(0), "{contract}: {out:?}");
+    }
+
     let prose = dir.path().join("notes.toml");
     std::fs::write(&prose, "workers: two, maybe three\n").unwrap();
     let out = plimsoll(&["contract", "lint", path_arg(&prose)], QUICK);
