@@ -33,6 +33,7 @@ pub use stage::{Stage, UnknownStage};
 
 pub mod changelog;
 pub mod clause;
+pub mod draft;
 pub mod limits;
 pub mod model;
 pub mod overrides;

@@ -56,6 +56,19 @@ pub enum ContractError {
         /// Where the text came from.
         origin: String,
     },
+    /// The document is a draft of `plimsoll init` with values still to fill in
+    /// ([`crate::draft`]); each is named with its line. Nothing else of it was read.
+    #[error(
+        "{origin}: a draft with {} value(s) still to fill in (`plimsoll contract lint {origin}` lists them):\n{}",
+        .placeholders.len(),
+        list(.placeholders)
+    )]
+    Draft {
+        /// Where the text came from.
+        origin: String,
+        /// Every placeholder left, in document order.
+        placeholders: Vec<crate::draft::Placeholder>,
+    },
     /// The contract parses but breaks validation rules.
     #[error("{origin}: invalid contract:\n{}", list(.violations))]
     Invalid {
@@ -66,8 +79,8 @@ pub enum ContractError {
     },
 }
 
-fn list(violations: &[Violation]) -> String {
-    violations
+fn list(entries: &[impl fmt::Display]) -> String {
+    entries
         .iter()
         .map(|v| format!("  - {v}"))
         .collect::<Vec<_>>()
@@ -128,6 +141,15 @@ impl Contract {
             return Err(ContractError::TooLarge {
                 origin: origin.to_owned(),
                 limit: MAX_CONTRACT_BYTES,
+            });
+        }
+        // A text that is no TOML falls through to the parser below, which says where.
+        if let Ok(placeholders) = crate::draft::placeholders(text)
+            && !placeholders.is_empty()
+        {
+            return Err(ContractError::Draft {
+                origin: origin.to_owned(),
+                placeholders,
             });
         }
         let contract: Contract = toml::from_str(text).map_err(|e| {

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use plimsoll_load::ProfileName;
 use plimsoll_report::terminal::wrap;
 
-use crate::args::{CheckArgs, ContractArgs, DocsArgs, LoadArgs};
+use crate::args::{CheckArgs, ContractArgs, DocsArgs, InitArgs, LoadArgs};
 
 /// The command line: one subcommand per job.
 #[derive(Debug, Parser)]
@@ -46,8 +46,14 @@ pub enum Command {
     /// Run the reference server; its settings come from the environment.
     #[command(after_help = serve_help())]
     Serve(crate::serve::ServeArgs),
-    /// Work on a contract document: `upgrade` rewrites a language-1 contract in language 2.
-    #[command(mut_subcommand("upgrade", |upgrade: clap::Command| upgrade.after_help(upgrade_help())))]
+    /// Write a starting contract for your service, from its routes or its OpenAPI document, each value it cannot know a placeholder.
+    #[command(after_help = init_help())]
+    Init(InitArgs),
+    /// Work on a contract document: `upgrade` rewrites a language-1 contract in language 2, `lint` lists what a draft leaves to fill in.
+    #[command(
+        mut_subcommand("upgrade", |upgrade: clap::Command| upgrade.after_help(upgrade_help())),
+        mut_subcommand("lint", |lint: clap::Command| lint.after_help(lint_help()))
+    )]
     Contract(ContractArgs),
 }
 
@@ -59,6 +65,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => crate::serve::run(args),
         Command::Check(args) => crate::embedded::run_check(args),
         Command::Load(args) => crate::embedded::run_load(args),
+        Command::Init(args) => crate::init::run(args),
         Command::Contract(args) => crate::contract::run(args),
     };
     ExitCode::from(code)
@@ -256,6 +263,65 @@ fn upgrade_help() -> StyledStr {
         &[(
             "plimsoll contract upgrade old.toml > contract.toml",
             "rewrite a contract 1.x in language 2, then bump its version",
+        )],
+    )
+}
+
+/// `plimsoll init --help`'s closing blocks: what a placeholder is, exit codes, examples.
+fn init_help() -> StyledStr {
+    let placeholder = format!(
+        "a value the routes cannot tell (workers, the queue, the refusal's status, how long the \
+         slow request takes) is written as a string starting with \"{}\" that says what to \
+         measure or decide; `check --contract` refuses the draft until each is replaced, and \
+         `plimsoll contract lint` lists those left with their lines",
+        plimsoll_spec::draft::PLACEHOLDER
+    );
+    closing(
+        &[("Placeholders", &[("TODO", placeholder.as_str())])],
+        &[
+            ("0", "the draft written"),
+            (
+                "2",
+                "a route, --body or --openapi could not be read or used, or --output exists \
+                 (without --force); one line on stderr",
+            ),
+        ],
+        &[
+            (
+                "plimsoll init --route 'GET /slow' -o contract.toml",
+                "a pool for one route; then fill in its placeholders",
+            ),
+            (
+                "plimsoll init --openapi openapi.json --group api -o contract.toml",
+                "every operation of an OpenAPI 3.x document (JSON) in one pool",
+            ),
+        ],
+    )
+}
+
+/// `plimsoll contract lint --help`'s closing blocks.
+fn lint_help() -> StyledStr {
+    let placeholder = format!(
+        "a string value starting with \"{}\", written by `plimsoll init` where it could not know \
+         the value; the contract's other rules are judged once none is left",
+        plimsoll_spec::draft::PLACEHOLDER
+    );
+    closing(
+        &[("Placeholders", &[("TODO", placeholder.as_str())])],
+        &[
+            (
+                "0",
+                "a contract `check --contract` accepts, no placeholder left",
+            ),
+            (
+                "1",
+                "placeholders left or rules broken: each on a line of stdout, FILE:LINE first",
+            ),
+            ("2", "the file could not be read, or it is not TOML"),
+        ],
+        &[(
+            "plimsoll contract lint contract.toml",
+            "after `plimsoll init`, and after each edit",
         )],
     )
 }

@@ -15,6 +15,7 @@ pub mod check;
 pub mod cli;
 mod contract;
 pub mod embedded;
+mod init;
 pub mod load;
 pub mod report;
 mod serve;

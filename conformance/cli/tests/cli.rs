@@ -4,6 +4,8 @@
 //! loopback proxy that rewrites its `/v1/contract`) fails the `contract` check while every other
 //! check keeps the contract's values.
 
+#[path = "cli/init.rs"]
+mod init;
 #[path = "cli/proxy.rs"]
 mod proxy;
 
@@ -598,7 +600,15 @@ fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
         assert_eq!(out.status.code(), Some(0), "{args:?}");
         String::from_utf8(out.stdout).unwrap()
     };
-    for command in ["check", "load", "docs", "serve", "contract upgrade"] {
+    for command in [
+        "check",
+        "load",
+        "docs",
+        "serve",
+        "init",
+        "contract upgrade",
+        "contract lint",
+    ] {
         let words: Vec<&str> = command.split(' ').collect();
         let text = help(&[&words[..], &["--help"]].concat());
         assert_eq!(
