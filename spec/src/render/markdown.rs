@@ -171,6 +171,11 @@ fn service_section(md: &mut String, contract: &Contract) {
         );
     }
     md.push('\n');
+    refusals_and_bounds(md, contract);
+}
+
+/// Each refusal with its status, body and hint, then the connection and upload bounds.
+fn refusals_and_bounds(md: &mut String, contract: &Contract) {
     for (name, r) in &contract.refusals {
         let status = contract.refusal_status(r).unwrap_or(0);
         let answer = r
