@@ -516,8 +516,11 @@ refusal = {refusal}
 # \"client_address\" or {{ header = \"X-Api-Key\" }}.
 
 # How the checker keeps one worker busy on purpose: a request the service answers slowly, with a
-# worker held throughout, and the least time that takes. A route with no slow request has no
-# hold: delete this table and its request, and the timing clauses are not applicable to it.
+# worker held throughout, and the least time that takes. A service that honours the hold hook
+# (the plimsoll-tower layer, the plimsoll_asgi middleware) replaces `at_least_ms` with
+# `hook = {{ header = \"X-Plimsoll-Hook\", stage = \"queue\" }}`, and the checker picks the time. A
+# route with neither has no hold: delete this table and its request, and the timing clauses are
+# not applicable to it.
 [pools.{id}.hold]
 at_least_ms = {at_least}
 

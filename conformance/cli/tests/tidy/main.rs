@@ -263,6 +263,7 @@ const DOCUMENTS: &[&str] = &[
     "examples/python-service/README.md",
     "adapters/tower/README.md",
     "adapters/asgi/README.md",
+    "examples/nginx/README.md",
 ];
 
 /// The repository paths `text` names in backticks (`` `conformance/cli/tests/tidy.rs` ``), without
