@@ -5,7 +5,8 @@
 //!   held by a slow request: one more connection than declared, or another refusal status;
 //! - the second service (`examples/rust-service`, axum), held through `plimsoll-tower`'s hook:
 //!   one more worker, another refusal status, a missing hint, a queue that starts the oldest
-//!   first where the contract says newest, one more queue place.
+//!   first where the contract says newest, one more queue place, one tenant's workers shared
+//!   with every other's.
 //!
 //! Everything listens on loopback; every run is bounded in time. Without nginx the tests fail
 //! saying how to get it (the test command, `bash ci/test.sh`, installs it).
@@ -312,6 +313,17 @@ fn the_second_service_without_its_hint_fails_t3() {
         ..Default::default()
     };
     breaks("no Retry-After on a full search", config, &["T3"]);
+}
+
+/// One worker for every tenant together, where the contract says one for each: a tenant's
+/// request waits behind another tenant's.
+#[test]
+fn the_second_service_sharing_tenant_workers_across_keys_fails_t1() {
+    let config = plimsoll_example_service::Config {
+        tenant_per_key: false,
+        ..Default::default()
+    };
+    breaks("one pool for every API key", config, &["T1"]);
 }
 
 /// Reports started oldest first where the contract says newest first.

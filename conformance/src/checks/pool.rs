@@ -44,6 +44,15 @@ pub struct HeldRequest {
 const HOOK_HOLD: Duration = Duration::from_millis(400);
 
 impl HeldRequest {
+    /// The same request with `header: value` added (a key of a keyed pool).
+    pub fn with_header(&self, header: &str, value: &str) -> HeldRequest {
+        let mut out = self.clone();
+        out.request
+            .headers
+            .insert(header.to_owned(), value.to_owned());
+        out
+    }
+
     /// The request `hold` declares, holding for its own `at_least_ms` or, by its hook, for
     /// [`HOOK_HOLD`] (a fifth of the pool's deadline when that is shorter).
     pub fn of(hold: &plimsoll_spec::model::Hold, spec: &plimsoll_spec::model::PoolSpec) -> Self {

@@ -1,9 +1,10 @@
 //! A second service for the Plimsoll gate, unlike the digitize service in every way that a
-//! contract declares: written on axum, not on the digitize engine, with two pools of its own —
-//! `GET /search` (two workers, no queue, refusing `429` with a small JSON body) and `POST
-//! /reports` (one worker and a queue of three started newest first, LIFO, refusing `503` with
-//! plain text) — no metrics, no served claim, and the test hook only through `plimsoll-tower`'s
-//! layer, inside each pool's limit.
+//! contract declares: written on axum, not on the digitize engine, with pools of its own —
+//! `GET /search` (two workers, no queue, refusing `429` with a small JSON body and
+//! `Retry-After: 1`), `POST /reports` (one worker and a queue of three started newest first,
+//! LIFO, refusing `503` with plain text) and `GET /tenant` (one worker for each `X-Api-Key`
+//! value, so one tenant's saturation never refuses another's) — no metrics, no served claim,
+//! and the test hook only through `plimsoll-tower`'s layer, inside each pool's limit.
 //!
 //! It knows nothing of the contract that describes it (`examples/rust-service/contract.toml`):
 //! its limits are its own [`Config`], as nginx's are its configuration, and a configuration
@@ -12,6 +13,9 @@
 #![warn(missing_docs)]
 
 mod admission;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -56,6 +60,10 @@ pub struct Config {
     pub reports_queue: usize,
     /// The order they start in.
     pub reports_order: Order,
+    /// `GET /tenant`'s workers, for each `X-Api-Key` value apart (else for all keys together).
+    pub tenant_workers: usize,
+    /// Whether each key has workers of its own.
+    pub tenant_per_key: bool,
     /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
     pub hooks: bool,
 }
@@ -69,6 +77,8 @@ impl Default for Config {
             reports_workers: 1,
             reports_queue: 3,
             reports_order: Order::Lifo,
+            tenant_workers: 1,
+            tenant_per_key: true,
             hooks: false,
         }
     }
@@ -89,7 +99,14 @@ pub fn app(config: &Config) -> Router {
         config.reports_order,
         Refusal::Reports,
     );
+    let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
     Router::new()
+        .route(
+            "/tenant",
+            get(|| async { "tenant data\n" })
+                .layer(hold.clone())
+                .layer(middleware::from_fn_with_state(tenants, admit_tenant)),
+        )
         .route(
             "/search",
             get(|| async { "results\n" })
@@ -148,4 +165,54 @@ async fn admit(State(pool): State<Pool>, request: Request, next: Next) -> Respon
         }
         Err(refusal) => refusal.into_response(),
     }
+}
+
+/// The most keys `/tenant` keeps pools for: past it, a new key shares the last pool (a client
+/// cannot grow the map without bound).
+const MAX_KEYS: usize = 1024;
+
+/// `/tenant`'s pools: one per `X-Api-Key` value, or one for every key.
+#[derive(Clone)]
+struct Tenants {
+    workers: usize,
+    per_key: bool,
+    pools: Arc<Mutex<HashMap<String, Pool>>>,
+}
+
+impl Tenants {
+    fn new(workers: usize, per_key: bool) -> Tenants {
+        Tenants {
+            workers,
+            per_key,
+            pools: Arc::default(),
+        }
+    }
+
+    /// The pool of `key`'s requests.
+    fn pool(&self, key: &str) -> Pool {
+        let key = if self.per_key { key } else { "" };
+        let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
+        if pools.len() >= MAX_KEYS && !pools.contains_key(key) {
+            return pools
+                .values()
+                .next()
+                .cloned()
+                .expect("a full map has a pool");
+        }
+        pools
+            .entry(key.to_owned())
+            .or_insert_with(|| Pool::new(self.workers, 0, Order::Fifo, Refusal::Reports))
+            .clone()
+    }
+}
+
+/// `/tenant`'s admission: the request's key's pool.
+async fn admit_tenant(State(tenants): State<Tenants>, request: Request, next: Next) -> Response {
+    let key = request
+        .headers()
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    admit(State(tenants.pool(&key)), request, next).await
 }

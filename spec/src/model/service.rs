@@ -356,6 +356,8 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
         ["pools", _, field, ..] => match *field {
             "workers" | "queue" if relay_pool => Some(ClauseId::R1),
             "workers" => Some(ClauseId::T1),
+            // A key qualifies a limit of routed requests; the relay's envelopes have none.
+            "key" if !relay_pool => Some(ClauseId::T1),
             "queue" => Some(ClauseId::T2),
             "deadline_ms" | "reference_ms" => Some(ClauseId::B1),
             "memory_cap_mb" => Some(ClauseId::B2),

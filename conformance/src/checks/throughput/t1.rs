@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::model::PoolSpec;
+use plimsoll_spec::model::{LimitKey, PoolSpec};
 
 use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
@@ -243,11 +243,29 @@ async fn t1_held(
         .refusal
         .as_ref()
         .and_then(|r| t.expected.refusals.get(r));
-    let b = recipe_burst(t, c, held, name, (n, limit), |reply| {
+    // A limit per header value: the burst is one key's, and another key's request, sent while
+    // that key's workers and queue are full, must run at once beside it.
+    let keyed = match &spec.key {
+        LimitKey::Header(header) => Some(header.as_str()),
+        LimitKey::All | LimitKey::ClientAddress => None,
+    };
+    let burst_request = keyed.map_or_else(|| held.clone(), |h| held.with_header(h, KEY_A));
+    let other_key = keyed.map(|h| {
+        let other = held.with_header(h, KEY_B);
+        let (t, at) = (t.clone(), Instant::now() + held.hold / 4);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            t.send_recipe(&other.request, limit).await
+        })
+    });
+    let b = recipe_burst(t, c, &burst_request, name, (n, limit), |reply| {
         refusal.is_some_and(|r| t.is_refusal(reply, r))
     })
     .await;
     b.require_capacity(c, &format!("{name} burst"), workers, queue);
+    if let (Some(header), Some(task)) = (keyed, other_key) {
+        judge_other_key(c, (name, header), held, task.await);
+    }
     c.evidence.push(format!(
         "{name}: {n} copies of `{} {}` held {} ms by {}: {}",
         held.request.method,
@@ -257,6 +275,43 @@ async fn t1_held(
         b.summary()
     ));
     format!("{name}: {} (client timings)", b.summary())
+}
+
+/// The header values of the two keys a keyed pool's isolation is judged with.
+const KEY_A: &str = "plimsoll-key-a";
+const KEY_B: &str = "plimsoll-key-b";
+
+/// Another key's request, sent while one key filled the pool: served, within about one hold of
+/// being sent (it ran at once), or the keys share the limit the contract says they do not.
+fn judge_other_key(
+    c: &mut Ctx,
+    (name, header): (&str, &str),
+    held: &HeldRequest,
+    reply: Result<
+        Result<crate::remote::Reply, crate::remote::RequestError>,
+        tokio::task::JoinError,
+    >,
+) {
+    let what = format!("{name}: `{header}: {KEY_B}` sent while `{KEY_A}` filled the pool");
+    match reply {
+        Ok(Ok(reply)) => {
+            let at_once = reply.elapsed < held.hold + held.hold / 2;
+            c.require(reply.status == held.request.status && at_once, || {
+                format!(
+                    "{what} answered {} after {:.0} ms: the keys share the limit (isolation)",
+                    reply.status,
+                    ms(reply.elapsed)
+                )
+            });
+            c.evidence.push(format!(
+                "{what}: {} after {:.0} ms",
+                reply.status,
+                ms(reply.elapsed)
+            ));
+        }
+        Ok(Err(e)) => c.fail(format!("{what}: {e}")),
+        Err(e) => c.fail(format!("{what}: task failed: {e}")),
+    }
 }
 
 async fn t1(t: &Arc<Target>, c: &mut Ctx) {
