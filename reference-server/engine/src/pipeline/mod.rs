@@ -161,6 +161,20 @@ pub(crate) fn reserve_charged<T: Clone>(
 /// and page faults); smaller buffers are grown by `realloc` in one call.
 pub(crate) const GROW_SLICE_BYTES: usize = 1 << 20;
 
+/// The slowest rate at which a pixel stage (`decode`, `quantize`, `segment`) works through an
+/// image, in pixels per millisecond: the work one checkpoint interval covers, so a stage must
+/// look at its cancellation at least once per `checkpoint_interval_ms` × this many pixels.
+///
+/// Half the slowest stage rate `examples/bench_checkpoints.rs` measured on the project's
+/// loaded 2-core machine (release build, photograph-like 16 MP inputs): PNG `decode`, ~49,000
+/// pixels per ms; `quantize` and `segment` ran at ~75,000.
+pub const PIXELS_PER_MS: u64 = 25_000;
+
+/// The same for the stitch stages (`fill`, `sequence`, `serialize`), in stitches of the
+/// finished design per millisecond: half the slowest measured (`serialize`, ~8,000 per ms for
+/// ~700K stitches).
+pub const STITCHES_PER_MS: u64 = 4_000;
+
 /// Calls [`JobContext::checkpoint`] once per `every` units of work, so hot loops pay for a
 /// clock read only every few thousand pixels.
 pub(crate) struct Ticker<'a> {
