@@ -225,7 +225,9 @@ struct StageFigures {
     time_min: Duration,
 }
 
-fn measure(image: &[u8], repeat: usize) -> Vec<StageFigures> {
+/// Also leaves the CRC-32 of the response body in `body_crc`, so runs of two builds can be
+/// compared: checkpoints must not change what the pipeline produces.
+fn measure(image: &[u8], repeat: usize, body_crc: &mut u32) -> Vec<StageFigures> {
     let temp_root = tempfile::tempdir().expect("temp dir");
     let params = DigitizeParams {
         width_mm: 850.0,
@@ -240,6 +242,7 @@ fn measure(image: &[u8], repeat: usize) -> Vec<StageFigures> {
         let cpu = Arc::new(CpuGaps::default());
         ctx.observe(cpu.clone());
         let out = digitize(&mut ctx, image, &params).expect("digitize");
+        *body_crc = crc32fast::hash(&out.json);
         drop(out);
         let gaps = ctx.stage_checkpoint_gaps();
         let cpu_gaps = std::mem::take(&mut cpu.lock().stages);
@@ -283,13 +286,17 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|");
     let mut worst: Option<(String, Duration)> = None;
+    let mut bodies = Vec::new();
     for &mp in &args.megapixels {
         let side = (mp * 1e6).sqrt().round() as u32;
         let rgb = photograph(side, side);
         for jpeg in [false, true] {
             let name = if jpeg { "JPEG" } else { "PNG" };
             let file = encode(&rgb, side, side, jpeg);
-            for f in measure(&file, args.repeat) {
+            let mut crc = 0;
+            let figures = measure(&file, args.repeat, &mut crc);
+            bodies.push(format!("{name} {mp} MP: {crc:08x}"));
+            for f in figures {
                 let within = f.cpu_gap <= interval;
                 println!(
                     "| {name} | {mp} | {} | {:.2} | {:.2}..{:.2} | {} | {:.1} | {} |",
@@ -307,6 +314,7 @@ fn main() {
             }
         }
     }
+    println!("response bodies (CRC-32): {}", bodies.join(", "));
     if let Some((case, gap)) = worst {
         println!(
             "worst: {case}, {:.2} ms of CPU against {} ms: {}",
