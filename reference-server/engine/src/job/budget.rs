@@ -55,7 +55,9 @@ impl Budget {
 #[derive(Debug)]
 #[must_use = "the charge is released as soon as it is dropped"]
 pub struct Charge<'a> {
-    pub(super) budget: &'a Budget,
+    /// The job charged; its budget holds the bytes, and its checkpoint is at hand for work
+    /// done under the charge (a buffer copied as it grows).
+    pub(super) ctx: &'a super::JobContext,
     pub(super) bytes: u64,
 }
 
@@ -69,12 +71,19 @@ impl Charge<'_> {
     /// held then). Lets a stage track a buffer that grows, charging *before* it reserves.
     pub fn resize(&mut self, bytes: u64) -> Result<(), Interrupt> {
         if bytes > self.bytes {
-            self.budget.try_add(bytes - self.bytes)?;
+            self.ctx.budget.try_add(bytes - self.bytes)?;
         } else {
-            self.budget.release(self.bytes - bytes);
+            self.ctx.budget.release(self.bytes - bytes);
         }
         self.bytes = bytes;
         Ok(())
+    }
+
+    /// The charging job's [`JobContext::checkpoint`](super::JobContext::checkpoint), for work
+    /// done under the charge that may take longer than the checkpoint interval (copying a
+    /// buffer of tens of megabytes as it grows).
+    pub fn checkpoint(&self) -> Result<(), Interrupt> {
+        self.ctx.checkpoint()
     }
 
     /// Grows the amount held by `bytes`.
@@ -85,6 +94,6 @@ impl Charge<'_> {
 
 impl Drop for Charge<'_> {
     fn drop(&mut self) {
-        self.budget.release(self.bytes);
+        self.ctx.budget.release(self.bytes);
     }
 }

@@ -67,7 +67,23 @@ pub struct JobContext {
     epoch: Instant,
     last_check: AtomicU64,
     max_gap: AtomicU64,
+    /// Set only by a benchmark or a test ([`JobContext::observe`]); the server never sets it,
+    /// so a checkpoint costs one more branch on `None`.
+    observer: Option<Arc<dyn CheckpointObserver>>,
     temp: tempfile::TempDir,
+}
+
+/// Watches one job's checkpoints: told when each stage starts, at every checkpoint, and when
+/// the stage ends, on the job's own thread. A benchmark measures the work between two calls
+/// (in thread CPU time, which a preempted thread does not accrue); a test counts them against
+/// the work a stage did. No global state: each job carries its own, if any.
+pub trait CheckpointObserver: Send + Sync + std::fmt::Debug {
+    /// `stage` is about to start (before its first checkpoint).
+    fn stage_started(&self, stage: Stage);
+    /// The running stage passed a checkpoint.
+    fn checkpoint(&self);
+    /// The running stage ended, whatever the outcome.
+    fn stage_ended(&self, stage: Stage);
 }
 
 impl JobContext {
@@ -90,6 +106,7 @@ impl JobContext {
             epoch: Instant::now(),
             last_check: AtomicU64::new(0),
             max_gap: AtomicU64::new(0),
+            observer: None,
             temp,
         })
     }
@@ -102,6 +119,9 @@ impl JobContext {
     pub fn checkpoint(&self) -> Result<(), Interrupt> {
         let now = Instant::now();
         self.note_gap(now);
+        if let Some(observer) = &self.observer {
+            observer.checkpoint();
+        }
         if self.cancel.is_cancelled() {
             return Err(Interrupt::Cancelled);
         }
@@ -126,13 +146,16 @@ impl JobContext {
         Duration::from_nanos(self.max_gap.fetch_max(gap, Ordering::Relaxed).max(gap))
     }
 
+    /// Has `observer` watch this job's stages and checkpoints from now on. For benchmarks and
+    /// tests: the server never calls it.
+    pub fn observe(&mut self, observer: Arc<dyn CheckpointObserver>) {
+        self.observer = Some(observer);
+    }
+
     /// Reserves `bytes` of the budget until the returned guard drops. Charge before allocating.
     pub fn charge(&self, bytes: u64) -> Result<Charge<'_>, Interrupt> {
         self.budget.try_add(bytes)?;
-        Ok(Charge {
-            budget: &self.budget,
-            bytes,
-        })
+        Ok(Charge { ctx: self, bytes })
     }
 
     /// When the job is past its time (B1).
@@ -192,6 +215,9 @@ impl JobContext {
         f: impl FnOnce(&JobContext) -> Result<T, StageError>,
     ) -> Result<T, JobError> {
         self.progress.start(stage);
+        if let Some(observer) = &self.observer {
+            observer.stage_started(stage);
+        }
         let started = Instant::now();
         self.last_check.store(
             started.duration_since(self.epoch).as_nanos() as u64,
@@ -201,6 +227,9 @@ impl JobContext {
         let result = self.run_stage_inner(stage, f);
         let ended = Instant::now();
         let gap = self.note_gap(ended);
+        if let Some(observer) = &self.observer {
+            observer.stage_ended(stage);
+        }
         self.progress
             .finish(stage, ended - started, gap, result.is_ok());
         result.map_err(|kind| JobError {

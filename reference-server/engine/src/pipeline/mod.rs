@@ -125,7 +125,13 @@ pub(crate) fn row_runs<'r, T>(runs: &'r [T], row_start: &[u32], y: u32) -> &'r [
 
 /// Makes room for `additional` more elements in `v`, charging the new capacity *before* it is
 /// allocated, so a growing buffer can never take the job past its cap.
-pub(crate) fn reserve_charged<T>(
+///
+/// A buffer holding more than [`GROW_SLICE_BYTES`] is not grown by `realloc`, which copies it in
+/// one uninterruptible call (28 MB of runs took 30 ms of CPU in `quantize` on a 16 MP JPEG, three
+/// times the checkpoint interval), but moved into a new allocation slice by slice, with a
+/// checkpoint between slices. The contents are the same either way. As with `realloc`, the old
+/// buffer lives beside the new one during the copy; the charge is the new capacity, as before.
+pub(crate) fn reserve_charged<T: Clone>(
     v: &mut Vec<T>,
     additional: usize,
     charge: &mut Charge<'_>,
@@ -137,9 +143,37 @@ pub(crate) fn reserve_charged<T>(
     }
     let new_cap = needed.max(v.capacity().saturating_mul(2)).max(64);
     charge.resize(others.saturating_add((new_cap * size_of::<T>()) as u64))?;
-    v.reserve_exact(new_cap - v.len());
+    let held = v.len() * size_of::<T>();
+    if held <= GROW_SLICE_BYTES {
+        v.reserve_exact(new_cap - v.len());
+        return Ok(());
+    }
+    let mut grown = Vec::with_capacity(new_cap);
+    for slice in v.chunks((GROW_SLICE_BYTES / size_of::<T>().max(1)).max(1)) {
+        grown.extend_from_slice(slice);
+        charge.checkpoint()?;
+    }
+    *v = grown;
     Ok(())
 }
+
+/// Bytes of a growing buffer copied between two checkpoints (well under a millisecond of copying
+/// and page faults); smaller buffers are grown by `realloc` in one call.
+pub(crate) const GROW_SLICE_BYTES: usize = 1 << 20;
+
+/// The slowest rate at which a pixel stage (`decode`, `quantize`, `segment`) works through an
+/// image, in pixels per millisecond: the work one checkpoint interval covers, so a stage must
+/// look at its cancellation at least once per `checkpoint_interval_ms` × this many pixels.
+///
+/// Half the slowest stage rate `examples/bench_checkpoints.rs` measured on the project's
+/// loaded 2-core machine (release build, photograph-like 16 MP inputs): PNG `decode`, ~49,000
+/// pixels per ms; `quantize` and `segment` ran at ~75,000.
+pub const PIXELS_PER_MS: u64 = 25_000;
+
+/// The same for the stitch stages (`fill`, `sequence`, `serialize`), in stitches of the
+/// finished design per millisecond: half the slowest measured (`serialize`, ~8,000 per ms for
+/// ~700K stitches).
+pub const STITCHES_PER_MS: u64 = 4_000;
 
 /// Calls [`JobContext::checkpoint`] once per `every` units of work, so hot loops pay for a
 /// clock read only every few thousand pixels.
