@@ -11,6 +11,7 @@
 pub mod baseline;
 pub mod check;
 pub mod checks;
+pub mod discover;
 pub mod docs;
 pub mod observe;
 pub mod remote;

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use plimsoll_load::ProfileName;
 use plimsoll_report::terminal::wrap;
 
-use crate::args::{CheckArgs, ContractArgs, DocsArgs, LoadArgs};
+use crate::args::{CheckArgs, ContractArgs, DiscoverArgs, DocsArgs, LoadArgs};
 
 /// The command line: one subcommand per job.
 #[derive(Debug, Parser)]
@@ -49,6 +49,9 @@ pub enum Command {
     /// Work on a contract document: `upgrade` rewrites a language-1 contract in language 2.
     #[command(mut_subcommand("upgrade", |upgrade: clap::Command| upgrade.after_help(upgrade_help())))]
     Contract(ContractArgs),
+    /// Measure one route of a running service from outside and write a contract draft of what it showed.
+    #[command(after_help = discover_help())]
+    Discover(DiscoverArgs),
 }
 
 /// Parses the command line and runs the command; its exit code is the process's.
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => crate::embedded::run_check(args),
         Command::Load(args) => crate::embedded::run_load(args),
         Command::Contract(args) => crate::contract::run(args),
+        Command::Discover(args) => crate::discover::run(args),
     };
     ExitCode::from(code)
 }
@@ -232,6 +236,28 @@ fn docs_help() -> StyledStr {
                 "in CI: fail while a generated file is stale",
             ),
         ],
+    )
+}
+
+/// `plimsoll discover --help`'s closing blocks.
+fn discover_help() -> StyledStr {
+    closing(
+        &[],
+        &[
+            ("0", "the draft written, and a valid contract"),
+            (
+                "1",
+                "the draft written, but no refusal came up to the ceiling (its values are lower bounds) or it breaks a rule (each is named)",
+            ),
+            (
+                "2",
+                "the route could not be measured (unreachable, not served, answered otherwise) or the draft not written",
+            ),
+        ],
+        &[(
+            "plimsoll discover --target http://127.0.0.1:8080 --route 'POST /reports' --body report.json --hook X-Plimsoll-Hook --ceiling 8 -o draft.toml",
+            "ramp up to 8 held reports at once, then write what the service showed",
+        )],
     )
 }
 
