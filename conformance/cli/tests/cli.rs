@@ -598,7 +598,14 @@ fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
         assert_eq!(out.status.code(), Some(0), "{args:?}");
         String::from_utf8(out.stdout).unwrap()
     };
-    for command in ["check", "load", "docs", "serve", "contract upgrade"] {
+    for command in [
+        "check",
+        "load",
+        "docs",
+        "serve",
+        "contract upgrade",
+        "discover",
+    ] {
         let words: Vec<&str> = command.split(' ').collect();
         let text = help(&[&words[..], &["--help"]].concat());
         assert_eq!(
