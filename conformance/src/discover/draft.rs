@@ -86,9 +86,22 @@ fn confidence(times: usize) -> &'static str {
 
 /// The draft for `findings` of `plan`'s route.
 pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
-    let name = pool_name(&plan.path);
-    let above = f.limit == Limit::AboveCeiling;
     let mut out = String::new();
+    head(&mut out, plan, f)?;
+    pool(&mut out, plan, f)?;
+    refusal(&mut out, f);
+    tolerances(&mut out)?;
+    Ok(out)
+}
+
+/// Whether the ramp reached the ceiling without a refusal: every value a lower bound.
+fn above(f: &Findings) -> bool {
+    f.limit == Limit::AboveCeiling
+}
+
+/// The `#:schema` line, what the draft is, `language` and `[contract]`.
+fn head(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Error> {
+    let name = pool_name(&plan.path);
     out.push_str("#:schema spec/schemas/contract.schema.json\n");
     let _ = writeln!(
         out,
@@ -110,7 +123,7 @@ pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
         inline(&format!("{} {}, as discovered", plan.method, plan.path))?
     );
     out.push_str("version = \"0.1.0\"\n");
-    let summary = match (&f.refusal, above) {
+    let summary = match (&f.refusal, above(f)) {
         (Some(r), false) => format!(
             "{} at once, {} waiting, the next refused {}.",
             f.workers,
@@ -123,8 +136,13 @@ pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
         ),
     };
     let _ = writeln!(out, "summary = {}\n", inline(&summary)?);
+    Ok(())
+}
 
-    let _ = writeln!(out, "[pools.{name}]");
+/// `[pools.NAME]`: the route, its measured workers and queue, its refusal's name, its hold, and
+/// the marks of what cannot be measured.
+fn pool(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Error> {
+    let _ = writeln!(out, "[pools.{}]", pool_name(&plan.path));
     let _ = writeln!(
         out,
         "title = {}",
@@ -136,24 +154,56 @@ pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
         inline(&plan.method)?,
         inline(&route_path(plan))?
     );
+    workers(out, plan, f);
+    queue(out, f);
+    match (&f.refusal, above(f)) {
+        (Some(_), false) => out.push_str("refusal = \"refused\"\n"),
+        _ => {
+            let _ = writeln!(
+                out,
+                "# refusal: none seen up to the ceiling of {}; raise --ceiling to find it",
+                plan.ceiling
+            );
+        }
+    }
+    let hold_note = match &plan.holding {
+        super::Holding::Slow(_) => "as given (--slow-ms): the route's least time, by your word",
+        super::Holding::Hook(_) => {
+            "as given (--hook): the service holds a request for the time its hook names"
+        }
+    };
+    let _ = writeln!(out, "hold = {}  # {hold_note}", inline(&plan.hold())?);
+    let _ = writeln!(out, "# deadline_ms: {CANNOT_MEASURE} (not probed)");
+    let _ = writeln!(out, "# cancellation: {CANNOT_MEASURE}");
+    let _ = writeln!(out, "# memory_cap_mb: {CANNOT_MEASURE}");
+    out.push('\n');
+    Ok(())
+}
+
+/// `workers`, with the bursts that showed it.
+fn workers(out: &mut String, plan: &Plan, f: &Findings) {
     let bursts = f.bursts.len();
-    let ran_max = f.bursts.iter().filter(|b| b.ran == f.workers).count();
-    let waited_max = f.bursts.iter().filter(|b| b.waited == f.queue).count();
-    if above {
-        let _ = writeln!(
+    let showed = f.bursts.iter().filter(|b| b.ran == f.workers).count();
+    let _ = if above(f) {
+        writeln!(
             out,
             "workers = {}  # at least: {bursts} bursts up to the ceiling of {}, none refused; at most {} ran at once; confidence low",
             f.workers, plan.ceiling, f.workers
-        );
+        )
     } else {
-        let _ = writeln!(
+        writeln!(
             out,
-            "workers = {}  # {bursts} bursts: at most {} ran at once ({ran_max} bursts showed it); confidence {}",
+            "workers = {}  # {bursts} bursts: at most {} ran at once ({showed} bursts showed it); confidence {}",
             f.workers,
             f.workers,
-            confidence(ran_max)
-        );
-    }
+            confidence(showed)
+        )
+    };
+}
+
+/// `queue`: its capacity with the bursts that showed it, its order with the trial's waves.
+fn queue(out: &mut String, f: &Findings) {
+    let showed = f.bursts.iter().filter(|b| b.waited == f.queue).count();
     let (order, order_note) = match (&f.order, f.queue) {
         (_, 0) => (
             QueueOrder::Unordered,
@@ -177,7 +227,7 @@ pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
             format!("the hold left no room to queue in a known order; {CANNOT_MEASURE}"),
         ),
     };
-    let capacity_note = if above {
+    let capacity_note = if above(f) {
         format!(
             "at least: at most {} waited, none refused; confidence low",
             f.queue
@@ -186,9 +236,9 @@ pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
         "no request waited before refusals began; confidence high".to_owned()
     } else {
         format!(
-            "at most {} waited before the refusal ({waited_max} bursts showed it); confidence {}",
+            "at most {} waited before the refusal ({showed} bursts showed it); confidence {}",
             f.queue,
-            confidence(waited_max)
+            confidence(showed)
         )
     };
     let _ = writeln!(
@@ -197,63 +247,44 @@ pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
         f.queue,
         order.as_str()
     );
-    match (&f.refusal, above) {
-        (Some(_), false) => out.push_str("refusal = \"refused\"\n"),
-        _ => {
-            let _ = writeln!(
-                out,
-                "# refusal: none seen up to the ceiling of {}; raise --ceiling to find it",
-                plan.ceiling
-            );
-        }
-    }
-    let hold_note = match &plan.holding {
-        super::Holding::Slow(_) => "as given (--slow-ms): the route's least time, by your word",
-        super::Holding::Hook(_) => {
-            "as given (--hook): the service holds a request for the time its hook names"
-        }
-    };
-    let _ = writeln!(out, "hold = {}  # {hold_note}", inline(&plan.hold())?);
-    let _ = writeln!(out, "# deadline_ms: {CANNOT_MEASURE} (not probed)");
-    let _ = writeln!(out, "# cancellation: {CANNOT_MEASURE}");
-    let _ = writeln!(out, "# memory_cap_mb: {CANNOT_MEASURE}");
-    out.push('\n');
+}
 
-    if let (Some(r), false) = (&f.refusal, above) {
-        out.push_str("[refusals.refused]\n");
-        let worst = r.latencies_ms.iter().copied().fold(0.0, f64::max);
-        let same = r.statuses.iter().filter(|s| **s == r.status()).count();
+/// `[refusals.refused]`: the status with its evidence, and the body, hint, rate-limit headers
+/// and connection as comments; an empty `[refusals]` when none was seen.
+fn refusal(out: &mut String, f: &Findings) {
+    let Some(r) = f.refusal.as_ref().filter(|_| !above(f)) else {
+        out.push_str("[refusals]\n\n");
+        return;
+    };
+    out.push_str("[refusals.refused]\n");
+    let worst = r.latencies_ms.iter().copied().fold(0.0, f64::max);
+    let same = r.statuses.iter().filter(|s| **s == r.status()).count();
+    let _ = writeln!(
+        out,
+        "status = {}  # {same} of {} refusals, the slowest after {worst:.0} ms (T3 allows {} ms); confidence {}",
+        r.status(),
+        r.statuses.len(),
+        f.refusal_latency_ms,
+        confidence(same)
+    );
+    let _ = writeln!(out, "# body: {}", r.body().as_str());
+    let hint = r.hint();
+    if hint == "absent" {
+        out.push_str("# hint: no Retry-After on any refusal: none declared\n");
+    } else {
         let _ = writeln!(
             out,
-            "status = {}  # {same} of {} refusals, the slowest after {worst:.0} ms (T3 allows {} ms); confidence {}",
-            r.status(),
-            r.statuses.len(),
-            f.refusal_latency_ms,
-            confidence(same)
+            "# hint: Retry-After {hint}; its estimator, window and bounds: {CANNOT_MEASURE}"
         );
-        let _ = writeln!(out, "# body: {}", r.body().as_str());
-        let hint = r.hint();
-        if hint == "absent" {
-            out.push_str("# hint: no Retry-After on any refusal: none declared\n");
-        } else {
-            let _ = writeln!(
-                out,
-                "# hint: Retry-After {hint}; its estimator, window and bounds: {CANNOT_MEASURE}"
-            );
-        }
-        if r.rate_limit.is_empty() {
-            out.push_str("# RateLimit, RateLimit-Policy: absent\n");
-        } else {
-            for (name, value) in &r.rate_limit {
-                let _ = writeln!(out, "# {name}: {value}");
-            }
-        }
-        out.push_str("# connection after a refusal: unknown (not measured)\n\n");
-    } else {
-        out.push_str("[refusals]\n\n");
     }
-    tolerances(&mut out)?;
-    Ok(out)
+    if r.rate_limit.is_empty() {
+        out.push_str("# RateLimit, RateLimit-Policy: absent\n");
+    } else {
+        for (name, value) in &r.rate_limit {
+            let _ = writeln!(out, "# {name}: {value}");
+        }
+    }
+    out.push_str("# connection after a refusal: unknown (not measured)\n\n");
 }
 
 #[cfg(test)]

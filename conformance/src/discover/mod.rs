@@ -185,7 +185,7 @@ impl BodyShape {
 }
 
 /// The refusals seen: the first refusing burst's and the probes' of the full pool.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RefusalSeen {
     /// Every refusal's status, in the order seen.
     pub statuses: Vec<u16>,
@@ -324,64 +324,12 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findin
     let tolerances = contract.tolerances.clone();
     let t = Arc::new(Target::new(plan.target.clone(), contract, None, None, 1));
     let held = plan.held();
-    let mut c = Ctx::new(0.0);
     let limit =
         held.hold * (ceiling as u32 + 2) + Duration::from_millis(tolerances.timeout_late_ms + 3000);
-
-    let mut bursts = Vec::new();
-    let (mut workers, mut queue) = (0, 0);
-    let mut stop = Limit::AboveCeiling;
-    let mut refusals = None;
-    for size in 1..=ceiling {
-        say(format!(
-            "burst of {size}: {size} request(s) at once, each held {} ms by {}",
-            held.hold.as_millis(),
-            held.by
-        ));
-        let b = burst(&t, &mut c, &held, size, limit).await;
-        let seen = BurstSeen {
-            size,
-            ran: b.ran.len(),
-            waited: b.queued.len(),
-            refused: b.refused.len(),
-            other: b.other.clone(),
-        };
-        say(format!("burst of {size}: {}", b.summary()));
-        if !seen.other.is_empty() {
-            let what = seen.other.join("; ");
-            return Err(if size == 1 {
-                DiscoverError::NotServed(what)
-            } else {
-                DiscoverError::Unexpected { size, what }
-            });
-        }
-        workers = workers.max(seen.ran);
-        queue = queue.max(seen.waited);
-        bursts.push(seen);
-        if !b.refused.is_empty() {
-            stop = Limit::RefusedAt(size);
-            let mut r = RefusalSeen {
-                statuses: Vec::new(),
-                bodies: Vec::new(),
-                retry_after: Vec::new(),
-                rate_limit: Vec::new(),
-                latencies_ms: Vec::new(),
-            };
-            for reply in &b.refused {
-                r.add(reply);
-            }
-            refusals = Some(r);
-            break;
-        }
-        // Give the service a moment to take its workers back after the answers.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    if workers == 0 {
-        return Err(DiscoverError::NotServed(
-            "the first burst's request was refused".into(),
-        ));
-    }
-    if let Some(r) = refusals.as_mut() {
+    let mut f = ramp(&t, &held, (ceiling, limit), say).await?;
+    f.refusal_latency_ms = tolerances.refusal_latency_ms;
+    let (workers, queue) = (f.workers, f.queue);
+    if let Some(r) = f.refusal.as_mut() {
         say(format!(
             "refusal: {} held, then up to {PROBES} probes of the full pool, one at a time",
             workers + queue
@@ -389,25 +337,78 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findin
         tokio::time::sleep(Duration::from_millis(100)).await;
         probe_refusals(&t, &held, workers + queue, limit, r).await;
     }
-    let order = if queue >= 2 {
+    if queue >= 2 {
         say(format!(
             "order: {workers} held, then {queue} queued one at a time"
         ));
         tokio::time::sleep(Duration::from_millis(100)).await;
-        order_trial(&t, &held, workers, queue, limit).await
-    } else {
-        None
-    };
-    Ok(Findings {
-        bursts,
-        workers,
-        queue,
-        limit: stop,
-        refusal: refusals,
-        order,
+        f.order = order_trial(&t, &held, workers, queue, limit).await;
+    }
+    Ok(f)
+}
+
+/// The ramp: bursts of 1, 2, 3, … held requests, up to `ceiling`, until the first refusal.
+/// Its findings, with no order trial yet.
+async fn ramp(
+    t: &Arc<Target>,
+    held: &HeldRequest,
+    (ceiling, limit): (usize, Duration),
+    say: &mut dyn FnMut(String),
+) -> Result<Findings, DiscoverError> {
+    let mut c = Ctx::new(0.0);
+    let mut f = Findings {
+        bursts: Vec::new(),
+        workers: 0,
+        queue: 0,
+        limit: Limit::AboveCeiling,
+        refusal: None,
+        order: None,
         hold: held.hold,
-        refusal_latency_ms: tolerances.refusal_latency_ms,
-    })
+        refusal_latency_ms: 0,
+    };
+    for size in 1..=ceiling {
+        say(format!(
+            "burst of {size}: {size} request(s) at once, each held {} ms by {}",
+            held.hold.as_millis(),
+            held.by
+        ));
+        let b = burst(t, &mut c, held, size, limit).await;
+        say(format!("burst of {size}: {}", b.summary()));
+        if !b.other.is_empty() {
+            let what = b.other.join("; ");
+            return Err(if size == 1 {
+                DiscoverError::NotServed(what)
+            } else {
+                DiscoverError::Unexpected { size, what }
+            });
+        }
+        f.workers = f.workers.max(b.ran.len());
+        f.queue = f.queue.max(b.queued.len());
+        f.bursts.push(BurstSeen {
+            size,
+            ran: b.ran.len(),
+            waited: b.queued.len(),
+            refused: b.refused.len(),
+            other: Vec::new(),
+        });
+        if !b.refused.is_empty() {
+            f.limit = Limit::RefusedAt(size);
+            let mut r = RefusalSeen::default();
+            for reply in &b.refused {
+                r.add(reply);
+            }
+            f.refusal = Some(r);
+            break;
+        }
+        // Give the service a moment to take its workers back after the answers.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if f.workers == 0 {
+        return Err(DiscoverError::NotServed(
+            "the first burst's request was refused".into(),
+        ));
+    }
+    Ok(f)
 }
 
 /// The contract discover probes under: the route as a pool of its own, with the embedded
