@@ -7,6 +7,10 @@
 //!   one more worker, another refusal status, a queue that starts the oldest first where the
 //!   contract says newest, one more queue place.
 //!
+//! `plimsoll discover` measures the same services from outside: its drafts equal their
+//! hand-written contracts' measured values and `check` passes them, and it never has more
+//! requests at once than its ceiling.
+//!
 //! Everything listens on loopback; every run is bounded in time. Without nginx the tests fail
 //! saying how to get it (the test command, `bash ci/test.sh`, installs it).
 

@@ -517,6 +517,90 @@ async fn order_trial(
 mod tests {
     use super::*;
 
+    /// A refusal of `status` with `headers`, answered at once.
+    fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut map = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        Reply {
+            status,
+            headers: map,
+            body: body.as_bytes().to_vec(),
+            sent: Instant::now(),
+            elapsed: Duration::from_millis(2),
+            timing: None,
+            violations: Vec::new(),
+            pool: None,
+        }
+    }
+
+    #[test]
+    fn a_refusal_s_body_shape_is_read_from_its_type_then_its_bytes() {
+        let shape =
+            |headers: &[(&str, &str)], body: &str| BodyShape::of(&reply(503, headers, body));
+        assert_eq!(
+            shape(&[("content-type", "application/problem+json")], "{}"),
+            BodyShape::Json
+        );
+        assert_eq!(shape(&[], r#"{"error":"busy"}"#), BodyShape::Json);
+        assert_eq!(
+            shape(&[("content-type", "text/html")], "<html>"),
+            BodyShape::Html
+        );
+        assert_eq!(shape(&[], "<html><body>503</body></html>"), BodyShape::Html);
+        assert_eq!(
+            shape(&[("content-type", "text/plain")], "busy"),
+            BodyShape::Text
+        );
+        assert_eq!(shape(&[], ""), BodyShape::Empty);
+    }
+
+    #[test]
+    fn retry_after_is_absent_constant_or_varying_and_rate_limit_headers_are_kept() {
+        let seen = |replies: &[Reply]| {
+            let mut r = RefusalSeen::default();
+            for reply in replies {
+                r.add(reply);
+            }
+            r
+        };
+        assert_eq!(seen(&[reply(429, &[], "")]).hint(), "absent");
+        let constant = seen(&[
+            reply(429, &[("retry-after", "1")], ""),
+            reply(429, &[("retry-after", "1")], ""),
+        ]);
+        assert_eq!(constant.hint(), "present, constant `1`");
+        let varying = seen(&[
+            reply(
+                429,
+                &[("retry-after", "1"), ("ratelimit", "limit=2, remaining=0")],
+                "",
+            ),
+            reply(
+                429,
+                &[("retry-after", "2"), ("ratelimit-policy", "2;w=1")],
+                "",
+            ),
+            reply(503, &[], ""),
+        ]);
+        assert_eq!(
+            varying.hint(),
+            "present on 2 of 3 refusals, varying: `1`, `2`"
+        );
+        assert_eq!(varying.status(), 429);
+        assert_eq!(
+            varying.rate_limit,
+            [
+                ("ratelimit".to_owned(), "limit=2, remaining=0".to_owned()),
+                ("ratelimit-policy".to_owned(), "2;w=1".to_owned()),
+            ]
+        );
+    }
+
     #[test]
     fn the_most_common_is_the_first_among_equals() {
         assert_eq!(most_common(&[503, 429, 429]), Some(429));
