@@ -2,7 +2,8 @@
 //!
 //! The checks ([`checks`], run by [`check`]), the target seen from outside ([`remote`]), what
 //! every run sets up and tears down ([`session`]) and the verdict model every run produces
-//! ([`verdict`]). Load generation (`plimsoll-load`), the fault proxy (`plimsoll-fault`) and the
+//! ([`verdict`]); [`discover`] measures one route of a service that has no contract yet, with
+//! the checks' own pieces, for a draft. Load generation (`plimsoll-load`), the fault proxy (`plimsoll-fault`) and the
 //! renderers (`plimsoll-report`) are crates of their own around it, and no command line is
 //! parsed here: a run takes a plain plan and tells an [`observe::Observer`] what happens.
 
@@ -11,6 +12,7 @@
 pub mod baseline;
 pub mod check;
 pub mod checks;
+pub mod discover;
 pub mod docs;
 pub mod observe;
 pub mod remote;

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use plimsoll_load::ProfileName;
 use plimsoll_report::terminal::wrap;
 
-use crate::args::{CheckArgs, ContractArgs, DocsArgs, InitArgs, LoadArgs};
+use crate::args::{CheckArgs, ContractArgs, DiscoverArgs, DocsArgs, InitArgs, LoadArgs};
 
 /// The command line: one subcommand per job.
 #[derive(Debug, Parser)]
@@ -55,6 +55,9 @@ pub enum Command {
         mut_subcommand("lint", |lint: clap::Command| lint.after_help(lint_help()))
     )]
     Contract(ContractArgs),
+    /// Measure one route of a running service from outside and write a contract draft of what it showed.
+    #[command(after_help = discover_help())]
+    Discover(DiscoverArgs),
 }
 
 /// Parses the command line and runs the command; its exit code is the process's.
@@ -67,6 +70,7 @@ pub fn main() -> ExitCode {
         Command::Load(args) => crate::embedded::run_load(args),
         Command::Init(args) => crate::init::run(args),
         Command::Contract(args) => crate::contract::run(args),
+        Command::Discover(args) => crate::discover::run(args),
     };
     ExitCode::from(code)
 }
@@ -239,6 +243,28 @@ fn docs_help() -> StyledStr {
                 "in CI: fail while a generated file is stale",
             ),
         ],
+    )
+}
+
+/// `plimsoll discover --help`'s closing blocks.
+fn discover_help() -> StyledStr {
+    closing(
+        &[],
+        &[
+            ("0", "the draft written, and a valid contract"),
+            (
+                "1",
+                "the draft written, but no refusal came up to the ceiling (its values are lower bounds) or it breaks a rule (each is named)",
+            ),
+            (
+                "2",
+                "the route could not be measured (unreachable, not served, answered otherwise) or the draft not written",
+            ),
+        ],
+        &[(
+            "plimsoll discover --target http://127.0.0.1:8080 --route 'POST /reports' --body report.json --hook X-Plimsoll-Hook --ceiling 8 -o draft.toml",
+            "ramp up to 8 held reports at once, then write what the service showed",
+        )],
     )
 }
 

@@ -14,6 +14,7 @@ pub mod args;
 pub mod check;
 pub mod cli;
 mod contract;
+mod discover;
 pub mod embedded;
 mod init;
 pub mod load;

@@ -608,6 +608,7 @@ fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
         "init",
         "contract upgrade",
         "contract lint",
+        "discover",
     ] {
         let words: Vec<&str> = command.split(' ').collect();
         let text = help(&[&words[..], &["--help"]].concat());

@@ -8,6 +8,10 @@
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
 //!   with every other's.
 //!
+//! `plimsoll discover` measures the same services from outside: its drafts equal their
+//! hand-written contracts' measured values and `check` passes them, and it never has more
+//! requests at once than its ceiling.
+//!
 //! Everything listens on loopback; every run is bounded in time. Without nginx the tests fail
 //! saying how to get it (the test command, `bash ci/test.sh`, installs it).
 
@@ -450,4 +454,207 @@ fn an_https_target_is_checked_with_its_ca_file() {
     let stderr = String::from_utf8_lossy(&untrusted.stderr);
     assert_eq!(untrusted.status.code(), Some(2), "{stderr}");
     assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
+}
+
+/// `plimsoll discover --target URL --route ROUTE ARGS… -o DRAFT`: its exit code and what it
+/// said on stderr. Killed after two minutes.
+fn discover(url: &str, route: &str, args: &[&str], draft: &Path) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+        .args(["discover", "--target", url, "--route", route])
+        .args(args)
+        .arg("-o")
+        .arg(draft)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("plimsoll discover against {url} ran past two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status.code(), said.join().unwrap())
+}
+
+/// A contract document, parsed by the loader.
+fn contract_at(path: &Path) -> plimsoll_spec::Contract {
+    let text = std::fs::read_to_string(path).unwrap();
+    plimsoll_spec::Contract::from_toml(&text, &path.display().to_string())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// The values discover must find equal to the hand-written contract's, for `pool`: workers,
+/// queue capacity and order, the refusal's status.
+fn measured(
+    contract: &plimsoll_spec::Contract,
+    pool: &str,
+) -> (u32, Option<u32>, &'static str, u16) {
+    let spec = &contract.pools[pool];
+    let refusal = &contract.refusals[spec.refusal.as_ref().unwrap()];
+    (
+        spec.workers,
+        spec.queue.capacity.places(),
+        spec.queue.order.as_str(),
+        contract.refusal_status(refusal).unwrap(),
+    )
+}
+
+/// Discovers `route` of `url`, then checks the draft against the same service: the draft is a
+/// contract, `check` passes it with `judged` passed, and its measured values equal `pool`'s in
+/// the hand-written `contract`.
+fn discovered_then_checked(
+    url: &str,
+    route: &str,
+    args: &[&str],
+    (contract, pool): (&Path, &str),
+    judged: &[&str],
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("draft.toml");
+    let (code, said) = discover(url, route, args, &draft);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("at most 8 request(s) at once"), "{said}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    assert!(text.starts_with("#:schema "), "{text}");
+    assert!(text.contains("confidence high"), "{text}");
+    let found = contract_at(&draft);
+    assert_eq!(
+        measured(&found, pool),
+        measured(&contract_at(contract), pool),
+        "{text}"
+    );
+    assert_eq!(
+        found.tolerances,
+        plimsoll_spec::Contract::embedded().tolerances,
+        "{text}"
+    );
+    let (code, report) = check_with(dir.path(), url, &draft);
+    let verdicts = verdicts(&report);
+    assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
+    for id in judged {
+        assert_eq!(verdict(&report, id)["verdict"], "pass", "{verdicts:?}");
+    }
+}
+
+/// nginx (`limit_conn 2`): discover, holding by the slow upstream, finds two at once, no queue
+/// and 503, as the hand-written contract says, and `check` passes its draft (T1, T3).
+#[test]
+fn discover_writes_a_draft_of_nginx_that_check_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), 2, 503, &slow_upstream());
+    let slow = SLOW.as_millis().to_string();
+    discovered_then_checked(
+        &url,
+        "GET /slow",
+        &["--slow-ms", &slow, "--ceiling", "8"],
+        (&example("contract.toml"), "slow"),
+        &["T1", "T3"],
+    );
+}
+
+/// The second service's two routes, held by its hook: `GET /search` two at once, no queue,
+/// 429; `POST /reports` one at a time, three waiting newest first, 503 — as its hand-written
+/// contract says; `check` passes each draft (T1, T3, and T2 for the queue).
+#[test]
+fn discover_writes_drafts_of_the_second_service_that_check_passes() {
+    let url = second_service(plimsoll_example_service::Config::default());
+    let hook = ["--hook", "X-Plimsoll-Hook", "--ceiling", "8"];
+    discovered_then_checked(
+        &url,
+        "GET /search",
+        &hook,
+        (&second_contract(), "search"),
+        &["T1", "T3"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, r#"{"range":"last week"}"#).unwrap();
+    let body = body.display().to_string();
+    let mut args = vec![
+        "--body",
+        &body,
+        "--header",
+        "Content-Type: application/json",
+    ];
+    args.extend(hook);
+    discovered_then_checked(
+        &url,
+        "POST /reports",
+        &args,
+        (&second_contract(), "reports"),
+        &["T1", "T2", "T3"],
+    );
+}
+
+/// An upstream with no limit of its own, answering after `hold` and counting the requests it
+/// has at once: returns its address and the most it had.
+fn counting_upstream(hold: Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (now, most) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    let seen = most.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let (now, most) = (now.clone(), most.clone());
+            std::thread::spawn(move || {
+                let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(at_once, Ordering::SeqCst);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                std::thread::sleep(hold);
+                // Counted out before the answer leaves: the client may send again once it has it.
+                now.fetch_sub(1, Ordering::SeqCst);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            });
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+/// A service whose limit is above the ceiling: discover never has more requests at once than
+/// the ceiling (counted by the service), says so at the start, and says the limit is above it
+/// (exit 1), its draft's values marked as lower bounds.
+#[test]
+fn discover_never_exceeds_its_ceiling_and_says_when_the_limit_is_above_it() {
+    let (url, most) = counting_upstream(Duration::from_millis(300));
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("draft.toml");
+    let (code, said) = discover(
+        &url,
+        "GET /work",
+        &["--slow-ms", "300", "--ceiling", "3"],
+        &draft,
+    );
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("at most 3 request(s) at once"), "{said}");
+    assert!(said.contains("the limit is above it"), "{said}");
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 3, "{said}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    assert!(text.contains("workers = 3  # at least"), "{text}");
+    assert!(text.contains("none seen up to the ceiling of 3"), "{text}");
 }

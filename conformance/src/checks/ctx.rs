@@ -42,7 +42,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub(super) fn new(baseline_busy: f64) -> Ctx {
+    pub(crate) fn new(baseline_busy: f64) -> Ctx {
         Ctx {
             baseline_busy,
             started: Instant::now(),

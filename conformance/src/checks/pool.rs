@@ -367,7 +367,7 @@ pub fn spawn_held(t: &Arc<Target>, held: &HeldRequest, limit: Duration) -> Pendi
 /// answers within half a hold of the first one ran at once, later ones waited; `refused` ones
 /// were refused; a served answer before its hold ended, and anything else, is `other`. Every
 /// reply goes on the timeline.
-async fn sort_burst(
+pub(crate) async fn sort_burst(
     t: &Arc<Target>,
     c: &mut Ctx,
     label: &str,

@@ -1,11 +1,12 @@
 //! The command line's options, each flag declared once with its doc comment (its `--help`
 //! text), as ripgrep declares its flags: what a run checks ([`subject`]), its reports
 //! ([`reports`]), then each command's own ([`check`], [`load`], [`docs`], [`contract`],
-//! [`init`]). `plan` turns them into the libraries' plans; nothing of clap crosses into a
+//! [`init`], [`discover`]). `plan` turns them into the libraries' plans; nothing of clap crosses into a
 //! library.
 
 pub mod check;
 pub mod contract;
+pub mod discover;
 pub mod docs;
 pub mod init;
 pub mod load;
@@ -15,6 +16,7 @@ pub mod subject;
 
 pub use check::CheckArgs;
 pub use contract::ContractArgs;
+pub use discover::DiscoverArgs;
 pub use docs::DocsArgs;
 pub use init::InitArgs;
 pub use load::LoadArgs;

@@ -14,9 +14,9 @@ use crate::checks::pool::{Held, HeldRequest, join_all, sleep_until, spawn_held};
 use crate::remote::Target;
 
 /// How long after the holders are sent the first queued request goes.
-const FILL: Duration = Duration::from_millis(100);
+pub(crate) const FILL: Duration = Duration::from_millis(100);
 /// The least gap between two queued requests' arrivals that still orders them on loopback.
-const MIN_GAP: Duration = Duration::from_millis(10);
+pub(crate) const MIN_GAP: Duration = Duration::from_millis(10);
 
 /// A pool whose queue order T2 can judge this way.
 pub(super) struct OrderedPool<'c> {
@@ -49,7 +49,7 @@ pub(super) fn ordered_pools(t: &Target) -> Vec<OrderedPool<'_>> {
 }
 
 /// The wave each arrival (by index) starts in, under `order`, `workers` at a time.
-pub(super) fn expected_waves(order: QueueOrder, places: usize, workers: usize) -> Vec<usize> {
+pub(crate) fn expected_waves(order: QueueOrder, places: usize, workers: usize) -> Vec<usize> {
     let w = workers.max(1);
     (0..places)
         .map(|i| match order {

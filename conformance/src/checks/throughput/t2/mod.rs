@@ -31,7 +31,7 @@ pub const CHECK: Check = Check::clause(
 .covers(&["server-timing"])
 .applies_when(applies);
 
-mod held;
+pub(crate) mod held;
 
 /// T2 judges the reference pools' queues, or the queue of any pool held by its declared `hold`
 /// that has two places or more and promises an order.

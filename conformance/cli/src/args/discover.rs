@@ -1,0 +1,41 @@
+//! The options of `plimsoll discover`: the route of a running service to measure, how a request
+//! of it holds a worker, the most requests at once, and where the draft goes.
+
+use std::path::PathBuf;
+
+/// `plimsoll discover`'s command line.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Target")]
+pub struct DiscoverArgs {
+    /// The running service's base URL.
+    #[arg(long, value_name = "URL")]
+    pub target: String,
+    /// The route to measure, as `METHOD PATH` (`'POST /reports'`); the path may carry a query.
+    #[arg(long, value_name = "'METHOD PATH'")]
+    pub route: String,
+    /// The request's body, read from this file.
+    #[arg(long, value_name = "FILE")]
+    pub body: Option<PathBuf>,
+    /// A header sent with every request, as `NAME: VALUE` (repeatable).
+    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+    /// The route is slow on its own: the service answers it no sooner than this, holding a
+    /// worker throughout (your word: discover cannot tell).
+    #[arg(
+        long,
+        value_name = "MS",
+        conflicts_with = "hook",
+        required_unless_present = "hook"
+    )]
+    pub slow_ms: Option<u64>,
+    /// The service holds a request carrying `HEADER: hold=queue:MS` for MS (the
+    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware); discover picks MS.
+    #[arg(long, value_name = "HEADER")]
+    pub hook: Option<String>,
+    /// The most requests discover has in flight at once; the ramp stops there.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Run")]
+    pub ceiling: u32,
+    /// Write the draft here instead of stdout.
+    #[arg(long, short, value_name = "FILE", help_heading = "Run")]
+    pub output: Option<PathBuf>,
+}

@@ -1,0 +1,123 @@
+//! `plimsoll discover`: the command line turned into a [`Plan`], the route measured, the draft
+//! written and read back by the loader, so what it writes is a contract this build accepts or
+//! the reason it is not.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use plimsoll_conformance::discover::{Holding, Limit, Plan, discover, draft};
+use plimsoll_spec::Contract;
+
+use crate::args::DiscoverArgs;
+
+/// What the command prints its lines after.
+const WHO: &str = "plimsoll discover";
+
+/// The plan `args` describe, or why they describe none.
+fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
+    let (method, path) = args
+        .route
+        .trim()
+        .split_once(' ')
+        .map(|(m, p)| (m.trim().to_ascii_uppercase(), p.trim().to_owned()))
+        .filter(|(m, p)| !m.is_empty() && p.starts_with('/'))
+        .ok_or_else(|| format!("--route `{}` is not `METHOD /PATH`", args.route))?;
+    let mut headers = BTreeMap::new();
+    for header in &args.headers {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| format!("--header `{header}` is not `NAME: VALUE`"))?;
+        headers.insert(name.trim().to_owned(), value.trim().to_owned());
+    }
+    let body = match &args.body {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read --body {}: {e}", file.display()))?,
+        ),
+        None => None,
+    };
+    let holding = match (&args.hook, args.slow_ms) {
+        (Some(header), _) => Holding::Hook(header.clone()),
+        (None, Some(ms)) => Holding::Slow(Duration::from_millis(ms)),
+        (None, None) => return Err("give --slow-ms or --hook".into()),
+    };
+    Ok(Plan {
+        target: args.target.trim_end_matches('/').to_owned(),
+        method,
+        path,
+        body,
+        headers,
+        holding,
+        ceiling: args.ceiling,
+    })
+}
+
+/// Runs `plimsoll discover`; returns the exit code: 0 the draft written and a valid contract,
+/// 1 written but the limit is above the ceiling or the draft breaks a rule (each named), 2 the
+/// route could not be measured or the draft not written.
+pub(crate) fn run(args: DiscoverArgs) -> u8 {
+    let plan = match plan(&args) {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("{WHO}: {e}");
+            return 2;
+        }
+    };
+    eprintln!(
+        "{WHO}: {} {} of {}: at most {} request(s) at once (--ceiling), never more",
+        plan.method, plan.path, plan.target, plan.ceiling
+    );
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("{WHO}: cannot start the async runtime: {e}");
+            return 2;
+        }
+    };
+    let mut say = |line: String| eprintln!("{WHO}: {line}");
+    let findings = match runtime.block_on(discover(&plan, &mut say)) {
+        Ok(findings) => findings,
+        Err(e) => {
+            eprintln!("{WHO}: {e}");
+            return 2;
+        }
+    };
+    let text = match draft::render(&plan, &findings) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("{WHO}: cannot write the draft: {e}");
+            return 2;
+        }
+    };
+    let written = match &args.output {
+        Some(path) => std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    };
+    if let Err(e) = written {
+        eprintln!("{WHO}: cannot write the draft: {e}");
+        return 2;
+    }
+    if findings.limit == Limit::AboveCeiling {
+        eprintln!(
+            "{WHO}: no refusal up to the ceiling of {}: the limit is above it, and the draft's workers and queue are lower bounds",
+            plan.ceiling
+        );
+        return 1;
+    }
+    match Contract::from_toml(&text, "the draft") {
+        Ok(_) => {
+            eprintln!(
+                "{WHO}: {} at once, {} waiting; the draft is a contract: `plimsoll check --contract DRAFT --target {}`",
+                findings.workers, findings.queue, plan.target
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("{WHO}: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! The contract draft discover writes (contract language 2): one pool for the route, its hold as
+//! the user gave it, its refusal, and the embedded contract's `[tolerances]`; each measured
+//! value followed by a comment with its evidence and a confidence, and each value the service
+//! cannot show from outside marked [`CANNOT_MEASURE`] (and left out, being optional).
+
+use std::fmt::Write as _;
+
+use plimsoll_spec::Contract;
+use plimsoll_spec::model::{LANGUAGE, QueueOrder};
+
+use super::{Findings, Limit, Plan};
+
+/// The mark on every place of the draft the service cannot show from outside.
+pub const CANNOT_MEASURE: &str = "plimsoll: cannot be measured from outside";
+
+/// The name the draft gives the route's pool: its path's last plain segment (`/v1/reports` →
+/// `reports`), `route` when there is none.
+pub fn pool_name(path: &str) -> String {
+    let path = path.split('?').next().unwrap_or_default();
+    path.rsplit('/')
+        .find(|s| !s.is_empty() && !s.starts_with('{'))
+        .map(|s| {
+            s.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_else(|| "route".into())
+}
+
+/// A TOML value in its inline form.
+fn inline<T: serde::Serialize>(value: &T) -> Result<String, toml::ser::Error> {
+    Ok(toml::Value::try_from(value)?.to_string())
+}
+
+/// The route without a query, as a pool's `routes` entry declares it.
+fn route_path(plan: &Plan) -> &str {
+    plan.path.split('?').next().unwrap_or_default()
+}
+
+/// The document discover probes under: the route as a pool as large as the ceiling, refusing
+/// nothing, so that the checks' pieces can send its held request.
+pub(super) fn probe_document(plan: &Plan) -> Result<String, toml::ser::Error> {
+    let mut out = format!(
+        "language = {LANGUAGE}\n\n[contract]\nname = \"discover-probe\"\ntitle = \"probe\"\nversion = \"0.0.0\"\nsummary = \"probe\"\n\n"
+    );
+    let _ = writeln!(out, "[pools.{}]", pool_name(&plan.path));
+    let _ = writeln!(
+        out,
+        "title = {}",
+        inline(&format!("{} {}", plan.method, plan.path))?
+    );
+    let _ = writeln!(
+        out,
+        "routes = [{{ method = {}, path = {} }}]",
+        inline(&plan.method)?,
+        inline(&route_path(plan))?
+    );
+    let _ = writeln!(out, "workers = {}", plan.ceiling.max(1));
+    let _ = writeln!(
+        out,
+        "queue = {{ capacity = \"unbounded\", order = \"unordered\" }}"
+    );
+    let _ = writeln!(out, "hold = {}\n", inline(&plan.hold())?);
+    out.push_str("[refusals]\n\n");
+    tolerances(&mut out)?;
+    Ok(out)
+}
+
+/// `[tolerances]`, the embedded contract's, read from it.
+fn tolerances(out: &mut String) -> Result<(), toml::ser::Error> {
+    out.push_str("[tolerances]\n");
+    out.push_str(&toml::to_string(&Contract::embedded().tolerances)?);
+    Ok(())
+}
+
+/// How sure a value is: `high` when two bursts or more showed it, `medium` when one did.
+fn confidence(times: usize) -> &'static str {
+    if times >= 2 { "high" } else { "medium" }
+}
+
+/// The draft for `findings` of `plan`'s route.
+pub fn render(plan: &Plan, f: &Findings) -> Result<String, toml::ser::Error> {
+    let mut out = String::new();
+    head(&mut out, plan, f)?;
+    pool(&mut out, plan, f)?;
+    refusal(&mut out, f);
+    tolerances(&mut out)?;
+    Ok(out)
+}
+
+/// Whether the ramp reached the ceiling without a refusal: every value a lower bound.
+fn above(f: &Findings) -> bool {
+    f.limit == Limit::AboveCeiling
+}
+
+/// The `#:schema` line, what the draft is, `language` and `[contract]`.
+fn head(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Error> {
+    let name = pool_name(&plan.path);
+    out.push_str("#:schema spec/schemas/contract.schema.json\n");
+    let _ = writeln!(
+        out,
+        "# A draft written by `plimsoll discover` from what {} {} of {} answered, by the",
+        plan.method, plan.path, plan.target
+    );
+    out.push_str(
+        "# client's clock alone, never more than the ceiling's requests at once. Each measured value\n\
+         # says what showed it and how sure that is; each place the service cannot show from outside\n\
+         # is marked `plimsoll: cannot be measured from outside`. Read it, name it, then run\n\
+         # `plimsoll check --contract THIS-FILE --target URL` against the same service.\n",
+    );
+    let _ = writeln!(out, "language = {LANGUAGE}\n");
+    out.push_str("[contract]\n");
+    let _ = writeln!(out, "name = {}", inline(&format!("discovered-{name}"))?);
+    let _ = writeln!(
+        out,
+        "title = {}",
+        inline(&format!("{} {}, as discovered", plan.method, plan.path))?
+    );
+    out.push_str("version = \"0.1.0\"\n");
+    let summary = match (&f.refusal, above(f)) {
+        (Some(r), false) => format!(
+            "{} at once, {} waiting, the next refused {}.",
+            f.workers,
+            f.queue,
+            r.status()
+        ),
+        _ => format!(
+            "At least {} at once and {} waiting: no refusal up to the ceiling of {}.",
+            f.workers, f.queue, plan.ceiling
+        ),
+    };
+    let _ = writeln!(out, "summary = {}\n", inline(&summary)?);
+    Ok(())
+}
+
+/// `[pools.NAME]`: the route, its measured workers and queue, its refusal's name, its hold, and
+/// the marks of what cannot be measured.
+fn pool(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Error> {
+    let _ = writeln!(out, "[pools.{}]", pool_name(&plan.path));
+    let _ = writeln!(
+        out,
+        "title = {}",
+        inline(&format!("{} {}", plan.method, plan.path))?
+    );
+    let _ = writeln!(
+        out,
+        "routes = [{{ method = {}, path = {} }}]",
+        inline(&plan.method)?,
+        inline(&route_path(plan))?
+    );
+    workers(out, plan, f);
+    queue(out, f);
+    match (&f.refusal, above(f)) {
+        (Some(_), false) => out.push_str("refusal = \"refused\"\n"),
+        _ => {
+            let _ = writeln!(
+                out,
+                "# refusal: none seen up to the ceiling of {}; raise --ceiling to find it",
+                plan.ceiling
+            );
+        }
+    }
+    let hold_note = match &plan.holding {
+        super::Holding::Slow(_) => "as given (--slow-ms): the route's least time, by your word",
+        super::Holding::Hook(_) => {
+            "as given (--hook): the service holds a request for the time its hook names"
+        }
+    };
+    let _ = writeln!(out, "hold = {}  # {hold_note}", inline(&plan.hold())?);
+    let _ = writeln!(out, "# deadline_ms: {CANNOT_MEASURE} (not probed)");
+    let _ = writeln!(out, "# cancellation: {CANNOT_MEASURE}");
+    let _ = writeln!(out, "# memory_cap_mb: {CANNOT_MEASURE}");
+    out.push('\n');
+    Ok(())
+}
+
+/// `workers`, with the bursts that showed it.
+fn workers(out: &mut String, plan: &Plan, f: &Findings) {
+    let bursts = f.bursts.len();
+    let showed = f.bursts.iter().filter(|b| b.ran == f.workers).count();
+    let _ = if above(f) {
+        writeln!(
+            out,
+            "workers = {}  # at least: {bursts} bursts up to the ceiling of {}, none refused; at most {} ran at once; confidence low",
+            f.workers, plan.ceiling, f.workers
+        )
+    } else {
+        writeln!(
+            out,
+            "workers = {}  # {bursts} bursts: at most {} ran at once ({showed} bursts showed it); confidence {}",
+            f.workers,
+            f.workers,
+            confidence(showed)
+        )
+    };
+}
+
+/// `queue`: its capacity with the bursts that showed it, its order with the trial's waves.
+fn queue(out: &mut String, f: &Findings) {
+    let showed = f.bursts.iter().filter(|b| b.waited == f.queue).count();
+    let (order, order_note) = match (&f.order, f.queue) {
+        (_, 0) => (
+            QueueOrder::Unordered,
+            "no request waited: no order to see".to_owned(),
+        ),
+        (_, 1) => (
+            QueueOrder::Unordered,
+            format!("one place: no order to see; {CANNOT_MEASURE}"),
+        ),
+        (Some(o), _) => (
+            o.order,
+            format!(
+                "1 trial: {} queued {} ms apart started in waves {:?}; confidence medium",
+                f.queue,
+                o.gap.as_millis(),
+                o.waves
+            ),
+        ),
+        (None, _) => (
+            QueueOrder::Unordered,
+            format!("the hold left no room to queue in a known order; {CANNOT_MEASURE}"),
+        ),
+    };
+    let capacity_note = if above(f) {
+        format!(
+            "at least: at most {} waited, none refused; confidence low",
+            f.queue
+        )
+    } else if f.queue == 0 {
+        "no request waited before refusals began; confidence high".to_owned()
+    } else {
+        format!(
+            "at most {} waited before the refusal ({showed} bursts showed it); confidence {}",
+            f.queue,
+            confidence(showed)
+        )
+    };
+    let _ = writeln!(
+        out,
+        "queue = {{ capacity = {}, order = \"{}\" }}  # {capacity_note}; order: {order_note}",
+        f.queue,
+        order.as_str()
+    );
+}
+
+/// `[refusals.refused]`: the status with its evidence, and the body, hint, rate-limit headers
+/// and connection as comments; an empty `[refusals]` when none was seen.
+fn refusal(out: &mut String, f: &Findings) {
+    let Some(r) = f.refusal.as_ref().filter(|_| !above(f)) else {
+        out.push_str("[refusals]\n\n");
+        return;
+    };
+    out.push_str("[refusals.refused]\n");
+    let worst = r.latencies_ms.iter().copied().fold(0.0, f64::max);
+    let same = r.statuses.iter().filter(|s| **s == r.status()).count();
+    let _ = writeln!(
+        out,
+        "status = {}  # {same} of {} refusals, the slowest after {worst:.0} ms (T3 allows {} ms); confidence {}",
+        r.status(),
+        r.statuses.len(),
+        f.refusal_latency_ms,
+        confidence(same)
+    );
+    let _ = writeln!(out, "# body: {}", r.body().as_str());
+    let hint = r.hint();
+    if hint == "absent" {
+        out.push_str("# hint: no Retry-After on any refusal: none declared\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "# hint: Retry-After {hint}; its estimator, window and bounds: {CANNOT_MEASURE}"
+        );
+    }
+    if r.rate_limit.is_empty() {
+        out.push_str("# RateLimit, RateLimit-Policy: absent\n");
+    } else {
+        for (name, value) in &r.rate_limit {
+            let _ = writeln!(out, "# {name}: {value}");
+        }
+    }
+    out.push_str("# connection after a refusal: unknown (not measured)\n\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_is_named_after_its_last_plain_segment() {
+        assert_eq!(pool_name("/v1/reports"), "reports");
+        assert_eq!(pool_name("/slow?ms=500"), "slow");
+        assert_eq!(pool_name("/items/{id}"), "items");
+        assert_eq!(pool_name("/"), "route");
+        assert_eq!(pool_name("/big-job"), "big_job");
+    }
+}

@@ -1,0 +1,610 @@
+//! `plimsoll discover`: one route of a running service measured from outside, by the client's
+//! clock alone, for a contract draft ([`draft`]). A team that does not know its service's
+//! limits starts from what the service shows rather than from guesses.
+//!
+//! A worker is held the way the checks hold one ([`HeldRequest`]): the route is slow on its
+//! own (the user says how slow), or the service honours a hook header (`plimsoll-tower`). Then
+//! a bounded ramp: bursts of 1, 2, 3, … held requests at once, each sorted by the checks' own
+//! burst sorting (ran at once, waited, refused, other), stopping at the first refusal or at the
+//! user's ceiling; the refusal probed a few times while the pool is full (status, body, hint
+//! headers); and, when two or more requests waited, one trial of the queue's order as T2 runs it.
+//! No phase ever has more requests in flight than the ceiling.
+
+pub mod draft;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plimsoll_spec::model::{Hold, HookHold, QueueOrder, Recipe};
+use plimsoll_spec::{Contract, Stage};
+
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::pool::{
+    Burst, HeldRequest, Pending, join_all, sleep_until, sort_burst, spawn_held,
+};
+use crate::checks::throughput::t2::held::{FILL, MIN_GAP, expected_waves};
+use crate::remote::{Reply, Target};
+
+/// How long discover asks a hook to hold a request: long beside scheduling jitter, short
+/// enough for a ramp of a dozen bursts to take seconds, not minutes.
+pub const HOOK_HOLD: Duration = Duration::from_millis(400);
+
+/// How many refusals the probe of a full pool collects at most, to see whether its hint varies.
+const PROBES: usize = 3;
+
+/// How a request of the route keeps a worker busy.
+#[derive(Debug, Clone)]
+pub enum Holding {
+    /// The route is slow on its own: answered no sooner than this, by the user's word.
+    Slow(Duration),
+    /// The service holds a request carrying `HEADER: hold=queue:MS` for `MS` (the
+    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware); discover picks `MS`.
+    Hook(String),
+}
+
+/// What to measure: one route of one service, and the most requests it may have at once.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The service's base URL.
+    pub target: String,
+    /// The route's method (`GET`).
+    pub method: String,
+    /// The route's path, with any query, as sent.
+    pub path: String,
+    /// The request's body, if it has one.
+    pub body: Option<String>,
+    /// Headers sent with every request, by name.
+    pub headers: BTreeMap<String, String>,
+    /// How a request holds a worker.
+    pub holding: Holding,
+    /// The most requests discover has in flight at once: the user's bound on the load it adds.
+    pub ceiling: u32,
+}
+
+impl Plan {
+    /// The pool's `hold` as the draft declares it: the user's request, with the slow route's
+    /// least time or the hook's header.
+    pub fn hold(&self) -> Hold {
+        let request = Recipe {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+            status: 200,
+        };
+        match &self.holding {
+            Holding::Slow(at_least) => Hold {
+                request,
+                at_least_ms: Some(at_least.as_millis() as u64),
+                hook: None,
+            },
+            Holding::Hook(header) => Hold {
+                request,
+                at_least_ms: None,
+                hook: Some(HookHold {
+                    header: header.clone(),
+                    stage: Stage::Queue,
+                }),
+            },
+        }
+    }
+
+    /// The request each probe sends, and how long it holds its worker.
+    fn held(&self) -> HeldRequest {
+        let hold = self.hold();
+        let mut request = hold.request;
+        match &self.holding {
+            Holding::Slow(at_least) => HeldRequest {
+                request,
+                hold: *at_least,
+                by: "a slow request".into(),
+            },
+            Holding::Hook(header) => {
+                request.headers.insert(
+                    header.clone(),
+                    crate::checks::pool::hold(Stage::Queue, HOOK_HOLD.as_millis() as u64),
+                );
+                HeldRequest {
+                    request,
+                    hold: HOOK_HOLD,
+                    by: header.clone(),
+                }
+            }
+        }
+    }
+}
+
+/// One burst of the ramp, by the client's clock.
+#[derive(Debug, Clone)]
+pub struct BurstSeen {
+    /// How many requests were sent at once.
+    pub size: usize,
+    /// Answered within half a hold of the first: ran at once.
+    pub ran: usize,
+    /// Answered a hold or more later: waited for a worker.
+    pub waited: usize,
+    /// Answered with an error status.
+    pub refused: usize,
+    /// Anything else, in words (an answer before its hold ended, a failed request).
+    pub other: Vec<String>,
+}
+
+/// Where the ramp stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The first burst with a refusal had this many requests.
+    RefusedAt(usize),
+    /// The ceiling was reached with every request admitted: the limit is above it.
+    AboveCeiling,
+}
+
+/// The shape of a refusal's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyShape {
+    /// No body.
+    Empty,
+    /// A JSON document (`application/json`, `application/problem+json`, or text that parses).
+    Json,
+    /// An HTML page.
+    Html,
+    /// Anything else, read as text.
+    Text,
+}
+
+impl BodyShape {
+    /// The shape of `reply`'s body, from its `Content-Type` and then its bytes.
+    pub fn of(reply: &Reply) -> BodyShape {
+        let kind = reply
+            .header("content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let text = String::from_utf8_lossy(&reply.body);
+        if reply.body.is_empty() {
+            BodyShape::Empty
+        } else if kind.contains("json")
+            || serde_json::from_slice::<serde_json::Value>(&reply.body).is_ok()
+        {
+            BodyShape::Json
+        } else if kind.contains("html") || text.trim_start().starts_with('<') {
+            BodyShape::Html
+        } else {
+            BodyShape::Text
+        }
+    }
+
+    /// The shape in words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BodyShape::Empty => "empty",
+            BodyShape::Json => "JSON",
+            BodyShape::Html => "HTML",
+            BodyShape::Text => "text",
+        }
+    }
+}
+
+/// The refusals seen: the first refusing burst's and the probes' of the full pool.
+#[derive(Debug, Clone, Default)]
+pub struct RefusalSeen {
+    /// Every refusal's status, in the order seen.
+    pub statuses: Vec<u16>,
+    /// Every refusal's body shape.
+    pub bodies: Vec<BodyShape>,
+    /// Every refusal's `Retry-After`, when it had one.
+    pub retry_after: Vec<Option<String>>,
+    /// `RateLimit` and `RateLimit-Policy` headers seen on any refusal, as sent (recorded only).
+    pub rate_limit: Vec<(String, String)>,
+    /// How long each refusal took, in ms.
+    pub latencies_ms: Vec<f64>,
+}
+
+impl RefusalSeen {
+    fn add(&mut self, reply: &Reply) {
+        self.statuses.push(reply.status);
+        self.bodies.push(BodyShape::of(reply));
+        self.retry_after
+            .push(reply.header("retry-after").map(str::to_owned));
+        for name in ["ratelimit", "ratelimit-policy"] {
+            if let Some(value) = reply.header(name) {
+                let pair = (name.to_owned(), value.to_owned());
+                if !self.rate_limit.contains(&pair) {
+                    self.rate_limit.push(pair);
+                }
+            }
+        }
+        self.latencies_ms.push(ms(reply.elapsed));
+    }
+
+    /// The status most refusals had.
+    pub fn status(&self) -> u16 {
+        most_common(&self.statuses).unwrap_or_default()
+    }
+
+    /// The body shape most refusals had.
+    pub fn body(&self) -> BodyShape {
+        most_common(&self.bodies).unwrap_or(BodyShape::Empty)
+    }
+
+    /// `Retry-After` in words: absent, present on some, constant, or varying.
+    pub fn hint(&self) -> String {
+        let present: Vec<&String> = self.retry_after.iter().flatten().collect();
+        if present.is_empty() {
+            return "absent".into();
+        }
+        let mut values: Vec<&String> = present.clone();
+        values.dedup();
+        let on = if present.len() < self.retry_after.len() {
+            format!(
+                " on {} of {} refusals",
+                present.len(),
+                self.retry_after.len()
+            )
+        } else {
+            String::new()
+        };
+        if values.len() == 1 {
+            format!("present{on}, constant `{}`", values[0])
+        } else {
+            let shown: Vec<String> = present.iter().map(|v| format!("`{v}`")).collect();
+            format!("present{on}, varying: {}", shown.join(", "))
+        }
+    }
+}
+
+/// The most frequent of `items` (the first seen among equals).
+fn most_common<T: Copy + PartialEq>(items: &[T]) -> Option<T> {
+    items
+        .iter()
+        .max_by_key(|a| {
+            (
+                items.iter().filter(|b| b == a).count(),
+                std::cmp::Reverse(items.iter().position(|b| b == *a)),
+            )
+        })
+        .copied()
+}
+
+/// The queue's order as one trial showed it.
+#[derive(Debug, Clone)]
+pub struct OrderSeen {
+    /// The order the waves matched (`unordered`: neither FIFO's nor LIFO's).
+    pub order: QueueOrder,
+    /// The wave each arrival started in, by arrival.
+    pub waves: Vec<usize>,
+    /// How far apart the waiting requests arrived.
+    pub gap: Duration,
+}
+
+/// Everything discover saw of the route.
+#[derive(Debug, Clone)]
+pub struct Findings {
+    /// The ramp's bursts, in order.
+    pub bursts: Vec<BurstSeen>,
+    /// The most requests that ran at once.
+    pub workers: usize,
+    /// The most requests that waited for a worker.
+    pub queue: usize,
+    /// Where the ramp stopped.
+    pub limit: Limit,
+    /// The refusals, when the ramp reached one.
+    pub refusal: Option<RefusalSeen>,
+    /// The order trial, when two or more requests waited.
+    pub order: Option<OrderSeen>,
+    /// How long each request held its worker.
+    pub hold: Duration,
+    /// Tolerances are the embedded contract's; the refusal latency bound the draft will be
+    /// judged by, for the evidence.
+    pub refusal_latency_ms: u64,
+}
+
+/// Why discover could not measure the route.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoverError {
+    /// The probe contract did not load (a bad route or header).
+    #[error("the route cannot be probed: {0}")]
+    Plan(String),
+    /// A burst was answered in a way that is neither served, waited nor refused.
+    #[error("burst of {size}: {what}")]
+    Unexpected {
+        /// The burst's size.
+        size: usize,
+        /// What was seen, in words.
+        what: String,
+    },
+    /// Not one request was served: nothing to measure.
+    #[error("a single request was not served: {0}")]
+    NotServed(String),
+}
+
+/// Measures the route `plan` names, telling `say` each phase as it starts.
+pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findings, DiscoverError> {
+    let ceiling = plan.ceiling.max(1) as usize;
+    let contract = probe_contract(plan).map_err(DiscoverError::Plan)?;
+    let tolerances = contract.tolerances.clone();
+    let t = Arc::new(Target::new(plan.target.clone(), contract, None, None, 1));
+    let held = plan.held();
+    let limit =
+        held.hold * (ceiling as u32 + 2) + Duration::from_millis(tolerances.timeout_late_ms + 3000);
+    let mut f = ramp(&t, &held, (ceiling, limit), say).await?;
+    f.refusal_latency_ms = tolerances.refusal_latency_ms;
+    let (workers, queue) = (f.workers, f.queue);
+    if let Some(r) = f.refusal.as_mut() {
+        say(format!(
+            "refusal: {} held, then up to {PROBES} probes of the full pool, one at a time",
+            workers + queue
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        probe_refusals(&t, &held, workers + queue, limit, r).await;
+    }
+    if queue >= 2 {
+        say(format!(
+            "order: {workers} held, then {queue} queued one at a time"
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        f.order = order_trial(&t, &held, workers, queue, limit).await;
+    }
+    Ok(f)
+}
+
+/// The ramp: bursts of 1, 2, 3, … held requests, up to `ceiling`, until the first refusal.
+/// Its findings, with no order trial yet.
+async fn ramp(
+    t: &Arc<Target>,
+    held: &HeldRequest,
+    (ceiling, limit): (usize, Duration),
+    say: &mut dyn FnMut(String),
+) -> Result<Findings, DiscoverError> {
+    let mut c = Ctx::new(0.0);
+    let mut f = Findings {
+        bursts: Vec::new(),
+        workers: 0,
+        queue: 0,
+        limit: Limit::AboveCeiling,
+        refusal: None,
+        order: None,
+        hold: held.hold,
+        refusal_latency_ms: 0,
+    };
+    for size in 1..=ceiling {
+        say(format!(
+            "burst of {size}: {size} request(s) at once, each held {} ms by {}",
+            held.hold.as_millis(),
+            held.by
+        ));
+        let b = burst(t, &mut c, held, size, limit).await;
+        say(format!("burst of {size}: {}", b.summary()));
+        if !b.other.is_empty() {
+            let what = b.other.join("; ");
+            return Err(if size == 1 {
+                DiscoverError::NotServed(what)
+            } else {
+                DiscoverError::Unexpected { size, what }
+            });
+        }
+        f.workers = f.workers.max(b.ran.len());
+        f.queue = f.queue.max(b.queued.len());
+        f.bursts.push(BurstSeen {
+            size,
+            ran: b.ran.len(),
+            waited: b.queued.len(),
+            refused: b.refused.len(),
+            other: Vec::new(),
+        });
+        if !b.refused.is_empty() {
+            f.limit = Limit::RefusedAt(size);
+            let mut r = RefusalSeen::default();
+            for reply in &b.refused {
+                r.add(reply);
+            }
+            f.refusal = Some(r);
+            break;
+        }
+        // Give the service a moment to take its workers back after the answers.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if f.workers == 0 {
+        return Err(DiscoverError::NotServed(
+            "the first burst's request was refused".into(),
+        ));
+    }
+    Ok(f)
+}
+
+/// The contract discover probes under: the route as a pool of its own, with the embedded
+/// contract's tolerances, so that the checks' pieces can send it.
+fn probe_contract(plan: &Plan) -> Result<Contract, String> {
+    let text = draft::probe_document(plan).map_err(|e| e.to_string())?;
+    Contract::from_toml(&text, "the probe of the route").map_err(|e| e.to_string())
+}
+
+/// `size` held requests at once, sorted by the checks' own burst sorting: an error status is
+/// a refusal.
+async fn burst(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    held: &HeldRequest,
+    size: usize,
+    limit: Duration,
+) -> Burst {
+    let tasks: Vec<Pending> = (0..size).map(|_| spawn_held(t, held, limit)).collect();
+    let status = held.request.status;
+    sort_burst(
+        t,
+        c,
+        &format!("burst{size}"),
+        tasks,
+        held.hold,
+        |r| r.status == status,
+        |r| r.status >= 400,
+    )
+    .await
+}
+
+/// Fills the pool (`full` held requests), then probes it one request at a time while another
+/// probe fits in the hold, adding every refusal to `r`: at most `full + 1` in flight.
+async fn probe_refusals(
+    t: &Arc<Target>,
+    held: &HeldRequest,
+    full: usize,
+    limit: Duration,
+    r: &mut RefusalSeen,
+) {
+    let started = Instant::now();
+    let saturating: Vec<Pending> = (0..full).map(|_| spawn_held(t, held, limit)).collect();
+    sleep_until(started + Duration::from_millis(150).min(held.hold / 4)).await;
+    let frees = started + held.hold;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..PROBES {
+        if Instant::now() + slowest + Duration::from_millis(50) > frees {
+            break;
+        }
+        match t.send_recipe(&held.request, limit).await {
+            Ok(reply) => {
+                slowest = slowest.max(reply.elapsed);
+                if reply.status >= 400 {
+                    r.add(&reply);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    join_all(saturating).await;
+}
+
+/// One trial of the queue's order, as T2 runs it: `workers` held, then `places` queued one at
+/// a time a known gap apart; each waiting request's wave by the client's clock (answered about
+/// `wave + 2` holds after the first holder was sent), matched against FIFO's and LIFO's.
+/// `None` when the hold leaves no room to order the arrivals or one was not served.
+async fn order_trial(
+    t: &Arc<Target>,
+    held: &HeldRequest,
+    workers: usize,
+    places: usize,
+    limit: Duration,
+) -> Option<OrderSeen> {
+    let hold = held.hold;
+    let fill = FILL.min(hold / 4);
+    let gap = (hold.saturating_sub(fill * 2) / places as u32).min(Duration::from_millis(30));
+    if gap < MIN_GAP {
+        return None;
+    }
+    let start = Instant::now();
+    let holders: Vec<Pending> = (0..workers).map(|_| spawn_held(t, held, limit)).collect();
+    let mut queued = Vec::new();
+    for i in 0..places {
+        sleep_until(start + fill + gap * i as u32).await;
+        queued.push(spawn_held(t, held, limit));
+    }
+    join_all(holders).await;
+    let mut waves = Vec::new();
+    for reply in join_all(queued).await {
+        let reply = reply.ok()?;
+        if reply.status != held.request.status {
+            return None;
+        }
+        let holds = reply.answered().duration_since(start).as_secs_f64() / hold.as_secs_f64();
+        waves.push((holds.round() as usize).saturating_sub(2));
+    }
+    let order = [QueueOrder::Fifo, QueueOrder::Lifo]
+        .into_iter()
+        .find(|order| expected_waves(*order, places, workers) == waves)
+        .unwrap_or(QueueOrder::Unordered);
+    Some(OrderSeen { order, waves, gap })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal of `status` with `headers`, answered at once.
+    fn reply(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut map = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        Reply {
+            status,
+            headers: map,
+            body: body.as_bytes().to_vec(),
+            sent: Instant::now(),
+            elapsed: Duration::from_millis(2),
+            timing: None,
+            violations: Vec::new(),
+            pool: None,
+        }
+    }
+
+    #[test]
+    fn a_refusal_s_body_shape_is_read_from_its_type_then_its_bytes() {
+        let shape =
+            |headers: &[(&str, &str)], body: &str| BodyShape::of(&reply(503, headers, body));
+        assert_eq!(
+            shape(&[("content-type", "application/problem+json")], "{}"),
+            BodyShape::Json
+        );
+        assert_eq!(shape(&[], r#"{"error":"busy"}"#), BodyShape::Json);
+        assert_eq!(
+            shape(&[("content-type", "text/html")], "<html>"),
+            BodyShape::Html
+        );
+        assert_eq!(shape(&[], "<html><body>503</body></html>"), BodyShape::Html);
+        assert_eq!(
+            shape(&[("content-type", "text/plain")], "busy"),
+            BodyShape::Text
+        );
+        assert_eq!(shape(&[], ""), BodyShape::Empty);
+    }
+
+    #[test]
+    fn retry_after_is_absent_constant_or_varying_and_rate_limit_headers_are_kept() {
+        let seen = |replies: &[Reply]| {
+            let mut r = RefusalSeen::default();
+            for reply in replies {
+                r.add(reply);
+            }
+            r
+        };
+        assert_eq!(seen(&[reply(429, &[], "")]).hint(), "absent");
+        let constant = seen(&[
+            reply(429, &[("retry-after", "1")], ""),
+            reply(429, &[("retry-after", "1")], ""),
+        ]);
+        assert_eq!(constant.hint(), "present, constant `1`");
+        let varying = seen(&[
+            reply(
+                429,
+                &[("retry-after", "1"), ("ratelimit", "limit=2, remaining=0")],
+                "",
+            ),
+            reply(
+                429,
+                &[("retry-after", "2"), ("ratelimit-policy", "2;w=1")],
+                "",
+            ),
+            reply(503, &[], ""),
+        ]);
+        assert_eq!(
+            varying.hint(),
+            "present on 2 of 3 refusals, varying: `1`, `2`"
+        );
+        assert_eq!(varying.status(), 429);
+        assert_eq!(
+            varying.rate_limit,
+            [
+                ("ratelimit".to_owned(), "limit=2, remaining=0".to_owned()),
+                ("ratelimit-policy".to_owned(), "2;w=1".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_most_common_is_the_first_among_equals() {
+        assert_eq!(most_common(&[503, 429, 429]), Some(429));
+        assert_eq!(most_common(&[503, 429]), Some(503));
+        assert_eq!(most_common::<u16>(&[]), None);
+    }
+}
