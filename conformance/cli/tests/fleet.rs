@@ -14,11 +14,10 @@ mod common;
 mod nginx;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Process, failed, free_port, places, result, serve, wait_listening, why};
-use nginx::nginx_binary;
+use common::{Process, failed, free_port, places, result, serve, why};
+use nginx::start_nginx;
 use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::session::Subject;
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
@@ -65,22 +64,10 @@ fn nginx(dir: &Path, policy: &str, replicas: &[String]) -> (Process, String) {
         .replace("@POLICY@", policy)
         .replace("@SERVERS@\n", &servers)
         .replace("@PORT@", &port.to_string());
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("nginx.conf");
-    std::fs::write(&path, conf).unwrap();
-    let mut child = Command::new(nginx_binary())
-        .arg("-e")
-        .arg(dir.join("error.log"))
-        .arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port, "nginx", &mut child);
-    (Process(child), format!("http://127.0.0.1:{port}"))
+    (
+        start_nginx(dir, &conf, port),
+        format!("http://127.0.0.1:{port}"),
+    )
 }
 
 /// Three replicas (the last with `last_env`) behind nginx with `policy`, the overload profile

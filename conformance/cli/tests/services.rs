@@ -29,8 +29,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Process, free_port, wait_listening};
-use nginx::nginx_binary;
+use common::{Process, free_port};
+use nginx::start_nginx;
 use serde_json::Value;
 
 /// How long the upstream takes to answer: the contract's `hold.at_least_ms`.
@@ -82,22 +82,10 @@ fn nginx(dir: &Path, connections: u32, status: u16, upstream: &str) -> (Process,
         .replace("@STATUS@", &status.to_string())
         .replace("@UPSTREAM@", upstream)
         .replace("@PORT@", &port.to_string());
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("nginx.conf");
-    std::fs::write(&path, conf).unwrap();
-    let mut child = Command::new(nginx_binary())
-        .arg("-e")
-        .arg(dir.join("error.log"))
-        .arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port, "nginx", &mut child);
-    (Process(child), format!("http://127.0.0.1:{port}"))
+    (
+        start_nginx(dir, &conf, port),
+        format!("http://127.0.0.1:{port}"),
+    )
 }
 
 /// `plimsoll check --contract examples/nginx/contract.toml --target URL`: its exit code and
@@ -392,22 +380,10 @@ fn tls_proxy(dir: &Path, cert: &Path, key: &Path, upstream: &str) -> (Process, S
         cert.display(),
         key.display()
     );
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("nginx.conf");
-    std::fs::write(&path, conf).unwrap();
-    let mut child = Command::new(nginx_binary())
-        .arg("-e")
-        .arg(dir.join("error.log"))
-        .arg("-p")
-        .arg(dir)
-        .arg("-c")
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port, "nginx", &mut child);
-    (Process(child), format!("https://127.0.0.1:{port}"))
+    (
+        start_nginx(dir, &conf, port),
+        format!("https://127.0.0.1:{port}"),
+    )
 }
 
 /// An `https://` target: the second service behind TLS, its certificate signed by a test
