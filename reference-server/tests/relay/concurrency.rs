@@ -61,7 +61,11 @@ async fn a_fast_request_completes_while_a_slow_one_is_in_flight() {
 async fn shuffled_holds_complete_out_of_order_each_id_exactly_once() {
     let s = TestServer::start(&[]).await;
     let mut ws = Ws::connect(&s).await;
-    let holds = [350u64, 50, 250, 0, 400, 150, 300, 100];
+    // Holds 100 ms apart, in an order unlike the sending order: the completions must follow the
+    // holds, which takes every envelope starting within the gap of the first. At 50 ms apart, a
+    // CI run with the shared tests and the Python gates on two cores once started the seventh
+    // envelope more than 50 ms after the first (r3-0 of 350 ms finished before r3-6 of 300 ms).
+    let holds = [700u64, 100, 500, 0, 800, 300, 600, 200];
     let ids = ids("r3", holds.len());
     let sent = Instant::now();
     for (id, ms) in ids.iter().zip(holds) {
