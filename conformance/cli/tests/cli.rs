@@ -4,6 +4,8 @@
 //! loopback proxy that rewrites its `/v1/contract`) fails the `contract` check while every other
 //! check keeps the contract's values.
 
+#[path = "common/head.rs"]
+mod head;
 #[path = "cli/init.rs"]
 mod init;
 #[path = "cli/proxy.rs"]

@@ -20,6 +20,8 @@
     reason = "the shared helpers judge in-process reports; these runs are processes"
 )]
 mod common;
+#[path = "common/head.rs"]
+mod head;
 #[path = "common/nginx.rs"]
 mod nginx;
 
@@ -30,6 +32,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{Process, free_port};
+use head::read_head;
 use nginx::start_nginx;
 use serde_json::Value;
 
@@ -57,14 +60,8 @@ fn slow_upstream() -> String {
 }
 
 fn answer_slowly(mut stream: TcpStream) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
+    if read_head(&mut stream).is_none() {
+        return;
     }
     std::thread::sleep(SLOW);
     let _ =
@@ -591,15 +588,8 @@ fn counting_upstream(hold: Duration) -> (String, std::sync::Arc<std::sync::atomi
             std::thread::spawn(move || {
                 let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(at_once, Ordering::SeqCst);
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
+                // Counted whether or not a whole head arrives, as a request in flight.
+                let _ = read_head(&mut stream);
                 std::thread::sleep(hold);
                 // Counted out before the answer leaves: the client may send again once it has it.
                 now.fetch_sub(1, Ordering::SeqCst);

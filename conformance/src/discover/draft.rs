@@ -49,18 +49,7 @@ pub(super) fn probe_document(plan: &Plan) -> Result<String, toml::ser::Error> {
     let mut out = format!(
         "language = {LANGUAGE}\n\n[contract]\nname = \"discover-probe\"\ntitle = \"probe\"\nversion = \"0.0.0\"\nsummary = \"probe\"\n\n"
     );
-    let _ = writeln!(out, "[pools.{}]", pool_name(&plan.path));
-    let _ = writeln!(
-        out,
-        "title = {}",
-        inline(&format!("{} {}", plan.method, plan.path))?
-    );
-    let _ = writeln!(
-        out,
-        "routes = [{{ method = {}, path = {} }}]",
-        inline(&plan.method)?,
-        inline(&route_path(plan))?
-    );
+    pool_head(&mut out, plan)?;
     let _ = writeln!(out, "workers = {}", plan.ceiling.max(1));
     let _ = writeln!(
         out,
@@ -139,9 +128,9 @@ fn head(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Er
     Ok(())
 }
 
-/// `[pools.NAME]`: the route, its measured workers and queue, its refusal's name, its hold, and
-/// the marks of what cannot be measured.
-fn pool(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Error> {
+/// A pool's table head for the route: its name, title and route, the same in the probe document
+/// and in the draft.
+fn pool_head(out: &mut String, plan: &Plan) -> Result<(), toml::ser::Error> {
     let _ = writeln!(out, "[pools.{}]", pool_name(&plan.path));
     let _ = writeln!(
         out,
@@ -154,6 +143,13 @@ fn pool(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Er
         inline(&plan.method)?,
         inline(&route_path(plan))?
     );
+    Ok(())
+}
+
+/// `[pools.NAME]`: the route, its measured workers and queue, its refusal's name, its hold, and
+/// the marks of what cannot be measured.
+fn pool(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Error> {
+    pool_head(out, plan)?;
     workers(out, plan, f);
     queue(out, f);
     match (&f.refusal, above(f)) {

@@ -2,7 +2,7 @@
 //! them: a draft names each value still to decide with its line and is refused until each is
 //! filled in; filled in, it lints clean and judges a service that knows nothing of Plimsoll.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::head::read_head;
 
 /// Runs `plimsoll ARGS`, killed after `limit` (a hung run fails the test instead of hanging it).
 fn plimsoll(args: &[&str], limit: Duration) -> Output {
@@ -325,15 +327,9 @@ fn limited_slow_service() -> String {
 }
 
 fn answer(mut stream: TcpStream, busy: &AtomicUsize) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
+    let Some(head) = read_head(&mut stream) else {
+        return;
+    };
     if !head.starts_with(b"GET /slow ") {
         let _ = stream
             .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
