@@ -7,6 +7,7 @@
 pub mod coverage;
 pub mod ctx;
 pub mod pool;
+pub mod refusal;
 pub mod registry;
 
 pub mod api;

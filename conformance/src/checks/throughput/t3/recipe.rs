@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use std::ops::RangeInclusive;
 
-use plimsoll_spec::model::{Hint, PoolSpec, Refusal, RetryAfterFormat};
+use plimsoll_spec::model::{PoolSpec, Refusal};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{Held, HeldRequest, Pending, held, join_all, sleep_until, spawn_held};
-use crate::remote::{Reply, Target};
+use crate::checks::refusal::{allowed_seconds, hint_words, judge_refusal};
+use crate::remote::Target;
 
 /// How long after the saturating requests are sent the first probe goes: they must have
 /// reached the service. A quarter of the hold at most.
@@ -72,18 +73,7 @@ pub(super) async fn t3_recipes(t: &Arc<Target>, c: &mut Ctx) -> Option<()> {
 /// What T3 expects of `pool`, in words.
 fn expectation(t: &Target, pool: &RecipePool<'_>) -> String {
     let status = t.expected.refusal_status(pool.refusal).unwrap_or(0);
-    let hint = pool.refusal.hint.as_ref().map_or_else(
-        || "no hint declared (none judged)".to_owned(),
-        |h| {
-            let allowed = allowed_seconds(pool, h);
-            format!(
-                "{} in {}..={} s",
-                h.header(),
-                allowed.start(),
-                allowed.end()
-            )
-        },
-    );
+    let hint = hint_words(pool.refusal, allowed(pool));
     format!(
         "{}: past {} held, {status} within {} ms, {hint}; served again after the hold",
         pool.name,
@@ -92,19 +82,15 @@ fn expectation(t: &Target, pool: &RecipePool<'_>) -> String {
     )
 }
 
-/// The delays `hint` may advertise: its constant, or the estimator's bounds (up to the
-/// pool's deadline, when it has one).
-fn allowed_seconds(pool: &RecipePool<'_>, hint: &Hint) -> RangeInclusive<u64> {
-    match hint {
-        Hint::Constant(h) => h.seconds..=h.seconds,
-        Hint::Estimated(h) => {
-            let max = match pool.spec.deadline_ms {
-                Some(_) => h.max.seconds(&pool.spec.limits(), h.min_seconds),
-                None => u64::MAX,
-            };
-            h.min_seconds..=max
-        }
-    }
+/// The delays `pool`'s hint may advertise: its constant, or the estimator's bounds (up to the
+/// pool's deadline, when it has one); `None` when the refusal declares no hint.
+fn allowed(pool: &RecipePool<'_>) -> Option<RangeInclusive<u64>> {
+    let hint = pool.refusal.hint.as_ref()?;
+    let max = match (hint.estimated(), pool.spec.deadline_ms) {
+        (Some(h), Some(_)) => Some(h.max.seconds(&pool.spec.limits(), h.min_seconds)),
+        _ => None,
+    };
+    Some(allowed_seconds(hint, max))
 }
 
 /// Saturates `pool` with its slow recipe, probes it one request at a time while it is full,
@@ -201,55 +187,16 @@ async fn probe(
         latencies.push(ms(reply.elapsed));
         c.sample("refusal latency", ms(reply.elapsed));
         c.reply(t, &label, &reply);
-        refused += usize::from(judge_refusal(t, c, pool, &label, &reply, tolerance));
+        refused += usize::from(judge_refusal(
+            t,
+            c,
+            pool.refusal,
+            allowed(pool),
+            &label,
+            &reply,
+            tolerance,
+        ));
     }
     c.trials_ms.extend(&latencies);
     (refused, latencies)
-}
-
-/// One probe: the declared refusal, within the tolerance, with the declared hint.
-fn judge_refusal(
-    t: &Target,
-    c: &mut Ctx,
-    pool: &RecipePool<'_>,
-    label: &str,
-    reply: &Reply,
-    tolerance: Duration,
-) -> bool {
-    let status = t.expected.refusal_status(pool.refusal).unwrap_or(0);
-    if !c.require(t.is_refusal(reply, pool.refusal), || {
-        format!(
-            "{label}: the pool was full, expected its refusal {status}, got {} after {:.0} ms",
-            reply.status,
-            ms(reply.elapsed)
-        )
-    }) {
-        return false;
-    }
-    c.require(reply.elapsed <= tolerance, || {
-        format!(
-            "{label}: refused after {:.1} ms, not at once (tolerance {} ms)",
-            ms(reply.elapsed),
-            tolerance.as_millis()
-        )
-    });
-    if let Some(hint) = &pool.refusal.hint {
-        let allowed = allowed_seconds(pool, hint);
-        // Both forms travel as RFC 9110 delay-seconds.
-        let format = RetryAfterFormat::DelaySeconds;
-        match reply
-            .header(hint.header())
-            .map(|raw| (raw, format.parse(raw)))
-        {
-            None => c.fail(format!("{label}: no {} header", hint.header())),
-            Some((_, Some(n))) if allowed.contains(&n) => {}
-            Some((raw, _)) => c.fail(format!(
-                "{label}: {} `{raw}` is not {format} in {}..={}",
-                hint.header(),
-                allowed.start(),
-                allowed.end()
-            )),
-        }
-    }
-    true
 }

@@ -1,0 +1,82 @@
+//! Judging one refusal by what the client received: the declared answer (an error of the
+//! contract's table or a bare status), at once, with the declared hint. T3 judges a full pool's
+//! refusals with it and T4 a spent rate limit's, so both read a refusal the same way.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use plimsoll_spec::model::{Hint, Refusal, RetryAfterFormat};
+
+use crate::checks::ctx::{Ctx, ms};
+use crate::remote::{Reply, Target};
+
+/// Whether `reply` is `refusal`; if it is, requires it within `tolerance` and, when the refusal
+/// declares a hint, the hint's header with a delay in `allowed` (RFC 9110 delay-seconds).
+/// `label` names the request in the failure messages.
+pub fn judge_refusal(
+    t: &Target,
+    c: &mut Ctx,
+    refusal: &Refusal,
+    allowed: Option<RangeInclusive<u64>>,
+    label: &str,
+    reply: &Reply,
+    tolerance: Duration,
+) -> bool {
+    let status = t.expected.refusal_status(refusal).unwrap_or(0);
+    if !c.require(t.is_refusal(reply, refusal), || {
+        format!(
+            "{label}: expected the refusal {status}, got {} after {:.0} ms",
+            reply.status,
+            ms(reply.elapsed)
+        )
+    }) {
+        return false;
+    }
+    c.require(reply.elapsed <= tolerance, || {
+        format!(
+            "{label}: refused after {:.1} ms, not at once (tolerance {} ms)",
+            ms(reply.elapsed),
+            tolerance.as_millis()
+        )
+    });
+    if let (Some(hint), Some(allowed)) = (&refusal.hint, allowed) {
+        // Both forms travel as RFC 9110 delay-seconds.
+        let format = RetryAfterFormat::DelaySeconds;
+        match reply
+            .header(hint.header())
+            .map(|raw| (raw, format.parse(raw)))
+        {
+            None => c.fail(format!("{label}: no {} header", hint.header())),
+            Some((_, Some(n))) if allowed.contains(&n) => {}
+            Some((raw, _)) => c.fail(format!(
+                "{label}: {} `{raw}` is not {format} in {}..={}",
+                hint.header(),
+                allowed.start(),
+                allowed.end()
+            )),
+        }
+    }
+    true
+}
+
+/// The delays `hint` may advertise: its constant, or the estimator's bounds, up to `max` (the
+/// pool's deadline cap, none for a rate limit).
+pub fn allowed_seconds(hint: &Hint, max: Option<u64>) -> RangeInclusive<u64> {
+    match hint {
+        Hint::Constant(h) => h.seconds..=h.seconds,
+        Hint::Estimated(h) => h.min_seconds..=max.unwrap_or(u64::MAX),
+    }
+}
+
+/// How a hint reads in a check's expectation (`Retry-After in 1..=1 s`).
+pub fn hint_words(refusal: &Refusal, allowed: Option<RangeInclusive<u64>>) -> String {
+    match (&refusal.hint, allowed) {
+        (Some(h), Some(allowed)) => format!(
+            "{} in {}..={} s",
+            h.header(),
+            allowed.start(),
+            allowed.end()
+        ),
+        _ => "no hint declared (none judged)".to_owned(),
+    }
+}
