@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
-use crate::model::{Clause, Contract};
+use crate::model::{Clause, Contract, SourceRef};
 
 /// Declares [`ClauseId`] from one list of ids: the enum (whose serde and schema names are the
 /// variants' names), [`ClauseId::ALL`] in the list's order, [`ClauseId::as_str`] (and from it
@@ -64,6 +64,7 @@ clause_ids!(
     T1: "Pool limit",
     T2: "Queue order and capacity",
     T3: "Refusal and its hint",
+    T4: "Rate limit",
     B1: "Deadline",
     B2: "Memory cap",
     B3: "Cancellation on disconnect",
@@ -89,7 +90,7 @@ impl fmt::Display for ClauseId {
 
 /// An id that names no clause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a clause id (known: T1-T3, B1-B5, F1-F4, R1-R6)")]
+#[error("`{0}` is not a clause id (known: T1-T4, B1-B5, F1-F4, R1-R6)")]
 pub struct UnknownClause(
     /// The text that was parsed, as given.
     pub String,
@@ -183,7 +184,29 @@ pub struct ClauseRef<'a> {
     pub value: serde_json::Map<String, serde_json::Value>,
 }
 
+/// Where an optional clause the contract does not write comes from: nowhere.
+static UNWRITTEN: SourceRef = SourceRef {
+    doc: String::new(),
+    section: String::new(),
+};
+
 impl<'a> ClauseRef<'a> {
+    /// An optional clause the contract writes no prose for: the language's name for it, and
+    /// nothing else ([`Contract::clause_list`] leaves it out).
+    fn unwritten(id: ClauseId) -> Self {
+        ClauseRef {
+            id,
+            title: id.name(),
+            category: crate::model::Category::Throughput,
+            statement: "",
+            rationale: "",
+            verification: "",
+            source: &UNWRITTEN,
+            overrides: &[],
+            value: serde_json::Map::new(),
+        }
+    }
+
     fn new<V: serde::Serialize>(id: ClauseId, c: &'a Clause<V>) -> Self {
         let value = match serde_json::to_value(&c.value) {
             Ok(serde_json::Value::Object(map)) => map,
@@ -204,8 +227,9 @@ impl<'a> ClauseRef<'a> {
 }
 
 impl Contract {
-    /// Every clause the contract writes out, in id order (T, B, F, R): all of them in a
-    /// contract with `[clauses]`, none in one without.
+    /// Every clause the contract writes out, in id order (T, B, F, R): those of `[clauses]`
+    /// (every required one, and an optional one such as T4 where written), none in a contract
+    /// without.
     pub fn clause_list(&self) -> Vec<ClauseRef<'_>> {
         if self.clauses.is_none() {
             return Vec::new();
@@ -213,6 +237,7 @@ impl Contract {
         ClauseId::ALL
             .into_iter()
             .map(|id| self.clause(id))
+            .filter(|c| !c.statement.is_empty())
             .collect()
     }
 
@@ -233,6 +258,10 @@ impl Contract {
             ClauseId::T1 => ClauseRef::new(id, &c.t1),
             ClauseId::T2 => ClauseRef::new(id, &c.t2),
             ClauseId::T3 => ClauseRef::new(id, &c.t3),
+            ClauseId::T4 => {
+                c.t4.as_ref()
+                    .map_or_else(|| ClauseRef::unwritten(id), |t4| ClauseRef::new(id, t4))
+            }
             ClauseId::B1 => ClauseRef::new(id, &c.b1),
             ClauseId::B2 => ClauseRef::new(id, &c.b2),
             ClauseId::B3 => ClauseRef::new(id, &c.b3),

@@ -61,6 +61,11 @@ impl Contract {
                 out.push(site(format!("pools.{name}"), pool.routes.is_empty(), o));
             }
         }
+        for (name, limit) in &self.rate_limits {
+            for o in &limit.overrides {
+                out.push(site(format!("rate_limits.{name}"), false, o));
+            }
+        }
         for o in self.connections.iter().flat_map(|c| &c.overrides) {
             out.push(site("connections".into(), false, o));
         }

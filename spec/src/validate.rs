@@ -55,6 +55,7 @@ impl Contract {
             self.pool_violations(),
             self.refusal_violations(),
             self.hold_violations(),
+            self.rate_limit_violations(),
             self.override_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -495,29 +496,7 @@ impl Contract {
         }
         for (name, pool) in &self.pools {
             let at = |f: &str| format!("pools.{name}.{f}");
-            if pool.routes.len() > MAX_ENTRIES {
-                out.push(violation(
-                    &at("routes"),
-                    format!(
-                        "{} routes; a pool declares at most {MAX_ENTRIES}",
-                        pool.routes.len()
-                    ),
-                ));
-            }
-            for (i, route) in pool.routes.iter().enumerate().take(MAX_ENTRIES) {
-                let method_ok = (1..=16).contains(&route.method.len())
-                    && route.method.bytes().all(|b| b.is_ascii_uppercase());
-                if !method_ok || !path_pattern_ok(&route.path) {
-                    out.push(violation(
-                        &at(&format!("routes.{i}")),
-                        format!(
-                            "`{} {}` is not an upper-case method and a path of `/`-separated \
-                             segments, each literal or one `{{name}}`",
-                            route.method, route.path
-                        ),
-                    ));
-                }
-            }
+            out.extend(route_violations(&at("routes"), &pool.routes));
             match (&pool.refusal, pool.queue.capacity.places()) {
                 (None, Some(_)) => out.push(violation(
                     &at("refusal"),
@@ -565,9 +544,8 @@ impl Contract {
         out
     }
 
-    /// A pool's slow recipe is a request the checker can send: an upper-case method, a path
-    /// and query starting with `/` (at most 8 KB), at most 64 headers with names and values
-    /// that can travel in HTTP/1.1, a body of at most 64 KB, and a success status.
+    /// A pool holds one way, by a hook with a header name or by a slow recipe the checker can
+    /// send ([`recipe_violations`]).
     fn hold_violations(&self) -> Vec<Violation> {
         let mut out = Vec::new();
         for (name, pool) in &self.pools {
@@ -588,44 +566,43 @@ impl Contract {
                     format!("`{}` is not a header name", hook.header),
                 ));
             }
-            let r = &hold.request;
-            let at = |f: &str| format!("pools.{name}.hold.request.{f}");
-            let method_ok = (1..=16).contains(&r.method.len())
-                && r.method.bytes().all(|b| b.is_ascii_uppercase());
-            if !method_ok {
+            out.extend(recipe_violations(
+                &format!("pools.{name}.hold.request"),
+                &hold.request,
+            ));
+        }
+        out
+    }
+
+    /// Every rate limit is one the checker can measure and send: at most [`MAX_ENTRIES`] of
+    /// them, well-formed routes, a rate of 1 to 1000 a second and a burst of at most 1000 (the
+    /// checker sends a burst's requests at once), a refusal of `[refusals]`, and a request it
+    /// can send.
+    fn rate_limit_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        if self.rate_limits.len() > MAX_ENTRIES {
+            out.push(violation(
+                "rate_limits",
+                format!(
+                    "{} entries; a contract declares at most {MAX_ENTRIES}",
+                    self.rate_limits.len()
+                ),
+            ));
+        }
+        for (name, limit) in self.rate_limits.iter().take(MAX_ENTRIES) {
+            let at = |f: &str| format!("rate_limits.{name}.{f}");
+            out.extend(route_violations(&at("routes"), &limit.routes));
+            out.extend(out_of_range(vec![
+                (at("rate_per_second"), limit.rate_per_second.into(), 1, 1000),
+                (at("burst"), limit.burst.into(), 0, 1000),
+            ]));
+            if !self.refusals.contains_key(&limit.refusal) {
                 out.push(violation(
-                    &at("method"),
-                    format!("`{}` is not an upper-case method", r.method),
+                    &at("refusal"),
+                    format!("`{}` is not a key of [refusals]", limit.refusal),
                 ));
             }
-            if !r.path.starts_with('/')
-                || r.path.len() > 8192
-                || !r.path.bytes().all(|b| b.is_ascii_graphic())
-            {
-                out.push(violation(
-                    &at("path"),
-                    "needs a path and query of visible ASCII starting with `/`, at most 8 KB"
-                        .into(),
-                ));
-            }
-            let header_ok = |(k, v): (&String, &String)| {
-                http_token(k)
-                    && v.len() <= 8192
-                    && v.bytes()
-                        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
-            };
-            if r.headers.len() > 64 || !r.headers.iter().all(header_ok) {
-                out.push(violation(&at("headers"), "at most 64 headers, each a token name and a visible-ASCII value of at most 8 KB".into()));
-            }
-            if r.body.as_ref().is_some_and(|b| b.len() > 64 * 1024) {
-                out.push(violation(&at("body"), "at most 64 KB".into()));
-            }
-            if !(200..=299).contains(&r.status) {
-                out.push(violation(
-                    &at("status"),
-                    format!("{} is not a success status", r.status),
-                ));
-            }
+            out.extend(recipe_violations(&at("request"), &limit.request));
         }
         out
     }
@@ -676,6 +653,85 @@ impl Contract {
         }
         out
     }
+}
+
+/// A table's routes (a pool's, a rate limit's): at most [`MAX_ENTRIES`], each an upper-case
+/// method and a path pattern ([`path_pattern_ok`]). `at` is the routes' dotted path.
+fn route_violations(at: &str, routes: &[crate::model::Route]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    if routes.len() > MAX_ENTRIES {
+        out.push(violation(
+            at,
+            format!(
+                "{} routes; a table declares at most {MAX_ENTRIES}",
+                routes.len()
+            ),
+        ));
+    }
+    for (i, route) in routes.iter().enumerate().take(MAX_ENTRIES) {
+        let method_ok = (1..=16).contains(&route.method.len())
+            && route.method.bytes().all(|b| b.is_ascii_uppercase());
+        if !method_ok || !path_pattern_ok(&route.path) {
+            out.push(violation(
+                &format!("{at}.{i}"),
+                format!(
+                    "`{} {}` is not an upper-case method and a path of `/`-separated \
+                     segments, each literal or one `{{name}}`",
+                    route.method, route.path
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// A request the checker sends (a pool's slow recipe, a rate limit's request) is one it can
+/// send: an upper-case method, a path and query starting with `/` (at most 8 KB), at most 64
+/// headers with names and values that can travel in HTTP/1.1, a body of at most 64 KB, and a
+/// success status. `prefix` is the recipe's dotted path.
+fn recipe_violations(prefix: &str, r: &crate::model::Recipe) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let at = |f: &str| format!("{prefix}.{f}");
+    let method_ok =
+        (1..=16).contains(&r.method.len()) && r.method.bytes().all(|b| b.is_ascii_uppercase());
+    if !method_ok {
+        out.push(violation(
+            &at("method"),
+            format!("`{}` is not an upper-case method", r.method),
+        ));
+    }
+    if !r.path.starts_with('/')
+        || r.path.len() > 8192
+        || !r.path.bytes().all(|b| b.is_ascii_graphic())
+    {
+        out.push(violation(
+            &at("path"),
+            "needs a path and query of visible ASCII starting with `/`, at most 8 KB".into(),
+        ));
+    }
+    let header_ok = |(k, v): (&String, &String)| {
+        http_token(k)
+            && v.len() <= 8192
+            && v.bytes()
+                .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+    };
+    if r.headers.len() > 64 || !r.headers.iter().all(header_ok) {
+        out.push(violation(
+            &at("headers"),
+            "at most 64 headers, each a token name and a visible-ASCII value of at most 8 KB"
+                .into(),
+        ));
+    }
+    if r.body.as_ref().is_some_and(|b| b.len() > 64 * 1024) {
+        out.push(violation(&at("body"), "at most 64 KB".into()));
+    }
+    if !(200..=299).contains(&r.status) {
+        out.push(violation(
+            &at("status"),
+            format!("{} is not a success status", r.status),
+        ));
+    }
+    out
 }
 
 /// An HTTP token (a header name): 1 to 256 of RFC 9110's `tchar`.

@@ -68,19 +68,51 @@ fn answer_slowly(mut stream: TcpStream) {
         stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
 }
 
-/// nginx from the example's configuration, with `connections` and `status` in place of the
-/// contract's, in front of `upstream`. Returns the process and its URL.
-fn nginx(dir: &Path, connections: u32, status: u16, upstream: &str) -> (Process, String) {
+/// The values of the example's configuration (its `@PLACEHOLDERS@`): the contract's by
+/// default, another in a variant that breaks it.
+#[derive(Clone, Copy)]
+struct Conf {
+    /// `limit_conn` of /slow.
+    connections: u32,
+    /// `limit_conn_status`.
+    status: u16,
+    /// `limit_req_zone`'s rate of /api, a second.
+    rate: u32,
+    /// `limit_req`'s burst.
+    burst: u32,
+    /// `limit_req`'s `nodelay`.
+    nodelay: bool,
+    /// `limit_req_status`.
+    req_status: u16,
+}
+
+/// What examples/nginx/contract.toml says.
+const AS_CONTRACTED: Conf = Conf {
+    connections: 2,
+    status: 503,
+    rate: 5,
+    burst: 3,
+    nodelay: false,
+    req_status: 429,
+};
+
+/// nginx from the example's configuration with `conf`'s values, in front of `upstream`.
+/// Returns the process and its URL.
+fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
     let template = std::fs::read_to_string(example("nginx.conf")).unwrap();
     let port = free_port();
-    let conf = template
+    let text = template
         .replace("@DIR@", &dir.display().to_string())
-        .replace("@CONNECTIONS@", &connections.to_string())
-        .replace("@STATUS@", &status.to_string())
+        .replace("@CONNECTIONS@", &conf.connections.to_string())
+        .replace("@STATUS@", &conf.status.to_string())
+        .replace("@RATE@", &conf.rate.to_string())
+        .replace("@BURST@", &conf.burst.to_string())
+        .replace("@NODELAY@", if conf.nodelay { "nodelay" } else { "" })
+        .replace("@REQ_STATUS@", &conf.req_status.to_string())
         .replace("@UPSTREAM@", upstream)
         .replace("@PORT@", &port.to_string());
     (
-        start_nginx(dir, &conf, port),
+        start_nginx(dir, &text, port),
         format!("http://127.0.0.1:{port}"),
     )
 }
@@ -88,17 +120,18 @@ fn nginx(dir: &Path, connections: u32, status: u16, upstream: &str) -> (Process,
 /// `plimsoll check --contract examples/nginx/contract.toml --target URL`: its exit code and
 /// JSON report. Killed after a minute (a hung run fails the test rather than hanging it).
 fn check(dir: &Path, url: &str) -> (Option<i32>, Value) {
-    check_with(dir, url, &example("contract.toml"))
+    check_with(dir, url, &example("contract.toml"), &[])
 }
 
-/// `plimsoll check --contract CONTRACT --target URL`: its exit code and JSON report.
-fn check_with(dir: &Path, url: &str, contract: &Path) -> (Option<i32>, Value) {
+/// `plimsoll check --contract CONTRACT --target URL ARGS…`: its exit code and JSON report.
+fn check_with(dir: &Path, url: &str, contract: &Path, args: &[&str]) -> (Option<i32>, Value) {
     let report = dir.join("report.json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
         .args(["check", "--quiet", "--target", url, "--contract"])
         .arg(contract)
         .arg("--json")
         .arg(&report)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -164,13 +197,14 @@ fn verdicts(report: &Value) -> Vec<(String, String)> {
 }
 
 /// nginx as its contract says: T1 and T3 judged and passed by the client's clock (two ran at
-/// once, the other two refused at once with 503), every other check not applicable with a
+/// once, the other two refused at once with 503), T4 too (four of six admitted at once and
+/// spaced at the rate, the other two refused with 429), every other check not applicable with a
 /// reason naming what the contract does not declare — none counted as a pass — and the run
 /// exits 0.
 #[test]
 fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_applicable() {
     let dir = tempfile::tempdir().unwrap();
-    let (_nginx, url) = nginx(&dir.path().join("nginx"), 2, 503, &slow_upstream());
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), AS_CONTRACTED, &slow_upstream());
     let (code, report) = check(dir.path(), &url);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
@@ -185,8 +219,17 @@ fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_app
         "{t1}"
     );
     assert_eq!(verdict(&report, "T3")["verdict"], "pass");
+    let t4 = verdict(&report, "T4");
+    assert_eq!(t4["verdict"], "pass", "{t4}");
+    assert!(
+        t4["observed"]
+            .as_str()
+            .unwrap()
+            .contains("4 of 6 sent at once admitted, 2 refused"),
+        "{t4}"
+    );
     for result in report["results"].as_array().unwrap() {
-        if ["T1", "T3"].contains(&result["id"].as_str().unwrap()) {
+        if ["T1", "T3", "T4"].contains(&result["id"].as_str().unwrap()) {
             continue;
         }
         assert_eq!(result["verdict"], "not_applicable", "{result}");
@@ -206,8 +249,18 @@ fn nginx_configured_against_its_contract_fails_t1_and_t3() {
         (2, 429, "2 otherwise answered"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let (_nginx, url) = nginx(&dir.path().join("nginx"), connections, status, &upstream);
-        let (code, report) = check(dir.path(), &url);
+        let conf = Conf {
+            connections,
+            status,
+            ..AS_CONTRACTED
+        };
+        let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &upstream);
+        let (code, report) = check_with(
+            dir.path(),
+            &url,
+            &example("contract.toml"),
+            &["--only", "T1,T3"],
+        );
         let t1 = &report["results"][1];
         assert_eq!(
             code,
@@ -221,6 +274,65 @@ fn nginx_configured_against_its_contract_fails_t1_and_t3() {
     }
 }
 
+/// nginx whose `limit_req` is configured as `conf` fails T4 against the contract, the
+/// client's observation containing `seen`; nothing else is run.
+fn limit_req_fails_t4(conf: Conf, seen: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &slow_upstream());
+    let (code, report) = check_with(
+        dir.path(),
+        &url,
+        &example("contract.toml"),
+        &["--only", "T4"],
+    );
+    let t4 = verdict(&report, "T4");
+    assert_eq!(code, Some(1), "{t4}");
+    assert_eq!(t4["verdict"], "fail", "{t4}");
+    assert!(t4.to_string().contains(seen), "{seen:?} not in {t4}");
+}
+
+/// `burst=4` where the contract says 3: five of six requests sent at once are admitted.
+#[test]
+fn nginx_with_a_larger_burst_fails_t4() {
+    let conf = Conf {
+        burst: 4,
+        ..AS_CONTRACTED
+    };
+    limit_req_fails_t4(conf, "5 of 6 requests sent at once were admitted");
+}
+
+/// `nodelay` where the contract says the burst is delayed: the admitted requests come back
+/// together, not spaced at the rate.
+#[test]
+fn nginx_with_nodelay_where_the_contract_delays_fails_t4() {
+    let conf = Conf {
+        nodelay: true,
+        ..AS_CONTRACTED
+    };
+    limit_req_fails_t4(conf, "`delay` spaces it to");
+}
+
+/// `rate=10r/s` where the contract says 5: the probes find tokens the declared bucket has not
+/// refilled.
+#[test]
+fn nginx_with_a_higher_rate_fails_t4() {
+    let conf = Conf {
+        rate: 10,
+        ..AS_CONTRACTED
+    };
+    limit_req_fails_t4(conf, "against the declared bucket");
+}
+
+/// `limit_req_status 503` where the contract says 429.
+#[test]
+fn nginx_refusing_its_rate_limit_with_503_fails_t4() {
+    let conf = Conf {
+        req_status: 503,
+        ..AS_CONTRACTED
+    };
+    limit_req_fails_t4(conf, "expected the refusal 429, got 503");
+}
+
 /// The second service's contract.
 fn second_contract() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rust-service/contract.toml")
@@ -232,7 +344,7 @@ fn second_contract() -> std::path::PathBuf {
 fn the_second_service_passes_its_own_contract() {
     let dir = tempfile::tempdir().unwrap();
     let url = second_service(plimsoll_example_service::Config::default());
-    let (code, report) = check_with(dir.path(), &url, &second_contract());
+    let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
     for id in ["T1", "T2", "T3"] {
@@ -263,7 +375,7 @@ fn the_second_service_passes_its_own_contract() {
 fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let url = second_service(config);
-    let (code, report) = check_with(dir.path(), &url, &second_contract());
+    let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
     let failed: Vec<String> = verdicts(&report)
         .into_iter()
         .filter(|(_, v)| v == "fail")
@@ -513,7 +625,7 @@ fn discovered_then_checked(
         plimsoll_spec::Contract::embedded().tolerances,
         "{text}"
     );
-    let (code, report) = check_with(dir.path(), url, &draft);
+    let (code, report) = check_with(dir.path(), url, &draft, &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
     for id in judged {
@@ -526,7 +638,7 @@ fn discovered_then_checked(
 #[test]
 fn discover_writes_a_draft_of_nginx_that_check_passes() {
     let dir = tempfile::tempdir().unwrap();
-    let (_nginx, url) = nginx(&dir.path().join("nginx"), 2, 503, &slow_upstream());
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), AS_CONTRACTED, &slow_upstream());
     let slow = SLOW.as_millis().to_string();
     discovered_then_checked(
         &url,

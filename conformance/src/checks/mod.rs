@@ -29,6 +29,7 @@ pub static REGISTRY: &[Check] = &[
     throughput::t1::CHECK,
     throughput::t2::CHECK,
     throughput::t3::CHECK,
+    throughput::t4::CHECK,
     bounds::b1::CHECK,
     bounds::b2::CHECK,
     bounds::b3::CHECK,

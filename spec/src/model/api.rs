@@ -293,6 +293,17 @@ pub struct Tolerances {
     pub metrics_poll_interval_ms: u64,
     /// Timing checks run this many trials and are judged on the worst.
     pub trials: u32,
+    /// How long after the checker sends a request it may reach the service, where a rate
+    /// limit's outcome depends on the instant (T4): a request within this of a token's refill
+    /// may go either way.
+    #[serde(default = "rate_limit_slack_ms")]
+    pub rate_limit_slack_ms: u64,
+}
+
+/// The slack of a rate limit's judgement unless the contract says otherwise: a loopback
+/// request reaches the service within milliseconds.
+fn rate_limit_slack_ms() -> u64 {
+    20
 }
 
 #[cfg(test)]

@@ -38,8 +38,12 @@ pub struct Contract {
     /// The service's pools of workers, by id: each with its routes, workers, queue, deadline,
     /// memory cap, cancellation and refusal.
     pub pools: Pools,
-    /// What a full pool answers, by name (a pool's `refusal` names one).
+    /// What a full pool or a spent rate limit answers, by name (a pool's or a limit's
+    /// `refusal` names one).
     pub refusals: Refusals,
+    /// The service's rate limits, by id: each with its routes, rate, burst and refusal (T4).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rate_limits: RateLimits,
     /// How long a connection may take to send a request, and how many are served at once (B4).
     /// None: the service promises no connection bounds, and B4 is not applicable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +221,10 @@ pub struct Clauses {
     /// F4: the request id header and which client-supplied ids are kept.
     #[serde(rename = "F4")]
     pub f4: Clause<RequestId>,
+    /// T4: each rate limit's rate, burst and burst mode (a `[rate_limits]` entry). Optional: a
+    /// contract that declares no rate limit (the digitize one) writes no prose for it.
+    #[serde(rename = "T4", default, skip_serializing_if = "Option::is_none")]
+    pub t4: Option<Clause<Empty>>,
     /// R1: the relay's worker pool (the `relay` pool).
     #[serde(rename = "R1")]
     pub r1: Clause<Empty>,

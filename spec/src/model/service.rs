@@ -308,6 +308,70 @@ pub struct RetryAfter {
     pub max: super::RetryAfterMax,
 }
 
+/// A rate limit (`[rate_limits.NAME]`, T4): the requests of its routes are admitted at a
+/// sustained `rate_per_second`, up to `burst` more at once, and the rest refused at once. The
+/// model is a token bucket of `burst + 1` tokens refilled at the rate, each admitted request
+/// taking one: nginx's `limit_req` with `burst` is one such limiter (its `burst` means the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// The limit's name in the docs' prose; the table's key is its id.
+    pub title: String,
+    /// The requests the limit counts: each route's method and path pattern.
+    pub routes: Vec<Route>,
+    /// The sustained rate, in requests per second (whole: a limit the checker can measure in a
+    /// run of seconds).
+    pub rate_per_second: u32,
+    /// How many requests beyond the one the rate allows may arrive at once and still be
+    /// admitted (0: none).
+    pub burst: u32,
+    /// What an admitted request beyond the rate meets: a delay that spaces it out at the rate
+    /// (`delay`, nginx's default), or none (`nodelay`).
+    #[serde(default)]
+    pub burst_mode: BurstMode,
+    /// The refusal (a key of `[refusals]`) a request past the burst gets at once.
+    pub refusal: String,
+    /// Whose requests share the bucket: everyone's, or each client's or each header value's.
+    #[serde(default)]
+    pub key: LimitKey,
+    /// A request of the limit's routes the checker sends: one the service answers at once
+    /// when the limit admits it.
+    pub request: Recipe,
+    /// Environment variables that replace a field of the limit at deployment (`field` is the
+    /// field's name within the limit, `burst`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<Override>,
+}
+
+impl RateLimit {
+    /// The requests admitted at once from a full bucket: the one the rate allows and the burst.
+    pub fn bucket(&self) -> u32 {
+        self.burst.saturating_add(1)
+    }
+}
+
+/// What a rate limit does with an admitted request beyond its rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BurstMode {
+    /// Delays it until the rate allows it: the k-th request beyond the rate waits k / rate
+    /// seconds.
+    #[default]
+    Delay,
+    /// Serves it at once.
+    Nodelay,
+}
+
+impl BurstMode {
+    /// The name the contract spells it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BurstMode::Delay => "delay",
+            BurstMode::Nodelay => "nodelay",
+        }
+    }
+}
+
 /// B4 (`[connections]`): how long a connection may take to send a request, and how many are
 /// served at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -345,9 +409,12 @@ pub type Pools = BTreeMap<String, PoolSpec>;
 /// The refusals by name.
 pub type Refusals = BTreeMap<String, Refusal>;
 
+/// The rate limits by name.
+pub type RateLimits = BTreeMap<String, RateLimit>;
+
 /// The clause that judges a field of the service's declaration, given as a dotted path of the
 /// contract (`pools.digitize.queue.capacity`, `upload.budget_mb`); `None` for a field that only
-/// describes (a pool's title, routes, stages, refusal name) or a path outside the declaration.
+/// describes (a pool's or a limit's title, routes, stages, refusal name, request) or a path outside the declaration.
 /// A pool fed by no route is the relay's, judged by R1. The docs' value tables, the overrides'
 /// clauses and the reports' "adopted" lines all read this one mapping.
 pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
@@ -365,6 +432,12 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
             _ => None,
         },
         ["refusals", _, "hint", ..] => Some(ClauseId::T3),
+        [
+            "rate_limits",
+            _,
+            "rate_per_second" | "burst" | "burst_mode" | "key",
+            ..,
+        ] => Some(ClauseId::T4),
         ["connections", "head_timeout_ms" | "max_connections"] => Some(ClauseId::B4),
         ["upload", "read_timeout_ms"] => Some(ClauseId::B1),
         ["upload", "budget_mb"] => Some(ClauseId::B5),

@@ -35,7 +35,7 @@ pub fn language_md(schema: &Value, contract: &Contract) -> String {
     );
     let _ = writeln!(md, "## The document\n");
     fields(&mut md, schema);
-    clauses(&mut md, contract);
+    clauses(&mut md, schema, contract);
     let _ = writeln!(md, "## Types\n");
     if let Some(defs) = schema["$defs"].as_object() {
         for (name, def) in defs {
@@ -54,8 +54,10 @@ pub fn language_md(schema: &Value, contract: &Contract) -> String {
 }
 
 /// `## Clauses`: every clause id, what it judges of the service's declaration (a field per
-/// pool, refusal or section, `NAME` standing for any) and the values of its own.
-fn clauses(md: &mut String, contract: &Contract) {
+/// pool, refusal or section, `NAME` standing for any) and the values of its own. A clause
+/// `contract` does not write (T4: the digitize service has no rate limit) is listed by the
+/// language's name for it, its fields read from the schema of the table it judges.
+fn clauses(md: &mut String, schema: &Value, contract: &Contract) {
     let _ = writeln!(
         md,
         "## Clauses\n\nEvery clause id of the language, the fields of the service's declaration it \
@@ -128,7 +130,33 @@ fn clauses(md: &mut String, contract: &Contract) {
             anchor = super::markdown::anchor(&c),
         );
     }
+    unwritten_clauses(md, schema, contract);
     md.push('\n');
+}
+
+/// The table's rows for the clauses `contract` does not write, by the language's name for
+/// each, with the fields of a rate limit (the one table such a clause judges) it judges.
+fn unwritten_clauses(md: &mut String, schema: &Value, contract: &Contract) {
+    let written: BTreeSet<ClauseId> = contract.clause_list().iter().map(|c| c.id).collect();
+    let limit_fields: Vec<String> = schema["$defs"]["RateLimit"]["properties"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.keys())
+        .map(|k| format!("rate_limits.NAME.{k}"))
+        .collect();
+    for id in ClauseId::ALL.into_iter().filter(|id| !written.contains(id)) {
+        let fields: Vec<String> = limit_fields
+            .iter()
+            .filter(|f| judged_by(f, false) == Some(id))
+            .map(|f| format!("`{f}`"))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {id} | {} | {} | — |",
+            cell(id.name()),
+            fields.join(", ")
+        );
+    }
 }
 
 /// Every scalar under `value` with its dotted path, the overrides left out (they name fields,

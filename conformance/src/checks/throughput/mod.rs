@@ -1,6 +1,7 @@
-//! Throughput (T1–T3): how many digitize jobs run at once, in which order the rest wait, and
-//! how a full pool says no.
+//! Throughput (T1–T4): how many requests a pool runs at once, in which order the rest wait,
+//! how a full pool says no, and how fast a rate limit admits.
 
 pub mod t1;
 pub mod t2;
 pub mod t3;
+pub mod t4;
