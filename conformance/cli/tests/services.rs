@@ -339,7 +339,8 @@ fn second_contract() -> std::path::PathBuf {
 }
 
 /// The second service as its contract says: T1, T2 (LIFO) and T3 judged by the client's clock
-/// through the tower layer's hold and passed; nothing else applies, and the run exits 0.
+/// through the tower layer's hold and passed, and T4 (its quota, `nodelay`, per API key);
+/// nothing else applies, and the run exits 0.
 #[test]
 fn the_second_service_passes_its_own_contract() {
     let dir = tempfile::tempdir().unwrap();
@@ -347,7 +348,7 @@ fn the_second_service_passes_its_own_contract() {
     let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
-    for id in ["T1", "T2", "T3"] {
+    for id in ["T1", "T2", "T3", "T4"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -367,7 +368,15 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 3, "{verdicts:?}");
+    assert_eq!(judged, 4, "{verdicts:?}");
+    assert!(
+        verdict(&report, "T4")["observed"]
+            .as_str()
+            .unwrap()
+            .contains("3 of 5 sent at once admitted, 2 refused"),
+        "{}",
+        verdict(&report, "T4")
+    );
 }
 
 /// The second service configured with `config` fails exactly the clauses `fails` with its
@@ -414,6 +423,27 @@ fn the_second_service_without_its_hint_fails_t3() {
         ..Default::default()
     };
     breaks("no Retry-After on a full search", config, &["T3"]);
+}
+
+/// One quota bucket for every API key, where the contract says one for each: a request under
+/// another key is refused while the first key's bucket is spent.
+#[test]
+fn the_second_service_sharing_its_quota_across_keys_fails_t4() {
+    let config = plimsoll_example_service::Config {
+        quota_per_key: false,
+        ..Default::default()
+    };
+    breaks("one quota for every key", config, &["T4"]);
+}
+
+/// A burst of three where the contract says two: four of five sent at once are admitted.
+#[test]
+fn the_second_service_with_a_larger_quota_burst_fails_t4() {
+    let config = plimsoll_example_service::Config {
+        quota_burst: 3,
+        ..Default::default()
+    };
+    breaks("a larger quota burst", config, &["T4"]);
 }
 
 /// One worker for every tenant together, where the contract says one for each: a tenant's

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::{Order, Refusal};
+use crate::Order;
+use crate::refusal::Refusal;
 
 /// A pool of workers with a bounded queue started in its order: the service's admission.
 #[derive(Clone)]

@@ -3,8 +3,11 @@
 //! `GET /search` (two workers, no queue, refusing `429` with a small JSON body and
 //! `Retry-After: 1`), `POST /reports` (one worker and a queue of three started newest first,
 //! LIFO, refusing `503` with plain text) and `GET /tenant` (one worker for each `X-Api-Key`
-//! value, so one tenant's saturation never refuses another's) — no metrics, no served claim,
-//! and the test hook only through `plimsoll-tower`'s layer, inside each pool's limit.
+//! value, so one tenant's saturation never refuses another's) — and a rate limit, `GET /quota`
+//! (five a second for each `X-Api-Key` value, a burst of two more served at once, the rest
+//! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s) — no metrics, no
+//! served claim, and the test hook only through `plimsoll-tower`'s layer, inside each pool's
+//! limit.
 //!
 //! It knows nothing of the contract that describes it (`examples/rust-service/contract.toml`):
 //! its limits are its own [`Config`], as nginx's are its configuration, and a configuration
@@ -13,6 +16,8 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod quota;
+mod refusal;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,11 +27,12 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use http::{HeaderName, StatusCode, header};
+use http::{HeaderName, StatusCode};
 
 use plimsoll_tower::HoldLayer;
 
 use admission::Pool;
+use refusal::Refusal;
 
 /// The status type of [`Config::search_refusal`].
 pub use http::StatusCode as Status;
@@ -64,6 +70,12 @@ pub struct Config {
     pub tenant_workers: usize,
     /// Whether each key has workers of its own.
     pub tenant_per_key: bool,
+    /// `GET /quota`'s sustained rate, requests a second.
+    pub quota_rate: u32,
+    /// How many `/quota` requests beyond the rate are served at once.
+    pub quota_burst: u32,
+    /// Whether each `X-Api-Key` value has a bucket of its own (else all keys share one).
+    pub quota_per_key: bool,
     /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
     pub hooks: bool,
 }
@@ -79,6 +91,9 @@ impl Default for Config {
             reports_order: Order::Lifo,
             tenant_workers: 1,
             tenant_per_key: true,
+            quota_rate: 5,
+            quota_burst: 2,
+            quota_per_key: true,
             hooks: false,
         }
     }
@@ -100,7 +115,13 @@ pub fn app(config: &Config) -> Router {
         Refusal::Reports,
     );
     let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
+    let quota = quota::Quota::new(config.quota_rate, config.quota_burst, config.quota_per_key);
     Router::new()
+        .route(
+            "/quota",
+            get(|| async { "within quota\n" })
+                .layer(middleware::from_fn_with_state(quota, quota::admit)),
+        )
         .route(
             "/tenant",
             get(|| async { "tenant data\n" })
@@ -119,39 +140,6 @@ pub fn app(config: &Config) -> Router {
                 .layer(hold)
                 .layer(middleware::from_fn_with_state(reports, admit)),
         )
-}
-
-/// What a full pool answers.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Refusal {
-    /// `/search`'s: the status given, with a JSON body and the `Retry-After` seconds given.
-    Search(StatusCode, Option<u64>),
-    /// `/reports`': `503` with plain text.
-    Reports,
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        match self {
-            Refusal::Search(status, retry_after) => {
-                let mut response = (
-                    status,
-                    [(header::CONTENT_TYPE, "application/json")],
-                    "{\"error\":\"too many searches\"}",
-                )
-                    .into_response();
-                if let Some(seconds) = retry_after {
-                    response
-                        .headers_mut()
-                        .insert(header::RETRY_AFTER, seconds.into());
-                }
-                response
-            }
-            Refusal::Reports => {
-                (StatusCode::SERVICE_UNAVAILABLE, "busy, try later\n").into_response()
-            }
-        }
-    }
 }
 
 /// The pool's admission around a route: the request runs (and the hook holds it) with a

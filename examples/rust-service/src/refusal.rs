@@ -1,0 +1,46 @@
+//! What the service answers when it will not serve a request: a full pool's refusal or a spent
+//! quota's, each with the status, body and hint its contract declares.
+
+use axum::response::{IntoResponse, Response};
+use http::{StatusCode, header};
+
+/// What a full pool answers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refusal {
+    /// `/search`'s: the status given, with a JSON body and the `Retry-After` seconds given.
+    Search(StatusCode, Option<u64>),
+    /// `/reports`': `503` with plain text.
+    Reports,
+    /// `/quota`'s: `429` with plain text and `Retry-After: 1`.
+    Quota,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Search(status, retry_after) => {
+                let mut response = (
+                    status,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    "{\"error\":\"too many searches\"}",
+                )
+                    .into_response();
+                if let Some(seconds) = retry_after {
+                    response
+                        .headers_mut()
+                        .insert(header::RETRY_AFTER, seconds.into());
+                }
+                response
+            }
+            Refusal::Reports => {
+                (StatusCode::SERVICE_UNAVAILABLE, "busy, try later\n").into_response()
+            }
+            Refusal::Quota => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "1")],
+                "quota spent, try later\n",
+            )
+                .into_response(),
+        }
+    }
+}
