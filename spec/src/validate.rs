@@ -208,6 +208,9 @@ impl Contract {
             if let Some(ms) = pool.deadline_ms {
                 range(&at("deadline_ms"), ms, 1, 86_400_000);
             }
+            if let Some(ms) = pool.queue.timeout_ms {
+                range(&at("queue.timeout_ms"), ms, 1, 3_600_000);
+            }
             if let Some(mb) = pool.memory_cap_mb {
                 range(&at("memory_cap_mb"), mb, 1, 1 << 20);
             }
@@ -512,6 +515,28 @@ impl Contract {
                     format!("`{r}` is not a key of [refusals]"),
                 )),
                 _ => {}
+            }
+            let q = &pool.queue;
+            match (q.timeout_ms, &q.timeout_answer) {
+                (Some(_), Some(answer)) if !self.refusals.contains_key(answer) => {
+                    out.push(violation(
+                        &at("queue.timeout_answer"),
+                        format!("`{answer}` is not a key of [refusals]"),
+                    ))
+                }
+                (Some(_), None) | (None, Some(_)) => out.push(violation(
+                    &at("queue"),
+                    "a queue timeout is `timeout_ms` with its `timeout_answer` (a key of \
+                     [refusals]), both or neither"
+                        .into(),
+                )),
+                _ => {}
+            }
+            if q.timeout_ms.is_some() && q.capacity.places() == Some(0) {
+                out.push(violation(
+                    &at("queue.timeout_ms"),
+                    "a queue of no places has no wait to time out".into(),
+                ));
             }
         }
         out

@@ -339,7 +339,8 @@ fn second_contract() -> std::path::PathBuf {
 }
 
 /// The second service as its contract says: T1, T2 (LIFO) and T3 judged by the client's clock
-/// through the tower layer's hold and passed, and T4 (its quota, `nodelay`, per API key);
+/// through the tower layer's hold and passed, T4 (its quota, `nodelay`, per API key) and T5
+/// (a report waiting two seconds is refused);
 /// nothing else applies, and the run exits 0.
 #[test]
 fn the_second_service_passes_its_own_contract() {
@@ -348,7 +349,7 @@ fn the_second_service_passes_its_own_contract() {
     let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
-    for id in ["T1", "T2", "T3", "T4"] {
+    for id in ["T1", "T2", "T3", "T4", "T5"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -368,7 +369,7 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 4, "{verdicts:?}");
+    assert_eq!(judged, 5, "{verdicts:?}");
     assert!(
         verdict(&report, "T4")["observed"]
             .as_str()
@@ -423,6 +424,27 @@ fn the_second_service_without_its_hint_fails_t3() {
         ..Default::default()
     };
     breaks("no Retry-After on a full search", config, &["T3"]);
+}
+
+/// No queue timeout on `/reports`, where the contract says two seconds: the waiting report is
+/// served once the held one is done, not refused.
+#[test]
+fn the_second_service_without_its_queue_timeout_fails_t5() {
+    let config = plimsoll_example_service::Config {
+        reports_queue_timeout: None,
+        ..Default::default()
+    };
+    breaks("no queue timeout", config, &["T5"]);
+}
+
+/// A queue timeout of three seconds where the contract says two: the refusal comes late.
+#[test]
+fn the_second_service_with_a_longer_queue_timeout_fails_t5() {
+    let config = plimsoll_example_service::Config {
+        reports_queue_timeout: Some(Duration::from_secs(3)),
+        ..Default::default()
+    };
+    breaks("a three-second queue timeout", config, &["T5"]);
 }
 
 /// One quota bucket for every API key, where the contract says one for each: a request under

@@ -53,6 +53,38 @@ impl HeldRequest {
         out
     }
 
+    /// The request `hold` declares, holding its worker for `least` at least: by its hook, for
+    /// that long; by its slow request, when it takes that long. None when it cannot, or when
+    /// the pool's deadline would answer it first.
+    pub fn at_least(
+        hold: &plimsoll_spec::model::Hold,
+        spec: &plimsoll_spec::model::PoolSpec,
+        least: Duration,
+    ) -> Option<Self> {
+        if spec
+            .deadline_ms
+            .is_some_and(|d| Duration::from_millis(d) <= least)
+        {
+            return None;
+        }
+        match (&hold.hook, hold.at_least_ms) {
+            (Some(hook), _) => {
+                let mut request = hold.request.clone();
+                request.headers.insert(
+                    hook.header.clone(),
+                    self::hold(hook.stage, least.as_millis() as u64),
+                );
+                Some(HeldRequest {
+                    request,
+                    hold: least,
+                    by: hook.header.clone(),
+                })
+            }
+            (None, Some(ms)) if Duration::from_millis(ms) >= least => Some(Self::of(hold, spec)),
+            (None, _) => None,
+        }
+    }
+
     /// The request `hold` declares, holding for its own `at_least_ms` or, by its hook, for
     /// [`HOOK_HOLD`] (a fifth of the pool's deadline when that is shorter).
     pub fn of(hold: &plimsoll_spec::model::Hold, spec: &plimsoll_spec::model::PoolSpec) -> Self {

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -18,6 +19,8 @@ struct PoolInner {
     workers: usize,
     places: usize,
     order: Order,
+    /// How long a request may wait for a worker before it is refused (none: for ever).
+    timeout: Option<Duration>,
     refusal: Refusal,
     state: Mutex<Slots>,
 }
@@ -55,11 +58,18 @@ impl Drop for Waiting {
 }
 
 impl Pool {
-    pub(crate) fn new(workers: usize, places: usize, order: Order, refusal: Refusal) -> Pool {
+    pub(crate) fn new(
+        workers: usize,
+        places: usize,
+        order: Order,
+        timeout: Option<Duration>,
+        refusal: Refusal,
+    ) -> Pool {
         Pool(Arc::new(PoolInner {
             workers,
             places,
             order,
+            timeout,
             refusal,
             state: Mutex::new(Slots::default()),
         }))
@@ -69,7 +79,9 @@ impl Pool {
         self.0.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A worker at once, a place in the queue and then a worker, or the refusal.
+    /// A worker at once, a place in the queue and then a worker, or the refusal: when the
+    /// queue is full, or when the wait reaches the pool's timeout (its place is then left;
+    /// a worker handed over at that very moment is given back).
     pub(crate) async fn acquire(&self) -> Result<Permit, Refusal> {
         let mut waiting = {
             let mut slots = self.slots();
@@ -88,13 +100,18 @@ impl Pool {
                 done: false,
             }
         };
-        let handed = (&mut waiting.rx).await.is_ok();
-        waiting.done = true;
-        if handed {
-            Ok(Permit(self.clone()))
-        } else {
-            Err(self.0.refusal)
+        let handed = match self.0.timeout {
+            Some(limit) => matches!(
+                tokio::time::timeout(limit, &mut waiting.rx).await,
+                Ok(Ok(()))
+            ),
+            None => (&mut waiting.rx).await.is_ok(),
+        };
+        if !handed {
+            return Err(self.0.refusal); // `waiting` gives back a worker handed meanwhile
         }
+        waiting.done = true;
+        Ok(Permit(self.clone()))
     }
 
     /// Hands the worker to the next live waiting request in the pool's order, or frees it.

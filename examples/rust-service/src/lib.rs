@@ -2,7 +2,7 @@
 //! contract declares: written on axum, not on the digitize engine, with pools of its own —
 //! `GET /search` (two workers, no queue, refusing `429` with a small JSON body and
 //! `Retry-After: 1`), `POST /reports` (one worker and a queue of three started newest first,
-//! LIFO, refusing `503` with plain text) and `GET /tenant` (one worker for each `X-Api-Key`
+//! LIFO, refusing `503` with plain text when full or after two seconds' wait) and `GET /tenant` (one worker for each `X-Api-Key`
 //! value, so one tenant's saturation never refuses another's) — and a rate limit, `GET /quota`
 //! (five a second for each `X-Api-Key` value, a burst of two more served at once, the rest
 //! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s) — no metrics, no
@@ -66,6 +66,8 @@ pub struct Config {
     pub reports_queue: usize,
     /// The order they start in.
     pub reports_order: Order,
+    /// How long a `/reports` request may wait before it is refused `503` (none: for ever).
+    pub reports_queue_timeout: Option<std::time::Duration>,
     /// `GET /tenant`'s workers, for each `X-Api-Key` value apart (else for all keys together).
     pub tenant_workers: usize,
     /// Whether each key has workers of its own.
@@ -89,6 +91,7 @@ impl Default for Config {
             reports_workers: 1,
             reports_queue: 3,
             reports_order: Order::Lifo,
+            reports_queue_timeout: Some(std::time::Duration::from_secs(2)),
             tenant_workers: 1,
             tenant_per_key: true,
             quota_rate: 5,
@@ -106,12 +109,14 @@ pub fn app(config: &Config) -> Router {
         config.search_workers,
         0,
         Order::Fifo,
+        None,
         Refusal::Search(config.search_refusal, config.search_retry_after),
     );
     let reports = Pool::new(
         config.reports_workers,
         config.reports_queue,
         config.reports_order,
+        config.reports_queue_timeout,
         Refusal::Reports,
     );
     let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
@@ -189,7 +194,7 @@ impl Tenants {
         }
         pools
             .entry(key.to_owned())
-            .or_insert_with(|| Pool::new(self.workers, 0, Order::Fifo, Refusal::Reports))
+            .or_insert_with(|| Pool::new(self.workers, 0, Order::Fifo, None, Refusal::Reports))
             .clone()
     }
 }

@@ -225,6 +225,10 @@ pub struct Clauses {
     /// contract that declares no rate limit (the digitize one) writes no prose for it.
     #[serde(rename = "T4", default, skip_serializing_if = "Option::is_none")]
     pub t4: Option<Clause<Empty>>,
+    /// T5: each pool's queue timeout (its `queue.timeout_ms` and `queue.timeout_answer`).
+    /// Optional, as T4.
+    #[serde(rename = "T5", default, skip_serializing_if = "Option::is_none")]
+    pub t5: Option<Clause<Empty>>,
     /// R1: the relay's worker pool (the `relay` pool).
     #[serde(rename = "R1")]
     pub r1: Clause<Empty>,

@@ -137,6 +137,14 @@ pub struct Queue {
     pub capacity: Capacity,
     /// The order waiting requests start in.
     pub order: QueueOrder,
+    /// How long a request may wait for a worker, counted from its arrival; past it the request
+    /// leaves the queue with the `timeout_answer` (T5). None: it waits as long as it takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// What a request that waited `timeout_ms` is answered: a key of `[refusals]`. Given
+    /// exactly when `timeout_ms` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_answer: Option<String>,
 }
 
 /// How many requests a queue holds.
@@ -425,6 +433,9 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
             "workers" => Some(ClauseId::T1),
             // A key qualifies a limit of routed requests; the relay's envelopes have none.
             "key" if !relay_pool => Some(ClauseId::T1),
+            "queue" if matches!(parts.get(3), Some(&("timeout_ms" | "timeout_answer"))) => {
+                Some(ClauseId::T5)
+            }
             "queue" => Some(ClauseId::T2),
             "deadline_ms" | "reference_ms" => Some(ClauseId::B1),
             "memory_cap_mb" => Some(ClauseId::B2),

@@ -135,15 +135,22 @@ fn clauses(md: &mut String, schema: &Value, contract: &Contract) {
 }
 
 /// The table's rows for the clauses `contract` does not write, by the language's name for
-/// each, with the fields of a rate limit (the one table such a clause judges) it judges.
+/// each, with the fields of a rate limit or a queue it judges (read from the schema).
 fn unwritten_clauses(md: &mut String, schema: &Value, contract: &Contract) {
     let written: BTreeSet<ClauseId> = contract.clause_list().iter().map(|c| c.id).collect();
-    let limit_fields: Vec<String> = schema["$defs"]["RateLimit"]["properties"]
-        .as_object()
-        .into_iter()
-        .flat_map(|p| p.keys())
-        .map(|k| format!("rate_limits.NAME.{k}"))
-        .collect();
+    let fields_of = |def: &str, at: &str| -> Vec<String> {
+        schema["$defs"][def]["properties"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.keys())
+            .map(|k| format!("{at}.{k}"))
+            .collect()
+    };
+    let limit_fields = [
+        fields_of("RateLimit", "rate_limits.NAME"),
+        fields_of("Queue", "pools.NAME.queue"),
+    ]
+    .concat();
     for id in ClauseId::ALL.into_iter().filter(|id| !written.contains(id)) {
         let fields: Vec<String> = limit_fields
             .iter()
