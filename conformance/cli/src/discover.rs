@@ -37,7 +37,10 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
         None => None,
     };
     let holding = match (&args.hook, args.slow_ms) {
-        (Some(header), _) => Holding::Hook(header.clone()),
+        (Some(header), _) => Holding::Hook {
+            header: header.clone(),
+            stage: args.hook_stage,
+        },
         (None, Some(ms)) => Holding::Slow(Duration::from_millis(ms)),
         (None, None) => return Err("give --slow-ms or --hook".into()),
     };

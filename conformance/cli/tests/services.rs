@@ -469,11 +469,17 @@ fn contract_at(path: &Path) -> plimsoll_spec::Contract {
 }
 
 /// The values discover must find equal to the hand-written contract's, for `pool`: workers,
-/// queue capacity and order, the refusal's status.
+/// queue capacity and order, the refusal's status and hint.
 fn measured(
     contract: &plimsoll_spec::Contract,
     pool: &str,
-) -> (u32, Option<u32>, &'static str, u16) {
+) -> (
+    u32,
+    Option<u32>,
+    &'static str,
+    u16,
+    Option<plimsoll_spec::model::Hint>,
+) {
     let spec = &contract.pools[pool];
     let refusal = &contract.refusals[spec.refusal.as_ref().unwrap()];
     (
@@ -481,6 +487,7 @@ fn measured(
         spec.queue.capacity.places(),
         spec.queue.order.as_str(),
         contract.refusal_status(refusal).unwrap(),
+        refusal.hint.clone(),
     )
 }
 
@@ -538,8 +545,9 @@ fn discover_writes_a_draft_of_nginx_that_check_passes() {
 }
 
 /// The second service's two routes, held by its hook: `GET /search` two at once, no queue,
-/// 429; `POST /reports` one at a time, three waiting newest first, 503 — as its hand-written
-/// contract says; `check` passes each draft (T1, T3, and T2 for the queue).
+/// 429 with `Retry-After: 1`; `POST /reports` one at a time, three waiting newest first, 503
+/// without a hint — as its hand-written contract says; `check` passes each draft (T1, T3, and T2
+/// for the queue).
 #[test]
 fn discover_writes_drafts_of_the_second_service_that_check_passes() {
     let url = second_service(plimsoll_example_service::Config::default());
@@ -623,4 +631,117 @@ fn discover_never_exceeds_its_ceiling_and_says_when_the_limit_is_above_it() {
     let text = std::fs::read_to_string(&draft).unwrap();
     assert!(text.contains("workers = 3  # at least"), "{text}");
     assert!(text.contains("none seen up to the ceiling of 3"), "{text}");
+}
+
+/// A small design of the reference's design format (`plimsoll_spec::design`): what its export
+/// route takes, as text.
+fn design_json() -> String {
+    use plimsoll_spec::design::{DESIGN_FORMAT, Design, Extents, Stitch, StitchCommand, Thread};
+    let st = |x, y, cmd| Stitch { x, y, cmd };
+    serde_json::to_string(&Design {
+        format: DESIGN_FORMAT.into(),
+        width_mm: 20.0,
+        height_mm: 10.0,
+        threads: vec![Thread {
+            color: "#c81e28".into(),
+        }],
+        extents: Extents {
+            min_x: 0,
+            min_y: 0,
+            max_x: 200,
+            max_y: 100,
+        },
+        stitch_count: 2,
+        stitches: vec![
+            st(0, 0, StitchCommand::Jump),
+            st(0, 0, StitchCommand::Stitch),
+            st(200, 100, StitchCommand::Stitch),
+            st(200, 100, StitchCommand::End),
+        ],
+    })
+    .unwrap()
+}
+
+/// The reference server (`plimsoll serve`, hooks on), its export pool cut to two workers by its
+/// override so the ramp is three bursts: discover holds a worker with the reference's hook in
+/// `parse`, the pool's first stage (the reference holds no request in `queue`, admission's and
+/// no stage). Export, not digitize: a recipe's body is text, and digitize takes only images.
+/// The draft's workers, queue capacity, refusal status and hint header equal the effective
+/// contract's (spec/contract.toml with the override); the hint's kind (the reference's is an
+/// estimator, and one load shows one value), the deadline, cancellation and memory cap are
+/// marked as what cannot be measured from outside; and `check` passes the draft against the
+/// same server (T1, T3).
+#[test]
+fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
+    use plimsoll_conformance::discover::draft::CANNOT_MEASURE;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("EXPORT_POOL_SIZE", "2")];
+    let (_server, url) = common::serve(&dir.path().join("server"), &env);
+    let (expected, _) = plimsoll_spec::Contract::embedded()
+        .with_overrides(|k| {
+            env.iter()
+                .find(|(e, _)| *e == k)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap();
+    let body = dir.path().join("design.json");
+    std::fs::write(&body, design_json()).unwrap();
+    let draft = dir.path().join("draft.toml");
+    let (code, said) = discover(
+        &url,
+        "POST /v1/export?format=svg",
+        &[
+            "--body",
+            &body.display().to_string(),
+            "--header",
+            "Content-Type: application/json",
+            "--hook",
+            "X-Plimsoll-Hook",
+            "--hook-stage",
+            "parse",
+            "--ceiling",
+            "6",
+        ],
+        &draft,
+    );
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("at most 6 request(s) at once"), "{said}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    let found = contract_at(&draft);
+    let (pool, spec) = (&found.pools["export"], &expected.pools["export"]);
+    assert_eq!(pool.workers, 2, "{text}");
+    assert_eq!(pool.workers, spec.workers, "{text}");
+    assert_eq!(pool.queue.capacity, spec.queue.capacity, "{text}");
+    let (refusal, declared) = (
+        &found.refusals[pool.refusal.as_ref().unwrap()],
+        &expected.refusals[spec.refusal.as_ref().unwrap()],
+    );
+    assert_eq!(
+        found.refusal_status(refusal),
+        expected.refusal_status(declared),
+        "{text}"
+    );
+    assert_eq!(
+        refusal.hint.as_ref().map(|h| h.header()),
+        declared.hint.as_ref().map(|h| h.header()),
+        "{text}"
+    );
+    for marked in [
+        "# hint: constant, or an estimate that follows the load",
+        "# deadline_ms: ",
+        "# cancellation: ",
+        "# memory_cap_mb: ",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(marked))
+            .unwrap_or_else(|| panic!("no `{marked}` line in\n{text}"));
+        assert!(line.contains(CANNOT_MEASURE), "{line}");
+    }
+    let (code, report) = check_with(dir.path(), &url, &draft);
+    let verdicts = verdicts(&report);
+    assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
+    for id in ["T1", "T3"] {
+        assert_eq!(verdict(&report, id)["verdict"], "pass", "{verdicts:?}");
+    }
 }

@@ -3,7 +3,8 @@
 //! limits starts from what the service shows rather than from guesses.
 //!
 //! A worker is held the way the checks hold one ([`HeldRequest`]): the route is slow on its
-//! own (the user says how slow), or the service honours a hook header (`plimsoll-tower`). Then
+//! own (the user says how slow), or the service honours a hook header (`plimsoll-tower`, the
+//! reference server's `X-Plimsoll-Hook` with its hooks on). Then
 //! a bounded ramp: bursts of 1, 2, 3, … held requests at once, each sorted by the checks' own
 //! burst sorting (ran at once, waited, refused, other), stopping at the first refusal or at the
 //! user's ceiling; the refusal probed a few times while the pool is full (status, body, hint
@@ -38,9 +39,16 @@ const PROBES: usize = 3;
 pub enum Holding {
     /// The route is slow on its own: answered no sooner than this, by the user's word.
     Slow(Duration),
-    /// The service holds a request carrying `HEADER: hold=queue:MS` for `MS` (the
-    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware); discover picks `MS`.
-    Hook(String),
+    /// The service holds a request carrying `HEADER: hold=STAGE:MS` for `MS`; discover picks
+    /// `MS`. A service with no stages of its own (the `plimsoll-tower` layer, the
+    /// `plimsoll_asgi` middleware) holds any stage, `queue` included; the reference server
+    /// holds only a stage its job runs (`decode`), since `queue` is admission's and no stage.
+    Hook {
+        /// The header's name (`X-Plimsoll-Hook`).
+        header: String,
+        /// The stage the `hold` directive names.
+        stage: Stage,
+    },
 }
 
 /// What to measure: one route of one service, and the most requests it may have at once.
@@ -58,6 +66,7 @@ pub struct Plan {
     pub headers: BTreeMap<String, String>,
     /// How a request holds a worker.
     pub holding: Holding,
+
     /// The most requests discover has in flight at once: the user's bound on the load it adds.
     pub ceiling: u32,
 }
@@ -79,12 +88,12 @@ impl Plan {
                 at_least_ms: Some(at_least.as_millis() as u64),
                 hook: None,
             },
-            Holding::Hook(header) => Hold {
+            Holding::Hook { header, stage } => Hold {
                 request,
                 at_least_ms: None,
                 hook: Some(HookHold {
                     header: header.clone(),
-                    stage: Stage::Queue,
+                    stage: *stage,
                 }),
             },
         }
@@ -100,10 +109,10 @@ impl Plan {
                 hold: *at_least,
                 by: "a slow request".into(),
             },
-            Holding::Hook(header) => {
+            Holding::Hook { header, stage } => {
                 request.headers.insert(
                     header.clone(),
-                    crate::checks::pool::hold(Stage::Queue, HOOK_HOLD.as_millis() as u64),
+                    crate::checks::pool::hold(*stage, HOOK_HOLD.as_millis() as u64),
                 );
                 HeldRequest {
                     request,
@@ -224,6 +233,17 @@ impl RefusalSeen {
     /// The body shape most refusals had.
     pub fn body(&self) -> BodyShape {
         most_common(&self.bodies).unwrap_or(BodyShape::Empty)
+    }
+
+    /// The delay every refusal gave in `Retry-After`, when each had one and all gave the same
+    /// number of seconds: a hint the draft can declare as a constant.
+    pub fn constant_delay(&self) -> Option<u64> {
+        let mut delays = self
+            .retry_after
+            .iter()
+            .map(|v| v.as_deref().and_then(|v| v.trim().parse::<u64>().ok()));
+        let first = delays.next()??;
+        delays.all(|d| d == Some(first)).then_some(first)
     }
 
     /// `Retry-After` in words: absent, present on some, constant, or varying.
@@ -599,6 +619,25 @@ mod tests {
                 ("ratelimit-policy".to_owned(), "2;w=1".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn a_delay_is_constant_only_when_every_refusal_gave_the_same_seconds() {
+        let seen = |values: &[Option<&str>]| {
+            let mut r = RefusalSeen::default();
+            for value in values {
+                let headers: Vec<(&str, &str)> =
+                    value.iter().map(|v| ("retry-after", *v)).collect();
+                r.add(&reply(503, &headers, ""));
+            }
+            r.constant_delay()
+        };
+        assert_eq!(seen(&[Some("1"), Some("1"), Some("1")]), Some(1));
+        assert_eq!(seen(&[Some("1"), Some("2")]), None);
+        assert_eq!(seen(&[Some("1"), None]), None);
+        assert_eq!(seen(&[None, Some("1")]), None);
+        assert_eq!(seen(&[Some("Wed, 21 Oct 2026 07:28:00 GMT")]), None);
+        assert_eq!(seen(&[]), None);
     }
 
     #[test]

@@ -28,10 +28,15 @@ pub struct DiscoverArgs {
         required_unless_present = "hook"
     )]
     pub slow_ms: Option<u64>,
-    /// The service holds a request carrying `HEADER: hold=queue:MS` for MS (the
-    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware); discover picks MS.
+    /// The service holds a request carrying `HEADER: hold=STAGE:MS` for MS (the
+    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware, the reference server with its
+    /// hooks on); discover picks MS.
     #[arg(long, value_name = "HEADER")]
     pub hook: Option<String>,
+    /// The stage `--hook`'s `hold` names: `queue` suits a service with no stages of its own;
+    /// the reference server holds only a stage its job runs (`parse` for export, the first).
+    #[arg(long, value_name = "STAGE", requires = "hook", default_value = "queue")]
+    pub hook_stage: plimsoll_spec::Stage,
     /// The most requests discover has in flight at once; the ramp stops there.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Run")]
     pub ceiling: u32,
