@@ -509,6 +509,12 @@ fn discovered_then_checked(
     let text = std::fs::read_to_string(&draft).unwrap();
     assert!(text.starts_with("#:schema "), "{text}");
     assert!(text.contains("confidence high"), "{text}");
+    assert!(
+        ["kept open: ", "closed: "]
+            .iter()
+            .any(|seen| text.contains(&format!("# connection after a refusal: {seen}"))),
+        "{text}"
+    );
     let found = contract_at(&draft);
     assert_eq!(
         measured(&found, pool),
@@ -669,8 +675,9 @@ fn design_json() -> String {
 /// The draft's workers, queue capacity, refusal status and hint header equal the effective
 /// contract's (spec/contract.toml with the override); the hint's kind (the reference's is an
 /// estimator, and one load shows one value), the deadline, cancellation and memory cap are
-/// marked as what cannot be measured from outside; and `check` passes the draft against the
-/// same server (T1, T3).
+/// marked as what cannot be measured from outside; the connection is seen kept open after a
+/// refusal (hyper's HTTP/1.1 keeps it); and `check` passes the draft against the same server
+/// (T1, T3).
 #[test]
 fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
     use plimsoll_conformance::discover::draft::CANNOT_MEASURE;
@@ -738,6 +745,12 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
             .unwrap_or_else(|| panic!("no `{marked}` line in\n{text}"));
         assert!(line.contains(CANNOT_MEASURE), "{line}");
     }
+    assert!(
+        text.contains(
+            "# connection after a refusal: kept open: refused 503 without `Connection: close`, then a second request on the same connection was answered 503"
+        ),
+        "{text}"
+    );
     let (code, report) = check_with(dir.path(), &url, &draft);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}\n{text}");

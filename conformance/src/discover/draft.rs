@@ -305,7 +305,22 @@ fn refusal(out: &mut String, f: &Findings) {
             let _ = writeln!(out, "# {name}: {value}");
         }
     }
-    out.push_str("# connection after a refusal: unknown (not measured)\n\n");
+    connection(out, f);
+    out.push('\n');
+}
+
+/// What a connection did after a refusal, as a comment: the contract language has no field
+/// for it yet.
+fn connection(out: &mut String, f: &Findings) {
+    let _ = match &f.connection {
+        Some(Ok(seen)) => writeln!(
+            out,
+            "# connection after a refusal: {}; confidence medium (one connection; no field of the contract language holds it yet)",
+            seen.evidence()
+        ),
+        Some(Err(e)) => writeln!(out, "# connection after a refusal: not seen: {e}"),
+        None => writeln!(out, "# connection after a refusal: not probed"),
+    };
 }
 
 #[cfg(test)]

@@ -4,13 +4,15 @@
 //!
 //! A worker is held the way the checks hold one ([`HeldRequest`]): the route is slow on its
 //! own (the user says how slow), or the service honours a hook header (`plimsoll-tower`, the
-//! reference server's `X-Plimsoll-Hook` with its hooks on). Then
-//! a bounded ramp: bursts of 1, 2, 3, … held requests at once, each sorted by the checks' own
-//! burst sorting (ran at once, waited, refused, other), stopping at the first refusal or at the
-//! user's ceiling; the refusal probed a few times while the pool is full (status, body, hint
-//! headers); and, when two or more requests waited, one trial of the queue's order as T2 runs it.
-//! No phase ever has more requests in flight than the ceiling.
+//! reference server's `X-Plimsoll-Hook` with its hooks on). Then a bounded ramp: bursts of 1,
+//! 2, 3, … held requests at once, each sorted by the checks' own burst sorting (ran at once,
+//! waited, refused, other), stopping at the first refusal or at the user's ceiling; while the
+//! pool is full again, what a connection does after a refusal on it ([`connection`]) and a few
+//! probes of the refusal (status, body, hint headers); and, when two or more requests waited,
+//! one trial of the queue's order as T2 runs it. No phase ever has more requests in flight
+//! than the ceiling.
 
+pub mod connection;
 pub mod draft;
 
 use std::collections::BTreeMap;
@@ -26,6 +28,7 @@ use crate::checks::pool::{
 };
 use crate::checks::throughput::t2::held::{FILL, MIN_GAP, expected_waves};
 use crate::remote::{Reply, Target};
+pub use connection::{ConnectionSeen, Kept, NotSeen};
 
 /// How long discover asks a hook to hold a request: long beside scheduling jitter, short
 /// enough for a ramp of a dozen bursts to take seconds, not minutes.
@@ -311,6 +314,9 @@ pub struct Findings {
     pub refusal: Option<RefusalSeen>,
     /// The order trial, when two or more requests waited.
     pub order: Option<OrderSeen>,
+    /// What a connection did after a refusal on it, when the ramp reached one: kept open or
+    /// closed, or why that was not seen.
+    pub connection: Option<Result<ConnectionSeen, NotSeen>>,
     /// How long each request held its worker.
     pub hold: Duration,
     /// Tolerances are the embedded contract's; the refusal latency bound the draft will be
@@ -351,11 +357,16 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findin
     let (workers, queue) = (f.workers, f.queue);
     if let Some(r) = f.refusal.as_mut() {
         say(format!(
-            "refusal: {} held, then up to {PROBES} probes of the full pool, one at a time",
+            "refusal: {} held, then the connection after a refusal and up to {PROBES} probes of the full pool, one at a time",
             workers + queue
         ));
         tokio::time::sleep(Duration::from_millis(100)).await;
-        probe_refusals(&t, &held, workers + queue, limit, r).await;
+        let connection = probe_refusals(&t, &held, workers + queue, limit, r).await;
+        say(match &connection {
+            Ok(seen) => format!("connection after a refusal: {}", seen.evidence()),
+            Err(e) => format!("connection after a refusal: not seen: {e}"),
+        });
+        f.connection = Some(connection);
     }
     if queue >= 2 {
         say(format!(
@@ -383,6 +394,7 @@ async fn ramp(
         limit: Limit::AboveCeiling,
         refusal: None,
         order: None,
+        connection: None,
         hold: held.hold,
         refusal_latency_ms: 0,
     };
@@ -461,19 +473,22 @@ async fn burst(
     .await
 }
 
-/// Fills the pool (`full` held requests), then probes it one request at a time while another
-/// probe fits in the hold, adding every refusal to `r`: at most `full + 1` in flight.
+/// Fills the pool (`full` held requests), sends one request on a connection of its own and a
+/// second on the same connection (what the connection did after the refusal), then probes
+/// the pool one request at a time while another probe fits in the hold, adding every refusal
+/// to `r`: at most `full + 1` in flight.
 async fn probe_refusals(
     t: &Arc<Target>,
     held: &HeldRequest,
     full: usize,
     limit: Duration,
     r: &mut RefusalSeen,
-) {
+) -> Result<ConnectionSeen, NotSeen> {
     let started = Instant::now();
     let saturating: Vec<Pending> = (0..full).map(|_| spawn_held(t, held, limit)).collect();
     sleep_until(started + Duration::from_millis(150).min(held.hold / 4)).await;
     let frees = started + held.hold;
+    let connection = connection::after_refusal(t, &held.request, limit).await;
     let mut slowest = Duration::ZERO;
     for _ in 0..PROBES {
         if Instant::now() + slowest + Duration::from_millis(50) > frees {
@@ -490,6 +505,7 @@ async fn probe_refusals(
         }
     }
     join_all(saturating).await;
+    connection
 }
 
 /// One trial of the queue's order, as T2 runs it: `workers` held, then `places` queued one at
