@@ -713,6 +713,12 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
     );
     assert_eq!(code, Some(0), "{said}");
     assert!(said.contains("at most 6 request(s) at once"), "{said}");
+    // A stderr that is no terminal gets the lines alone: no bar, no escape sequence.
+    assert!(
+        said.contains("discover: burst of 3: 2 ran at once"),
+        "{said}"
+    );
+    assert!(!said.contains(['\u{1b}', '\r']), "{said:?}");
     let text = std::fs::read_to_string(&draft).unwrap();
     let found = contract_at(&draft);
     let (pool, spec) = (&found.pools["export"], &expected.pools["export"]);

@@ -14,6 +14,7 @@
 
 pub mod connection;
 pub mod draft;
+pub mod progress;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,6 +30,8 @@ use crate::checks::pool::{
 use crate::checks::throughput::t2::held::{FILL, MIN_GAP, expected_waves};
 use crate::remote::{Reply, Target};
 pub use connection::{ConnectionSeen, Kept, NotSeen};
+pub use progress::{Phase, Step};
+use progress::{SETTLE, left_in_ramp, order_phase, refusal_phase};
 
 /// How long discover asks a hook to hold a request: long beside scheduling jitter, short
 /// enough for a ramp of a dozen bursts to take seconds, not minutes.
@@ -343,8 +346,9 @@ pub enum DiscoverError {
     NotServed(String),
 }
 
-/// Measures the route `plan` names, telling `say` each phase as it starts.
-pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findings, DiscoverError> {
+/// Measures the route `plan` names, telling `say` each phase as it starts and what it saw,
+/// with about how long the rest takes.
+pub async fn discover(plan: &Plan, say: &mut dyn FnMut(Step)) -> Result<Findings, DiscoverError> {
     let ceiling = plan.ceiling.max(1) as usize;
     let contract = probe_contract(plan).map_err(DiscoverError::Plan)?;
     let tolerances = contract.tolerances.clone();
@@ -355,24 +359,35 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findin
     let mut f = ramp(&t, &held, (ceiling, limit), say).await?;
     f.refusal_latency_ms = tolerances.refusal_latency_ms;
     let (workers, queue) = (f.workers, f.queue);
+    let order_left = order_phase(held.hold, workers, queue);
     if let Some(r) = f.refusal.as_mut() {
-        say(format!(
-            "refusal: {} held, then the connection after a refusal and up to {PROBES} probes of the full pool, one at a time",
-            workers + queue
-        ));
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        say(Step {
+            phase: Phase::Refusal,
+            line: format!(
+                "refusal: {} held, then the connection after a refusal and up to {PROBES} probes of the full pool, one at a time",
+                workers + queue
+            ),
+            left: refusal_phase(held.hold) + order_left,
+        });
+        tokio::time::sleep(SETTLE).await;
         let connection = probe_refusals(&t, &held, workers + queue, limit, r).await;
-        say(match &connection {
-            Ok(seen) => format!("connection after a refusal: {}", seen.evidence()),
-            Err(e) => format!("connection after a refusal: not seen: {e}"),
+        say(Step {
+            phase: Phase::Refusal,
+            line: match &connection {
+                Ok(seen) => format!("connection after a refusal: {}", seen.evidence()),
+                Err(e) => format!("connection after a refusal: not seen: {e}"),
+            },
+            left: order_left,
         });
         f.connection = Some(connection);
     }
     if queue >= 2 {
-        say(format!(
-            "order: {workers} held, then {queue} queued one at a time"
-        ));
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        say(Step {
+            phase: Phase::Order,
+            line: format!("order: {workers} held, then {queue} queued one at a time"),
+            left: order_left,
+        });
+        tokio::time::sleep(SETTLE).await;
         f.order = order_trial(&t, &held, workers, queue, limit).await;
     }
     Ok(f)
@@ -384,7 +399,7 @@ async fn ramp(
     t: &Arc<Target>,
     held: &HeldRequest,
     (ceiling, limit): (usize, Duration),
-    say: &mut dyn FnMut(String),
+    say: &mut dyn FnMut(Step),
 ) -> Result<Findings, DiscoverError> {
     let mut c = Ctx::new(0.0);
     let mut f = Findings {
@@ -398,14 +413,30 @@ async fn ramp(
         hold: held.hold,
         refusal_latency_ms: 0,
     };
+    let mut last = Duration::ZERO;
     for size in 1..=ceiling {
-        say(format!(
-            "burst of {size}: {size} request(s) at once, each held {} ms by {}",
-            held.hold.as_millis(),
-            held.by
-        ));
+        say(Step {
+            phase: Phase::Ramp,
+            line: format!(
+                "burst of {size}: {size} request(s) at once, each held {} ms by {}",
+                held.hold.as_millis(),
+                held.by
+            ),
+            left: left_in_ramp((size, ceiling), held.hold, last, (f.workers, f.queue)),
+        });
+        let started = Instant::now();
         let b = burst(t, &mut c, held, size, limit).await;
-        say(format!("burst of {size}: {}", b.summary()));
+        last = started.elapsed();
+        say(Step {
+            phase: Phase::Ramp,
+            line: format!("burst of {size}: {}", b.summary()),
+            left: left_in_ramp(
+                (size + 1, ceiling),
+                held.hold,
+                last,
+                (f.workers.max(b.ran.len()), f.queue.max(b.queued.len())),
+            ),
+        });
         if !b.other.is_empty() {
             let what = b.other.join("; ");
             return Err(if size == 1 {
@@ -433,7 +464,7 @@ async fn ramp(
             break;
         }
         // Give the service a moment to take its workers back after the answers.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(SETTLE).await;
     }
     if f.workers == 0 {
         return Err(DiscoverError::NotServed(

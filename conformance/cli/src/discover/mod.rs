@@ -1,6 +1,8 @@
-//! `plimsoll discover`: the command line turned into a [`Plan`], the route measured, the draft
-//! written and read back by the loader, so what it writes is a contract this build accepts or
-//! the reason it is not.
+//! `plimsoll discover`: the command line turned into a [`Plan`], the route measured with its
+//! progress on stderr ([`progress`]), the draft written and read back by the loader, so what it
+//! writes is a contract this build accepts or the reason it is not.
+
+mod progress;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -77,8 +79,10 @@ pub(crate) fn run(args: DiscoverArgs) -> u8 {
             return 2;
         }
     };
-    let mut say = |line: String| eprintln!("{WHO}: {line}");
-    let findings = match runtime.block_on(discover(&plan, &mut say)) {
+    let mut progress = progress::Progress::new(WHO);
+    let found = runtime.block_on(discover(&plan, &mut |step| progress.step(step)));
+    progress.finish();
+    let findings = match found {
         Ok(findings) => findings,
         Err(e) => {
             eprintln!("{WHO}: {e}");
