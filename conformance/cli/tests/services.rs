@@ -764,3 +764,77 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
         assert_eq!(verdict(&report, id)["verdict"], "pass", "{verdicts:?}");
     }
 }
+
+/// How long [`limited_upstream`] takes to refuse: long enough that a request sent while a
+/// refusal is under way overlaps it (discover fills the pool again and probes it 75 ms later).
+const REFUSAL_LINGERS: Duration = Duration::from_millis(150);
+
+/// An upstream serving `limit` requests at once, each answered after `hold`, and refusing any
+/// more at once with 503 and `Connection: close` after [`REFUSAL_LINGERS`], closing every
+/// connection after its answer; counting the connections it has at once. Returns its URL and
+/// the most it had.
+fn limited_upstream(
+    hold: Duration,
+    limit: usize,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (now, most) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    let seen = most.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let (now, most) = (now.clone(), most.clone());
+            std::thread::spawn(move || {
+                let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(at_once, Ordering::SeqCst);
+                let _ = read_head(&mut stream);
+                let answer: &[u8] = if at_once > limit {
+                    std::thread::sleep(REFUSAL_LINGERS);
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfull"
+                } else {
+                    std::thread::sleep(hold);
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                };
+                // Counted out before the answer leaves: the client may send again once it has it.
+                now.fetch_sub(1, Ordering::SeqCst);
+                let _ = stream.write_all(answer);
+            });
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+/// A service that refuses within the ceiling: the ramp, the probes of the full pool and the
+/// connection after a refusal together never have more requests at once than the ceiling
+/// (counted by the service), and the connection the service closes after its refusal is
+/// written down as closed, with the `Connection: close` it said.
+#[test]
+fn discover_s_probes_of_a_full_pool_stay_within_its_ceiling() {
+    let (url, most) = limited_upstream(Duration::from_millis(300), 2);
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("draft.toml");
+    let (code, said) = discover(
+        &url,
+        "GET /work",
+        &["--slow-ms", "300", "--ceiling", "3"],
+        &draft,
+    );
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 3, "{said}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    let found = contract_at(&draft);
+    let pool = &found.pools["work"];
+    assert_eq!(
+        (pool.workers, pool.queue.capacity.places()),
+        (2, Some(0)),
+        "{text}"
+    );
+    assert!(
+        text.contains("# connection after a refusal: closed: refused 503 with `Connection: close`"),
+        "{text}"
+    );
+}

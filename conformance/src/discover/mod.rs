@@ -359,18 +359,25 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(Step)) -> Result<Findings
     let mut f = ramp(&t, &held, (ceiling, limit), say).await?;
     f.refusal_latency_ms = tolerances.refusal_latency_ms;
     let (workers, queue) = (f.workers, f.queue);
-    let order_left = order_phase(held.hold, workers, queue);
+    // The most that ran and the most that waited may come from different bursts: never more
+    // held than leaves room for the probe within the ceiling, and no order trial past it.
+    let full = (workers + queue).min(ceiling - 1);
+    let trial = queue >= 2 && workers + queue <= ceiling;
+    let order_left = if trial {
+        order_phase(held.hold, workers, queue)
+    } else {
+        Duration::ZERO
+    };
     if let Some(r) = f.refusal.as_mut() {
         say(Step {
             phase: Phase::Refusal,
             line: format!(
-                "refusal: {} held, then the connection after a refusal and up to {PROBES} probes of the full pool, one at a time",
-                workers + queue
+                "refusal: {full} held, then the connection after a refusal and up to {PROBES} probes of the full pool, one at a time"
             ),
             left: refusal_phase(held.hold) + order_left,
         });
         tokio::time::sleep(SETTLE).await;
-        let connection = probe_refusals(&t, &held, workers + queue, limit, r).await;
+        let connection = probe_refusals(&t, &held, full, limit, r).await;
         say(Step {
             phase: Phase::Refusal,
             line: match &connection {
@@ -381,7 +388,7 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(Step)) -> Result<Findings
         });
         f.connection = Some(connection);
     }
-    if queue >= 2 {
+    if trial {
         say(Step {
             phase: Phase::Order,
             line: format!("order: {workers} held, then {queue} queued one at a time"),
