@@ -8,9 +8,9 @@
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
 //!   with every other's.
 //!
-//! `plimsoll discover` measures the same services from outside: its drafts equal their
-//! hand-written contracts' measured values and `check` passes them, and it never has more
-//! requests at once than its ceiling.
+//! `plimsoll discover` measures the same services, and the reference server's export pool,
+//! from outside: its drafts equal their hand-written contracts' measured values and `check`
+//! passes them, and it never has more requests at once than its ceiling.
 //!
 //! Everything listens on loopback; every run is bounded in time. Without nginx the tests fail
 //! saying how to get it (the test command, `bash ci/test.sh`, installs it).
