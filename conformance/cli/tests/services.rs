@@ -838,3 +838,30 @@ fn discover_s_probes_of_a_full_pool_stay_within_its_ceiling() {
         "{text}"
     );
 }
+
+/// `--hook-stage` without `--hook` is refused before a request is sent (exit 2), naming
+/// `--hook`: with `--slow-ms` it would otherwise be ignored without a word.
+#[test]
+fn discover_refuses_a_hook_stage_without_a_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, most) = counting_upstream(Duration::from_millis(10));
+    let (code, said) = discover(
+        &url,
+        "GET /work",
+        &[
+            "--slow-ms",
+            "10",
+            "--hook-stage",
+            "decode",
+            "--ceiling",
+            "2",
+        ],
+        &dir.path().join("draft.toml"),
+    );
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("--hook-stage") && said.contains("give --hook"),
+        "{said}"
+    );
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
+}

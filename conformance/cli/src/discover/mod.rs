@@ -38,10 +38,13 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
         ),
         None => None,
     };
+    if args.hook.is_none() && args.hook_stage.is_some() {
+        return Err("--hook-stage names the stage of --hook's hold: give --hook".into());
+    }
     let holding = match (&args.hook, args.slow_ms) {
         (Some(header), _) => Holding::Hook {
             header: header.clone(),
-            stage: args.hook_stage,
+            stage: args.hook_stage.unwrap_or(plimsoll_spec::Stage::Queue),
         },
         (None, Some(ms)) => Holding::Slow(Duration::from_millis(ms)),
         (None, None) => return Err("give --slow-ms or --hook".into()),
