@@ -865,3 +865,29 @@ fn discover_refuses_a_hook_stage_without_a_hook() {
     );
     assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
 }
+
+/// A body that is not UTF-8 text (an image, as the reference's digitize takes) is refused
+/// before a request is sent (exit 2), saying why: a contract's request body is text.
+#[test]
+fn discover_refuses_a_body_that_is_not_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("image.png");
+    std::fs::write(&body, b"\x89PNG\r\n\x1a\n").unwrap();
+    let (url, most) = counting_upstream(Duration::from_millis(10));
+    let (code, said) = discover(
+        &url,
+        "POST /work",
+        &[
+            "--body",
+            &body.display().to_string(),
+            "--slow-ms",
+            "10",
+            "--ceiling",
+            "2",
+        ],
+        &dir.path().join("draft.toml"),
+    );
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("is not UTF-8 text"), "{said}");
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
+}

@@ -32,10 +32,16 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
         headers.insert(name.trim().to_owned(), value.trim().to_owned());
     }
     let body = match &args.body {
-        Some(file) => Some(
-            std::fs::read_to_string(file)
-                .map_err(|e| format!("cannot read --body {}: {e}", file.display()))?,
-        ),
+        Some(file) => {
+            let bytes = std::fs::read(file)
+                .map_err(|e| format!("cannot read --body {}: {e}", file.display()))?;
+            Some(String::from_utf8(bytes).map_err(|_| {
+                format!(
+                    "--body {} is not UTF-8 text: a contract's request body is text, so an image or other binary body cannot be its held request's",
+                    file.display()
+                )
+            })?)
+        }
         None => None,
     };
     if args.hook.is_none() && args.hook_stage.is_some() {
