@@ -8,9 +8,9 @@
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
 //!   with every other's.
 //!
-//! `plimsoll discover` measures the same services from outside: its drafts equal their
-//! hand-written contracts' measured values and `check` passes them, and it never has more
-//! requests at once than its ceiling.
+//! `plimsoll discover` measures the same services, and the reference server's export pool,
+//! from outside: its drafts equal their hand-written contracts' measured values and `check`
+//! passes them, and it never has more requests at once than its ceiling.
 //!
 //! Everything listens on loopback; every run is bounded in time. Without nginx the tests fail
 //! saying how to get it (the test command, `bash ci/test.sh`, installs it).
@@ -633,11 +633,17 @@ fn contract_at(path: &Path) -> plimsoll_spec::Contract {
 }
 
 /// The values discover must find equal to the hand-written contract's, for `pool`: workers,
-/// queue capacity and order, the refusal's status.
+/// queue capacity and order, the refusal's status and hint.
 fn measured(
     contract: &plimsoll_spec::Contract,
     pool: &str,
-) -> (u32, Option<u32>, &'static str, u16) {
+) -> (
+    u32,
+    Option<u32>,
+    &'static str,
+    u16,
+    Option<plimsoll_spec::model::Hint>,
+) {
     let spec = &contract.pools[pool];
     let refusal = &contract.refusals[spec.refusal.as_ref().unwrap()];
     (
@@ -645,6 +651,7 @@ fn measured(
         spec.queue.capacity.places(),
         spec.queue.order.as_str(),
         contract.refusal_status(refusal).unwrap(),
+        refusal.hint.clone(),
     )
 }
 
@@ -666,6 +673,12 @@ fn discovered_then_checked(
     let text = std::fs::read_to_string(&draft).unwrap();
     assert!(text.starts_with("#:schema "), "{text}");
     assert!(text.contains("confidence high"), "{text}");
+    assert!(
+        ["kept open: ", "closed: "]
+            .iter()
+            .any(|seen| text.contains(&format!("# connection after a refusal: {seen}"))),
+        "{text}"
+    );
     let found = contract_at(&draft);
     assert_eq!(
         measured(&found, pool),
@@ -702,8 +715,9 @@ fn discover_writes_a_draft_of_nginx_that_check_passes() {
 }
 
 /// The second service's two routes, held by its hook: `GET /search` two at once, no queue,
-/// 429; `POST /reports` one at a time, three waiting newest first, 503 — as its hand-written
-/// contract says; `check` passes each draft (T1, T3, and T2 for the queue).
+/// 429 with `Retry-After: 1`; `POST /reports` one at a time, three waiting newest first, 503
+/// without a hint — as its hand-written contract says; `check` passes each draft (T1, T3, and T2
+/// for the queue).
 #[test]
 fn discover_writes_drafts_of_the_second_service_that_check_passes() {
     let url = second_service(plimsoll_example_service::Config::default());
@@ -787,4 +801,257 @@ fn discover_never_exceeds_its_ceiling_and_says_when_the_limit_is_above_it() {
     let text = std::fs::read_to_string(&draft).unwrap();
     assert!(text.contains("workers = 3  # at least"), "{text}");
     assert!(text.contains("none seen up to the ceiling of 3"), "{text}");
+}
+
+/// A small design of the reference's design format (`plimsoll_spec::design`): what its export
+/// route takes, as text.
+fn design_json() -> String {
+    use plimsoll_spec::design::{DESIGN_FORMAT, Design, Extents, Stitch, StitchCommand, Thread};
+    let st = |x, y, cmd| Stitch { x, y, cmd };
+    serde_json::to_string(&Design {
+        format: DESIGN_FORMAT.into(),
+        width_mm: 20.0,
+        height_mm: 10.0,
+        threads: vec![Thread {
+            color: "#c81e28".into(),
+        }],
+        extents: Extents {
+            min_x: 0,
+            min_y: 0,
+            max_x: 200,
+            max_y: 100,
+        },
+        stitch_count: 2,
+        stitches: vec![
+            st(0, 0, StitchCommand::Jump),
+            st(0, 0, StitchCommand::Stitch),
+            st(200, 100, StitchCommand::Stitch),
+            st(200, 100, StitchCommand::End),
+        ],
+    })
+    .unwrap()
+}
+
+/// The reference server (`plimsoll serve`, hooks on), its export pool cut to two workers by its
+/// override so the ramp is three bursts: discover holds a worker with the reference's hook in
+/// `parse`, the pool's first stage (the reference holds no request in `queue`, admission's and
+/// no stage). Export, not digitize: a recipe's body is text, and digitize takes only images.
+/// The draft's workers, queue capacity, refusal status and hint header equal the effective
+/// contract's (spec/contract.toml with the override); the hint's kind (the reference's is an
+/// estimator, and one load shows one value), the deadline, cancellation and memory cap are
+/// marked as what cannot be measured from outside; the connection is seen kept open after a
+/// refusal (hyper's HTTP/1.1 keeps it); and `check` passes the draft against the same server
+/// (T1, T3).
+#[test]
+fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
+    use plimsoll_conformance::discover::draft::CANNOT_MEASURE;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("EXPORT_POOL_SIZE", "2")];
+    let (_server, url) = common::serve(&dir.path().join("server"), &env);
+    let (expected, _) = plimsoll_spec::Contract::embedded()
+        .with_overrides(|k| {
+            env.iter()
+                .find(|(e, _)| *e == k)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap();
+    let body = dir.path().join("design.json");
+    std::fs::write(&body, design_json()).unwrap();
+    let draft = dir.path().join("draft.toml");
+    let (code, said) = discover(
+        &url,
+        "POST /v1/export?format=svg",
+        &[
+            "--body",
+            &body.display().to_string(),
+            "--header",
+            "Content-Type: application/json",
+            "--hook",
+            "X-Plimsoll-Hook",
+            "--hook-stage",
+            "parse",
+            "--ceiling",
+            "6",
+        ],
+        &draft,
+    );
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("at most 6 request(s) at once"), "{said}");
+    // A stderr that is no terminal gets the lines alone: no bar, no escape sequence.
+    assert!(
+        said.contains("discover: burst of 3: 2 ran at once"),
+        "{said}"
+    );
+    assert!(!said.contains(['\u{1b}', '\r']), "{said:?}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    let found = contract_at(&draft);
+    let (pool, spec) = (&found.pools["export"], &expected.pools["export"]);
+    assert_eq!(pool.workers, 2, "{text}");
+    assert_eq!(pool.workers, spec.workers, "{text}");
+    assert_eq!(pool.queue.capacity, spec.queue.capacity, "{text}");
+    let (refusal, declared) = (
+        &found.refusals[pool.refusal.as_ref().unwrap()],
+        &expected.refusals[spec.refusal.as_ref().unwrap()],
+    );
+    assert_eq!(
+        found.refusal_status(refusal),
+        expected.refusal_status(declared),
+        "{text}"
+    );
+    assert_eq!(
+        refusal.hint.as_ref().map(|h| h.header()),
+        declared.hint.as_ref().map(|h| h.header()),
+        "{text}"
+    );
+    for marked in [
+        "# hint: constant, or an estimate that follows the load",
+        "# deadline_ms: ",
+        "# cancellation: ",
+        "# memory_cap_mb: ",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(marked))
+            .unwrap_or_else(|| panic!("no `{marked}` line in\n{text}"));
+        assert!(line.contains(CANNOT_MEASURE), "{line}");
+    }
+    assert!(
+        text.contains(
+            "# connection after a refusal: kept open: refused 503 without `Connection: close`, then a second request on the same connection was answered 503"
+        ),
+        "{text}"
+    );
+    let (code, report) = check_with(dir.path(), &url, &draft, &[]);
+    let verdicts = verdicts(&report);
+    assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
+    for id in ["T1", "T3"] {
+        assert_eq!(verdict(&report, id)["verdict"], "pass", "{verdicts:?}");
+    }
+}
+
+/// How long [`limited_upstream`] takes to refuse: long enough that a request sent while a
+/// refusal is under way overlaps it (discover fills the pool again and probes it 75 ms later).
+const REFUSAL_LINGERS: Duration = Duration::from_millis(150);
+
+/// An upstream serving `limit` requests at once, each answered after `hold`, and refusing any
+/// more at once with 503 and `Connection: close` after [`REFUSAL_LINGERS`], closing every
+/// connection after its answer; counting the connections it has at once. Returns its URL and
+/// the most it had.
+fn limited_upstream(
+    hold: Duration,
+    limit: usize,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (now, most) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    let seen = most.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let (now, most) = (now.clone(), most.clone());
+            std::thread::spawn(move || {
+                let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(at_once, Ordering::SeqCst);
+                let _ = read_head(&mut stream);
+                let answer: &[u8] = if at_once > limit {
+                    std::thread::sleep(REFUSAL_LINGERS);
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfull"
+                } else {
+                    std::thread::sleep(hold);
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                };
+                // Counted out before the answer leaves: the client may send again once it has it.
+                now.fetch_sub(1, Ordering::SeqCst);
+                let _ = stream.write_all(answer);
+            });
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+/// A service that refuses within the ceiling: the ramp, the probes of the full pool and the
+/// connection after a refusal together never have more requests at once than the ceiling
+/// (counted by the service), and the connection the service closes after its refusal is
+/// written down as closed, with the `Connection: close` it said.
+#[test]
+fn discover_s_probes_of_a_full_pool_stay_within_its_ceiling() {
+    let (url, most) = limited_upstream(Duration::from_millis(300), 2);
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("draft.toml");
+    let (code, said) = discover(
+        &url,
+        "GET /work",
+        &["--slow-ms", "300", "--ceiling", "3"],
+        &draft,
+    );
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 3, "{said}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    let found = contract_at(&draft);
+    let pool = &found.pools["work"];
+    assert_eq!(
+        (pool.workers, pool.queue.capacity.places()),
+        (2, Some(0)),
+        "{text}"
+    );
+    assert!(
+        text.contains("# connection after a refusal: closed: refused 503 with `Connection: close`"),
+        "{text}"
+    );
+}
+
+/// `--hook-stage` without `--hook` is refused before a request is sent (exit 2), naming
+/// `--hook`: with `--slow-ms` it would otherwise be ignored without a word.
+#[test]
+fn discover_refuses_a_hook_stage_without_a_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, most) = counting_upstream(Duration::from_millis(10));
+    let (code, said) = discover(
+        &url,
+        "GET /work",
+        &[
+            "--slow-ms",
+            "10",
+            "--hook-stage",
+            "decode",
+            "--ceiling",
+            "2",
+        ],
+        &dir.path().join("draft.toml"),
+    );
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("--hook-stage") && said.contains("give --hook"),
+        "{said}"
+    );
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
+}
+
+/// A body that is not UTF-8 text (an image, as the reference's digitize takes) is refused
+/// before a request is sent (exit 2), saying why: a contract's request body is text.
+#[test]
+fn discover_refuses_a_body_that_is_not_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("image.png");
+    std::fs::write(&body, b"\x89PNG\r\n\x1a\n").unwrap();
+    let (url, most) = counting_upstream(Duration::from_millis(10));
+    let (code, said) = discover(
+        &url,
+        "POST /work",
+        &[
+            "--body",
+            &body.display().to_string(),
+            "--slow-ms",
+            "10",
+            "--ceiling",
+            "2",
+        ],
+        &dir.path().join("draft.toml"),
+    );
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("is not UTF-8 text"), "{said}");
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
 }

@@ -163,10 +163,12 @@ fn pool(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Er
         }
     }
     let hold_note = match &plan.holding {
-        super::Holding::Slow(_) => "as given (--slow-ms): the route's least time, by your word",
-        super::Holding::Hook(_) => {
-            "as given (--hook): the service holds a request for the time its hook names"
+        super::Holding::Slow(_) => {
+            "as given (--slow-ms): the route's least time, by your word".to_owned()
         }
+        super::Holding::Hook { stage, .. } => format!(
+            "as given (--hook, --hook-stage): the service holds a request in `{stage}` for the time its hook names"
+        ),
     };
     let _ = writeln!(out, "hold = {}  # {hold_note}", inline(&plan.hold())?);
     let _ = writeln!(out, "# deadline_ms: {CANNOT_MEASURE} (not probed)");
@@ -245,6 +247,37 @@ fn queue(out: &mut String, f: &Findings) {
     );
 }
 
+/// The refusal's hint: none when no refusal had `Retry-After`; a constant one when every
+/// refusal gave the same delay, marked, since whether that delay would follow the load (an
+/// estimator's, as the reference server's) the probes of one load cannot show; none declared,
+/// with the delays seen, when it varied or was missing on some.
+fn hint(out: &mut String, r: &super::RefusalSeen) {
+    let seen = r.hint();
+    match r.constant_delay() {
+        _ if seen == "absent" => {
+            out.push_str("# hint: no Retry-After on any refusal: none declared\n");
+        }
+        Some(seconds) => {
+            let _ = writeln!(
+                out,
+                "hint = {{ header = \"Retry-After\", seconds = {seconds} }}  # Retry-After {seen}, on {} refusals under one load; confidence {}",
+                r.retry_after.len(),
+                confidence(r.retry_after.len())
+            );
+            let _ = writeln!(
+                out,
+                "# hint: constant, or an estimate that follows the load (its estimator, window and bounds): {CANNOT_MEASURE} (one load gave one value)"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "# hint: Retry-After {seen}: an estimate that follows the load, or missing on some refusals; none declared. Its estimator, window and bounds: {CANNOT_MEASURE}"
+            );
+        }
+    }
+}
+
 /// `[refusals.refused]`: the status with its evidence, and the body, hint, rate-limit headers
 /// and connection as comments; an empty `[refusals]` when none was seen.
 fn refusal(out: &mut String, f: &Findings) {
@@ -263,16 +296,8 @@ fn refusal(out: &mut String, f: &Findings) {
         f.refusal_latency_ms,
         confidence(same)
     );
+    hint(out, r);
     let _ = writeln!(out, "# body: {}", r.body().as_str());
-    let hint = r.hint();
-    if hint == "absent" {
-        out.push_str("# hint: no Retry-After on any refusal: none declared\n");
-    } else {
-        let _ = writeln!(
-            out,
-            "# hint: Retry-After {hint}; its estimator, window and bounds: {CANNOT_MEASURE}"
-        );
-    }
     if r.rate_limit.is_empty() {
         out.push_str("# RateLimit, RateLimit-Policy: absent\n");
     } else {
@@ -280,7 +305,22 @@ fn refusal(out: &mut String, f: &Findings) {
             let _ = writeln!(out, "# {name}: {value}");
         }
     }
-    out.push_str("# connection after a refusal: unknown (not measured)\n\n");
+    connection(out, f);
+    out.push('\n');
+}
+
+/// What a connection did after a refusal, as a comment: the contract language has no field
+/// for it yet.
+fn connection(out: &mut String, f: &Findings) {
+    let _ = match &f.connection {
+        Some(Ok(seen)) => writeln!(
+            out,
+            "# connection after a refusal: {}; confidence medium (one connection; no field of the contract language holds it yet)",
+            seen.evidence()
+        ),
+        Some(Err(e)) => writeln!(out, "# connection after a refusal: not seen: {e}"),
+        None => writeln!(out, "# connection after a refusal: not probed"),
+    };
 }
 
 #[cfg(test)]

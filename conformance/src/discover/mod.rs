@@ -3,14 +3,18 @@
 //! limits starts from what the service shows rather than from guesses.
 //!
 //! A worker is held the way the checks hold one ([`HeldRequest`]): the route is slow on its
-//! own (the user says how slow), or the service honours a hook header (`plimsoll-tower`). Then
-//! a bounded ramp: bursts of 1, 2, 3, … held requests at once, each sorted by the checks' own
-//! burst sorting (ran at once, waited, refused, other), stopping at the first refusal or at the
-//! user's ceiling; the refusal probed a few times while the pool is full (status, body, hint
-//! headers); and, when two or more requests waited, one trial of the queue's order as T2 runs it.
-//! No phase ever has more requests in flight than the ceiling.
+//! own (the user says how slow), or the service honours a hook header (`plimsoll-tower`, the
+//! reference server's `X-Plimsoll-Hook` with its hooks on). Then a bounded ramp: bursts of 1,
+//! 2, 3, … held requests at once, each sorted by the checks' own burst sorting (ran at once,
+//! waited, refused, other), stopping at the first refusal or at the user's ceiling; while the
+//! pool is full again, what a connection does after a refusal on it ([`connection`]) and a few
+//! probes of the refusal (status, body, hint headers); and, when two or more requests waited,
+//! one trial of the queue's order as T2 runs it. No phase ever has more requests in flight
+//! than the ceiling.
 
+pub mod connection;
 pub mod draft;
+pub mod progress;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +29,9 @@ use crate::checks::pool::{
 };
 use crate::checks::throughput::t2::held::{FILL, MIN_GAP, expected_waves};
 use crate::remote::{Reply, Target};
+pub use connection::{ConnectionSeen, Kept, NotSeen};
+pub use progress::{Phase, Step};
+use progress::{SETTLE, left_in_ramp, order_phase, refusal_phase};
 
 /// How long discover asks a hook to hold a request: long beside scheduling jitter, short
 /// enough for a ramp of a dozen bursts to take seconds, not minutes.
@@ -38,9 +45,16 @@ const PROBES: usize = 3;
 pub enum Holding {
     /// The route is slow on its own: answered no sooner than this, by the user's word.
     Slow(Duration),
-    /// The service holds a request carrying `HEADER: hold=queue:MS` for `MS` (the
-    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware); discover picks `MS`.
-    Hook(String),
+    /// The service holds a request carrying `HEADER: hold=STAGE:MS` for `MS`; discover picks
+    /// `MS`. A service with no stages of its own (the `plimsoll-tower` layer, the
+    /// `plimsoll_asgi` middleware) holds any stage, `queue` included; the reference server
+    /// holds only a stage its job runs (`decode`), since `queue` is admission's and no stage.
+    Hook {
+        /// The header's name (`X-Plimsoll-Hook`).
+        header: String,
+        /// The stage the `hold` directive names.
+        stage: Stage,
+    },
 }
 
 /// What to measure: one route of one service, and the most requests it may have at once.
@@ -58,6 +72,7 @@ pub struct Plan {
     pub headers: BTreeMap<String, String>,
     /// How a request holds a worker.
     pub holding: Holding,
+
     /// The most requests discover has in flight at once: the user's bound on the load it adds.
     pub ceiling: u32,
 }
@@ -79,12 +94,12 @@ impl Plan {
                 at_least_ms: Some(at_least.as_millis() as u64),
                 hook: None,
             },
-            Holding::Hook(header) => Hold {
+            Holding::Hook { header, stage } => Hold {
                 request,
                 at_least_ms: None,
                 hook: Some(HookHold {
                     header: header.clone(),
-                    stage: Stage::Queue,
+                    stage: *stage,
                 }),
             },
         }
@@ -100,10 +115,10 @@ impl Plan {
                 hold: *at_least,
                 by: "a slow request".into(),
             },
-            Holding::Hook(header) => {
+            Holding::Hook { header, stage } => {
                 request.headers.insert(
                     header.clone(),
-                    crate::checks::pool::hold(Stage::Queue, HOOK_HOLD.as_millis() as u64),
+                    crate::checks::pool::hold(*stage, HOOK_HOLD.as_millis() as u64),
                 );
                 HeldRequest {
                     request,
@@ -226,6 +241,17 @@ impl RefusalSeen {
         most_common(&self.bodies).unwrap_or(BodyShape::Empty)
     }
 
+    /// The delay every refusal gave in `Retry-After`, when each had one and all gave the same
+    /// number of seconds: a hint the draft can declare as a constant.
+    pub fn constant_delay(&self) -> Option<u64> {
+        let mut delays = self
+            .retry_after
+            .iter()
+            .map(|v| v.as_deref().and_then(|v| v.trim().parse::<u64>().ok()));
+        let first = delays.next()??;
+        delays.all(|d| d == Some(first)).then_some(first)
+    }
+
     /// `Retry-After` in words: absent, present on some, constant, or varying.
     pub fn hint(&self) -> String {
         let present: Vec<&String> = self.retry_after.iter().flatten().collect();
@@ -291,6 +317,9 @@ pub struct Findings {
     pub refusal: Option<RefusalSeen>,
     /// The order trial, when two or more requests waited.
     pub order: Option<OrderSeen>,
+    /// What a connection did after a refusal on it, when the ramp reached one: kept open or
+    /// closed, or why that was not seen.
+    pub connection: Option<Result<ConnectionSeen, NotSeen>>,
     /// How long each request held its worker.
     pub hold: Duration,
     /// Tolerances are the embedded contract's; the refusal latency bound the draft will be
@@ -317,8 +346,9 @@ pub enum DiscoverError {
     NotServed(String),
 }
 
-/// Measures the route `plan` names, telling `say` each phase as it starts.
-pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findings, DiscoverError> {
+/// Measures the route `plan` names, telling `say` each phase as it starts and what it saw,
+/// with about how long the rest takes.
+pub async fn discover(plan: &Plan, say: &mut dyn FnMut(Step)) -> Result<Findings, DiscoverError> {
     let ceiling = plan.ceiling.max(1) as usize;
     let contract = probe_contract(plan).map_err(DiscoverError::Plan)?;
     let tolerances = contract.tolerances.clone();
@@ -329,19 +359,42 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(String)) -> Result<Findin
     let mut f = ramp(&t, &held, (ceiling, limit), say).await?;
     f.refusal_latency_ms = tolerances.refusal_latency_ms;
     let (workers, queue) = (f.workers, f.queue);
+    // The most that ran and the most that waited may come from different bursts: never more
+    // held than leaves room for the probe within the ceiling, and no order trial past it.
+    let full = (workers + queue).min(ceiling - 1);
+    let trial = queue >= 2 && workers + queue <= ceiling;
+    let order_left = if trial {
+        order_phase(held.hold, workers, queue)
+    } else {
+        Duration::ZERO
+    };
     if let Some(r) = f.refusal.as_mut() {
-        say(format!(
-            "refusal: {} held, then up to {PROBES} probes of the full pool, one at a time",
-            workers + queue
-        ));
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        probe_refusals(&t, &held, workers + queue, limit, r).await;
+        say(Step {
+            phase: Phase::Refusal,
+            line: format!(
+                "refusal: {full} held, then the connection after a refusal and up to {PROBES} probes of the full pool, one at a time"
+            ),
+            left: refusal_phase(held.hold) + order_left,
+        });
+        tokio::time::sleep(SETTLE).await;
+        let connection = probe_refusals(&t, &held, full, limit, r).await;
+        say(Step {
+            phase: Phase::Refusal,
+            line: match &connection {
+                Ok(seen) => format!("connection after a refusal: {}", seen.evidence()),
+                Err(e) => format!("connection after a refusal: not seen: {e}"),
+            },
+            left: order_left,
+        });
+        f.connection = Some(connection);
     }
-    if queue >= 2 {
-        say(format!(
-            "order: {workers} held, then {queue} queued one at a time"
-        ));
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    if trial {
+        say(Step {
+            phase: Phase::Order,
+            line: format!("order: {workers} held, then {queue} queued one at a time"),
+            left: order_left,
+        });
+        tokio::time::sleep(SETTLE).await;
         f.order = order_trial(&t, &held, workers, queue, limit).await;
     }
     Ok(f)
@@ -353,7 +406,7 @@ async fn ramp(
     t: &Arc<Target>,
     held: &HeldRequest,
     (ceiling, limit): (usize, Duration),
-    say: &mut dyn FnMut(String),
+    say: &mut dyn FnMut(Step),
 ) -> Result<Findings, DiscoverError> {
     let mut c = Ctx::new(0.0);
     let mut f = Findings {
@@ -363,17 +416,34 @@ async fn ramp(
         limit: Limit::AboveCeiling,
         refusal: None,
         order: None,
+        connection: None,
         hold: held.hold,
         refusal_latency_ms: 0,
     };
+    let mut last = Duration::ZERO;
     for size in 1..=ceiling {
-        say(format!(
-            "burst of {size}: {size} request(s) at once, each held {} ms by {}",
-            held.hold.as_millis(),
-            held.by
-        ));
+        say(Step {
+            phase: Phase::Ramp,
+            line: format!(
+                "burst of {size}: {size} request(s) at once, each held {} ms by {}",
+                held.hold.as_millis(),
+                held.by
+            ),
+            left: left_in_ramp((size, ceiling), held.hold, last, (f.workers, f.queue)),
+        });
+        let started = Instant::now();
         let b = burst(t, &mut c, held, size, limit).await;
-        say(format!("burst of {size}: {}", b.summary()));
+        last = started.elapsed();
+        say(Step {
+            phase: Phase::Ramp,
+            line: format!("burst of {size}: {}", b.summary()),
+            left: left_in_ramp(
+                (size + 1, ceiling),
+                held.hold,
+                last,
+                (f.workers.max(b.ran.len()), f.queue.max(b.queued.len())),
+            ),
+        });
         if !b.other.is_empty() {
             let what = b.other.join("; ");
             return Err(if size == 1 {
@@ -401,7 +471,7 @@ async fn ramp(
             break;
         }
         // Give the service a moment to take its workers back after the answers.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(SETTLE).await;
     }
     if f.workers == 0 {
         return Err(DiscoverError::NotServed(
@@ -441,19 +511,22 @@ async fn burst(
     .await
 }
 
-/// Fills the pool (`full` held requests), then probes it one request at a time while another
-/// probe fits in the hold, adding every refusal to `r`: at most `full + 1` in flight.
+/// Fills the pool (`full` held requests), sends one request on a connection of its own and a
+/// second on the same connection (what the connection did after the refusal), then probes
+/// the pool one request at a time while another probe fits in the hold, adding every refusal
+/// to `r`: at most `full + 1` in flight.
 async fn probe_refusals(
     t: &Arc<Target>,
     held: &HeldRequest,
     full: usize,
     limit: Duration,
     r: &mut RefusalSeen,
-) {
+) -> Result<ConnectionSeen, NotSeen> {
     let started = Instant::now();
     let saturating: Vec<Pending> = (0..full).map(|_| spawn_held(t, held, limit)).collect();
     sleep_until(started + Duration::from_millis(150).min(held.hold / 4)).await;
     let frees = started + held.hold;
+    let connection = connection::after_refusal(t, &held.request, limit).await;
     let mut slowest = Duration::ZERO;
     for _ in 0..PROBES {
         if Instant::now() + slowest + Duration::from_millis(50) > frees {
@@ -470,6 +543,7 @@ async fn probe_refusals(
         }
     }
     join_all(saturating).await;
+    connection
 }
 
 /// One trial of the queue's order, as T2 runs it: `workers` held, then `places` queued one at
@@ -599,6 +673,25 @@ mod tests {
                 ("ratelimit-policy".to_owned(), "2;w=1".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn a_delay_is_constant_only_when_every_refusal_gave_the_same_seconds() {
+        let seen = |values: &[Option<&str>]| {
+            let mut r = RefusalSeen::default();
+            for value in values {
+                let headers: Vec<(&str, &str)> =
+                    value.iter().map(|v| ("retry-after", *v)).collect();
+                r.add(&reply(503, &headers, ""));
+            }
+            r.constant_delay()
+        };
+        assert_eq!(seen(&[Some("1"), Some("1"), Some("1")]), Some(1));
+        assert_eq!(seen(&[Some("1"), Some("2")]), None);
+        assert_eq!(seen(&[Some("1"), None]), None);
+        assert_eq!(seen(&[None, Some("1")]), None);
+        assert_eq!(seen(&[Some("Wed, 21 Oct 2026 07:28:00 GMT")]), None);
+        assert_eq!(seen(&[]), None);
     }
 
     #[test]

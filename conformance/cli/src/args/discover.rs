@@ -28,10 +28,18 @@ pub struct DiscoverArgs {
         required_unless_present = "hook"
     )]
     pub slow_ms: Option<u64>,
-    /// The service holds a request carrying `HEADER: hold=queue:MS` for MS (the
-    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware); discover picks MS.
+    /// The service holds a request carrying `HEADER: hold=STAGE:MS` for MS (the
+    /// `plimsoll-tower` layer, the `plimsoll_asgi` middleware, the reference server with its
+    /// hooks on); discover picks MS.
     #[arg(long, value_name = "HEADER")]
     pub hook: Option<String>,
+    /// The stage `--hook`'s `hold` names, `queue` unless given: `queue` suits a service with no
+    /// stages of its own; the reference server holds only a stage its job runs (`parse` for
+    /// export, the first). Only with `--hook`.
+    // Checked where the plan is made, not by clap's `requires`: clap excuses a missing
+    // requirement when an option that conflicts with it (`--slow-ms`) is present.
+    #[arg(long, value_name = "STAGE")]
+    pub hook_stage: Option<plimsoll_spec::Stage>,
     /// The most requests discover has in flight at once; the ramp stops there.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Run")]
     pub ceiling: u32,

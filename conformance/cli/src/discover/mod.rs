@@ -1,6 +1,8 @@
-//! `plimsoll discover`: the command line turned into a [`Plan`], the route measured, the draft
-//! written and read back by the loader, so what it writes is a contract this build accepts or
-//! the reason it is not.
+//! `plimsoll discover`: the command line turned into a [`Plan`], the route measured with its
+//! progress on stderr ([`progress`]), the draft written and read back by the loader, so what it
+//! writes is a contract this build accepts or the reason it is not.
+
+mod progress;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -30,14 +32,26 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
         headers.insert(name.trim().to_owned(), value.trim().to_owned());
     }
     let body = match &args.body {
-        Some(file) => Some(
-            std::fs::read_to_string(file)
-                .map_err(|e| format!("cannot read --body {}: {e}", file.display()))?,
-        ),
+        Some(file) => {
+            let bytes = std::fs::read(file)
+                .map_err(|e| format!("cannot read --body {}: {e}", file.display()))?;
+            Some(String::from_utf8(bytes).map_err(|_| {
+                format!(
+                    "--body {} is not UTF-8 text: a contract's request body is text, so an image or other binary body cannot be its held request's",
+                    file.display()
+                )
+            })?)
+        }
         None => None,
     };
+    if args.hook.is_none() && args.hook_stage.is_some() {
+        return Err("--hook-stage names the stage of --hook's hold: give --hook".into());
+    }
     let holding = match (&args.hook, args.slow_ms) {
-        (Some(header), _) => Holding::Hook(header.clone()),
+        (Some(header), _) => Holding::Hook {
+            header: header.clone(),
+            stage: args.hook_stage.unwrap_or(plimsoll_spec::Stage::Queue),
+        },
         (None, Some(ms)) => Holding::Slow(Duration::from_millis(ms)),
         (None, None) => return Err("give --slow-ms or --hook".into()),
     };
@@ -74,8 +88,10 @@ pub(crate) fn run(args: DiscoverArgs) -> u8 {
             return 2;
         }
     };
-    let mut say = |line: String| eprintln!("{WHO}: {line}");
-    let findings = match runtime.block_on(discover(&plan, &mut say)) {
+    let mut progress = progress::Progress::new(WHO);
+    let found = runtime.block_on(discover(&plan, &mut |step| progress.step(step)));
+    progress.finish();
+    let findings = match found {
         Ok(findings) => findings,
         Err(e) => {
             eprintln!("{WHO}: {e}");
