@@ -66,6 +66,7 @@ clause_ids!(
     T3: "Refusal and its hint",
     T4: "Rate limit",
     T5: "Queue timeout",
+    T6: "Connection after a refusal",
     B1: "Deadline",
     B2: "Memory cap",
     B3: "Cancellation on disconnect",
@@ -91,7 +92,7 @@ impl fmt::Display for ClauseId {
 
 /// An id that names no clause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a clause id (known: T1-T5, B1-B5, F1-F4, R1-R6)")]
+#[error("`{0}` is not a clause id (known: T1-T6, B1-B5, F1-F4, R1-R6)")]
 pub struct UnknownClause(
     /// The text that was parsed, as given.
     pub String,
@@ -229,7 +230,7 @@ impl<'a> ClauseRef<'a> {
 
 impl Contract {
     /// Every clause the contract writes out, in id order (T, B, F, R): those of `[clauses]`
-    /// (every required one, and an optional one such as T4 or T5 where written), none in a contract
+    /// (every required one, and an optional one, T4 to T6, where written), none in a contract
     /// without.
     pub fn clause_list(&self) -> Vec<ClauseRef<'_>> {
         if self.clauses.is_none() {
@@ -266,6 +267,10 @@ impl Contract {
             ClauseId::T5 => {
                 c.t5.as_ref()
                     .map_or_else(|| ClauseRef::unwritten(id), |t5| ClauseRef::new(id, t5))
+            }
+            ClauseId::T6 => {
+                c.t6.as_ref()
+                    .map_or_else(|| ClauseRef::unwritten(id), |t6| ClauseRef::new(id, t6))
             }
             ClauseId::B1 => ClauseRef::new(id, &c.b1),
             ClauseId::B2 => ClauseRef::new(id, &c.b2),

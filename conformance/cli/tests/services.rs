@@ -84,6 +84,8 @@ struct Conf {
     nodelay: bool,
     /// `limit_req_status`.
     req_status: u16,
+    /// `keepalive_timeout`.
+    keepalive: &'static str,
 }
 
 /// What examples/nginx/contract.toml says.
@@ -94,6 +96,7 @@ const AS_CONTRACTED: Conf = Conf {
     burst: 3,
     nodelay: false,
     req_status: 429,
+    keepalive: "75s",
 };
 
 /// nginx from the example's configuration with `conf`'s values, in front of `upstream`.
@@ -109,6 +112,7 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
         .replace("@BURST@", &conf.burst.to_string())
         .replace("@NODELAY@", if conf.nodelay { "nodelay" } else { "" })
         .replace("@REQ_STATUS@", &conf.req_status.to_string())
+        .replace("@KEEPALIVE@", conf.keepalive)
         .replace("@UPSTREAM@", upstream)
         .replace("@PORT@", &port.to_string());
     (
@@ -221,6 +225,7 @@ fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_app
     assert_eq!(verdict(&report, "T3")["verdict"], "pass");
     let t4 = verdict(&report, "T4");
     assert_eq!(t4["verdict"], "pass", "{t4}");
+    assert_eq!(verdict(&report, "T6")["verdict"], "pass");
     assert!(
         t4["observed"]
             .as_str()
@@ -229,7 +234,7 @@ fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_app
         "{t4}"
     );
     for result in report["results"].as_array().unwrap() {
-        if ["T1", "T3", "T4"].contains(&result["id"].as_str().unwrap()) {
+        if ["T1", "T3", "T4", "T6"].contains(&result["id"].as_str().unwrap()) {
             continue;
         }
         assert_eq!(result["verdict"], "not_applicable", "{result}");
@@ -291,6 +296,31 @@ fn limit_req_fails_t4(conf: Conf, seen: &str) {
     assert!(t4.to_string().contains(seen), "{seen:?} not in {t4}");
 }
 
+/// `keepalive_timeout 0` where the contract says a refusal keeps its connection: nginx closes
+/// every connection after its answer.
+#[test]
+fn nginx_closing_its_connections_fails_t6() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = Conf {
+        keepalive: "0",
+        ..AS_CONTRACTED
+    };
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &slow_upstream());
+    let (code, report) = check_with(
+        dir.path(),
+        &url,
+        &example("contract.toml"),
+        &["--only", "T6"],
+    );
+    let t6 = verdict(&report, "T6");
+    assert_eq!(code, Some(1), "{t6}");
+    assert_eq!(t6["verdict"], "fail", "{t6}");
+    assert!(
+        t6.to_string().contains("where the contract says `kept`"),
+        "{t6}"
+    );
+}
+
 /// `burst=4` where the contract says 3: five of six requests sent at once are admitted.
 #[test]
 fn nginx_with_a_larger_burst_fails_t4() {
@@ -340,7 +370,7 @@ fn second_contract() -> std::path::PathBuf {
 
 /// The second service as its contract says: T1, T2 (LIFO) and T3 judged by the client's clock
 /// through the tower layer's hold and passed, T4 (its quota, `nodelay`, per API key) and T5
-/// (a report waiting two seconds is refused);
+/// (a report waiting two seconds is refused), and T6 (every refusal keeps its connection);
 /// nothing else applies, and the run exits 0.
 #[test]
 fn the_second_service_passes_its_own_contract() {
@@ -349,7 +379,7 @@ fn the_second_service_passes_its_own_contract() {
     let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
-    for id in ["T1", "T2", "T3", "T4", "T5"] {
+    for id in ["T1", "T2", "T3", "T4", "T5", "T6"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -369,7 +399,7 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 5, "{verdicts:?}");
+    assert_eq!(judged, 6, "{verdicts:?}");
     assert!(
         verdict(&report, "T4")["observed"]
             .as_str()
@@ -392,7 +422,11 @@ fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) 
         .map(|(id, _)| id)
         .collect();
     assert_eq!(code, Some(1), "{what}: {failed:?}");
-    assert_eq!(failed, fails, "{what}: {}", verdict(&report, fails[0]));
+    let why: Vec<String> = failed
+        .iter()
+        .map(|id| format!("{id}: {}", verdict(&report, id)["reason"]))
+        .collect();
+    assert_eq!(failed, fails, "{what}: {why:#?}");
 }
 
 /// One more search worker than declared: a burst sees three at once, and a probe of the full
@@ -445,6 +479,16 @@ fn the_second_service_with_a_longer_queue_timeout_fails_t5() {
         ..Default::default()
     };
     breaks("a three-second queue timeout", config, &["T5"]);
+}
+
+/// Every refusal closes its connection, where the contract says each keeps it.
+#[test]
+fn the_second_service_closing_after_a_refusal_fails_t6() {
+    let config = plimsoll_example_service::Config {
+        close_after_refusal: true,
+        ..Default::default()
+    };
+    breaks("closes after a refusal", config, &["T6"]);
 }
 
 /// One quota bucket for every API key, where the contract says one for each: a request under

@@ -31,6 +31,7 @@ pub static REGISTRY: &[Check] = &[
     throughput::t3::CHECK,
     throughput::t4::CHECK,
     throughput::t5::CHECK,
+    throughput::t6::CHECK,
     bounds::b1::CHECK,
     bounds::b2::CHECK,
     bounds::b3::CHECK,

@@ -12,7 +12,6 @@
 //! one trial of the queue's order as T2 runs it. No phase ever has more requests in flight
 //! than the ceiling.
 
-pub mod connection;
 pub mod draft;
 pub mod progress;
 
@@ -28,8 +27,8 @@ use crate::checks::pool::{
     Burst, HeldRequest, Pending, join_all, sleep_until, sort_burst, spawn_held,
 };
 use crate::checks::throughput::t2::held::{FILL, MIN_GAP, expected_waves};
+pub use crate::remote::connection::{ConnectionSeen, Kept, NotSeen};
 use crate::remote::{Reply, Target};
-pub use connection::{ConnectionSeen, Kept, NotSeen};
 pub use progress::{Phase, Step};
 use progress::{SETTLE, left_in_ramp, order_phase, refusal_phase};
 
@@ -526,7 +525,7 @@ async fn probe_refusals(
     let saturating: Vec<Pending> = (0..full).map(|_| spawn_held(t, held, limit)).collect();
     sleep_until(started + Duration::from_millis(150).min(held.hold / 4)).await;
     let frees = started + held.hold;
-    let connection = connection::after_refusal(t, &held.request, limit).await;
+    let connection = crate::remote::connection::after_refusal(t, &held.request, limit).await;
     let mut slowest = Duration::ZERO;
     for _ in 0..PROBES {
         if Instant::now() + slowest + Duration::from_millis(50) > frees {

@@ -12,6 +12,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
 pub mod body;
 pub mod bridge;
+pub mod connection;
 mod error;
 mod exposition;
 mod images;

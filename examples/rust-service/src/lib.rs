@@ -78,6 +78,8 @@ pub struct Config {
     pub quota_burst: u32,
     /// Whether each `X-Api-Key` value has a bucket of its own (else all keys share one).
     pub quota_per_key: bool,
+    /// Whether a refusal closes its connection (`Connection: close`) instead of keeping it.
+    pub close_after_refusal: bool,
     /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
     pub hooks: bool,
 }
@@ -97,6 +99,7 @@ impl Default for Config {
             quota_rate: 5,
             quota_burst: 2,
             quota_per_key: true,
+            close_after_refusal: false,
             hooks: false,
         }
     }
@@ -121,7 +124,7 @@ pub fn app(config: &Config) -> Router {
     );
     let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
     let quota = quota::Quota::new(config.quota_rate, config.quota_burst, config.quota_per_key);
-    Router::new()
+    let router = Router::new()
         .route(
             "/quota",
             get(|| async { "within quota\n" })
@@ -144,7 +147,12 @@ pub fn app(config: &Config) -> Router {
             post(|body: String| async move { format!("report of {} bytes\n", body.len()) })
                 .layer(hold)
                 .layer(middleware::from_fn_with_state(reports, admit)),
-        )
+        );
+    if config.close_after_refusal {
+        router.layer(middleware::map_response(refusal::close_connection))
+    } else {
+        router
+    }
 }
 
 /// The pool's admission around a route: the request runs (and the hook holds it) with a

@@ -44,3 +44,15 @@ impl IntoResponse for Refusal {
         }
     }
 }
+
+/// Marks a refusal (`429`, `503`) `Connection: close`, so the server closes its connection once
+/// it is sent: what [`crate::Config::close_after_refusal`] turns on.
+pub(crate) async fn close_connection(mut response: Response) -> Response {
+    let status = response.status();
+    if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+    }
+    response
+}

@@ -229,6 +229,10 @@ pub struct Clauses {
     /// Optional, as T4.
     #[serde(rename = "T5", default, skip_serializing_if = "Option::is_none")]
     pub t5: Option<Clause<Empty>>,
+    /// T6: what a refusal does to its connection (a `[refusals]` entry's `connection`).
+    /// Optional, as T4.
+    #[serde(rename = "T6", default, skip_serializing_if = "Option::is_none")]
+    pub t6: Option<Clause<Empty>>,
     /// R1: the relay's worker pool (the `relay` pool).
     #[serde(rename = "R1")]
     pub r1: Clause<Empty>,

@@ -255,6 +255,30 @@ pub struct Refusal {
     /// When the client may retry, if the refusal says. None: no hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<Hint>,
+    /// What becomes of the connection a refusal is sent on (T6): kept for the client's next
+    /// request, or closed. None: nothing is promised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<AfterRefusal>,
+}
+
+/// What a refusal does to its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterRefusal {
+    /// Kept open: the client's next request on it is read and answered.
+    Kept,
+    /// Closed once the refusal is sent.
+    Closed,
+}
+
+impl AfterRefusal {
+    /// The name the contract spells it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AfterRefusal::Kept => "kept",
+            AfterRefusal::Closed => "closed",
+        }
+    }
 }
 
 /// What a refusal says about when to retry: a delay estimated from recent waits (the
@@ -443,6 +467,7 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
             _ => None,
         },
         ["refusals", _, "hint", ..] => Some(ClauseId::T3),
+        ["refusals", _, "connection"] => Some(ClauseId::T6),
         [
             "rate_limits",
             _,

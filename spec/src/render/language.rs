@@ -135,7 +135,8 @@ fn clauses(md: &mut String, schema: &Value, contract: &Contract) {
 }
 
 /// The table's rows for the clauses `contract` does not write, by the language's name for
-/// each, with the fields of a rate limit or a queue it judges (read from the schema).
+/// each, with the fields of a rate limit, a queue or a refusal it judges (read from the
+/// schema).
 fn unwritten_clauses(md: &mut String, schema: &Value, contract: &Contract) {
     let written: BTreeSet<ClauseId> = contract.clause_list().iter().map(|c| c.id).collect();
     let fields_of = |def: &str, at: &str| -> Vec<String> {
@@ -149,6 +150,7 @@ fn unwritten_clauses(md: &mut String, schema: &Value, contract: &Contract) {
     let limit_fields = [
         fields_of("RateLimit", "rate_limits.NAME"),
         fields_of("Queue", "pools.NAME.queue"),
+        fields_of("Refusal", "refusals.NAME"),
     ]
     .concat();
     for id in ClauseId::ALL.into_iter().filter(|id| !written.contains(id)) {

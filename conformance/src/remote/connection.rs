@@ -2,9 +2,8 @@
 //! one plain HTTP/1.1 connection (hyper's client, as B4 opens its own), the held request sent on
 //! it while the pool is full, then a second request on the same connection. A client that keeps
 //! its connections (every client pool does) pays a new handshake per refusal when the service
-//! closes them, and one that does not expect the close sees its next request fail. The
-//! contract language has no field for it yet, so the draft records it as a comment with its
-//! evidence.
+//! closes them, and one that does not expect the close sees its next request fail. `discover`
+//! records what it saw; T6 judges it against a refusal's declared `connection`.
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +14,7 @@ use hyper_util::rt::TokioIo;
 use plimsoll_spec::model::Recipe;
 use tokio::net::TcpStream;
 
-use crate::checks::ctx::ms;
-use crate::remote::Target;
+use super::Target;
 
 /// How long the second request may wait for the connection to say whether it is still open:
 /// a service that closes after a refusal does so as it sends it, well within this.
@@ -88,7 +86,7 @@ pub enum NotSeen {
 /// Sends `recipe` on a fresh connection to `t` (whose pool is full, so it is refused), then a
 /// second request on the same connection: one request in flight at a time, each given up after
 /// `limit`.
-pub(super) async fn after_refusal(
+pub async fn after_refusal(
     t: &Target,
     recipe: &Recipe,
     limit: Duration,
@@ -176,6 +174,11 @@ async fn send(
         .await
         .map_err(|e| e.to_string())?;
     Ok((status, said_close))
+}
+
+/// A duration in milliseconds, as the evidence prints it.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]
