@@ -132,3 +132,36 @@ pub fn poster_png(megapixels: f64) -> Vec<u8> {
     .expect("PNG encoding of a generated image");
     out
 }
+
+/// The query the benchmarks digitize the poster with: 850 mm wide (a large design, ~700K
+/// stitches whatever the pixels), 0.4 mm rows, 8 colours, 3 mm stitches. Written once, so the
+/// engine's benchmark, the end-to-end one and the body test ask for the same design.
+pub const QUERY: &str = "width_mm=850&density_mm=0.4&colors=8&max_stitch_mm=3";
+
+/// The SHA-256 of the response body of the poster at 1, 4 and 16 MP digitized with [`QUERY`], as
+/// recorded at 8f6cb68, before issue 39 made the pipeline faster (and the same at d409573: the
+/// output had not moved since). A faster stage or serializer must leave every byte where it
+/// was: `tests/pipeline/bodies.rs` holds the engine to these, and the end-to-end benchmark
+/// compares what it receives over HTTP.
+pub const BODY_SHA256: [(f64, &str); 3] = [
+    (
+        1.0,
+        "9bd44c4d767e9c1c5ca478c860dfa0a1832392170e41127f0931a18a66fb5372",
+    ),
+    (
+        4.0,
+        "0da23a5fdec3f4374c58925a9e1c4e6f4f63526927df9d6650c640d348d94d8c",
+    ),
+    (
+        16.0,
+        "1c935412c610c9f2b5f0ebd15d0da51adb32f5ea7d921a2ccc73de1763021594",
+    ),
+];
+
+/// The recorded digest of the poster's body at `megapixels`, if that size was recorded.
+pub fn recorded_body_sha256(megapixels: f64) -> Option<&'static str> {
+    BODY_SHA256
+        .iter()
+        .find(|(mp, _)| *mp == megapixels)
+        .map(|(_, digest)| *digest)
+}

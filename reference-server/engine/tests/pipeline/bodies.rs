@@ -1,33 +1,17 @@
 //! The response bodies of the digitize benchmark's inputs are byte for byte what they were before
 //! the pipeline was made faster (issue 39): a faster stage or serializer must leave every byte
 //! where it was. The SHA-256 of each body was recorded at 8f6cb68, before any change, by
-//! `examples/bench_digitize.rs` (its `body_sha256`), and is the same as at d409573: the
-//! pipeline's output had not moved since.
+//! `examples/bench_digitize.rs` (its `body_sha256`): `synthetic::BODY_SHA256`.
 
 use sha2::Digest;
 
 use super::*;
 use plimsoll_engine::synthetic;
 
-/// The poster at each size the benchmark reports, 850 mm wide, and the SHA-256 of its body.
-const RECORDED: [(f64, &str); 3] = [
-    (
-        1.0,
-        "9bd44c4d767e9c1c5ca478c860dfa0a1832392170e41127f0931a18a66fb5372",
-    ),
-    (
-        4.0,
-        "0da23a5fdec3f4374c58925a9e1c4e6f4f63526927df9d6650c640d348d94d8c",
-    ),
-    (
-        16.0,
-        "1c935412c610c9f2b5f0ebd15d0da51adb32f5ea7d921a2ccc73de1763021594",
-    ),
-];
-
 fn body_sha256(megapixels: f64) -> String {
     let root = tempfile::tempdir().unwrap();
     let image = synthetic::poster_png(megapixels);
+    // `synthetic::QUERY`'s parameters.
     let out = run(root.path(), &image, &params(850.0), |_| {}).unwrap();
     sha2::Sha256::digest(&out.json)
         .iter()
@@ -36,10 +20,7 @@ fn body_sha256(megapixels: f64) -> String {
 }
 
 fn check(megapixels: f64) {
-    let (_, recorded) = RECORDED
-        .into_iter()
-        .find(|(mp, _)| *mp == megapixels)
-        .expect("a recorded size");
+    let recorded = synthetic::recorded_body_sha256(megapixels).expect("a recorded size");
     assert_eq!(
         body_sha256(megapixels),
         recorded,
