@@ -2,8 +2,10 @@
 //! (flat colours, the shapes embroidery is made of, noisy anti-aliased edges), laid out in
 //! normalised coordinates so every resolution shows the same design at the same physical size.
 //!
-//! Not used by the server. Public so that the benchmark (`examples/bench_digitize.rs`) and the
-//! byte-identity test of the response bodies (`tests/pipeline/bodies.rs`) digitize one definition: a body's recorded SHA-256 means
+//! Not used by the server. Public so that the benchmarks (the engine's
+//! `examples/bench_digitize.rs`, the server's end-to-end `reference-server/examples/bench_pipeline.rs`)
+//! and the byte-identity test of the response bodies (`tests/pipeline/bodies.rs`) digitize one
+//! definition: a body's recorded SHA-256 means
 //! something only if the test and the benchmark feed the pipeline the same bytes.
 
 use std::io::Cursor;
