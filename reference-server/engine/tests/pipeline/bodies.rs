@@ -28,17 +28,12 @@ fn check(megapixels: f64) {
     );
 }
 
+/// 1 and 4 MP, one after the other in one test: the engine's other tests include wall-clock
+/// bounds on checkpoint gaps, and a 16 MP job beside them (~1.5 s of a core, in parallel) made
+/// those flaky on two cores. The 16 MP body is checked by the benchmarks, which print whether
+/// its digest is the recorded one (`bench_pipeline` fails if it is not).
 #[test]
-fn the_1_mp_posters_body_is_the_one_recorded_before_the_pipeline_was_made_faster() {
+fn the_posters_bodies_are_those_recorded_before_the_pipeline_was_made_faster() {
     check(1.0);
-}
-
-#[test]
-fn the_4_mp_posters_body_is_the_one_recorded_before_the_pipeline_was_made_faster() {
     check(4.0);
-}
-
-#[test]
-fn the_16_mp_posters_body_is_the_one_recorded_before_the_pipeline_was_made_faster() {
-    check(16.0);
 }
