@@ -7,8 +7,9 @@
 //! proportional to the number of occupied bins, not K × pixels as k-means would. Pixels are then
 //! mapped through a bin → colour lookup table, with a one-pixel cache because flat artwork repeats
 //! the same colour for long stretches. Both passes compare a pixel's samples with the previous
-//! pixel's before packing them, so a stretch of one colour costs a compare a pixel (issue 39: 11
-//! → 7 ms at 4 MP, 60 → 46 ms at 16 MP on the benchmark's poster, the runs unchanged).
+//! pixel's before packing them, so a stretch of one colour costs a compare a pixel (issue 39:
+//! 12.6 → 6.4 ms at 4 MP, 62 → 51 ms at 16 MP on the benchmark's poster, docs/benchmarks.md; the
+//! runs unchanged).
 //!
 //! Transparent pixels (alpha < 128) are background: neither counted nor stitched.
 

@@ -15,9 +15,8 @@
 //!    copy of a length known when compiled), in blocks of [`BLOCK`] stitches with a checkpoint
 //!    between blocks (B3), as the counting pass has too.
 //!
-//! On the benchmark's 4 MP poster (714K stitches, 24 MB) this takes ~12 ms where serde_json
-//! took ~32 ms on the same loaded 2-core machine, much of what is left being the kernel's
-//! first touch of the buffer's pages.
+//! On the benchmark's 4 MP poster (714K stitches, 24 MB) this takes ~10 ms where serde_json
+//! took ~30 ms on the same loaded 2-core machine (docs/benchmarks.md).
 
 use std::mem::MaybeUninit;
 
