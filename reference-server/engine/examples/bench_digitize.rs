@@ -1,4 +1,5 @@
-//! Digitize benchmark: a synthetic but realistic image through the real pipeline.
+//! Digitize benchmark: a synthetic but realistic image ([`plimsoll_engine::synthetic`]) through
+//! the real pipeline.
 //!
 //! ```text
 //! cargo run --release -p plimsoll-engine --example bench_digitize -- --megapixels 4 --width-mm 850
@@ -8,18 +9,18 @@
 //! Prints one JSON line per run: wall time (best and median of `--repeat` runs), time per stage,
 //! stitch count, the peak RSS of the process (VmHWM, reset through `/proc/self/clear_refs` after
 //! the input is generated, when the kernel allows it), the heap peak counted by a global
-//! allocator wrapper, what the job charged to its budget, and the DST export timings.
+//! allocator wrapper, what the job charged to its budget, the DST export timings, and the SHA-256
+//! of the response body (`tests/pipeline/bodies.rs` holds the digests of 1, 4 and 16 MP).
 //! `--sweep` runs 1, 4 and 16 MP each in a fresh process and prints a table.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::Cursor;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use image::{ImageEncoder, RgbaImage};
 use plimsoll_engine::export::{encode_dst, export};
 use plimsoll_engine::job::{JobConfig, JobContext};
 use plimsoll_engine::pipeline::{DigitizeParams, digitize};
+use plimsoll_engine::synthetic;
 use plimsoll_spec::{ExportFormat, Stage, StitchCommand};
 use tokio_util::sync::CancellationToken;
 
@@ -138,112 +139,13 @@ fn parse_args() -> Args {
     args
 }
 
-/// Deterministic pseudo-random numbers (an LCG is plenty for edge noise).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as u32
-    }
-}
-
-/// A poster-like image: flat background, rings, a disc with a hole, diagonal stripes, blocks of
-/// "text" bars, thin lines, a transparent corner, and noisy anti-aliased edges. Shapes are laid out
-/// in normalised coordinates, so every resolution shows the same design (same physical areas).
-fn synthetic_image(width: u32, height: u32) -> RgbaImage {
-    const BG: [u8; 4] = [236, 228, 210, 255];
-    const RED: [u8; 4] = [200, 30, 45, 255];
-    const NAVY: [u8; 4] = [20, 40, 110, 255];
-    const GOLD: [u8; 4] = [230, 170, 20, 255];
-    const GREEN: [u8; 4] = [30, 130, 60, 255];
-    const BLACK: [u8; 4] = [25, 25, 25, 255];
-    const CLEAR: [u8; 4] = [0, 0, 0, 0];
-    let (w, h) = (f64::from(width), f64::from(height));
-    let shade = |u: f64, v: f64| -> [u8; 4] {
-        // Transparent top-right corner.
-        if u > 0.9 && v < 0.1 && (u - 0.9) > v {
-            return CLEAR;
-        }
-        let ring = |cx: f64, cy: f64, r0: f64, r1: f64| {
-            let d = ((u - cx).powi(2) + (v - cy).powi(2)).sqrt();
-            d >= r0 && d <= r1
-        };
-        if ring(0.25, 0.25, 0.12, 0.18) || ring(0.25, 0.25, 0.04, 0.07) {
-            return RED;
-        }
-        if ring(0.72, 0.3, 0.0, 0.16) && !ring(0.72, 0.3, 0.0, 0.06) {
-            return NAVY;
-        }
-        // Diagonal stripes inside a band.
-        if v > 0.55 && v < 0.75 && u > 0.05 && u < 0.6 && ((u + v) * 40.0).fract() < 0.45 {
-            return GOLD;
-        }
-        // "Text": rows of bars of varying length, with gaps like letters.
-        if u > 0.62 && u < 0.95 && v > 0.55 && v < 0.95 {
-            let line = ((v - 0.55) / 0.05).floor();
-            let in_line = ((v - 0.55) / 0.05).fract();
-            let glyph = ((u - 0.62) / 0.03).floor();
-            let in_glyph = ((u - 0.62) / 0.03).fract();
-            let shape = (line * 7.0 + glyph * 3.0) % 5.0;
-            let stroke = in_line > 0.2 && in_line < 0.8 && in_glyph < 0.75;
-            let hole =
-                shape < 2.0 && in_line > 0.4 && in_line < 0.6 && in_glyph > 0.2 && in_glyph < 0.55;
-            if stroke && !hole {
-                return BLACK;
-            }
-        }
-        // Thin lines (about 0.25 % of the height) and a green leaf-like blob.
-        if v > 0.8 && v < 0.95 && u < 0.55 && ((v - 0.8) * 80.0).fract() < 0.2 {
-            return GREEN;
-        }
-        if ((u - 0.15) / 0.1).powi(2) + ((v - 0.45) / 0.05).powi(2) < 1.0 {
-            return GREEN;
-        }
-        BG
-    };
-    let mut rng = Lcg(0x5eed);
-    let mut img = RgbaImage::new(width, height);
-    for y in 0..height {
-        for x in 0..width {
-            let (u, v) = ((f64::from(x) + 0.5) / w, (f64::from(y) + 0.5) / h);
-            let c = shade(u, v);
-            // Anti-aliasing noise: at an edge, blend with the neighbour or flip to it.
-            let (du, dv) = (1.0 / w, 1.0 / h);
-            let n = shade(u + du, v + dv);
-            let px = if n != c {
-                match rng.next() % 4 {
-                    0 => n,
-                    1 => [0, 1, 2, 3].map(|k| ((u16::from(c[k]) + u16::from(n[k])) / 2) as u8),
-                    _ => c,
-                }
-            } else {
-                c
-            };
-            img.put_pixel(x, y, image::Rgba(px));
-        }
-    }
-    img
-}
-
-fn encode_png(img: &RgbaImage) -> Vec<u8> {
-    let mut out = Vec::new();
-    image::codecs::png::PngEncoder::new_with_quality(
-        Cursor::new(&mut out),
-        image::codecs::png::CompressionType::Fast,
-        image::codecs::png::FilterType::Adaptive,
-    )
-    .write_image(
-        img.as_raw(),
-        img.width(),
-        img.height(),
-        image::ExtendedColorType::Rgba8,
-    )
-    .expect("PNG encoding of a generated image");
-    out
+/// The SHA-256 of a response body, in hex: what `tests/pipeline/bodies.rs` records.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn config(temp_root: &std::path::Path) -> JobConfig {
@@ -263,12 +165,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn run(args: &Args) {
-    let side = (args.megapixels * 1e6).sqrt().round() as u32;
+    let side = synthetic::side(args.megapixels);
     let (width, height) = (side, side);
-    let png = {
-        let img = synthetic_image(width, height);
-        encode_png(&img)
-    };
+    let png = synthetic::poster_png(args.megapixels);
     let temp_root = tempfile::tempdir().expect("temp dir");
     let params = DigitizeParams {
         width_mm: args.width_mm,
@@ -328,13 +227,14 @@ fn run(args: &Args) {
     let count = |cmd: StitchCommand| out.design.stitches.iter().filter(|s| s.cmd == cmd).count();
     let line = format!(
         concat!(
-            "{{\"megapixels\":{:.2},\"width_px\":{},\"height_px\":{},\"width_mm\":{},",
+            "{{\"body_sha256\":\"{}\",\"megapixels\":{:.2},\"width_px\":{},\"height_px\":{},\"width_mm\":{},",
             "\"png_bytes\":{},\"stitches\":{},\"commands\":{},\"jumps\":{},\"trims\":{},\"colors\":{},",
             "\"wall_ms\":{},\"wall_ms_median\":{},\"runs\":{},\"stage_ms\":{{{}}},\"max_checkpoint_gap_ms\":{{{}}},",
             "\"peak_rss_mb\":{},\"rss_peak_reset\":{},\"heap_peak_mb\":{:.1},",
             "\"heap_peak_bytes_per_pixel\":{:.2},\"charged_peak_mb\":{:.1},\"json_mb\":{:.1},",
             "\"dst_encode_ms\":{},\"dst_export_ms\":{},\"dst_export_stage_ms\":{{{}}},\"dst_bytes\":{}}}"
         ),
+        sha256_hex(&out.json),
         pixels as f64 / 1e6,
         width,
         height,

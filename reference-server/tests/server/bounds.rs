@@ -34,6 +34,33 @@ async fn b1_deadline_answers_504_on_time_and_frees_the_slot() {
     assert!(s.temp_entries().is_empty(), "{:?}", s.temp_entries());
 }
 
+/// The serializer writes the body inside the job (issue 39 made it faster, not streamed): a
+/// deadline that passes while it runs is still B1's 504 naming `serialize`, after the five stages
+/// before it, and never a 200 with half a design.
+#[tokio::test]
+async fn b1_a_deadline_passing_during_serialization_is_504_naming_serialize() {
+    let s = TestServer::start(&[("DIGITIZE_TIMEOUT_MS", "1000")]).await;
+    let (status, _, body) = problem(
+        s.digitize(&png(80, 60), Some("hold=serialize:5000"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, body["code"].as_str()), (504, Some("timeout")));
+    assert_eq!(body["failed_stage"], "serialize");
+    assert_eq!(body["completed_stages"], serde_json::json!(stages()[..5]));
+    s.wait_metric(
+        MetricName::WorkersBusy,
+        Some(Pool::Digitize),
+        Duration::from_secs(1),
+        |v| v == 0.0,
+    )
+    .await
+    .expect("slot back within 1 s of the deadline");
+    assert!(s.temp_entries().is_empty(), "{:?}", s.temp_entries());
+}
+
 #[tokio::test]
 async fn b2_memory_cap_is_503_without_retry_after_and_the_server_survives() {
     let s = TestServer::start(&[]).await;

@@ -177,3 +177,50 @@ fn jpeg_and_sixteen_bit_png_and_transparent_images_digitize() {
     assert_eq!(out.design.stitches.len(), 1);
     assert_eq!(out.design.stitches[0].cmd, StitchCommand::End);
 }
+
+fn any_command() -> impl Strategy<Value = StitchCommand> {
+    prop_oneof![
+        Just(StitchCommand::Stitch),
+        Just(StitchCommand::Jump),
+        Just(StitchCommand::Trim),
+        Just(StitchCommand::ColorChange),
+        Just(StitchCommand::End),
+    ]
+}
+
+fn any_coordinate() -> impl Strategy<Value = i32> {
+    prop_oneof![-10_000..10_000i32, any::<i32>(), Just(i32::MIN), Just(0)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The serialize stage writes the stitches itself (issue 39): whatever the design, its
+    /// bytes are exactly serde_json's rendering of it, the body `/v1/digitize` always answered.
+    #[test]
+    fn the_serialized_design_is_serde_jsons_rendering_byte_for_byte(
+        stitches in proptest::collection::vec(
+            (any_coordinate(), any_coordinate(), any_command())
+                .prop_map(|(x, y, cmd)| plimsoll_spec::Stitch { x, y, cmd }),
+            0..300,
+        ),
+        width_mm in 0.0..100_000.0f64,
+        height_mm in 0.0..100_000.0f64,
+        colors in proptest::collection::vec("#[0-9a-f]{6}", 0..4),
+        stitch_count in any::<u64>(),
+    ) {
+        let design = Design {
+            format: plimsoll_spec::design::DESIGN_FORMAT.into(),
+            width_mm,
+            height_mm,
+            threads: colors.into_iter().map(|color| plimsoll_spec::Thread { color }).collect(),
+            extents: plimsoll_spec::Extents { min_x: -3, min_y: 0, max_x: 8500, max_y: 1_000_000 },
+            stitch_count,
+            stitches,
+        };
+        let root = tempfile::tempdir().unwrap();
+        let ctx = JobContext::new(config(root.path())).unwrap();
+        let ours = plimsoll_engine::pipeline::serialize::serialize(&ctx, &design).unwrap();
+        prop_assert_eq!(ours, serde_json::to_vec(&design).unwrap());
+    }
+}

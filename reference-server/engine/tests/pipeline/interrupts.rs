@@ -296,3 +296,81 @@ fn long_loops_reach_a_checkpoint_every_few_milliseconds() {
         }
     }
 }
+
+/// Stops the job from inside `serialize`'s loop, at its `at`-th checkpoint (the counting pass
+/// takes the first few, the writing the rest): cancels its token, or holds that checkpoint until
+/// the deadline has passed, as a slow stretch of writing would.
+#[derive(Debug)]
+struct StopInsideSerialize {
+    at: u64,
+    cancel: Option<CancellationToken>,
+    deadline: Option<Instant>,
+    state: std::sync::Mutex<(Option<Stage>, u64)>,
+}
+
+impl plimsoll_engine::job::CheckpointObserver for StopInsideSerialize {
+    fn stage_started(&self, stage: Stage) {
+        *self.state.lock().unwrap() = (Some(stage), 0);
+    }
+
+    fn checkpoint(&self) {
+        let mut state = self.state.lock().unwrap();
+        if state.0 != Some(Stage::Serialize) {
+            return;
+        }
+        state.1 += 1;
+        if state.1 != self.at {
+            return;
+        }
+        if let Some(token) = &self.cancel {
+            token.cancel();
+        }
+        if let Some(deadline) = self.deadline {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        }
+    }
+
+    fn stage_ended(&self, _stage: Stage) {}
+}
+
+/// The serializer writes the body in blocks with a checkpoint between them (issue 39 made it
+/// write the stitches itself): a cancellation (B3) or a deadline (B1) that comes while it is
+/// writing stops the job there, named as the `serialize` stage after the five before it, with
+/// no body — so the server answers B1's 504 or lets the client go, never half a design.
+#[test]
+fn a_cancellation_or_a_deadline_inside_the_serializers_loop_stops_the_job_at_serialize() {
+    let image = png(&poster(300, 200));
+    for deadline_case in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        let mut cfg = config(root.path());
+        if deadline_case {
+            cfg.deadline = Instant::now() + Duration::from_secs(2);
+        }
+        let observer = Arc::new(StopInsideSerialize {
+            // Past the counting pass (one checkpoint per 16,384 stitches): inside the writing.
+            at: 6,
+            cancel: (!deadline_case).then(|| cfg.cancel.clone()),
+            deadline: deadline_case.then_some(cfg.deadline),
+            state: Default::default(),
+        });
+        let mut ctx = JobContext::new(cfg).unwrap();
+        ctx.observe(observer.clone());
+        // 300 mm wide: ~45K stitches, a dozen blocks of writing.
+        let err = failed(digitize(&mut ctx, &image, &params(300.0)));
+        let expected = if deadline_case {
+            Interrupt::DeadlineExceeded
+        } else {
+            Interrupt::Cancelled
+        };
+        assert_eq!(err.kind, JobErrorKind::Interrupted(expected));
+        assert_eq!(err.failed_stage, Stage::Serialize);
+        assert_eq!(err.completed_stages, DIGITIZE[..5]);
+        // Stopped where it was told: a cancel at that checkpoint, a deadline at the next (the
+        // held checkpoint read its clock before it was held).
+        let stopped_at = if deadline_case { 7 } else { 6 };
+        let (stage, checkpoints) = *observer.state.lock().unwrap();
+        assert_eq!((stage, checkpoints), (Some(Stage::Serialize), stopped_at));
+        drop(ctx);
+        assert!(is_empty_dir(root.path()));
+    }
+}

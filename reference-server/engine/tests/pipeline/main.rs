@@ -17,6 +17,7 @@ use proptest::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 mod bad_input;
+mod bodies;
 mod checkpoints;
 mod designs;
 mod interrupts;
