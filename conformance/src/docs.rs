@@ -65,6 +65,85 @@ pub fn run(root: Option<PathBuf>, check: bool) -> u8 {
     }
 }
 
+/// `plimsoll docs --contract FILE [--out OUT] [--check]`: the document of any contract — the
+/// reference one's `concurrency.md`, or another service's pools, rate limits, refusals and
+/// tolerances followed by what `plimsoll check` judges of it — to standard output or `out`
+/// (with `check`, only compared with `out`). Returns the exit code (0 ok, 1 stale, 2 could not
+/// run).
+pub fn render_contract(path: &Path, out: Option<&Path>, check: bool) -> u8 {
+    let contract = match Contract::from_file(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("plimsoll docs: {e}");
+            return 2;
+        }
+    };
+    let text = contract_document(&contract, &path.display().to_string());
+    match (out, check) {
+        (None, true) => {
+            eprintln!("plimsoll docs: --check with --contract compares --out FILE; give one");
+            2
+        }
+        (None, false) => {
+            print!("{text}");
+            0
+        }
+        (Some(out), true) => {
+            if std::fs::read_to_string(out).ok().as_deref() == Some(&text) {
+                println!("plimsoll docs: {} is fresh", out.display());
+                0
+            } else {
+                eprintln!("stale: {}", out.display());
+                1
+            }
+        }
+        (Some(out), false) => match std::fs::write(out, &text) {
+            Ok(()) => {
+                println!("wrote {}", out.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("plimsoll docs: {}: {e}", out.display());
+                2
+            }
+        },
+    }
+}
+
+/// The document of `contract`, read from `source`.
+pub fn contract_document(contract: &Contract, source: &str) -> String {
+    if contract.is_reference() {
+        return render::concurrency_md(contract);
+    }
+    let mut md = render::service_md(contract, source);
+    md.push_str(&judged_section(contract));
+    md
+}
+
+/// `## What plimsoll check judges`: every check, and whether the contract gives it something
+/// to judge or why not — decided as a run decides it, from the contract alone.
+fn judged_section(contract: &Contract) -> String {
+    let mut md = String::from(
+        "## What `plimsoll check` judges\n\nEvery check of the checker, and whether this \
+         contract declares what it judges. A check given nothing to judge is reported not \
+         applicable, with the reason below, never as a pass.\n\n| check | what it judges | for this \
+         contract |\n|---|---|---|\n",
+    );
+    for check in crate::checks::REGISTRY {
+        let verdict = match (check.applies)(contract) {
+            Ok(()) => "judged".to_owned(),
+            Err(why) => format!("not applicable: {why}"),
+        };
+        md.push_str(&format!(
+            "| {} | {} | {} |\n",
+            check.id,
+            check.title(contract),
+            verdict.replace('|', "\\|")
+        ));
+    }
+    md
+}
+
 /// The files the checker generates beside the spec's: path (from the repository root) and
 /// contents.
 fn checker_outputs(contract: &Contract) -> [(&'static str, String); 2] {
@@ -80,10 +159,36 @@ fn checker_outputs(contract: &Contract) -> [(&'static str, String); 2] {
     ]
 }
 
+/// The example services whose contracts' documents are generated beside them
+/// (`DIR/CONTRACT.md` from `DIR/contract.toml`).
+pub const EXAMPLES: [(&str, &str); 2] = [
+    ("examples/nginx/contract.toml", "examples/nginx/CONTRACT.md"),
+    (
+        "examples/rust-service/contract.toml",
+        "examples/rust-service/CONTRACT.md",
+    ),
+];
+
+/// Every generated file: the checker's, and each example's document (an example contract that
+/// does not load is an error naming it).
+fn all_outputs(contract: &Contract, root: &Path) -> std::io::Result<Vec<(&'static str, String)>> {
+    let mut out: Vec<(&'static str, String)> = checker_outputs(contract).into();
+    for (source, document) in EXAMPLES {
+        let example = Contract::from_file(&root.join(source))
+            .map_err(|e| std::io::Error::other(format!("{source}: {e}")))?;
+        out.push((document, contract_document(&example, "contract.toml")));
+    }
+    Ok(out)
+}
+
 /// Every generated file under `root` that differs from a fresh rendering (missing counts).
 pub fn stale(contract: &Contract, root: &Path) -> Vec<&'static str> {
     let mut stale = render::stale(contract, root);
-    for (path, contents) in checker_outputs(contract) {
+    let Ok(outputs) = all_outputs(contract, root) else {
+        stale.extend(EXAMPLES.iter().map(|(_, document)| *document));
+        return stale;
+    };
+    for (path, contents) in outputs {
         if std::fs::read_to_string(root.join(path)).ok().as_deref() != Some(&contents) {
             stale.push(path);
         }
@@ -94,7 +199,7 @@ pub fn stale(contract: &Contract, root: &Path) -> Vec<&'static str> {
 /// Writes every generated file under `root`; returns the paths that changed.
 fn write_all(contract: &Contract, root: &Path) -> std::io::Result<Vec<&'static str>> {
     let mut changed = render::write_all(contract, root)?;
-    for (path, contents) in checker_outputs(contract) {
+    for (path, contents) in all_outputs(contract, root)? {
         let file = root.join(path);
         if std::fs::read_to_string(&file).ok().as_deref() != Some(&contents) {
             std::fs::write(&file, contents)?;

@@ -64,7 +64,14 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Docs(args) => plimsoll_conformance::docs::run(args.root, args.check),
+        Command::Docs(args) => match &args.contract {
+            Some(contract) => plimsoll_conformance::docs::render_contract(
+                contract,
+                args.out.as_deref(),
+                args.check,
+            ),
+            None => plimsoll_conformance::docs::run(args.root, args.check),
+        },
         Command::Serve(args) => crate::serve::run(args),
         Command::Check(args) => crate::embedded::run_check(args),
         Command::Load(args) => crate::embedded::run_load(args),
@@ -227,10 +234,13 @@ fn docs_help() -> StyledStr {
                 "0",
                 "every generated file written (or, with --check, fresh)",
             ),
-            ("1", "--check: a generated file is stale; each is named"),
+            (
+                "1",
+                "--check: a generated file (or --out) is stale; each is named",
+            ),
             (
                 "2",
-                "no spec/contract.toml found, the contract is invalid, or a file could not be written",
+                "no contract found, the contract is invalid, or a file could not be written",
             ),
         ],
         &[
@@ -241,6 +251,10 @@ fn docs_help() -> StyledStr {
             (
                 "plimsoll docs --check",
                 "in CI: fail while a generated file is stale",
+            ),
+            (
+                "plimsoll docs --contract contract.toml --out CONTRACT.md",
+                "your service's contract as a document, with what check judges of it",
             ),
         ],
     )

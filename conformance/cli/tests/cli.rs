@@ -648,6 +648,50 @@ fn every_subcommand_help_has_one_layout_with_exit_codes_and_an_example() {
     }
 }
 
+/// `plimsoll docs --contract FILE` renders any service's contract: nginx's pools, rate limit and
+/// refusals, and each check judged or not applicable with why — decided as a run decides; with
+/// `--out` and `--check` it compares, and an edited document is stale (exit 1).
+#[test]
+fn docs_renders_any_contract_with_what_check_judges_of_it() {
+    let contract =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/nginx/contract.toml");
+    let docs = |extra: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+            .arg("docs")
+            .arg("--contract")
+            .arg(&contract)
+            .args(extra)
+            .output()
+            .expect("the plimsoll binary runs")
+    };
+    let out = docs(&[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "# nginx limit_conn in front of a slow upstream (nginx-limit-conn 1.0.0)",
+        "| `slow` | `GET /slow` | 2 | 0, unordered |",
+        "| `api` | `GET /api` | 5/s | 3 | `delay` | per client address | `rate_limited` |",
+        "Refusal `rate_limited`: 429 with any body, no hint, its connection kept.",
+        "| T4 | Rate limit | judged |",
+        "| B1 | Deadline | not applicable: the contract declares no reference API",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("CONTRACT.md");
+    let check = [
+        std::ffi::OsStr::new("--out"),
+        file.as_os_str(),
+        "--check".as_ref(),
+    ];
+    assert_eq!(docs(&check).status.code(), Some(1), "missing is stale");
+    assert_eq!(docs(&check[..2]).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    assert_eq!(docs(&check).status.code(), Some(0), "fresh");
+    std::fs::write(&file, text.replace("5/s", "6/s")).unwrap();
+    assert_eq!(docs(&check).status.code(), Some(1), "edited is stale");
+}
+
 /// The JSON report's published schema is the checked-in one and the layout the binary writes: a
 /// run's report (its manifest with the adopted values of the embedded server) validates, and a
 /// report of another layout version or with a verdict it does not know does not. (The gate

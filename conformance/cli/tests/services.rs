@@ -86,6 +86,8 @@ struct Conf {
     req_status: u16,
     /// `keepalive_timeout`.
     keepalive: &'static str,
+    /// `limit_req_zone`'s key.
+    req_key: &'static str,
 }
 
 /// What examples/nginx/contract.toml says.
@@ -97,6 +99,7 @@ const AS_CONTRACTED: Conf = Conf {
     nodelay: false,
     req_status: 429,
     keepalive: "75s",
+    req_key: "$binary_remote_addr",
 };
 
 /// nginx from the example's configuration with `conf`'s values, in front of `upstream`.
@@ -113,6 +116,7 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
         .replace("@NODELAY@", if conf.nodelay { "nodelay" } else { "" })
         .replace("@REQ_STATUS@", &conf.req_status.to_string())
         .replace("@KEEPALIVE@", conf.keepalive)
+        .replace("@REQ_KEY@", conf.req_key)
         .replace("@UPSTREAM@", upstream)
         .replace("@PORT@", &port.to_string());
     (
@@ -202,7 +206,8 @@ fn verdicts(report: &Value) -> Vec<(String, String)> {
 
 /// nginx as its contract says: T1 and T3 judged and passed by the client's clock (two ran at
 /// once, the other two refused at once with 503), T4 too (four of six admitted at once and
-/// spaced at the rate, the other two refused with 429), every other check not applicable with a
+/// spaced at the rate, the other two refused with 429, a request from 127.0.0.2 admitted
+/// meanwhile), every other check not applicable with a
 /// reason naming what the contract does not declare — none counted as a pass — and the run
 /// exits 0.
 #[test]
@@ -231,6 +236,13 @@ fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_app
             .as_str()
             .unwrap()
             .contains("4 of 6 sent at once admitted, 2 refused"),
+        "{t4}"
+    );
+    assert!(
+        t4["observed"]
+            .as_str()
+            .unwrap()
+            .contains("another client address: 200"),
         "{t4}"
     );
     for result in report["results"].as_array().unwrap() {
@@ -353,6 +365,17 @@ fn nginx_with_a_higher_rate_fails_t4() {
     limit_req_fails_t4(conf, "against the declared bucket");
 }
 
+/// One bucket for the whole server (`$server_name`) where the contract says one per client
+/// address: a request from 127.0.0.2 is refused while 127.0.0.1's bucket is spent.
+#[test]
+fn nginx_sharing_its_rate_limit_across_clients_fails_t4() {
+    let conf = Conf {
+        req_key: "$server_name",
+        ..AS_CONTRACTED
+    };
+    limit_req_fails_t4(conf, "one key's requests spent another's");
+}
+
 /// `limit_req_status 503` where the contract says 429.
 #[test]
 fn nginx_refusing_its_rate_limit_with_503_fails_t4() {
@@ -410,21 +433,23 @@ fn the_second_service_passes_its_own_contract() {
     );
 }
 
-/// The second service configured with `config` fails exactly the clauses `fails` with its
-/// contract, and the run exits 1.
+/// The second service configured with `config` fails the clauses `fails` with its contract,
+/// each judged alone (`--only`: the passing run of the default configuration shows the others
+/// pass), and the run exits 1.
 fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let url = second_service(config);
-    let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
+    let only = fails.join(",");
+    let (code, report) = check_with(dir.path(), &url, &second_contract(), &["--only", &only]);
     let failed: Vec<String> = verdicts(&report)
         .into_iter()
         .filter(|(_, v)| v == "fail")
         .map(|(id, _)| id)
         .collect();
     assert_eq!(code, Some(1), "{what}: {failed:?}");
-    let why: Vec<String> = failed
+    let why: Vec<String> = fails
         .iter()
-        .map(|id| format!("{id}: {}", verdict(&report, id)["reason"]))
+        .map(|id| format!("{id}: {}", verdict(&report, id)))
         .collect();
     assert_eq!(failed, fails, "{what}: {why:#?}");
 }

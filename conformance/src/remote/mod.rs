@@ -3,6 +3,7 @@
 //! that relay ([`relay`]). Every reply is validated against the contract's
 //! OpenAPI statuses and problem schema as it arrives.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -73,11 +74,15 @@ impl Trust {
     }
 }
 
+/// The address a second client sends from, where a limit is keyed by client address: loopback,
+/// as every target the checker can reach from two addresses is.
+pub const ELSEWHERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
 /// The client every check sends with: no idle connections kept, so each request is a
 /// connection of its own; a timeout only a target that never answers reaches. No honest reply
 /// takes longer than the longest pool deadline (a 504 at the latest); twice that and a minute
 /// leaves room for a slow machine, and bounds a target that accepts and never answers.
-fn target_client(expected: &Contract, trust: &Trust) -> reqwest::Client {
+fn target_client(expected: &Contract, trust: &Trust, from: Option<IpAddr>) -> reqwest::Client {
     let longest = expected
         .pools
         .values()
@@ -86,6 +91,7 @@ fn target_client(expected: &Contract, trust: &Trust) -> reqwest::Client {
         .map_or(Duration::ZERO, Duration::from_millis);
     trust
         .apply(reqwest::Client::builder())
+        .local_address(from)
         .pool_max_idle_per_host(0)
         .connect_timeout(Duration::from_secs(10))
         .timeout(longest * 2 + Duration::from_secs(60))
@@ -101,6 +107,9 @@ pub struct Target {
     /// The client every check sends with: no idle connections kept, so each request is a connection
     /// of its own; a timeout only a target that never answers reaches.
     pub client: reqwest::Client,
+    /// The same client sending from [`ELSEWHERE`], another loopback address: a second client
+    /// as a limit keyed by client address tells them apart.
+    elsewhere: reqwest::Client,
     /// The values the run judges against.
     pub expected: Contract,
     /// The implementation's temp folder, when the checker can see it (`--temp-dir`).
@@ -150,7 +159,8 @@ impl Target {
             .unwrap_or_default();
         Target {
             base: base.trim_end_matches('/').to_owned(),
-            client: target_client(&expected, &Trust::default()),
+            client: target_client(&expected, &Trust::default(), None),
+            elsewhere: target_client(&expected, &Trust::default(), Some(ELSEWHERE)),
             openapi: if expected.is_reference() {
                 plimsoll_spec::render::openapi(&expected)
             } else {
@@ -181,7 +191,8 @@ impl Target {
 
     /// The target reached with `trust`'s certificate authorities besides the system's.
     pub fn with_trust(mut self, trust: &Trust) -> Target {
-        self.client = target_client(&self.expected, trust);
+        self.client = target_client(&self.expected, trust, None);
+        self.elsewhere = target_client(&self.expected, trust, Some(ELSEWHERE));
         self
     }
 
@@ -333,10 +344,39 @@ impl Target {
         recipe: &plimsoll_spec::model::Recipe,
         limit: Duration,
     ) -> Result<Reply, RequestError> {
+        self.send_recipe_with(&self.client, recipe, limit).await
+    }
+
+    /// Whether the target is on loopback, where [`Target::send_recipe_elsewhere`] reaches it
+    /// from a second address.
+    pub fn on_loopback(&self) -> bool {
+        let Ok(url) = reqwest::Url::parse(&self.base) else {
+            return false;
+        };
+        let host = url.host_str().unwrap_or_default();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// [`Target::send_recipe`] from [`ELSEWHERE`]: another client, for a limit keyed by client
+    /// address. Only for a target [on loopback](Target::on_loopback).
+    pub async fn send_recipe_elsewhere(
+        &self,
+        recipe: &plimsoll_spec::model::Recipe,
+        limit: Duration,
+    ) -> Result<Reply, RequestError> {
+        self.send_recipe_with(&self.elsewhere, recipe, limit).await
+    }
+
+    async fn send_recipe_with(
+        &self,
+        client: &reqwest::Client,
+        recipe: &plimsoll_spec::model::Recipe,
+        limit: Duration,
+    ) -> Result<Reply, RequestError> {
         let method = reqwest::Method::from_bytes(recipe.method.as_bytes())
             .map_err(|e| RequestError::Recipe(format!("method `{}`: {e}", recipe.method)))?;
-        let mut request = self
-            .client
+        let mut request = client
             .request(method, self.url(&recipe.path))
             .timeout(limit);
         for (name, value) in &recipe.headers {

@@ -10,7 +10,18 @@ use crate::{ClauseRef, Pool};
 pub fn concurrency_md(contract: &Contract) -> String {
     let mut md = String::new();
     let clauses = contract.clause_list();
-    heading(&mut md, contract);
+    heading(
+        &mut md,
+        contract,
+        "spec/contract.toml",
+        "../spec/contract.toml",
+    );
+    let _ = writeln!(
+        md,
+        "> The same values drive the reference server, the OpenAPI document ([`spec/openapi.json`](../spec/openapi.json)) \
+         and the conformance suite (`plimsoll check`).\n"
+    );
+    let _ = writeln!(md, "{}\n", contract.contract.summary);
     summary_section(&mut md, contract, &clauses);
     service_section(&mut md, contract);
     for category in [
@@ -73,21 +84,34 @@ fn table_head(md: &mut String, columns: &[&str]) {
     let _ = writeln!(md, "|{}", "---|".repeat(columns.len()));
 }
 
-/// The title, the do-not-edit notes and the contract's summary.
-fn heading(md: &mut String, contract: &Contract) {
+/// The title and the do-not-edit notes, naming the contract file `source` (linked as `link`).
+fn heading(md: &mut String, contract: &Contract, source: &str, link: &str) {
     let meta = &contract.contract;
     let _ = writeln!(md, "# {} ({} {})\n", meta.title, meta.name, meta.version);
     let _ = writeln!(
         md,
-        "<!-- Generated from spec/contract.toml by `plimsoll docs`. Do not edit: change the contract and regenerate. -->\n"
+        "<!-- Generated from {source} by `plimsoll docs`. Do not edit: change the contract and regenerate. -->\n"
     );
     let _ = writeln!(
         md,
-        "> Generated from [`spec/contract.toml`](../spec/contract.toml) by `plimsoll docs`; do not edit. \
-         The same values drive the reference server, the OpenAPI document ([`spec/openapi.json`](../spec/openapi.json)) \
-         and the conformance suite (`plimsoll check`).\n"
+        "> Generated from [`{source}`]({link}) by `plimsoll docs`; do not edit."
     );
-    let _ = writeln!(md, "{}\n", meta.summary);
+}
+
+/// The document of any service's contract (one without the reference surface): its pools,
+/// rate limits and refusals, and the checker's tolerances. `source` is the contract file as
+/// the reader knows it. What `plimsoll check` judges of it is the checker's to add.
+pub fn service_md(contract: &Contract, source: &str) -> String {
+    let mut md = String::new();
+    heading(&mut md, contract, source, source);
+    let _ = writeln!(
+        md,
+        "> `plimsoll check --contract {source} --target URL` judges the service by these values.\n"
+    );
+    let _ = writeln!(md, "{}\n", contract.contract.summary);
+    service_section(&mut md, contract);
+    tolerances_section(&mut md, contract);
+    md
 }
 
 /// `## Summary`: one row per clause, linking to its section.
@@ -151,15 +175,22 @@ fn service_section(md: &mut String, contract: &Contract) {
             .iter()
             .map(|r| format!("`{} {}`", r.method, r.path))
             .collect();
-        let queue = match p.queue.capacity.places() {
+        let mut queue = match p.queue.capacity.places() {
             Some(n) => format!("{n}, {}", p.queue.order.as_str()),
             None => format!("unbounded, {}", p.queue.order.as_str()),
         };
+        if let (Some(ms), Some(answer)) = (p.queue.timeout_ms, &p.queue.timeout_answer) {
+            let _ = write!(queue, ", `{answer}` after {ms} ms");
+        }
+        let workers = match &p.key {
+            crate::model::LimitKey::All => p.workers.to_string(),
+            crate::model::LimitKey::ClientAddress => format!("{} per client address", p.workers),
+            crate::model::LimitKey::Header(h) => format!("{} per `{h}`", p.workers),
+        };
         let _ = writeln!(
             md,
-            "| `{name}` | {} | {} | {queue} | {} | {} | {} | {} |",
+            "| `{name}` | {} | {workers} | {queue} | {} | {} | {} | {} |",
             or_dash((!routes.is_empty()).then(|| routes.join(", "))),
-            p.workers,
             or_dash(p.deadline_ms.map(|ms| format!("{ms} ms"))),
             or_dash(p.memory_cap_mb.map(|mb| format!("{mb} MB"))),
             or_dash(
@@ -171,7 +202,54 @@ fn service_section(md: &mut String, contract: &Contract) {
         );
     }
     md.push('\n');
+    rate_limits(md, contract);
     refusals_and_bounds(md, contract);
+}
+
+/// The rate limits (`[rate_limits.NAME]`), if any: each a token bucket of `burst + 1`.
+fn rate_limits(md: &mut String, contract: &Contract) {
+    if contract.rate_limits.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "The service's rate limits (`[rate_limits.NAME]`): each a token bucket of `burst + 1` \
+         tokens refilled at its rate, an admitted request taking one.\n"
+    );
+    table_head(
+        md,
+        &[
+            "limit",
+            "routes",
+            "rate",
+            "burst",
+            "burst mode",
+            "key",
+            "refusal",
+        ],
+    );
+    for (name, l) in &contract.rate_limits {
+        let routes: Vec<String> = l
+            .routes
+            .iter()
+            .map(|r| format!("`{} {}`", r.method, r.path))
+            .collect();
+        let key = match &l.key {
+            crate::model::LimitKey::All => "one for all".to_owned(),
+            crate::model::LimitKey::ClientAddress => "per client address".to_owned(),
+            crate::model::LimitKey::Header(h) => format!("per `{h}`"),
+        };
+        let _ = writeln!(
+            md,
+            "| `{name}` | {} | {}/s | {} | `{}` | {key} | `{}` |",
+            routes.join(", "),
+            l.rate_per_second,
+            l.burst,
+            l.burst_mode.as_str(),
+            l.refusal
+        );
+    }
+    md.push('\n');
 }
 
 /// Each refusal with its status, body and hint, then the connection and upload bounds.
@@ -193,23 +271,30 @@ fn refusals_and_bounds(md: &mut String, contract: &Contract) {
                 h.min_seconds
             ),
         };
-        let _ = writeln!(md, "Refusal `{name}`: {status} {answer}, {hint}.\n");
-    }
-    if let Some(c) = &contract.connections {
-        let _ = write!(
+        let connection = r.connection.map_or(String::new(), |c| {
+            format!(", its connection {}", c.as_str())
+        });
+        let _ = writeln!(
             md,
-            "Connections: a request head within {} ms, at most {} at once. ",
-            c.head_timeout_ms, c.max_connections
+            "Refusal `{name}`: {status} {answer}, {hint}{connection}.\n"
         );
+    }
+    let mut bounds = Vec::new();
+    if let Some(c) = &contract.connections {
+        bounds.push(format!(
+            "Connections: a request head within {} ms, at most {} at once.",
+            c.head_timeout_ms, c.max_connections
+        ));
     }
     if let Some(u) = &contract.upload {
-        let _ = write!(
-            md,
+        bounds.push(format!(
             "Uploads: read within {} ms, {} MB of bodies held at once.",
             u.read_timeout_ms, u.budget_mb
-        );
+        ));
     }
-    md.push_str("\n\n");
+    if !bounds.is_empty() {
+        let _ = writeln!(md, "{}\n", bounds.join(" "));
+    }
 }
 
 /// `## Error codes`: the error body's shape and every code with its status.
@@ -397,7 +482,7 @@ fn tolerances_section(md: &mut String, contract: &Contract) {
     table_head(md, &["what", "allowed"]);
     let _ = writeln!(
         md,
-        "| refusal latency (503 `overloaded`) | ≤ {} ms |",
+        "| refusal latency (a refusal's answer, from its sending) | ≤ {} ms |",
         t.refusal_latency_ms
     );
     let _ = writeln!(
@@ -419,6 +504,11 @@ fn tolerances_section(md: &mut String, contract: &Contract) {
         md,
         "| trials per timing check | {} (judged on the worst) |",
         t.trials
+    );
+    let _ = writeln!(
+        md,
+        "| a request's arrival after its sending, where a rate limit's refill decides | ≤ {} ms |",
+        t.rate_limit_slack_ms
     );
     md.push('\n');
 }

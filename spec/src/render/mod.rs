@@ -15,7 +15,7 @@ use crate::model::Contract;
 use crate::{ErrorCode, Pool, Problem, Stage};
 
 pub use language::language_md;
-pub use markdown::{changelog_md, concurrency_md};
+pub use markdown::{changelog_md, concurrency_md, service_md};
 pub use openapi::{hook_pattern, openapi};
 
 /// A generated file: its path relative to the repository root and its contents.

@@ -13,7 +13,7 @@ use crate::checks::pool::{
     Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst,
 };
 use crate::checks::registry::Check;
-use crate::remote::{Reply, Target, series};
+use crate::remote::{ELSEWHERE, Reply, Target, series};
 
 /// T1's entry in the check registry: the evidence the docs print, and `t1`, which gathers it.
 pub const CHECK: Check = Check::clause(
@@ -243,28 +243,51 @@ async fn t1_held(
         .refusal
         .as_ref()
         .and_then(|r| t.expected.refusals.get(r));
-    // A limit per header value: the burst is one key's, and another key's request, sent while
-    // that key's workers and queue are full, must run at once beside it.
-    let keyed = match &spec.key {
-        LimitKey::Header(header) => Some(header.as_str()),
-        LimitKey::All | LimitKey::ClientAddress => None,
+    // A limit per key: the burst is one key's, and another key's request (another header
+    // value, or from another loopback address), sent while that key's workers and queue are
+    // full, must run at once beside it.
+    let burst_request = match &spec.key {
+        LimitKey::Header(h) => held.with_header(h, KEY_A),
+        LimitKey::All | LimitKey::ClientAddress => held.clone(),
     };
-    let burst_request = keyed.map_or_else(|| held.clone(), |h| held.with_header(h, KEY_A));
-    let other_key = keyed.map(|h| {
-        let other = held.with_header(h, KEY_B);
+    let other_key = match &spec.key {
+        LimitKey::Header(h) => Some((
+            format!("`{h}: {KEY_B}` sent while `{KEY_A}` filled the pool"),
+            held.with_header(h, KEY_B),
+            false,
+        )),
+        LimitKey::ClientAddress if t.on_loopback() => Some((
+            format!("a request from {ELSEWHERE} sent while 127.0.0.1 filled the pool"),
+            held.clone(),
+            true,
+        )),
+        LimitKey::ClientAddress => {
+            c.evidence.push(format!(
+                "{name}: another client address not judged: the target is not on loopback"
+            ));
+            None
+        }
+        LimitKey::All => None,
+    }
+    .map(|(label, other, elsewhere)| {
         let (t, at) = (t.clone(), Instant::now() + held.hold / 4);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             tokio::time::sleep_until(at.into()).await;
-            t.send_recipe(&other.request, limit).await
-        })
+            if elsewhere {
+                t.send_recipe_elsewhere(&other.request, limit).await
+            } else {
+                t.send_recipe(&other.request, limit).await
+            }
+        });
+        (label, task)
     });
     let b = recipe_burst(t, c, &burst_request, name, (n, limit), |reply| {
         refusal.is_some_and(|r| t.is_refusal(reply, r))
     })
     .await;
     b.require_capacity(c, &format!("{name} burst"), workers, queue);
-    if let (Some(header), Some(task)) = (keyed, other_key) {
-        judge_other_key(c, (name, header), held, task.await);
+    if let Some((label, task)) = other_key {
+        judge_other_key(c, &format!("{name}: {label}"), held, task.await);
     }
     c.evidence.push(format!(
         "{name}: {n} copies of `{} {}` held {} ms by {}: {}",
@@ -281,18 +304,18 @@ async fn t1_held(
 const KEY_A: &str = "plimsoll-key-a";
 const KEY_B: &str = "plimsoll-key-b";
 
-/// Another key's request, sent while one key filled the pool: served, within about one hold of
-/// being sent (it ran at once), or the keys share the limit the contract says they do not.
+/// Another key's request (`what` says which), sent while one key filled the pool: served,
+/// within about one hold of being sent (it ran at once), or the keys share the limit the
+/// contract says they do not.
 fn judge_other_key(
     c: &mut Ctx,
-    (name, header): (&str, &str),
+    what: &str,
     held: &HeldRequest,
     reply: Result<
         Result<crate::remote::Reply, crate::remote::RequestError>,
         tokio::task::JoinError,
     >,
 ) {
-    let what = format!("{name}: `{header}: {KEY_B}` sent while `{KEY_A}` filled the pool");
     match reply {
         Ok(Ok(reply)) => {
             let at_once = reply.elapsed < held.hold + held.hold / 2;

@@ -195,17 +195,28 @@ impl<'c> Judge<'c> {
         format!("{k} of {n} sent at once admitted, {refused} refused{spacing}")
     }
 
-    /// For a limit keyed by a header: a request under another value, sent once the burst has
-    /// spent the first value's bucket (twice the slack after it), which must be admitted.
-    /// Nothing to judge for other keys, or when a token comes back within that time.
+    /// For a limit keyed by a header or by client address: a request under another value, or
+    /// from another address ([`crate::remote::ELSEWHERE`]), sent once the burst has spent the
+    /// first key's bucket (twice the slack after it), which must be admitted. Nothing to judge
+    /// for one key for all, or when a token comes back within that time.
     fn other_key(&self, c: &mut Ctx, started: Instant) -> Option<(String, Pending)> {
-        let LimitKey::Header(header) = &self.limit.key else {
-            return None;
+        let key = match &self.limit.key {
+            LimitKey::All => return None,
+            LimitKey::Header(header) => header.clone(),
+            LimitKey::ClientAddress if self.t.on_loopback() => "client address".to_owned(),
+            LimitKey::ClientAddress => {
+                c.evidence.push(format!(
+                    "{}: another client address not judged: the target is not on loopback, \
+                     where the checker has a second address",
+                    self.name
+                ));
+                return None;
+            }
         };
         let wait = self.slack * 2;
         if wait.as_secs_f64() * f64::from(self.limit.rate_per_second) >= 0.9 {
             c.evidence.push(format!(
-                "{}: another {header} not judged: at {}/s a token comes back within {} ms",
+                "{}: another {key} not judged: at {}/s a token comes back within {} ms",
                 self.name,
                 self.limit.rate_per_second,
                 wait.as_millis()
@@ -213,10 +224,18 @@ impl<'c> Judge<'c> {
             return None;
         }
         let other = keyed(self.limit, "plimsoll-b");
-        Some((
-            header.clone(),
-            spawn(self.t, &other, self.give_up(), started + wait),
-        ))
+        let elsewhere = matches!(self.limit.key, LimitKey::ClientAddress);
+        let (t, limit, at) = (self.t.clone(), self.give_up(), started + wait);
+        let task = tokio::spawn(async move {
+            sleep_until(at).await;
+            let sent = if elsewhere {
+                t.send_recipe_elsewhere(&other, limit).await
+            } else {
+                t.send_recipe(&other, limit).await
+            };
+            Ok(sent?)
+        });
+        Some((key, task))
     }
 
     /// Judges the request under another key: admitted, or one key's requests spent another's.
