@@ -431,6 +431,14 @@ fn the_second_service_passes_its_own_contract() {
         "{}",
         verdict(&report, "T4")
     );
+    assert!(
+        verdict(&report, "T4")["observed"]
+            .as_str()
+            .unwrap()
+            .contains("RateLimit fields as declared on every answer"),
+        "{}",
+        verdict(&report, "T4")
+    );
 }
 
 /// The second service configured with `config` fails the clauses `fails` with its contract,
@@ -525,6 +533,16 @@ fn the_second_service_sharing_its_quota_across_keys_fails_t4() {
         ..Default::default()
     };
     breaks("one quota for every key", config, &["T4"]);
+}
+
+/// `RateLimit-Policy` advertising a quota of 5 where the bucket (and the contract) says 3.
+#[test]
+fn the_second_service_advertising_another_quota_fails_t4() {
+    let config = plimsoll_example_service::Config {
+        quota_advertised: Some(5),
+        ..Default::default()
+    };
+    breaks("RateLimit-Policy q=5", config, &["T4"]);
 }
 
 /// A burst of three where the contract says two: four of five sent at once are admitted.

@@ -5,7 +5,8 @@
 //! LIFO, refusing `503` with plain text when full or after two seconds' wait) and `GET /tenant` (one worker for each `X-Api-Key`
 //! value, so one tenant's saturation never refuses another's) — and a rate limit, `GET /quota`
 //! (five a second for each `X-Api-Key` value, a burst of two more served at once, the rest
-//! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s) — no metrics, no
+//! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s, its answers
+//! carrying the IETF `RateLimit-Policy` and `RateLimit` fields) — no metrics, no
 //! served claim, and the test hook only through `plimsoll-tower`'s layer, inside each pool's
 //! limit.
 //!
@@ -78,6 +79,9 @@ pub struct Config {
     pub quota_burst: u32,
     /// Whether each `X-Api-Key` value has a bucket of its own (else all keys share one).
     pub quota_per_key: bool,
+    /// The quota `/quota`'s `RateLimit-Policy` field advertises: the bucket, `quota_burst + 1`,
+    /// when honest; none: no RateLimit fields.
+    pub quota_advertised: Option<u32>,
     /// Whether a refusal closes its connection (`Connection: close`) instead of keeping it.
     pub close_after_refusal: bool,
     /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
@@ -99,6 +103,7 @@ impl Default for Config {
             quota_rate: 5,
             quota_burst: 2,
             quota_per_key: true,
+            quota_advertised: Some(3),
             close_after_refusal: false,
             hooks: false,
         }
@@ -123,7 +128,12 @@ pub fn app(config: &Config) -> Router {
         Refusal::Reports,
     );
     let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
-    let quota = quota::Quota::new(config.quota_rate, config.quota_burst, config.quota_per_key);
+    let quota = quota::Quota::new(
+        config.quota_rate,
+        config.quota_burst,
+        config.quota_per_key,
+        config.quota_advertised,
+    );
     let router = Router::new()
         .route(
             "/quota",

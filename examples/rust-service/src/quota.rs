@@ -1,6 +1,8 @@
 //! `GET /quota`'s rate limit: a token bucket for each `X-Api-Key` value (or one for all),
 //! refilled at the configured rate with room for a burst, as `governor`'s GCRA keeps it. A
-//! request that finds no token is refused at once; none is delayed (nginx's `nodelay`).
+//! request that finds no token is refused at once; none is delayed (nginx's `nodelay`). Every
+//! answer carries the IETF fields of draft-ietf-httpapi-ratelimit-headers-09:
+//! `RateLimit-Policy: "quota";q=BUCKET;w=SECONDS` and `RateLimit: "quota";r=LEFT;t=SECONDS`.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -8,7 +10,11 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::{DefaultKeyedRateLimiter, RateLimiter};
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::StateInformationMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{RateLimiter, middleware::StateSnapshot};
+use http::HeaderValue;
 
 use crate::refusal::Refusal;
 
@@ -17,22 +23,36 @@ use crate::refusal::Refusal;
 /// without bound).
 const MAX_KEYS: usize = 1024;
 
-/// The buckets, by key.
+/// The policy's name in the RateLimit fields.
+const POLICY: &str = "quota";
+
+/// A keyed limiter that reports the state behind each decision.
+type Limiter =
+    RateLimiter<String, DefaultKeyedStateStore<String>, DefaultClock, StateInformationMiddleware>;
+
+/// The buckets, by key, and what the fields say of them.
 #[derive(Clone)]
 pub(crate) struct Quota {
-    limiter: Arc<DefaultKeyedRateLimiter<String>>,
+    limiter: Arc<Limiter>,
     per_key: bool,
+    /// The quota `RateLimit-Policy` advertises (`None`: no fields at all).
+    advertised: Option<u32>,
+    /// Seconds the bucket takes to refill from empty: the policy's window.
+    window: u64,
 }
 
 impl Quota {
-    /// `rate` requests a second (at least one), `burst` more at once.
-    pub(crate) fn new(rate: u32, burst: u32, per_key: bool) -> Quota {
+    /// `rate` requests a second (at least one), `burst` more at once; `advertised` is the quota
+    /// the fields say (the bucket, `burst + 1`, when honest; none: no fields).
+    pub(crate) fn new(rate: u32, burst: u32, per_key: bool, advertised: Option<u32>) -> Quota {
         let rate = NonZeroU32::new(rate).unwrap_or(NonZeroU32::MIN);
         let bucket = NonZeroU32::new(burst.saturating_add(1)).unwrap_or(NonZeroU32::MIN);
         let quota = governor::Quota::per_second(rate).allow_burst(bucket);
         Quota {
-            limiter: Arc::new(RateLimiter::keyed(quota)),
+            limiter: Arc::new(RateLimiter::keyed(quota).with_middleware()),
             per_key,
+            advertised,
+            window: u64::from(bucket.get()).div_ceil(u64::from(rate.get())),
         }
     }
 
@@ -49,9 +69,25 @@ impl Quota {
         }
         key.to_owned()
     }
+
+    /// Adds the RateLimit fields: `left` tokens remain, the next in `reset` seconds.
+    fn advertise(&self, response: &mut Response, left: u32, reset: u64) {
+        let Some(q) = self.advertised else {
+            return;
+        };
+        let headers = response.headers_mut();
+        let policy = format!("\"{POLICY}\";q={q};w={}", self.window);
+        let now = format!("\"{POLICY}\";r={left};t={reset}");
+        for (name, value) in [("ratelimit-policy", policy), ("ratelimit", now)] {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
+    }
 }
 
-/// `/quota`'s admission: the request takes a token of its key's bucket, or is refused.
+/// `/quota`'s admission: the request takes a token of its key's bucket, or is refused; either
+/// answer says what is left.
 pub(crate) async fn admit(State(quota): State<Quota>, request: Request, next: Next) -> Response {
     let key = request
         .headers()
@@ -60,7 +96,17 @@ pub(crate) async fn admit(State(quota): State<Quota>, request: Request, next: Ne
         .unwrap_or_default();
     let key = quota.key(key);
     match quota.limiter.check_key(&key) {
-        Ok(()) => next.run(request).await,
-        Err(_) => Refusal::Quota.into_response(),
+        Ok(state) => {
+            let left = StateSnapshot::remaining_burst_capacity(&state);
+            let mut response = next.run(request).await;
+            quota.advertise(&mut response, left, 0);
+            response
+        }
+        Err(not_until) => {
+            let wait = not_until.wait_time_from(quota.limiter.clock().now());
+            let mut response = Refusal::Quota.into_response();
+            quota.advertise(&mut response, 0, wait.as_secs_f64().ceil() as u64);
+            response
+        }
     }
 }

@@ -369,10 +369,26 @@ pub struct RateLimit {
     /// A request of the limit's routes the checker sends: one the service answers at once
     /// when the limit admits it.
     pub request: Recipe,
+    /// The IETF `RateLimit-Policy` and `RateLimit` fields its answers carry, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<RateLimitFields>,
     /// Environment variables that replace a field of the limit at deployment (`field` is the
     /// field's name within the limit, `burst`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,
+}
+
+/// The `RateLimit-Policy` and `RateLimit` fields of the IETF httpapi working group's draft
+/// `draft-ietf-httpapi-ratelimit-headers-09` (structured-field lists of items named by their
+/// policy), as a rate limit's answers carry them: the policy's quota `q` is the bucket
+/// (`burst + 1`), and `RateLimit`'s remaining quota `r` is the tokens left after the answer (0 on
+/// a refusal). The draft has no token bucket of its own; this is the reading the language
+/// takes, and the time parameters (`w`, `t`) are not judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitFields {
+    /// The policy's name, the string item both fields carry (`"default"`).
+    pub policy: String,
 }
 
 impl RateLimit {

@@ -113,6 +113,7 @@ mod tests {
                 body: None,
                 status: 200,
             },
+            fields: None,
             overrides: Vec::new(),
         }
     }

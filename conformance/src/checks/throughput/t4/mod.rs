@@ -21,6 +21,7 @@ use crate::checks::registry::Check;
 use crate::remote::{Reply, Target};
 
 mod bucket;
+mod fields;
 
 use bucket::{Allowed, Bucket};
 
@@ -85,6 +86,9 @@ struct Judge<'c> {
     slack: Duration,
     /// One token's refill.
     step: Duration,
+    /// How many answers carried wrong IETF RateLimit fields (the first few are failures of
+    /// their own, the rest counted).
+    fields_wrong: std::sync::atomic::AtomicU32,
 }
 
 impl<'c> Judge<'c> {
@@ -97,6 +101,7 @@ impl<'c> Judge<'c> {
             request: keyed(limit, "plimsoll-a"),
             slack: Duration::from_millis(t.expected.tolerances.rate_limit_slack_ms),
             step: Duration::from_secs_f64(1.0 / f64::from(limit.rate_per_second)),
+            fields_wrong: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -149,7 +154,45 @@ impl<'c> Judge<'c> {
             Some((start, tasks)) => self.rate(c, &mut bucket, start, tasks).await,
             None => "rate not probed".into(),
         };
-        format!("{}: {burst}{isolation}; {rate}", self.name)
+        let fields = self.fields_summary(c);
+        format!("{}: {burst}{isolation}; {rate}{fields}", self.name)
+    }
+
+    /// Judges one answer's IETF RateLimit fields, when the limit declares them.
+    fn fields(&self, c: &mut Ctx, label: &str, reply: &Reply, admitted: bool) {
+        let Some(declared) = &self.limit.fields else {
+            return;
+        };
+        if let Some(wrong) = fields::judge(self.limit, &declared.policy, reply, !admitted) {
+            let n = self
+                .fields_wrong
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            if n <= 3 {
+                c.fail(format!("{}-{label}: {wrong}", self.name));
+            }
+        }
+    }
+
+    /// The fields' verdict in words (and a failure counting the answers not shown), when the
+    /// limit declares them.
+    fn fields_summary(&self, c: &mut Ctx) -> String {
+        if self.limit.fields.is_none() {
+            return String::new();
+        }
+        match self.fields_wrong.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => "; RateLimit fields as declared on every answer".into(),
+            n => {
+                if n > 3 {
+                    c.fail(format!(
+                        "{}: {} more answers with wrong RateLimit fields",
+                        self.name,
+                        n - 3
+                    ));
+                }
+                format!("; {n} answers with wrong RateLimit fields")
+            }
+        }
     }
 
     /// How long the checker waits for one of the limit's answers: its longest declared delay
@@ -172,6 +215,7 @@ impl<'c> Judge<'c> {
         let mut refused = 0;
         for (i, reply) in answered.iter().enumerate() {
             let ok = reply.status == self.request.status;
+            self.fields(c, &format!("burst-{i}"), reply, ok);
             if ok {
                 admitted.push(reply);
             } else {
@@ -348,6 +392,7 @@ impl<'c> Judge<'c> {
         let (mut admitted, mut wrong) = (0, Vec::new());
         for (k, reply) in answered.iter().enumerate() {
             let ok = reply.status == self.request.status;
+            self.fields(c, &format!("probe-{k}"), reply, ok);
             if !ok {
                 self.refusal_ok(c, &format!("probe-{k}"), reply);
             }
