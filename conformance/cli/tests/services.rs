@@ -1142,3 +1142,27 @@ fn discover_refuses_a_body_that_is_not_text() {
     assert!(said.contains("is not UTF-8 text"), "{said}");
     assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
 }
+
+/// `plimsoll load` drives the reference API's profiles: against another service's contract it
+/// says so and exits 2 before a request is sent, never panics.
+#[test]
+fn load_refuses_another_services_contract_saying_why() {
+    let url = second_service(plimsoll_example_service::Config::default());
+    let out = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+        .args([
+            "load",
+            "--quiet",
+            "--profile",
+            "overload",
+            "--duration",
+            "1",
+        ])
+        .args(["--target", &url, "--contract"])
+        .arg(second_contract())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("declares no [api]"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+}
