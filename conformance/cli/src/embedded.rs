@@ -102,7 +102,27 @@ async fn subject(
             );
             Ok(subject.with_relay(listener))
         }
-        None => start(config()?, relay).await,
+        None => {
+            refuse_a_contract_the_embedded_server_does_not_serve(args)?;
+            start(config()?, relay).await
+        }
+    }
+}
+
+/// The embedded server serves the reference API: a contract without one (another service's)
+/// describes a service it is not, so the run needs `--target`, and says so before it starts.
+fn refuse_a_contract_the_embedded_server_does_not_serve(args: &SubjectArgs) -> Result<(), Fatal> {
+    let Some(path) = &args.contract else {
+        return Ok(());
+    };
+    match plimsoll_spec::Contract::from_file(path) {
+        Ok(contract) if !contract.is_reference() => Err(Fatal::Usage(format!(
+            "{} describes another service than the embedded reference server (it declares no \
+             [api]): give that service's URL with --target",
+            path.display()
+        ))),
+        // A contract the loader refuses is reported where the run reads it.
+        _ => Ok(()),
     }
 }
 

@@ -692,6 +692,25 @@ fn docs_renders_any_contract_with_what_check_judges_of_it() {
     assert_eq!(docs(&check).status.code(), Some(1), "edited is stale");
 }
 
+/// Another service's contract without `--target` would judge the embedded reference server by
+/// a contract it does not implement: the run refuses, saying to give the service's URL.
+#[test]
+fn check_with_another_services_contract_needs_its_target() {
+    let contract =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/nginx/contract.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+        .args(["check", "--quiet", "--contract"])
+        .arg(&contract)
+        .output()
+        .expect("the plimsoll binary runs");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("give that service's URL with --target"),
+        "{said}"
+    );
+}
+
 /// The JSON report's published schema is the checked-in one and the layout the binary writes: a
 /// run's report (its manifest with the adopted values of the embedded server) validates, and a
 /// report of another layout version or with a verdict it does not know does not. (The gate

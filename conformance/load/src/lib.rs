@@ -102,6 +102,20 @@ pub async fn execute(
     .await
 }
 
+/// The profiles drive the reference pipeline (its routes, hook, gauges and claim): another
+/// service's contract is refused with why, before a request is sent.
+fn require_reference(expected: &Contract) -> Result<(), Fatal> {
+    if expected.is_reference() {
+        return Ok(());
+    }
+    Err(Fatal::Usage(format!(
+        "plimsoll load drives the reference API's routes, hook and gauges, and the contract \
+         `{}` declares no [api]; its pools and rate limits are judged by `plimsoll check` \
+         (T1-T6)",
+        expected.contract.name
+    )))
+}
+
 /// One run of a profile: its plan, who watches it, and what it has finished so far.
 struct Run<'a> {
     load: &'a LoadPlan,
@@ -276,16 +290,7 @@ async fn run_profile(
     } = opening;
     partial.begin(&manifest);
     let expected = reconciliation.effective.clone();
-    // The profiles drive the reference pipeline (its routes, hook, gauges and claim): another
-    // service's contract is refused with why, before a request is sent.
-    if !expected.is_reference() {
-        return Err(Fatal::Usage(format!(
-            "plimsoll load drives the reference API's routes, hook and gauges, and the contract \
-             `{}` declares no [api]; its pools and rate limits are judged by `plimsoll check` \
-             (T1-T6)",
-            expected.contract.name
-        )));
-    }
+    require_reference(&expected)?;
 
     run.observer.header(&manifest);
     let ctx = Ctx {

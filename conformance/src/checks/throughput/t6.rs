@@ -152,12 +152,17 @@ async fn judge(t: &Arc<Target>, c: &mut Ctx, subject: &Subject<'_>) -> String {
             return format!("{name}: {e}");
         }
     };
-    if t.expected.refusal_status(subject.refusal) != Some(seen.refused) {
-        // T3 or T4 judges the refusal's status; its connection is judged all the same.
-        c.evidence.push(format!(
-            "{name}: refused {} on its own connection, not the declared status",
-            seen.refused
+    let status = t.expected.refusal_status(subject.refusal);
+    if status != Some(seen.refused) {
+        // Not the refusal this clause is about (T1, T3 or T4 judge what was answered): its
+        // connection tells nothing of the declared refusal's, and a skip is never a pass.
+        c.skip(format!(
+            "{name}: the request meant to be refused was answered {}, not the refusal's {}: \
+             no refusal of its to judge",
+            seen.refused,
+            status.unwrap_or(0)
         ));
+        return format!("{name}: answered {}, not refused as declared", seen.refused);
     }
     let kept = matches!(seen.kept, Kept::Open { .. });
     let promised = subject.declared == AfterRefusal::Kept;
