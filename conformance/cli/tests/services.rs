@@ -88,6 +88,8 @@ struct Conf {
     keepalive: &'static str,
     /// `limit_req_zone`'s key.
     req_key: &'static str,
+    /// `limit_conn_zone`'s key.
+    conn_key: &'static str,
 }
 
 /// What examples/nginx/contract.toml says.
@@ -100,6 +102,7 @@ const AS_CONTRACTED: Conf = Conf {
     req_status: 429,
     keepalive: "75s",
     req_key: "$binary_remote_addr",
+    conn_key: "$server_name",
 };
 
 /// nginx from the example's configuration with `conf`'s values, in front of `upstream`.
@@ -117,6 +120,7 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
         .replace("@REQ_STATUS@", &conf.req_status.to_string())
         .replace("@KEEPALIVE@", conf.keepalive)
         .replace("@REQ_KEY@", conf.req_key)
+        .replace("@CONN_KEY@", conf.conn_key)
         .replace("@UPSTREAM@", upstream)
         .replace("@PORT@", &port.to_string());
     (
@@ -331,6 +335,51 @@ fn nginx_closing_its_connections_fails_t6() {
         t6.to_string().contains("where the contract says `kept`"),
         "{t6}"
     );
+}
+
+/// The nginx contract with its `slow` pool limited per client address, as a team whose nginx
+/// keys `limit_conn` by `$binary_remote_addr` would write it.
+fn per_client_contract(dir: &Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(example("contract.toml")).unwrap();
+    let keyed = text.replace(
+        "refusal = \"limited\"\n",
+        "refusal = \"limited\"\nkey = \"client_address\"\n",
+    );
+    assert_ne!(keyed, text, "the slow pool's refusal line moved");
+    let path = dir.join("per-client.toml");
+    std::fs::write(&path, keyed).unwrap();
+    path
+}
+
+/// `limit_conn` per client address, as that contract says: T1's burst from 127.0.0.1 fills
+/// it, and a request from 127.0.0.2 runs at once beside it; keyed by the server's name
+/// instead, the other client is refused and T1 fails.
+#[test]
+fn nginx_limiting_connections_per_client_address_is_judged_from_a_second_address() {
+    let upstream = slow_upstream();
+    for (conn_key, verdict_is, seen) in [
+        (
+            "$binary_remote_addr",
+            "pass",
+            "from 127.0.0.2 sent while 127.0.0.1 filled the pool: 200",
+        ),
+        ("$server_name", "fail", "the keys share the limit"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = Conf {
+            conn_key,
+            ..AS_CONTRACTED
+        };
+        let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &upstream);
+        let contract = per_client_contract(dir.path());
+        let (_, report) = check_with(dir.path(), &url, &contract, &["--only", "T1"]);
+        let t1 = verdict(&report, "T1");
+        assert_eq!(t1["verdict"], verdict_is, "{conn_key}: {t1}");
+        assert!(
+            t1.to_string().contains(seen),
+            "{conn_key}: {seen:?} not in {t1}"
+        );
+    }
 }
 
 /// `burst=4` where the contract says 3: five of six requests sent at once are admitted.
