@@ -56,6 +56,7 @@ impl Contract {
             self.refusal_violations(),
             self.hold_violations(),
             self.rate_limit_violations(),
+            self.bad_request_violations(),
             self.override_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -594,6 +595,7 @@ impl Contract {
             out.extend(recipe_violations(
                 &format!("pools.{name}.hold.request"),
                 &hold.request,
+                SUCCESS,
             ));
         }
         out
@@ -627,7 +629,56 @@ impl Contract {
                     format!("`{}` is not a key of [refusals]", limit.refusal),
                 ));
             }
-            out.extend(recipe_violations(&at("request"), &limit.request));
+            out.extend(recipe_violations(&at("request"), &limit.request, SUCCESS));
+        }
+        out
+    }
+
+    /// Every pool's bad requests are ones the checker can send and judge: at most
+    /// [`MAX_BAD_REQUESTS`] in the whole contract, each named, a recipe it can send whose
+    /// status is a client error (F2: bad input is never a server error), and a code, when
+    /// given, at a JSON Pointer of at most 1 KB with a value of at most 1 KB.
+    fn bad_request_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        let total: usize = self.pools.values().map(|p| p.bad_requests.len()).sum();
+        if total > MAX_BAD_REQUESTS {
+            out.push(violation(
+                "pools",
+                format!(
+                    "{total} bad requests; a contract declares at most {MAX_BAD_REQUESTS} in all"
+                ),
+            ));
+            return out; // each is cheap to judge, but not this many
+        }
+        for (name, pool) in &self.pools {
+            for (i, bad) in pool.bad_requests.iter().enumerate() {
+                let at = |f: &str| format!("pools.{name}.bad_requests.{i}.{f}");
+                if bad.what.trim().is_empty() || bad.what.len() > 256 {
+                    out.push(violation(
+                        &at("what"),
+                        "names what is wrong in 1 to 256 bytes".into(),
+                    ));
+                }
+                out.extend(recipe_violations(
+                    &at("request"),
+                    &bad.request,
+                    CLIENT_ERROR,
+                ));
+                if let Some(code) = &bad.code {
+                    let pointer_ok = code.pointer.is_empty() || code.pointer.starts_with('/');
+                    if !pointer_ok || code.pointer.len() > 1024 {
+                        out.push(violation(
+                            &at("code.pointer"),
+                            "is not a JSON Pointer (empty, or `/`-prefixed tokens) of at \
+                             most 1 KB"
+                                .into(),
+                        ));
+                    }
+                    if code.value.len() > 1024 {
+                        out.push(violation(&at("code.value"), "at most 1 KB".into()));
+                    }
+                }
+            }
         }
         out
     }
@@ -710,11 +761,24 @@ fn route_violations(at: &str, routes: &[crate::model::Route]) -> Vec<Violation> 
     out
 }
 
-/// A request the checker sends (a pool's slow recipe, a rate limit's request) is one it can
-/// send: an upper-case method, a path and query starting with `/` (at most 8 KB), at most 64
-/// headers with names and values that can travel in HTTP/1.1, a body of at most 64 KB, and a
-/// success status. `prefix` is the recipe's dotted path.
-fn recipe_violations(prefix: &str, r: &crate::model::Recipe) -> Vec<Violation> {
+/// The statuses a recipe's answer may be declared with, and their name in a violation.
+type Statuses = (std::ops::RangeInclusive<u16>, &'static str);
+
+/// A served request's: a success.
+const SUCCESS: Statuses = (200..=299, "a success status");
+
+/// A bad request's: a client error.
+const CLIENT_ERROR: Statuses = (400..=499, "a client error status (400-499)");
+
+/// The most bad requests a contract declares, all pools together: F2 sends each once.
+const MAX_BAD_REQUESTS: usize = 256;
+
+/// A request the checker sends (a pool's slow recipe, a rate limit's request, a bad request)
+/// is one it can send: an upper-case method, a path and query starting with `/` (at most 8
+/// KB), at most 64 headers with names and values that can travel in HTTP/1.1, a body of at
+/// most 64 KB, and a status in `statuses` (a success, or a bad request's client error).
+/// `prefix` is the recipe's dotted path.
+fn recipe_violations(prefix: &str, r: &crate::model::Recipe, statuses: Statuses) -> Vec<Violation> {
     let mut out = Vec::new();
     let at = |f: &str| format!("{prefix}.{f}");
     let method_ok =
@@ -750,10 +814,11 @@ fn recipe_violations(prefix: &str, r: &crate::model::Recipe) -> Vec<Violation> {
     if r.body.as_ref().is_some_and(|b| b.len() > 64 * 1024) {
         out.push(violation(&at("body"), "at most 64 KB".into()));
     }
-    if !(200..=299).contains(&r.status) {
+    let (range, kind) = statuses;
+    if !range.contains(&r.status) {
         out.push(violation(
             &at("status"),
-            format!("{} is not a success status", r.status),
+            format!("{} is not {kind}", r.status),
         ));
     }
     out

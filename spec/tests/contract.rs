@@ -316,3 +316,62 @@ fn a_contract_built_to_hurt_is_refused_with_a_reason() {
         assert!(msg.contains("pools.digitize.routes.0"), "{path}: {msg}");
     }
 }
+
+/// A pool's bad requests (F2) are recipes the checker can send, each answered with a client
+/// error: a success or server-error status, a pointer that is no JSON Pointer, an unnamed one
+/// and more than the contract may declare are refused, each naming its field and line.
+#[test]
+fn a_bad_request_is_refused_unless_the_checker_can_send_and_judge_it() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let contract = Contract::from_toml(second, "second.toml").unwrap();
+    let bad = &contract.pools["search"].bad_requests;
+    assert_eq!(bad.len(), 3);
+    assert_eq!(bad[0].request.status, 400);
+    assert_eq!(bad[0].code.as_ref().unwrap().pointer, "/code");
+    assert!(bad[2].code.is_none());
+
+    let empty = "path = \"/search?q=\", status = 400 }";
+    for (from, to, field, says) in [
+        (
+            empty,
+            "path = \"/search?q=\" }",
+            "request.status",
+            "200 is not a client error status",
+        ),
+        (
+            empty,
+            "path = \"/search?q=\", status = 500 }",
+            "request.status",
+            "500 is not a client error",
+        ),
+        (
+            "pointer = \"/code\"",
+            "pointer = \"code\"",
+            "code.pointer",
+            "is not a JSON Pointer",
+        ),
+        (
+            "what = \"an empty query\"",
+            "what = \" \"",
+            "what",
+            "names what is wrong",
+        ),
+    ] {
+        let text = second.replacen(from, to, 1);
+        let msg = refused(&text);
+        let at = format!("pools.search.bad_requests.0.{field}");
+        assert!(msg.contains(&at), "{to}: {msg}");
+        assert!(msg.contains(says), "{to}: {msg}");
+        let line = line_of(&text, to);
+        assert!(msg.contains(&format!("line {line}")), "{to}: {msg}");
+    }
+
+    let one = "\n[[pools.search.bad_requests]]\nwhat = \"x\"\nrequest = { method = \"GET\", path = \"/search?q=\", status = 400 }\n";
+    let text = second.replacen(
+        "\n[pools.reports]",
+        &format!("{}\n[pools.reports]", one.repeat(300)),
+        1,
+    );
+    let msg = refused(&text);
+    assert!(msg.contains("303 bad requests"), "{msg}");
+}

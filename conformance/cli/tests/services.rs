@@ -6,7 +6,7 @@
 //! - the second service (`examples/rust-service`, axum), held through `plimsoll-tower`'s hook:
 //!   one more worker, another refusal status, a missing hint, a queue that starts the oldest
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
-//!   with every other's.
+//!   with every other's, a bad query served or refused with another code.
 //!
 //! `plimsoll discover` measures the same services, and the reference server's export pool,
 //! from outside: its drafts equal their hand-written contracts' measured values and `check`
@@ -442,8 +442,9 @@ fn second_contract() -> std::path::PathBuf {
 
 /// The second service as its contract says: T1, T2 (LIFO) and T3 judged by the client's clock
 /// through the tower layer's hold and passed, T4 (its quota, `nodelay`, per API key) and T5
-/// (a report waiting two seconds is refused), and T6 (every refusal keeps its connection);
-/// nothing else applies, and the run exits 0.
+/// (a report waiting two seconds is refused), T6 (every refusal keeps its connection) and F2
+/// (its three declared bad queries refused 400 with their code); nothing else applies, and the
+/// run exits 0.
 #[test]
 fn the_second_service_passes_its_own_contract() {
     let dir = tempfile::tempdir().unwrap();
@@ -451,7 +452,7 @@ fn the_second_service_passes_its_own_contract() {
     let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
-    for id in ["T1", "T2", "T3", "T4", "T5", "T6"] {
+    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -471,7 +472,15 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 6, "{verdicts:?}");
+    assert_eq!(judged, 7, "{verdicts:?}");
+    assert!(
+        verdict(&report, "F2")["observed"]
+            .as_str()
+            .unwrap()
+            .contains("3 of 3 declared bad requests answered as declared"),
+        "{}",
+        verdict(&report, "F2")
+    );
     assert!(
         verdict(&report, "T4")["observed"]
             .as_str()
@@ -492,8 +501,8 @@ fn the_second_service_passes_its_own_contract() {
 
 /// The second service configured with `config` fails the clauses `fails` with its contract,
 /// each judged alone (`--only`: the passing run of the default configuration shows the others
-/// pass), and the run exits 1.
-fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) {
+/// pass), and the run exits 1. Returns the report, for a test that reads a reason.
+fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let url = second_service(config);
     let only = fails.join(",");
@@ -509,6 +518,7 @@ fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) 
         .map(|id| format!("{id}: {}", verdict(&report, id)))
         .collect();
     assert_eq!(failed, fails, "{what}: {why:#?}");
+    report
 }
 
 /// One more search worker than declared: a burst sees three at once, and a probe of the full
@@ -1214,4 +1224,56 @@ fn load_refuses_another_services_contract_saying_why() {
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("declares no [api]"), "{said}");
     assert!(!said.contains("panicked"), "{said}");
+}
+
+/// A search served whatever its query (no validation): each declared bad query is answered
+/// 200, and F2 fails naming them.
+#[test]
+fn the_second_service_serving_any_query_fails_f2() {
+    let config = plimsoll_example_service::Config {
+        search_validation: false,
+        ..Default::default()
+    };
+    let report = breaks("no query validation", config, &["F2"]);
+    let reason = verdict(&report, "F2")["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for what in [
+        "an empty query",
+        "a query of 65 bytes",
+        "a query given twice",
+    ] {
+        assert!(reason.contains(what), "{reason}");
+    }
+    assert!(
+        reason.contains("answered 200, the contract says 400"),
+        "{reason}"
+    );
+}
+
+/// A bad query refused with the right status but another code than the contract's: F2 fails
+/// on the two requests whose code the contract declares, and passes the one it does not.
+#[test]
+fn the_second_service_refusing_a_bad_query_with_another_code_fails_f2() {
+    let config = plimsoll_example_service::Config {
+        invalid_query_code: "bad_request",
+        ..Default::default()
+    };
+    let report = breaks("another code for a bad query", config, &["F2"]);
+    let f2 = verdict(&report, "F2");
+    let reason = f2["reason"].as_str().unwrap();
+    assert!(
+        reason
+            .contains("the body's `/code` is \"bad_request\", the contract says \"invalid_query\""),
+        "{reason}"
+    );
+    assert!(!reason.contains("given twice"), "{reason}");
+    assert!(
+        f2["observed"]
+            .as_str()
+            .unwrap()
+            .contains("1 of 3 declared bad requests answered as declared"),
+        "{f2}"
+    );
 }

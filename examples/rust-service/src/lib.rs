@@ -1,7 +1,8 @@
 //! A second service for the Plimsoll gate, unlike the digitize service in every way that a
 //! contract declares: written on axum, not on the digitize engine, with pools of its own —
 //! `GET /search` (two workers, no queue, refusing `429` with a small JSON body and
-//! `Retry-After: 1`), `POST /reports` (one worker and a queue of three started newest first,
+//! `Retry-After: 1`; a bad query refused `400` with `{"code":"invalid_query"}` before it takes
+//! a worker), `POST /reports` (one worker and a queue of three started newest first,
 //! LIFO, refusing `503` with plain text when full or after two seconds' wait) and `GET /tenant` (one worker for each `X-Api-Key`
 //! value, so one tenant's saturation never refuses another's) — and a rate limit, `GET /quota`
 //! (five a second for each `X-Api-Key` value, a burst of two more served at once, the rest
@@ -19,6 +20,7 @@
 mod admission;
 mod quota;
 mod refusal;
+mod validation;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -86,6 +88,11 @@ pub struct Config {
     pub close_after_refusal: bool,
     /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
     pub hooks: bool,
+    /// Whether a search's query is validated (`q`, when given, once and 1 to 64 bytes) before
+    /// it takes a worker; else every query is served.
+    pub search_validation: bool,
+    /// The code a refused query's JSON body names (`{"code":"invalid_query"}`).
+    pub invalid_query_code: &'static str,
 }
 
 impl Default for Config {
@@ -106,11 +113,14 @@ impl Default for Config {
             quota_advertised: Some(3),
             close_after_refusal: false,
             hooks: false,
+            search_validation: true,
+            invalid_query_code: "invalid_query",
         }
     }
 }
 
-/// The service's routes, each pool's limit outside the hold hook.
+/// The service's routes, each pool's limit outside the hold hook, and `/search`'s validation
+/// outside its limit (a bad query never takes a worker).
 pub fn app(config: &Config) -> Router {
     let hold = HoldLayer::new(HeaderName::from_static("x-plimsoll-hook")).enabled(config.hooks);
     let search = Pool::new(
@@ -127,6 +137,10 @@ pub fn app(config: &Config) -> Router {
         config.reports_queue_timeout,
         Refusal::Reports,
     );
+    let query_check = validation::Validation {
+        enabled: config.search_validation,
+        code: config.invalid_query_code,
+    };
     let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
     let quota = quota::Quota::new(
         config.quota_rate,
@@ -150,7 +164,11 @@ pub fn app(config: &Config) -> Router {
             "/search",
             get(|| async { "results\n" })
                 .layer(hold.clone())
-                .layer(middleware::from_fn_with_state(search, admit)),
+                .layer(middleware::from_fn_with_state(search, admit))
+                .layer(middleware::from_fn_with_state(
+                    query_check,
+                    validation::validate,
+                )),
         )
         .route(
             "/reports",

@@ -59,6 +59,10 @@ pub struct PoolSpec {
     /// applicable to this pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<Hold>,
+    /// Requests of the pool's routes the service must refuse as bad input, each with the
+    /// answer it must get (F2): input validation as data, judged for any service.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bad_requests: Vec<BadRequest>,
     /// Environment variables that replace a field of the pool at deployment (`field` is the
     /// field's dotted path within the pool, `queue.capacity`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -121,6 +125,36 @@ pub struct Recipe {
     /// The status a served request answers with.
     #[serde(default = "ok_status")]
     pub status: u16,
+}
+
+/// A bad input (`[[pools.NAME.bad_requests]]`, F2): a request the service must refuse, and the
+/// answer it must get. The answer's status is the recipe's own `status` (a client error,
+/// 400–499: F2 holds that bad input is never a server error), so a bad request reads as any
+/// recipe does; its error code, when the contract names one, is a string at a JSON Pointer of
+/// the answer's body, which fits problem+json (`/code`), a bare `{"error": …}` and a nested
+/// envelope alike without a body schema in the language.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BadRequest {
+    /// What is wrong with it, in a few words (`an empty query`): the name a failure is
+    /// reported under.
+    pub what: String,
+    /// The request, as sent; its `status` is the client error its answer must have.
+    pub request: Recipe,
+    /// Where the answer's JSON body names the error, and the name it must be. None: only the
+    /// status is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<AnswerCode>,
+}
+
+/// An error code in an answer's JSON body: the string `value` at `pointer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerCode {
+    /// An RFC 6901 JSON Pointer into the body (`/code`, `/error/type`).
+    pub pointer: String,
+    /// The string found there (`invalid_query`).
+    pub value: String,
 }
 
 /// The status a recipe's answer has unless it says otherwise.
@@ -463,6 +497,7 @@ pub type RateLimits = BTreeMap<String, RateLimit>;
 /// The clause that judges a field of the service's declaration, given as a dotted path of the
 /// contract (`pools.digitize.queue.capacity`, `upload.budget_mb`); `None` for a field that only
 /// describes (a pool's or a limit's title, routes, stages, refusal name, request) or a path outside the declaration.
+/// A pool's bad requests are F2's: the answers they must get are its to judge.
 /// A pool fed by no route is the relay's, judged by R1. The docs' value tables, the overrides'
 /// clauses and the reports' "adopted" lines all read this one mapping.
 pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
@@ -479,6 +514,7 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
             "queue" => Some(ClauseId::T2),
             "deadline_ms" | "reference_ms" => Some(ClauseId::B1),
             "memory_cap_mb" => Some(ClauseId::B2),
+            "bad_requests" => Some(ClauseId::F2),
             "cancellation" => Some(ClauseId::B3),
             _ => None,
         },

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use image::ImageFormat;
-use plimsoll_spec::{ClauseId, ErrorCode};
+use plimsoll_spec::{ClauseId, Contract, ErrorCode};
 use reqwest::header::CONTENT_TYPE;
 
 use crate::checks::ctx::Ctx;
@@ -30,9 +30,12 @@ pub const CHECK: Check = Check::clause(
      `Content-Type` carries a parameter, is in capitals or is missing, whose hook names only a \
      stage of the export endpoint or `queue` (holding nothing) or is spelt with blanks and a tab \
      around its tokens, `+`, leading zeros and an empty directive, or whose integer parameter is \
-     spelt `6.0`, `6e0` or ` +6`, must be answered 200.",
+     spelt `6.0`, `6e0` or ` +6`, must be answered 200. For any contract, each bad request a \
+     pool declares (`pools.NAME.bad_requests`) is sent as written and must get its declared \
+     status, and its code at its JSON Pointer when one is declared.",
     |t, c| Box::pin(f2(t, c)),
 )
+.applies_when(applies)
 .covers(&[
     "input-order",
     "query-parameters",
@@ -40,6 +43,20 @@ pub const CHECK: Check = Check::clause(
     "hook-header",
     "upload-read",
 ]);
+
+/// F2 judges the reference surface's bad inputs, which the checker builds (images, designs,
+/// hooks), and the bad requests any contract declares.
+fn applies(contract: &Contract) -> Result<(), String> {
+    if contract.is_reference() || !super::declared::declared(contract).is_empty() {
+        Ok(())
+    } else {
+        Err(
+            "the contract declares no bad request (`[[pools.NAME.bad_requests]]`) and no \
+             reference API (`[api]`, whose bad inputs the checker builds)"
+                .into(),
+        )
+    }
+}
 
 /// One bad input: where it goes, what it is, and the code it must get.
 struct Case<'a> {
@@ -123,7 +140,28 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
     ]
 }
 
+/// F2: the reference surface's bad inputs when the contract declares it, then the bad
+/// requests the contract declares.
 async fn f2(t: &Arc<Target>, c: &mut Ctx) {
+    let reference = t.expected.is_reference();
+    if reference {
+        reference_inputs(t, c).await;
+    }
+    if super::declared::declared(&t.expected).is_empty() {
+        return;
+    }
+    let (expected, observed) = super::declared::judge(t, c).await;
+    if reference {
+        c.expected = format!("{}; {expected}", c.expected);
+        c.observed = format!("{}; {observed}", c.observed);
+    } else {
+        (c.expected, c.observed) = (expected, observed);
+    }
+}
+
+/// The bad inputs the checker builds for the reference surface, and the acceptable variations
+/// it must serve.
+async fn reference_inputs(t: &Arc<Target>, c: &mut Ctx) {
     let all = cases(t);
     c.expected = format!(
         "{} with the documented code for each of {} bad inputs; never 500",
