@@ -34,7 +34,7 @@ pub fn pool_name(path: &str) -> String {
 }
 
 /// A TOML value in its inline form.
-fn inline<T: serde::Serialize>(value: &T) -> Result<String, toml::ser::Error> {
+pub(super) fn inline<T: serde::Serialize>(value: &T) -> Result<String, toml::ser::Error> {
     Ok(toml::Value::try_from(value)?.to_string())
 }
 
@@ -62,7 +62,7 @@ pub(super) fn probe_document(plan: &Plan) -> Result<String, toml::ser::Error> {
 }
 
 /// `[tolerances]`, the embedded contract's, read from it.
-fn tolerances(out: &mut String) -> Result<(), toml::ser::Error> {
+pub(super) fn tolerances(out: &mut String) -> Result<(), toml::ser::Error> {
     out.push_str("[tolerances]\n");
     out.push_str(&toml::to_string(&Contract::embedded().tolerances)?);
     Ok(())
