@@ -1278,3 +1278,34 @@ fn discover_s_rate_probes_stay_within_the_ceiling_and_the_count_it_states() {
         "{text}"
     );
 }
+
+/// `--rate-limit` with a way to hold a worker, or `--key-header` without `--rate-limit` (which
+/// clap alone lets through beside `--slow-ms`), is refused before a request is sent (exit 2),
+/// naming the options.
+#[test]
+fn discover_refuses_rate_limit_options_that_do_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, most) = counting_upstream(Duration::from_millis(10));
+    for (args, named) in [
+        (
+            &["--rate-limit", "--slow-ms", "10", "--ceiling", "2"][..],
+            "--slow-ms",
+        ),
+        (
+            &[
+                "--slow-ms",
+                "10",
+                "--key-header",
+                "X-Api-Key",
+                "--ceiling",
+                "2",
+            ][..],
+            "--rate-limit",
+        ),
+    ] {
+        let (code, said) = discover(&url, "GET /work", args, &dir.path().join("draft.toml"));
+        assert_eq!(code, Some(2), "{said}");
+        assert!(said.contains(named), "{said}");
+    }
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0);
+}

@@ -22,6 +22,14 @@ type Request = (String, String, BTreeMap<String, String>, Option<String>);
 /// The plan `args` describe, or why they describe none.
 fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
     let (method, path, headers, body) = request(args)?;
+    // Checked here, not by clap's `requires` alone: clap excuses the missing `--rate-limit`
+    // when `--slow-ms` or `--hook`, which conflict with it, is present.
+    if args.key_header.is_some() || args.quiet_ms.is_some() {
+        return Err(
+            "--key-header and --quiet-ms are options of a rate limit's probe: give --rate-limit"
+                .into(),
+        );
+    }
     if args.hook.is_none() && args.hook_stage.is_some() {
         return Err("--hook-stage names the stage of --hook's hold: give --hook".into());
     }
