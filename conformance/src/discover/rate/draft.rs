@@ -237,7 +237,7 @@ fn key(out: &mut String, f: &RateFindings) {
     let _ = match &f.key {
         KeySeen::ByHeader(header) => writeln!(
             out,
-            "key = {{ header = {} }}  # another {header} was admitted while the first's bucket was spent, and the first refused right after; confidence medium",
+            "key = {{ header = {} }}  # in two trials, another {header} was admitted right after the first's was refused (its bucket spent); confidence medium",
             quoted(header)
         ),
         KeySeen::NotProbed => writeln!(

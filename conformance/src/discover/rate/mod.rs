@@ -15,8 +15,8 @@
 //!    ever wider, for no longer than the quiet), so the bucket stays spent and each admitted probe marks a token's refill
 //!    within one probe's gap: the rate is the admissions over the time between the first and
 //!    the last, within a gap of each end (the evidence gives that bound).
-//! 4. *Key* (with a header named) and *connection*: one request under another value of the
-//!    header while the first value's bucket is spent, then one on a bare connection of its
+//! 4. *Key* (with a header named) and *connection*: requests under other values of the
+//!    header while the first value's bucket is spent (two trials), then one on a bare connection of its
 //!    own to see whether the refusal keeps it open.
 
 pub mod draft;
@@ -45,8 +45,8 @@ pub const QUIET: Duration = Duration::from_secs(2);
 /// the connection's and the key's, the bound on everything discover sends.
 pub const PROBES: u32 = 80;
 
-/// The requests sent after the rate's probes: the key's three and the connection's two.
-const AFTER: u32 = 5;
+/// The requests sent after the rate's probes: the key's two a trial and the connection's two.
+const AFTER: u32 = 2 * KEY_TRIALS + 2;
 
 /// How much faster than the first estimate of the rate the probes go: fast enough that the
 /// bucket stays spent even when the estimate is a third too low, and each admission is
@@ -76,8 +76,13 @@ const PATIENCE: Duration = Duration::from_secs(5);
 
 /// The values of the key header discover sends: the first's bucket is the one it measures.
 pub const FIRST_KEY: &str = "plimsoll-discover-a";
-/// The other value, sent once the first's bucket is spent.
+/// The other values' stem, each trial's its own (`…-0`, `…-1`), sent once the first's bucket
+/// is spent.
 pub const OTHER_KEY: &str = "plimsoll-discover-b";
+
+/// The most trials of the key: two must admit the other value, and a trial whose first value
+/// finds a token back is tried again.
+const KEY_TRIALS: u32 = 4;
 
 /// What to measure: one route's rate limit, the most requests at once, how long to let the
 /// bucket fill.
@@ -93,8 +98,8 @@ pub struct RatePlan {
     pub body: Option<String>,
     /// Headers sent with every request, by name.
     pub headers: BTreeMap<String, String>,
-    /// A header whose value may key the limit (`X-Api-Key`): sent with [`FIRST_KEY`], and once
-    /// with [`OTHER_KEY`] to see whether it has a bucket of its own.
+    /// A header whose value may key the limit (`X-Api-Key`): sent with [`FIRST_KEY`], and in
+    /// the key's trials with [`OTHER_KEY`]'s values to see whether each has a bucket of its own.
     pub key_header: Option<String>,
     /// The most requests in flight at once, and the burst's size.
     pub ceiling: u32,
@@ -124,7 +129,7 @@ impl RatePlan {
     }
 
     /// The most requests discover sends in all: the burst (the ceiling), the probes of the
-    /// rate, the key's three and the connection's two.
+    /// rate, the key's trials and the connection's two.
     pub fn most_sent(&self) -> u32 {
         self.ceiling.max(1) + PROBES + AFTER
     }
@@ -175,8 +180,8 @@ impl RateSeen {
 pub enum KeySeen {
     /// No header was named: whose requests share the bucket was not probed.
     NotProbed,
-    /// Another value was admitted while the first's bucket was spent, and the first's refused
-    /// right after: each value has a bucket of its own.
+    /// Other values were admitted, in two trials, each right after the first's was refused:
+    /// each value has a bucket of its own.
     ByHeader(String),
     /// Another value was refused too: the values share a bucket.
     Shared(String),
@@ -588,28 +593,44 @@ fn mode(f: &RateFindings) -> Option<BurstMode> {
     })
 }
 
-/// With a key header named: one request under the first value (refused: its bucket is spent),
-/// one under another, and the first's again, one after the other.
+/// With a key header named: trials of one request under the first value and, once it is
+/// refused (its bucket spent), one under another value of its own; a token that comes back
+/// between the two could admit the other under a shared bucket, so two trials must both admit
+/// it. At most [`KEY_TRIALS`] trials.
 async fn key(plan: &RatePlan, s: &Sender) -> KeySeen {
     let Some(header) = plan.key_header.clone() else {
         return KeySeen::NotProbed;
     };
-    let mut statuses = Vec::new();
-    for value in [FIRST_KEY, OTHER_KEY, FIRST_KEY] {
-        match s.one(&plan.keyed(value)).await {
-            Some(Ok(reply)) => statuses.push(reply.status),
+    let mut seen = Vec::new();
+    let mut admitted = 0;
+    for trial in 0..KEY_TRIALS {
+        let first = match s.one(&plan.keyed(FIRST_KEY)).await {
+            Some(Ok(reply)) => reply.status,
             Some(Err(e)) => return KeySeen::Unclear(header, format!("a probe failed: {e}")),
             None => return KeySeen::Unclear(header, "the plan's requests were spent".into()),
+        };
+        if first < 400 {
+            seen.push(format!("the first value admitted ({first})"));
+            continue; // a token came back: spent again, try again
+        }
+        let other = format!("{OTHER_KEY}-{trial}");
+        let status = match s.one(&plan.keyed(&other)).await {
+            Some(Ok(reply)) => reply.status,
+            Some(Err(e)) => return KeySeen::Unclear(header, format!("a probe failed: {e}")),
+            None => return KeySeen::Unclear(header, "the plan's requests were spent".into()),
+        };
+        seen.push(format!(
+            "the first refused {first}, another answered {status}"
+        ));
+        if status >= 400 {
+            return KeySeen::Shared(header);
+        }
+        admitted += 1;
+        if admitted == 2 {
+            return KeySeen::ByHeader(header);
         }
     }
-    match statuses[..] {
-        [a, b, c] if a >= 400 && b < 400 && c >= 400 => KeySeen::ByHeader(header),
-        [a, b, _] if a >= 400 && b >= 400 => KeySeen::Shared(header),
-        _ => KeySeen::Unclear(
-            header,
-            format!("the first value, another, then the first again answered {statuses:?}"),
-        ),
-    }
+    KeySeen::Unclear(header, seen.join("; "))
 }
 
 /// What a connection does after a refusal: the limit's request on a bare connection of its own
