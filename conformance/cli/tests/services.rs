@@ -820,9 +820,12 @@ fn discovered_then_checked(
     assert!(text.starts_with("#:schema "), "{text}");
     assert!(text.contains("confidence high"), "{text}");
     assert!(
-        ["kept open: ", "closed: "]
-            .iter()
-            .any(|seen| text.contains(&format!("# connection after a refusal: {seen}"))),
+        [
+            "connection = \"kept\"  # kept open: ",
+            "connection = \"closed\"  # closed: "
+        ]
+        .iter()
+        .any(|seen| text.contains(seen)),
         "{text}"
     );
     let found = contract_at(&draft);
@@ -1063,7 +1066,7 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
     }
     assert!(
         text.contains(
-            "# connection after a refusal: kept open: refused 503 without `Connection: close`, then a second request on the same connection was answered 503"
+            "connection = \"kept\"  # kept open: refused 503 without `Connection: close`, then a second request on the same connection was answered 503"
         ),
         "{text}"
     );
@@ -1124,13 +1127,16 @@ fn limited_upstream(
 /// written down as closed, with the `Connection: close` it said.
 #[test]
 fn discover_s_probes_of_a_full_pool_stay_within_its_ceiling() {
-    let (url, most) = limited_upstream(Duration::from_millis(300), 2);
+    // Held a second: the connection's probe must reach the service while the pool is full, and
+    // on two loaded cores a 300 ms hold ended before it once (the probe was served, not
+    // refused, and the connection went unjudged).
+    let (url, most) = limited_upstream(Duration::from_millis(1000), 2);
     let dir = tempfile::tempdir().unwrap();
     let draft = dir.path().join("draft.toml");
     let (code, said) = discover(
         &url,
         "GET /work",
-        &["--slow-ms", "300", "--ceiling", "3"],
+        &["--slow-ms", "1000", "--ceiling", "3"],
         &draft,
     );
     assert_eq!(code, Some(0), "{said}");
@@ -1144,7 +1150,7 @@ fn discover_s_probes_of_a_full_pool_stay_within_its_ceiling() {
         "{text}"
     );
     assert!(
-        text.contains("# connection after a refusal: closed: refused 503 with `Connection: close`"),
+        text.contains("connection = \"closed\"  # closed: refused 503 with `Connection: close`"),
         "{text}"
     );
 }
@@ -1276,4 +1282,220 @@ fn the_second_service_refusing_a_bad_query_with_another_code_fails_f2() {
             .contains("1 of 3 declared bad requests answered as declared"),
         "{f2}"
     );
+}
+
+/// Discovers the rate limit of `route` of `url` (`--rate-limit`, ceiling 8, `args`), then
+/// checks the draft against the same service with `--only T4`: the draft is a contract whose
+/// rate is within 10 % and burst within one request of `name`'s in the hand-written `contract`,
+/// with the same burst mode, key and refusal status, and T4 passes it.
+fn rate_discovered_then_checked(
+    url: &str,
+    route: &str,
+    args: &[&str],
+    (contract, name): (&Path, &str),
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("draft.toml");
+    let mut all = vec!["--rate-limit", "--ceiling", "8"];
+    all.extend(args);
+    let started = std::time::Instant::now();
+    let (code, said) = discover(url, route, &all, &draft);
+    let took = started.elapsed();
+    let text = std::fs::read_to_string(&draft).unwrap_or_default();
+    assert_eq!(code, Some(0), "{said}\n{text}");
+    assert!(
+        said.contains("at most 8 request(s) at once (--ceiling) and 98 in all"),
+        "{said}"
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}: {said}");
+    let found = contract_at(&draft);
+    let want = contract_at(contract);
+    let (got, want_limit) = (&found.rate_limits[name], &want.rate_limits[name]);
+    let rate = f64::from(want_limit.rate_per_second);
+    assert!(
+        (f64::from(got.rate_per_second) - rate).abs() <= 0.1 * rate,
+        "rate {} against {rate}\n{text}",
+        got.rate_per_second
+    );
+    assert!(got.burst.abs_diff(want_limit.burst) <= 1, "{text}");
+    assert_eq!(got.burst_mode, want_limit.burst_mode, "{text}");
+    // A bucket per client address looks like one for all from one address: discover leaves
+    // the key at its default and marks it.
+    if want_limit.key == plimsoll_spec::model::LimitKey::ClientAddress {
+        assert_eq!(got.key, plimsoll_spec::model::LimitKey::All, "{text}");
+    } else {
+        assert_eq!(got.key, want_limit.key, "{text}");
+    }
+    let status = |c: &plimsoll_spec::Contract, refusal: &str| {
+        c.refusal_status(&c.refusals[refusal]).unwrap()
+    };
+    assert_eq!(
+        status(&found, &got.refusal),
+        status(&want, &want_limit.refusal),
+        "{text}"
+    );
+    assert!(text.contains("confidence high"), "{text}");
+    let (code, report) = check_with(dir.path(), url, &draft, &["--only", "T4"]);
+    let verdicts = verdicts(&report);
+    assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
+    assert_eq!(verdict(&report, "T4")["verdict"], "pass", "{verdicts:?}");
+}
+
+/// nginx's `limit_req` on /api (5 r/s, burst 3, delayed, 429): discover's draft has the
+/// hand-written contract's rate, burst, mode and refusal, and T4 passes it.
+#[test]
+fn discover_measures_nginx_s_rate_limit_and_t4_passes_its_draft() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), AS_CONTRACTED, &slow_upstream());
+    rate_discovered_then_checked(&url, "GET /api", &[], (&example("contract.toml"), "api"));
+}
+
+/// The second service's quota (5/s for each `X-Api-Key`, burst 2, `nodelay`, 429 with
+/// `Retry-After: 1`): discover, told the header may key it, finds each value's own bucket and
+/// the hand-written contract's values, and T4 passes its draft.
+#[test]
+fn discover_measures_the_second_service_s_quota_and_t4_passes_its_draft() {
+    let url = second_service(plimsoll_example_service::Config::default());
+    rate_discovered_then_checked(
+        &url,
+        "GET /quota",
+        &["--key-header", "X-Api-Key"],
+        (&second_contract(), "quota"),
+    );
+}
+
+/// A token bucket of `rate` a second and `burst + 1` tokens, refusing at once with 429 when
+/// spent, each answer after `hold`; counting the requests it had at once and in all. Returns
+/// its URL, the most at once and the count.
+fn counting_limiter(
+    rate: f64,
+    burst: u32,
+    hold: Duration,
+) -> (
+    String,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (now, most, all) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let size = f64::from(burst + 1);
+    let bucket = Arc::new(Mutex::new((size, std::time::Instant::now())));
+    let (seen_most, seen_all) = (most.clone(), all.clone());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let (now, most, all, bucket) = (now.clone(), most.clone(), all.clone(), bucket.clone());
+            std::thread::spawn(move || {
+                let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(at_once, Ordering::SeqCst);
+                if read_head(&mut stream).is_some() {
+                    all.fetch_add(1, Ordering::SeqCst);
+                }
+                let admitted = {
+                    let mut b = bucket.lock().unwrap();
+                    let at = std::time::Instant::now();
+                    b.0 = (b.0 + at.duration_since(b.1).as_secs_f64() * rate).min(size);
+                    b.1 = at;
+                    let ok = b.0 >= 1.0;
+                    if ok {
+                        b.0 -= 1.0;
+                    }
+                    ok
+                };
+                std::thread::sleep(hold);
+                now.fetch_sub(1, Ordering::SeqCst);
+                let answer: &[u8] = if admitted {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                } else {
+                    b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 4\r\nConnection: close\r\n\r\nslow"
+                };
+                let _ = stream.write_all(answer);
+            });
+        }
+    });
+    (format!("http://{addr}"), seen_most, seen_all)
+}
+
+/// discover `--rate-limit` never has more requests at once than its ceiling nor sends more in
+/// all than it says at the start (both counted by the service, a token bucket of 20/s with a
+/// burst of 1 whose every answer takes 20 ms and closes its connection), and says how many it
+/// sent; its burst, rate and mode are the bucket's.
+#[test]
+fn discover_s_rate_probes_stay_within_the_ceiling_and_the_count_it_states() {
+    let (url, most, all) = counting_limiter(20.0, 1, Duration::from_millis(20));
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("draft.toml");
+    let (code, said) = discover(
+        &url,
+        "GET /work",
+        &["--rate-limit", "--ceiling", "4", "--quiet-ms", "500"],
+        &draft,
+    );
+    let text = std::fs::read_to_string(&draft).unwrap_or_default();
+    assert_eq!(code, Some(0), "{said}\n{text}");
+    assert!(
+        said.contains("at most 4 request(s) at once (--ceiling) and 94 in all"),
+        "{said}"
+    );
+    let at_once = most.load(std::sync::atomic::Ordering::SeqCst);
+    let sent = all.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=4).contains(&at_once), "{at_once} at once\n{said}");
+    // discover's count, from its last lines: the service's, or one more when the connection
+    // probe's second request found its connection closed (this service closes every one).
+    let counted: usize = said
+        .split(" request(s) sent in all")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {said}"));
+    assert!(
+        counted <= 94 && (sent == counted || sent + 1 == counted),
+        "the service saw {sent}, discover counted {counted}\n{said}"
+    );
+    let found = contract_at(&draft);
+    let limit = &found.rate_limits["work"];
+    assert_eq!(limit.burst, 1, "{text}");
+    assert!((18..=22).contains(&limit.rate_per_second), "{text}");
+    assert_eq!(
+        limit.burst_mode,
+        plimsoll_spec::model::BurstMode::Nodelay,
+        "{text}"
+    );
+}
+
+/// `--rate-limit` with a way to hold a worker, or `--key-header` without `--rate-limit` (which
+/// clap alone lets through beside `--slow-ms`), is refused before a request is sent (exit 2),
+/// naming the options.
+#[test]
+fn discover_refuses_rate_limit_options_that_do_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, most) = counting_upstream(Duration::from_millis(10));
+    for (args, named) in [
+        (
+            &["--rate-limit", "--slow-ms", "10", "--ceiling", "2"][..],
+            "--slow-ms",
+        ),
+        (
+            &[
+                "--slow-ms",
+                "10",
+                "--key-header",
+                "X-Api-Key",
+                "--ceiling",
+                "2",
+            ][..],
+            "--rate-limit",
+        ),
+    ] {
+        let (code, said) = discover(&url, "GET /work", args, &dir.path().join("draft.toml"));
+        assert_eq!(code, Some(2), "{said}");
+        assert!(said.contains(named), "{said}");
+    }
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0);
 }

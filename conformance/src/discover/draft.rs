@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use plimsoll_spec::Contract;
 use plimsoll_spec::model::{LANGUAGE, QueueOrder};
 
-use super::{Findings, Limit, Plan};
+use super::{ConnectionSeen, Findings, Kept, Limit, NotSeen, Plan};
 
 /// The mark on every place of the draft the service cannot show from outside.
 pub const CANNOT_MEASURE: &str = "plimsoll: cannot be measured from outside";
@@ -34,7 +34,7 @@ pub fn pool_name(path: &str) -> String {
 }
 
 /// A TOML value in its inline form.
-fn inline<T: serde::Serialize>(value: &T) -> Result<String, toml::ser::Error> {
+pub(super) fn inline<T: serde::Serialize>(value: &T) -> Result<String, toml::ser::Error> {
     Ok(toml::Value::try_from(value)?.to_string())
 }
 
@@ -62,7 +62,7 @@ pub(super) fn probe_document(plan: &Plan) -> Result<String, toml::ser::Error> {
 }
 
 /// `[tolerances]`, the embedded contract's, read from it.
-fn tolerances(out: &mut String) -> Result<(), toml::ser::Error> {
+pub(super) fn tolerances(out: &mut String) -> Result<(), toml::ser::Error> {
     out.push_str("[tolerances]\n");
     out.push_str(&toml::to_string(&Contract::embedded().tolerances)?);
     Ok(())
@@ -305,21 +305,26 @@ fn refusal(out: &mut String, f: &Findings) {
             let _ = writeln!(out, "# {name}: {value}");
         }
     }
-    connection(out, f);
+    connection(out, f.connection.as_ref());
     out.push('\n');
 }
 
-/// What a connection did after a refusal, as a comment: the contract language has no field
-/// for it yet.
-fn connection(out: &mut String, f: &Findings) {
-    let _ = match &f.connection {
+/// What a connection did after a refusal: the refusal's `connection` (T6) with its evidence,
+/// or a comment saying why it was not seen. Both drafts, a pool's and a rate limit's, write it.
+pub(super) fn connection(out: &mut String, seen: Option<&Result<ConnectionSeen, NotSeen>>) {
+    let _ = match seen {
         Some(Ok(seen)) => writeln!(
             out,
-            "# connection after a refusal: {}; confidence medium (one connection; no field of the contract language holds it yet)",
+            "connection = \"{}\"  # {}; confidence medium (one connection)",
+            if matches!(seen.kept, Kept::Open { .. }) {
+                "kept"
+            } else {
+                "closed"
+            },
             seen.evidence()
         ),
-        Some(Err(e)) => writeln!(out, "# connection after a refusal: not seen: {e}"),
-        None => writeln!(out, "# connection after a refusal: not probed"),
+        Some(Err(e)) => writeln!(out, "# connection: not seen: {e}"),
+        None => writeln!(out, "# connection: not probed"),
     };
 }
 

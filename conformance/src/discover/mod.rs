@@ -10,10 +10,11 @@
 //! pool is full again, what a connection does after a refusal on it ([`connection`]) and a few
 //! probes of the refusal (status, body, hint headers); and, when two or more requests waited,
 //! one trial of the queue's order as T2 runs it. No phase ever has more requests in flight
-//! than the ceiling.
+//! than the ceiling. A route behind a rate limit rather than a pool is measured by [`rate`].
 
 pub mod draft;
 pub mod progress;
+pub mod rate;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

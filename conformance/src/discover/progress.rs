@@ -19,6 +19,12 @@ pub enum Phase {
     Refusal,
     /// The queue's order trial.
     Order,
+    /// A rate limit's bucket left to fill, nothing sent.
+    Quiet,
+    /// A rate limit's burst into its full bucket.
+    Burst,
+    /// A rate limit's rate, probed at a known pace.
+    Pace,
 }
 
 impl Phase {
@@ -28,6 +34,9 @@ impl Phase {
             Phase::Ramp => "ramp",
             Phase::Refusal => "refusal",
             Phase::Order => "order",
+            Phase::Quiet => "quiet",
+            Phase::Burst => "burst",
+            Phase::Pace => "pace",
         }
     }
 }

@@ -25,7 +25,7 @@ pub struct DiscoverArgs {
         long,
         value_name = "MS",
         conflicts_with = "hook",
-        required_unless_present = "hook"
+        required_unless_present_any = ["hook", "rate_limit"]
     )]
     pub slow_ms: Option<u64>,
     /// The service holds a request carrying `HEADER: hold=STAGE:MS` for MS (the
@@ -40,7 +40,21 @@ pub struct DiscoverArgs {
     // requirement when an option that conflicts with it (`--slow-ms`) is present.
     #[arg(long, value_name = "STAGE")]
     pub hook_stage: Option<plimsoll_spec::Stage>,
-    /// The most requests discover has in flight at once; the ramp stops there.
+    /// Measure the route's rate limit (a token bucket: its rate, its burst, delayed or not,
+    /// its refusal) instead of a pool: after a quiet period, a burst of `--ceiling` requests at
+    /// once, then probes paced above the rate. Writes a `[rate_limits.NAME]` draft.
+    #[arg(long, conflicts_with_all = ["slow_ms", "hook"])]
+    pub rate_limit: bool,
+    /// With `--rate-limit`: a header whose value may key the limit (`X-Api-Key`); discover
+    /// sends one value, then another while the first's bucket is spent.
+    #[arg(long, value_name = "NAME", requires = "rate_limit")]
+    pub key_header: Option<String>,
+    /// With `--rate-limit`: how long to send nothing before the burst, so the bucket is full
+    /// (2000 unless given: a bucket refilling slower is marked in the draft).
+    #[arg(long, value_name = "MS", requires = "rate_limit")]
+    pub quiet_ms: Option<u64>,
+    /// The most requests discover has in flight at once; the ramp stops there (with
+    /// `--rate-limit`, the burst's size).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Run")]
     pub ceiling: u32,
     /// Write the draft here instead of stdout.

@@ -3,6 +3,7 @@
 //! writes is a contract this build accepts or the reason it is not.
 
 mod progress;
+mod rate;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,8 +16,44 @@ use crate::args::DiscoverArgs;
 /// What the command prints its lines after.
 const WHO: &str = "plimsoll discover";
 
+/// The request `args` describe: its method and path, its headers and its body.
+type Request = (String, String, BTreeMap<String, String>, Option<String>);
+
 /// The plan `args` describe, or why they describe none.
 fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
+    let (method, path, headers, body) = request(args)?;
+    // Checked here, not by clap's `requires` alone: clap excuses the missing `--rate-limit`
+    // when `--slow-ms` or `--hook`, which conflict with it, is present.
+    if args.key_header.is_some() || args.quiet_ms.is_some() {
+        return Err(
+            "--key-header and --quiet-ms are options of a rate limit's probe: give --rate-limit"
+                .into(),
+        );
+    }
+    if args.hook.is_none() && args.hook_stage.is_some() {
+        return Err("--hook-stage names the stage of --hook's hold: give --hook".into());
+    }
+    let holding = match (&args.hook, args.slow_ms) {
+        (Some(header), _) => Holding::Hook {
+            header: header.clone(),
+            stage: args.hook_stage.unwrap_or(plimsoll_spec::Stage::Queue),
+        },
+        (None, Some(ms)) => Holding::Slow(Duration::from_millis(ms)),
+        (None, None) => return Err("give --slow-ms or --hook".into()),
+    };
+    Ok(Plan {
+        target: args.target.trim_end_matches('/').to_owned(),
+        method,
+        path,
+        body,
+        headers,
+        holding,
+        ceiling: args.ceiling,
+    })
+}
+
+/// The route's request as `args` give it (`--route`, `--header`, `--body`), or why not.
+fn request(args: &DiscoverArgs) -> Result<Request, String> {
     let (method, path) = args
         .route
         .trim()
@@ -44,32 +81,16 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
         }
         None => None,
     };
-    if args.hook.is_none() && args.hook_stage.is_some() {
-        return Err("--hook-stage names the stage of --hook's hold: give --hook".into());
-    }
-    let holding = match (&args.hook, args.slow_ms) {
-        (Some(header), _) => Holding::Hook {
-            header: header.clone(),
-            stage: args.hook_stage.unwrap_or(plimsoll_spec::Stage::Queue),
-        },
-        (None, Some(ms)) => Holding::Slow(Duration::from_millis(ms)),
-        (None, None) => return Err("give --slow-ms or --hook".into()),
-    };
-    Ok(Plan {
-        target: args.target.trim_end_matches('/').to_owned(),
-        method,
-        path,
-        body,
-        headers,
-        holding,
-        ceiling: args.ceiling,
-    })
+    Ok((method, path, headers, body))
 }
 
 /// Runs `plimsoll discover`; returns the exit code: 0 the draft written and a valid contract,
 /// 1 written but the limit is above the ceiling or the draft breaks a rule (each named), 2 the
 /// route could not be measured or the draft not written.
 pub(crate) fn run(args: DiscoverArgs) -> u8 {
+    if args.rate_limit {
+        return rate::run(args);
+    }
     let plan = match plan(&args) {
         Ok(plan) => plan,
         Err(e) => {
