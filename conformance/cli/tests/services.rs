@@ -995,7 +995,8 @@ fn design_json() -> String {
 fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
     use plimsoll_conformance::discover::draft::CANNOT_MEASURE;
     let dir = tempfile::tempdir().unwrap();
-    let env = [("EXPORT_POOL_SIZE", "2")];
+    // A deadline of 1.5 s, which discover finds by holding one request up to 4 s.
+    let env = [("EXPORT_POOL_SIZE", "2"), ("EXPORT_TIMEOUT_MS", "1500")];
     let (_server, url) = common::serve(&dir.path().join("server"), &env);
     let (expected, _) = plimsoll_spec::Contract::embedded()
         .with_overrides(|k| {
@@ -1021,6 +1022,8 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
             "parse",
             "--ceiling",
             "6",
+            "--deadline-within",
+            "4000",
         ],
         &draft,
     );
@@ -1038,6 +1041,14 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
     assert_eq!(pool.workers, 2, "{text}");
     assert_eq!(pool.workers, spec.workers, "{text}");
     assert_eq!(pool.queue.capacity, spec.queue.capacity, "{text}");
+    let deadline = pool.deadline_ms.expect("the deadline was found");
+    let late = expected.tolerances.timeout_late_ms;
+    let declared = spec.deadline_ms.unwrap();
+    assert!(
+        (declared..=declared + late).contains(&deadline),
+        "{deadline} ms, the contract's {declared} ms (+{late}): {text}"
+    );
+    assert!(text.contains("# answered 504 after "), "{text}");
     let (refusal, declared) = (
         &found.refusals[pool.refusal.as_ref().unwrap()],
         &expected.refusals[spec.refusal.as_ref().unwrap()],
@@ -1054,7 +1065,6 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
     );
     for marked in [
         "# hint: constant, or an estimate that follows the load",
-        "# deadline_ms: ",
         "# cancellation: ",
         "# memory_cap_mb: ",
     ] {

@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 use plimsoll_spec::Contract;
 use plimsoll_spec::model::{LANGUAGE, QueueOrder};
 
-use super::{ConnectionSeen, Findings, Kept, Limit, NotSeen, Plan};
+use crate::checks::ctx::ms;
+
+use super::{ConnectionSeen, DeadlineSeen, Findings, Kept, Limit, NotSeen, Plan};
 
 /// The mark on every place of the draft the service cannot show from outside.
 pub const CANNOT_MEASURE: &str = "plimsoll: cannot be measured from outside";
@@ -171,7 +173,7 @@ fn pool(out: &mut String, plan: &Plan, f: &Findings) -> Result<(), toml::ser::Er
         ),
     };
     let _ = writeln!(out, "hold = {}  # {hold_note}", inline(&plan.hold())?);
-    let _ = writeln!(out, "# deadline_ms: {CANNOT_MEASURE} (not probed)");
+    deadline(out, f.deadline.as_ref());
     let _ = writeln!(out, "# cancellation: {CANNOT_MEASURE}");
     let _ = writeln!(out, "# memory_cap_mb: {CANNOT_MEASURE}");
     out.push('\n');
@@ -307,6 +309,32 @@ fn refusal(out: &mut String, f: &Findings) {
     }
     connection(out, f.connection.as_ref());
     out.push('\n');
+}
+
+/// The pool's `deadline_ms` when a deadline answered the held request (rounded to 10 ms, the
+/// client's count from its sending: the service's starts a little later), or a comment saying
+/// what was seen instead.
+fn deadline(out: &mut String, seen: Option<&DeadlineSeen>) {
+    let _ = match seen {
+        Some(DeadlineSeen::Answered { status, after }) => writeln!(
+            out,
+            "deadline_ms = {}  # answered {status} after {:.0} ms, before its hold ended (one request, by the client's clock); confidence medium",
+            (after.as_millis() as u64).div_ceil(10) * 10,
+            ms(*after)
+        ),
+        Some(DeadlineSeen::NoneWithin(within)) => writeln!(
+            out,
+            "# deadline_ms: none within {} ms (a request held that long was served)",
+            within.as_millis()
+        ),
+        Some(DeadlineSeen::NotProbed(why)) => {
+            writeln!(out, "# deadline_ms: {CANNOT_MEASURE} ({why})")
+        }
+        None => writeln!(
+            out,
+            "# deadline_ms: {CANNOT_MEASURE} (not probed: --deadline-within MS with --hook probes it)"
+        ),
+    };
 }
 
 /// What a connection did after a refusal: the refusal's `connection` (T6) with its evidence,

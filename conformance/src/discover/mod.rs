@@ -75,6 +75,9 @@ pub struct Plan {
 
     /// The most requests discover has in flight at once: the user's bound on the load it adds.
     pub ceiling: u32,
+    /// With a hook: hold one request this long and see whether a deadline answers it first
+    /// (none: the deadline is not probed).
+    pub deadline_within: Option<Duration>,
 }
 
 impl Plan {
@@ -320,12 +323,63 @@ pub struct Findings {
     /// What a connection did after a refusal on it, when the ramp reached one: kept open or
     /// closed, or why that was not seen.
     pub connection: Option<Result<ConnectionSeen, NotSeen>>,
+    /// Whether a deadline answered a request held for the user's bound, when probed.
+    pub deadline: Option<DeadlineSeen>,
     /// How long each request held its worker.
     pub hold: Duration,
     /// Tolerances are the embedded contract's; the refusal latency bound the draft will be
     /// judged by, for the evidence.
     pub refusal_latency_ms: u64,
 }
+
+/// What one request held for the user's bound showed of a deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeadlineSeen {
+    /// Answered with this error status this long after it was sent, before its hold ended:
+    /// the pool's deadline, counted from the client's sending.
+    Answered {
+        /// The answer's status (a 504, or the service's own).
+        status: u16,
+        /// How long after it was sent.
+        after: Duration,
+    },
+    /// Held to the end and served: no deadline within the bound.
+    NoneWithin(Duration),
+    /// Not probed, and why (a slow route cannot be held longer than it takes).
+    NotProbed(String),
+}
+
+/// Holds one request for `within` by the plan's hook and reads what answers it first. Alone on
+/// the pool (the ramp is over), so only a deadline can answer it early.
+async fn deadline(t: &Arc<Target>, plan: &Plan, within: Duration) -> DeadlineSeen {
+    let Holding::Hook { header, stage } = &plan.holding else {
+        return DeadlineSeen::NotProbed(
+            "a slow route (--slow-ms) cannot be held longer than it takes; give --hook".into(),
+        );
+    };
+    let mut request = plan.hold().request;
+    request.headers.insert(
+        header.clone(),
+        crate::checks::pool::hold(*stage, within.as_millis() as u64),
+    );
+    let served = request.status;
+    match t.send_recipe(&request, within + DEADLINE_PATIENCE).await {
+        Ok(reply) if reply.status != served && reply.elapsed < within => DeadlineSeen::Answered {
+            status: reply.status,
+            after: reply.elapsed,
+        },
+        Ok(reply) if reply.status == served => DeadlineSeen::NoneWithin(within),
+        Ok(reply) => DeadlineSeen::NotProbed(format!(
+            "answered {} after {:.0} ms, at or after the hold's end",
+            reply.status,
+            ms(reply.elapsed)
+        )),
+        Err(e) => DeadlineSeen::NotProbed(e.to_string()),
+    }
+}
+
+/// How long past the user's bound the deadline's probe waits for its answer.
+const DEADLINE_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Why discover could not measure the route.
 #[derive(Debug, thiserror::Error)]
@@ -397,6 +451,18 @@ pub async fn discover(plan: &Plan, say: &mut dyn FnMut(Step)) -> Result<Findings
         tokio::time::sleep(SETTLE).await;
         f.order = order_trial(&t, &held, workers, queue, limit).await;
     }
+    if let Some(within) = plan.deadline_within {
+        say(Step {
+            phase: Phase::Deadline,
+            line: format!(
+                "deadline: one request held {} ms, answered early only by a deadline",
+                within.as_millis()
+            ),
+            left: within,
+        });
+        tokio::time::sleep(SETTLE).await;
+        f.deadline = Some(deadline(&t, plan, within).await);
+    }
     Ok(f)
 }
 
@@ -417,6 +483,7 @@ async fn ramp(
         refusal: None,
         order: None,
         connection: None,
+        deadline: None,
         hold: held.hold,
         refusal_latency_ms: 0,
     };

@@ -19,6 +19,8 @@ pub enum Phase {
     Refusal,
     /// The queue's order trial.
     Order,
+    /// One request held for the user's bound, to see a deadline answer it.
+    Deadline,
     /// A rate limit's bucket left to fill, nothing sent.
     Quiet,
     /// A rate limit's burst into its full bucket.
@@ -33,6 +35,7 @@ impl Phase {
         match self {
             Phase::Ramp => "ramp",
             Phase::Refusal => "refusal",
+            Phase::Deadline => "deadline",
             Phase::Order => "order",
             Phase::Quiet => "quiet",
             Phase::Burst => "burst",

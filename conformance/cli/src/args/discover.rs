@@ -40,6 +40,10 @@ pub struct DiscoverArgs {
     // requirement when an option that conflicts with it (`--slow-ms`) is present.
     #[arg(long, value_name = "STAGE")]
     pub hook_stage: Option<plimsoll_spec::Stage>,
+    /// With --hook: hold one request MS and write the deadline that answers it first, if one
+    /// does (the pool's `deadline_ms`); none within MS is said as such.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub deadline_within: Option<u64>,
     /// Measure the route's rate limit (a token bucket: its rate, its burst, delayed or not,
     /// its refusal) instead of a pool: after a quiet period, a burst of `--ceiling` requests at
     /// once, then probes paced above the rate. Writes a `[rate_limits.NAME]` draft.

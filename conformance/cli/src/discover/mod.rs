@@ -33,6 +33,9 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
     if args.hook.is_none() && args.hook_stage.is_some() {
         return Err("--hook-stage names the stage of --hook's hold: give --hook".into());
     }
+    if args.hook.is_none() && args.deadline_within.is_some() {
+        return Err("--deadline-within holds a request by --hook's header: give --hook".into());
+    }
     let holding = match (&args.hook, args.slow_ms) {
         (Some(header), _) => Holding::Hook {
             header: header.clone(),
@@ -49,6 +52,7 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
         headers,
         holding,
         ceiling: args.ceiling,
+        deadline_within: args.deadline_within.map(Duration::from_millis),
     })
 }
 
