@@ -10,7 +10,7 @@ use plimsoll_spec::model::{LANGUAGE, QueueOrder};
 
 use crate::checks::ctx::ms;
 
-use super::{ConnectionSeen, DeadlineSeen, Findings, Kept, Limit, NotSeen, Plan};
+use super::{ConnectionSeen, DeadlineSeen, Findings, Kept, Limit, NotSeen, Plan, RefusalSeen};
 
 /// The mark on every place of the draft the service cannot show from outside.
 pub const CANNOT_MEASURE: &str = "plimsoll: cannot be measured from outside";
@@ -288,17 +288,32 @@ fn refusal(out: &mut String, f: &Findings) {
         return;
     };
     out.push_str("[refusals.refused]\n");
+    status(out, r, ("T3", f.refusal_latency_ms));
+    hint(out, r);
+    refusal_rest(out, r, f.connection.as_ref());
+}
+
+/// A refusal's `status` with its evidence: how many refusals had it, the slowest against
+/// the latency bound of the clause that judges it (`T3` or `T4`). Both drafts write it.
+pub(super) fn status(out: &mut String, r: &RefusalSeen, (clause, allowed_ms): (&str, u64)) {
     let worst = r.latencies_ms.iter().copied().fold(0.0, f64::max);
     let same = r.statuses.iter().filter(|s| **s == r.status()).count();
     let _ = writeln!(
         out,
-        "status = {}  # {same} of {} refusals, the slowest after {worst:.0} ms (T3 allows {} ms); confidence {}",
+        "status = {}  # {same} of {} refusals, the slowest after {worst:.0} ms ({clause} allows {allowed_ms} ms); confidence {}",
         r.status(),
         r.statuses.len(),
-        f.refusal_latency_ms,
         confidence(same)
     );
-    hint(out, r);
+}
+
+/// What follows a refusal's hint in both drafts: its body's shape and RateLimit headers as
+/// comments, its `connection`, and the table's end.
+pub(super) fn refusal_rest(
+    out: &mut String,
+    r: &RefusalSeen,
+    connection_seen: Option<&Result<ConnectionSeen, NotSeen>>,
+) {
     let _ = writeln!(out, "# body: {}", r.body().as_str());
     if r.rate_limit.is_empty() {
         out.push_str("# RateLimit, RateLimit-Policy: absent\n");
@@ -307,7 +322,7 @@ fn refusal(out: &mut String, f: &Findings) {
             let _ = writeln!(out, "# {name}: {value}");
         }
     }
-    connection(out, f.connection.as_ref());
+    connection(out, connection_seen);
     out.push('\n');
 }
 

@@ -8,7 +8,7 @@ mod rate;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use plimsoll_conformance::discover::{Holding, Limit, Plan, discover, draft};
+use plimsoll_conformance::discover::{Holding, Limit, Plan, Step, discover, draft};
 use plimsoll_spec::Contract;
 
 use crate::args::DiscoverArgs;
@@ -88,6 +88,44 @@ fn request(args: &DiscoverArgs) -> Result<Request, String> {
     Ok((method, path, headers, body))
 }
 
+/// Measures with `measure` on a runtime of its own, its progress on stderr, renders the draft
+/// with `render` and writes it to `output` (stdout when none): the findings and the draft's
+/// text, or exit code 2 with what went wrong said on stderr. Both modes, a pool's and a rate
+/// limit's, write their drafts through it.
+fn measure_and_write<T, E: std::fmt::Display, R: std::fmt::Display>(
+    output: Option<&std::path::Path>,
+    measure: impl AsyncFnOnce(&mut dyn FnMut(Step)) -> Result<T, E>,
+    render: impl FnOnce(&T) -> Result<String, R>,
+) -> Result<(T, String), u8> {
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| {
+        eprintln!("{WHO}: cannot start the async runtime: {e}");
+        2u8
+    })?;
+    let mut progress = progress::Progress::new(WHO);
+    let found = runtime.block_on(measure(&mut |step| progress.step(step)));
+    progress.finish();
+    let findings = found.map_err(|e| {
+        eprintln!("{WHO}: {e}");
+        2u8
+    })?;
+    let text = render(&findings).map_err(|e| {
+        eprintln!("{WHO}: cannot write the draft: {e}");
+        2u8
+    })?;
+    let written = match output {
+        Some(path) => std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    };
+    if let Err(e) = written {
+        eprintln!("{WHO}: cannot write the draft: {e}");
+        return Err(2);
+    }
+    Ok((findings, text))
+}
+
 /// Runs `plimsoll discover`; returns the exit code: 0 the draft written and a valid contract,
 /// 1 written but the limit is above the ceiling or the draft breaks a rule (each named), 2 the
 /// route could not be measured or the draft not written.
@@ -106,41 +144,14 @@ pub(crate) fn run(args: DiscoverArgs) -> u8 {
         "{WHO}: {} {} of {}: at most {} request(s) at once (--ceiling), never more",
         plan.method, plan.path, plan.target, plan.ceiling
     );
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("{WHO}: cannot start the async runtime: {e}");
-            return 2;
-        }
+    let (findings, text) = match measure_and_write(
+        args.output.as_deref(),
+        async |say| discover(&plan, say).await,
+        |findings| draft::render(&plan, findings),
+    ) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
-    let mut progress = progress::Progress::new(WHO);
-    let found = runtime.block_on(discover(&plan, &mut |step| progress.step(step)));
-    progress.finish();
-    let findings = match found {
-        Ok(findings) => findings,
-        Err(e) => {
-            eprintln!("{WHO}: {e}");
-            return 2;
-        }
-    };
-    let text = match draft::render(&plan, &findings) {
-        Ok(text) => text,
-        Err(e) => {
-            eprintln!("{WHO}: cannot write the draft: {e}");
-            return 2;
-        }
-    };
-    let written = match &args.output {
-        Some(path) => std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display())),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
-    };
-    if let Err(e) = written {
-        eprintln!("{WHO}: cannot write the draft: {e}");
-        return 2;
-    }
     if findings.limit == Limit::AboveCeiling {
         eprintln!(
             "{WHO}: no refusal up to the ceiling of {}: the limit is above it, and the draft's workers and queue are lower bounds",

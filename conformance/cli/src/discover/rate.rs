@@ -7,7 +7,7 @@ use std::time::Duration;
 use plimsoll_conformance::discover::rate::{QUIET, RatePlan, discover_rate, draft};
 use plimsoll_spec::Contract;
 
-use super::{WHO, progress, request};
+use super::{WHO, measure_and_write, request};
 use crate::args::DiscoverArgs;
 
 /// The plan `args` describe, or why they describe none.
@@ -47,41 +47,14 @@ pub(super) fn run(args: DiscoverArgs) -> u8 {
         plan.ceiling,
         plan.most_sent()
     );
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("{WHO}: cannot start the async runtime: {e}");
-            return 2;
-        }
+    let (findings, text) = match measure_and_write(
+        args.output.as_deref(),
+        async |say| discover_rate(&plan, say).await,
+        |findings| draft::render(&plan, findings),
+    ) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
-    let mut progress = progress::Progress::new(WHO);
-    let found = runtime.block_on(discover_rate(&plan, &mut |step| progress.step(step)));
-    progress.finish();
-    let findings = match found {
-        Ok(findings) => findings,
-        Err(e) => {
-            eprintln!("{WHO}: {e}");
-            return 2;
-        }
-    };
-    let text = match draft::render(&plan, &findings) {
-        Ok(text) => text,
-        Err(e) => {
-            eprintln!("{WHO}: cannot write the draft: {e}");
-            return 2;
-        }
-    };
-    let written = match &args.output {
-        Some(path) => std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display())),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
-    };
-    if let Err(e) = written {
-        eprintln!("{WHO}: cannot write the draft: {e}");
-        return 2;
-    }
     if !findings.refused() {
         eprintln!(
             "{WHO}: all {} sent at once were admitted: the burst is above the ceiling, and the draft's burst is a placeholder",

@@ -12,7 +12,7 @@ use plimsoll_spec::model::{LANGUAGE, Route};
 
 use super::{KeySeen, PACE_FACTOR, RateFindings, RatePlan};
 use crate::discover::RefusalSeen;
-use crate::discover::draft::{CANNOT_MEASURE, connection, inline, pool_name, tolerances};
+use crate::discover::draft::{CANNOT_MEASURE, inline, pool_name, refusal_rest, status, tolerances};
 
 /// The refusal's key in `[refusals]`.
 pub const REFUSAL: &str = "rate_limited";
@@ -270,27 +270,9 @@ fn refusal(out: &mut String, f: &RateFindings) {
         out.push('\n');
         return;
     }
-    let worst = r.latencies_ms.iter().copied().fold(0.0, f64::max);
-    let same = r.statuses.iter().filter(|s| **s == r.status()).count();
-    let _ = writeln!(
-        out,
-        "status = {}  # {same} of {} refusals, the slowest after {worst:.0} ms (T4 allows {} ms); confidence {}",
-        r.status(),
-        r.statuses.len(),
-        f.refusal_latency_ms,
-        if same >= 2 { "high" } else { "medium" }
-    );
+    status(out, r, ("T4", f.refusal_latency_ms));
     hint(out, r);
-    let _ = writeln!(out, "# body: {}", r.body().as_str());
-    if r.rate_limit.is_empty() {
-        out.push_str("# RateLimit, RateLimit-Policy: absent\n");
-    } else {
-        for (name, value) in &r.rate_limit {
-            let _ = writeln!(out, "# {name}: {value}");
-        }
-    }
-    connection(out, f.connection.as_ref());
-    out.push('\n');
+    refusal_rest(out, r, f.connection.as_ref());
 }
 
 /// The hint: a constant `Retry-After` when every refusal gave the same seconds, else none,
