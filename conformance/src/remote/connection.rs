@@ -93,9 +93,16 @@ pub async fn after_refusal(
 ) -> Result<ConnectionSeen, NotSeen> {
     let (addr, host) = t.raw_address().ok_or(NotSeen::NotPlain)?;
     let failed = |what: &str, e: &dyn std::fmt::Display| NotSeen::Failed(format!("{what}: {e}"));
-    let stream = TcpStream::connect(addr)
-        .await
-        .map_err(|e| failed("connect", &e))?;
+    // A target whose backlog is full never completes the handshake: the connect is bounded too.
+    let stream = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
+        Ok(connected) => connected.map_err(|e| failed("connect", &e))?,
+        Err(_) => {
+            return Err(NotSeen::Failed(format!(
+                "the connection was not accepted within {} ms",
+                limit.as_millis()
+            )));
+        }
+    };
     let (mut sender, conn) = http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| failed("HTTP/1 handshake", &e))?;
@@ -167,9 +174,9 @@ async fn send(
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|token| token.trim().eq_ignore_ascii_case("close"));
-    // Read the body to its end so the connection is idle, not mid-answer.
-    response
-        .into_body()
+    // Read the body to its end so the connection is idle, not mid-answer; no more of it than
+    // any reply the checker reads (a target that sends gigabytes is an error, not memory).
+    http_body_util::Limited::new(response.into_body(), super::body::MAX_REPLY_BYTES)
         .collect()
         .await
         .map_err(|e| e.to_string())?;
@@ -196,6 +203,8 @@ mod tests {
         SayClose,
         /// Closes without saying so.
         Close,
+        /// Declares a refusal body of a gigabyte and sends zeros until the client goes away.
+        Flood,
     }
 
     /// A loopback service answering every request `503` with an empty body, then doing `then`.
@@ -218,9 +227,16 @@ mod tests {
                         }
                         let end = seen.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
                         seen.drain(..end + 4);
+                        if matches!(then, Then::Flood) {
+                            let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 1073741824\r\n\r\n";
+                            let _ = stream.write_all(head.as_bytes()).await;
+                            let zeros = vec![0u8; 64 * 1024];
+                            while stream.write_all(&zeros).await.is_ok() {}
+                            return;
+                        }
                         let close = match then {
                             Then::SayClose => "Connection: close\r\n",
-                            Then::Keep | Then::Close => "",
+                            Then::Keep | Then::Close | Then::Flood => "",
                         };
                         let answer = format!(
                             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n{close}\r\n"
@@ -271,6 +287,21 @@ mod tests {
         assert_eq!((said.kept, said.said_close), (Kept::Closed, true));
         let silent = seen(Then::Close).await.unwrap();
         assert_eq!((silent.kept, silent.said_close), (Kept::Closed, false));
+    }
+
+    /// A refusal whose body never ends is read no further than any reply the checker reads:
+    /// the probe fails with the reason, in bounded memory, long before the gigabyte.
+    #[tokio::test]
+    async fn a_refusal_body_past_the_reply_cap_fails_the_probe_not_the_memory() {
+        let started = std::time::Instant::now();
+        let err = seen(Then::Flood).await.unwrap_err();
+        assert!(matches!(err, NotSeen::Failed(_)), "{err}");
+        assert!(err.to_string().contains("length limit"), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]
