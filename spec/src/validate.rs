@@ -576,12 +576,23 @@ impl Contract {
         let mut out = Vec::new();
         for (name, pool) in &self.pools {
             let Some(hold) = &pool.hold else { continue };
-            if hold.at_least_ms.is_some() == hold.hook.is_some() {
+            let ways = [
+                hold.at_least_ms.is_some(),
+                hold.hook.is_some(),
+                hold.dependency.is_some(),
+            ];
+            if ways.iter().filter(|w| **w).count() != 1 {
                 out.push(violation(
                     &format!("pools.{name}.hold"),
-                    "holds either by a slow request (`at_least_ms`) or by a hook (`hook`), \
-                     exactly one"
+                    "holds by a slow request (`at_least_ms`), by a hook (`hook`) or by a \
+                     dependency the checker plays (`dependency`), exactly one"
                         .into(),
+                ));
+            }
+            if let Some(dependency) = &hold.dependency {
+                out.extend(dependency_violations(
+                    &format!("pools.{name}.hold.dependency"),
+                    dependency,
                 ));
             }
             if let Some(hook) = &hold.hook
@@ -820,6 +831,38 @@ fn recipe_violations(prefix: &str, r: &crate::model::Recipe, statuses: Statuses)
             &at("status"),
             format!("{} is not {kind}", r.status),
         ));
+    }
+    out
+}
+
+/// A dependency the checker can play: `env` a POSIX environment variable name (upper-case
+/// letters, digits and `_`, not starting with a digit, at most 256) and `listen` an IP address
+/// and port the checker can bind (`127.0.0.1:18093`; port 0 would tell the service nothing).
+fn dependency_violations(prefix: &str, d: &crate::model::DependencyHold) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let env_ok = (1..=256).contains(&d.env.len())
+        && !d.env.starts_with(|c: char| c.is_ascii_digit())
+        && d.env
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if !env_ok {
+        out.push(violation(
+            &format!("{prefix}.env"),
+            format!(
+                "`{}` is not an environment variable name (A-Z, 0-9, `_`)",
+                d.env.chars().take(64).collect::<String>()
+            ),
+        ));
+    }
+    match d.listen.parse::<std::net::SocketAddr>() {
+        Ok(addr) if addr.port() != 0 => {}
+        _ => out.push(violation(
+            &format!("{prefix}.listen"),
+            format!(
+                "`{}` is not an IP address and a port other than 0 (`127.0.0.1:18093`)",
+                d.listen.chars().take(64).collect::<String>()
+            ),
+        )),
     }
     out
 }

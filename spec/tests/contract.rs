@@ -375,3 +375,47 @@ fn a_bad_request_is_refused_unless_the_checker_can_send_and_judge_it() {
     let msg = refused(&text);
     assert!(msg.contains("303 bad requests"), "{msg}");
 }
+
+/// A pool held by a dependency the checker plays declares an environment variable name and an
+/// address the checker can listen on, and holds no other way besides; each mistake is refused
+/// naming its field and line.
+#[test]
+fn a_dependency_hold_is_refused_unless_the_checker_can_play_it() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let contract = Contract::from_toml(second, "second.toml").unwrap();
+    let d = contract.pools["lookup"].hold.as_ref().unwrap();
+    let dependency = d.dependency.as_ref().unwrap();
+    assert_eq!(dependency.env, "LOOKUP_URL");
+    assert_eq!(dependency.url(), "http://127.0.0.1:18093");
+    let declared = "dependency = { env = \"LOOKUP_URL\", listen = \"127.0.0.1:18093\" }";
+    assert!(second.contains(declared));
+    for (to, field, says) in [
+        (
+            "dependency = { env = \"lookup-url\", listen = \"127.0.0.1:18093\" }",
+            "pools.lookup.hold.dependency.env",
+            "is not an environment variable name",
+        ),
+        (
+            "dependency = { env = \"LOOKUP_URL\", listen = \"localhost:18093\" }",
+            "pools.lookup.hold.dependency.listen",
+            "is not an IP address and a port",
+        ),
+        (
+            "dependency = { env = \"LOOKUP_URL\", listen = \"127.0.0.1:0\" }",
+            "pools.lookup.hold.dependency.listen",
+            "a port other than 0",
+        ),
+        (
+            "at_least_ms = 500, dependency = { env = \"LOOKUP_URL\", listen = \"127.0.0.1:1\" }",
+            "pools.lookup.hold",
+            "exactly one",
+        ),
+    ] {
+        let text = second.replacen(declared, to, 1);
+        let msg = refused(&text);
+        assert!(msg.contains(field), "{to}: {msg}");
+        assert!(msg.contains(says), "{to}: {msg}");
+        let line = line_of(&text, to);
+        assert!(msg.contains(&format!("line {line}")), "{to}: {msg}");
+    }
+}

@@ -440,6 +440,27 @@ fn second_contract() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rust-service/contract.toml")
 }
 
+/// Where the second service's contract has the checker play its lookup dependency.
+const LOOKUP_LISTEN: &str = "127.0.0.1:18093";
+
+/// The second service with `config`, its lookup dependency at a free loopback port of the
+/// test's own (tests run at once, each with its checker playing a dependency), and its contract
+/// with that port, written in `dir`: the service's URL and the contract's path.
+fn second(dir: &Path, config: plimsoll_example_service::Config) -> (String, std::path::PathBuf) {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = free.local_addr().unwrap().to_string();
+    drop(free);
+    let text = std::fs::read_to_string(second_contract()).unwrap();
+    assert!(text.contains(LOOKUP_LISTEN));
+    let contract = dir.join("second.toml");
+    std::fs::write(&contract, text.replace(LOOKUP_LISTEN, &listen)).unwrap();
+    let url = second_service(plimsoll_example_service::Config {
+        lookup_url: Some(format!("http://{listen}")),
+        ..config
+    });
+    (url, contract)
+}
+
 /// The second service as its contract says: T1, T2 (LIFO) and T3 judged by the client's clock
 /// through the tower layer's hold and passed, T4 (its quota, `nodelay`, per API key) and T5
 /// (a report waiting two seconds is refused), T6 (every refusal keeps its connection) and F2
@@ -448,8 +469,8 @@ fn second_contract() -> std::path::PathBuf {
 #[test]
 fn the_second_service_passes_its_own_contract() {
     let dir = tempfile::tempdir().unwrap();
-    let url = second_service(plimsoll_example_service::Config::default());
-    let (code, report) = check_with(dir.path(), &url, &second_contract(), &[]);
+    let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
+    let (code, report) = check_with(dir.path(), &url, &contract, &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
     for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2"] {
@@ -467,6 +488,13 @@ fn the_second_service_passes_its_own_contract() {
             .contains("in lifo order"),
         "{}",
         verdict(&report, "T2")
+    );
+    let t1 = verdict(&report, "T1").to_string();
+    assert!(
+        t1.contains("lookup: 7 copies of `GET /lookup` held 400 ms by its dependency LOOKUP_URL")
+            && t1.contains("3 ran at once, 2 queued, 2 refused")
+            && t1.contains("saw 5 calls, at most 3 at once"),
+        "{t1}"
     );
     let judged = verdicts
         .iter()
@@ -504,9 +532,9 @@ fn the_second_service_passes_its_own_contract() {
 /// pass), and the run exits 1. Returns the report, for a test that reads a reason.
 fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let url = second_service(config);
+    let (url, contract) = second(dir.path(), config);
     let only = fails.join(",");
-    let (code, report) = check_with(dir.path(), &url, &second_contract(), &["--only", &only]);
+    let (code, report) = check_with(dir.path(), &url, &contract, &["--only", &only]);
     let failed: Vec<String> = verdicts(&report)
         .into_iter()
         .filter(|(_, v)| v == "fail")
@@ -625,6 +653,35 @@ fn the_second_service_sharing_tenant_workers_across_keys_fails_t1() {
     breaks("one pool for every API key", config, &["T1"]);
 }
 
+/// One more lookup worker than declared: held through the dependency the checker plays, a
+/// burst sees four at once by the client's clock, and the dependency saw four calls at once.
+#[test]
+fn the_second_service_with_one_more_lookup_worker_fails_t1() {
+    let config = plimsoll_example_service::Config {
+        lookup_workers: 4,
+        ..Default::default()
+    };
+    let report = breaks("one more lookup worker", config, &["T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert!(t1.contains("saw 4 calls at once"), "{t1}");
+}
+
+/// Lookups answered from a cache, never calling the dependency: nothing is held, and T1 says
+/// the service never called it.
+#[test]
+fn the_second_service_never_calling_its_dependency_fails_t1() {
+    let config = plimsoll_example_service::Config {
+        lookup_calls: false,
+        ..Default::default()
+    };
+    let report = breaks("lookups never call the dependency", config, &["T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert!(
+        t1.contains("never called its dependency LOOKUP_URL"),
+        "{t1}"
+    );
+}
+
 /// Reports started oldest first where the contract says newest first.
 #[test]
 fn the_second_service_starting_reports_oldest_first_fails_t2() {
@@ -701,9 +758,8 @@ fn tls_proxy(dir: &Path, cert: &Path, key: &Path, upstream: &str) -> (Process, S
 fn an_https_target_is_checked_with_its_ca_file() {
     let dir = tempfile::tempdir().unwrap();
     let (ca, cert, key) = certificates(&dir.path().join("tls"));
-    let upstream = second_service(plimsoll_example_service::Config::default());
+    let (upstream, contract) = second(dir.path(), plimsoll_example_service::Config::default());
     let (_nginx, url) = tls_proxy(&dir.path().join("nginx"), &cert, &key, &upstream);
-    let contract = second_contract();
     let run = |ca_file: Option<&Path>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
         cmd.args([

@@ -38,6 +38,8 @@ pub struct HeldRequest {
     pub hold: Duration,
     /// How it holds, for the evidence (`a slow request`, `X-Plimsoll-Hook`).
     pub by: String,
+    /// The dependency the checker plays and holds the service's call on, when it holds by one.
+    pub dependency: Option<plimsoll_spec::model::DependencyHold>,
 }
 
 /// How long a hook hold asks for: long beside scheduling jitter, short beside any deadline.
@@ -78,39 +80,94 @@ impl HeldRequest {
                     request,
                     hold: least,
                     by: hook.header.clone(),
+                    dependency: None,
                 })
             }
             (None, Some(ms)) if Duration::from_millis(ms) >= least => Some(Self::of(hold, spec)),
-            (None, _) => None,
+            (None, _) => hold
+                .dependency
+                .as_ref()
+                .map(|d| Self::by_dependency(hold, d, least)),
         }
     }
 
-    /// The request `hold` declares, holding for its own `at_least_ms` or, by its hook, for
-    /// [`HOOK_HOLD`] (a fifth of the pool's deadline when that is shorter).
+    /// `hold`'s request, held for `least` by the checker answering the service's call to `d`
+    /// that late.
+    fn by_dependency(
+        hold: &plimsoll_spec::model::Hold,
+        d: &plimsoll_spec::model::DependencyHold,
+        least: Duration,
+    ) -> Self {
+        HeldRequest {
+            request: hold.request.clone(),
+            hold: least,
+            by: format!("its dependency {} played at {}", d.env, d.listen),
+            dependency: Some(d.clone()),
+        }
+    }
+
+    /// The request `hold` declares, holding for its own `at_least_ms` or, by its hook or its
+    /// dependency, for [`HOOK_HOLD`] (a fifth of the pool's deadline when that is shorter).
     pub fn of(hold: &plimsoll_spec::model::Hold, spec: &plimsoll_spec::model::PoolSpec) -> Self {
         let mut request = hold.request.clone();
-        match (&hold.hook, hold.at_least_ms) {
-            (Some(hook), _) => {
-                let ms = spec
-                    .deadline_ms
-                    .map_or(HOOK_HOLD, |d| HOOK_HOLD.min(Duration::from_millis(d / 5)));
+        let chosen = spec
+            .deadline_ms
+            .map_or(HOOK_HOLD, |d| HOOK_HOLD.min(Duration::from_millis(d / 5)));
+        match (&hold.hook, hold.at_least_ms, &hold.dependency) {
+            (Some(hook), _, _) => {
                 request.headers.insert(
                     hook.header.clone(),
-                    self::hold(hook.stage, ms.as_millis() as u64),
+                    self::hold(hook.stage, chosen.as_millis() as u64),
                 );
                 HeldRequest {
                     request,
-                    hold: ms,
+                    hold: chosen,
                     by: hook.header.clone(),
+                    dependency: None,
                 }
             }
-            (None, at_least) => HeldRequest {
+            (None, None, Some(d)) => Self::by_dependency(hold, d, chosen),
+            (None, at_least, _) => HeldRequest {
                 request,
                 hold: Duration::from_millis(at_least.unwrap_or_default()),
                 by: "a slow request".into(),
+                dependency: None,
             },
         }
     }
+
+    /// The dependency the checker plays for this request, listening (None when it holds
+    /// otherwise), with its hold open until the ticket is dropped.
+    async fn open_hold(
+        &self,
+        t: &Target,
+    ) -> Result<Option<crate::remote::dependency::HoldTicket>, RequestError> {
+        match &self.dependency {
+            Some(d) => Ok(Some(t.dependencies.get(d).await?.hold(self.hold))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Sends a held request, giving up after `limit`: with its dependency's hold open throughout,
+/// when it holds by one.
+pub async fn send_held(
+    t: &Target,
+    held: &HeldRequest,
+    limit: Duration,
+) -> Result<Reply, RequestError> {
+    let _open = held.open_hold(t).await?;
+    t.send_recipe(&held.request, limit).await
+}
+
+/// [`send_held`] from another loopback address ([`Target::send_recipe_elsewhere`]).
+pub async fn send_held_elsewhere(
+    t: &Target,
+    held: &HeldRequest,
+    limit: Duration,
+) -> Result<Reply, RequestError> {
+    let _open = held.open_hold(t).await?;
+    t.send_recipe_elsewhere(&held.request, limit).await
 }
 
 /// How `name`'s workers can be held under `contract`.
@@ -391,8 +448,8 @@ pub async fn recipe_burst(
 
 /// Sends a held request on its own task, giving up after `limit`.
 pub fn spawn_held(t: &Arc<Target>, held: &HeldRequest, limit: Duration) -> Pending {
-    let (t, recipe) = (t.clone(), held.request.clone());
-    tokio::spawn(async move { Ok(t.send_recipe(&recipe, limit).await?) })
+    let (t, held) = (t.clone(), held.clone());
+    tokio::spawn(async move { Ok(send_held(&t, &held, limit).await?) })
 }
 
 /// Waits for a burst's requests and sorts their answers by the client's clock: `served`

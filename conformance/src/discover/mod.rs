@@ -96,6 +96,7 @@ impl Plan {
                 request,
                 at_least_ms: Some(at_least.as_millis() as u64),
                 hook: None,
+                dependency: None,
             },
             Holding::Hook { header, stage } => Hold {
                 request,
@@ -104,6 +105,7 @@ impl Plan {
                     header: header.clone(),
                     stage: *stage,
                 }),
+                dependency: None,
             },
         }
     }
@@ -117,6 +119,7 @@ impl Plan {
                 request,
                 hold: *at_least,
                 by: "a slow request".into(),
+                dependency: None,
             },
             Holding::Hook { header, stage } => {
                 request.headers.insert(
@@ -127,6 +130,7 @@ impl Plan {
                     request,
                     hold: HOOK_HOLD,
                     by: header.clone(),
+                    dependency: None,
                 }
             }
         }

@@ -29,6 +29,9 @@ pub enum RequestError {
     /// A recipe of the contract that cannot be sent as written.
     #[error("the contract's recipe cannot be sent: {0}")]
     Recipe(String),
+    /// The request holds by a dependency the checker cannot play.
+    #[error(transparent)]
+    Dependency(#[from] super::dependency::DependencyError),
 }
 
 /// Why a `/metrics` series could not be read. A series the contract documents but the

@@ -14,6 +14,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 pub mod body;
 pub mod bridge;
 pub mod connection;
+pub mod dependency;
 mod error;
 mod exposition;
 mod images;
@@ -138,6 +139,8 @@ pub struct Target {
     pub process: process::ProcessSource,
     /// What the fault the checks go through adds to their bounds (none without `--fault`).
     pub adjustments: plimsoll_fault::Adjustments,
+    /// The dependencies the checker plays for the pools that hold by one, bound on first use.
+    pub dependencies: dependency::Dependencies,
 }
 
 impl Target {
@@ -186,6 +189,7 @@ impl Target {
                 "the checker cannot see the implementation's process (no --pid)".into(),
             ),
             adjustments: plimsoll_fault::Adjustments::default(),
+            dependencies: dependency::Dependencies::default(),
         }
     }
 

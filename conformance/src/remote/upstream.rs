@@ -1,6 +1,8 @@
 //! The checker as a bridge's local handler (seed 003's "slow local handler"): an HTTP server on
 //! loopback that answers what each relayed request's path asks for — a hold, a body in chunks
-//! with gaps — and times every request on the checker's own clock. When the checker plays both
+//! with gaps — and times every request on the checker's own clock. The same server plays a
+//! service's dependency (a pool's `hold.dependency`), holding the service's own calls as the
+//! checks in flight ask ([`Upstream::dependency`]). When the checker plays both
 //! ends of a bridge, the relay checks count concurrency and start order here, where a bridge
 //! cannot misreport them (its gauges, if it has any, are only cross-checks).
 //!
@@ -24,6 +26,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::WaitError;
+use super::dependency::HoldBook;
 
 /// The path prefix of every request the checker asks a bridge to relay.
 pub const PREFIX: &str = "/plimsoll/upstream/";
@@ -33,6 +36,8 @@ pub const ID_HEADER: &str = "x-plimsoll-upstream-id";
 /// Visits kept; older ones are forgotten, so a bridge that floods the upstream cannot grow the
 /// checker's memory.
 const MAX_VISITS: usize = 10_000;
+/// The id a service's own call to the checker's dependency is recorded under.
+pub const DEPENDENCY_CALL: &str = "call";
 /// Connections served at once; more wait in the kernel's backlog.
 const MAX_CONNECTIONS: usize = 256;
 /// The most a path can ask for: a hold or gap, chunks, bytes per chunk.
@@ -175,6 +180,9 @@ impl Log {
 struct Shared {
     log: Mutex<Log>,
     changed: Notify,
+    /// As a service's dependency, the holds that every call of the service's own (any path not
+    /// of [`Ask`]'s form) is held by; else such a path is a stray.
+    holds: Option<Arc<HoldBook>>,
 }
 
 impl Shared {
@@ -243,9 +251,23 @@ pub struct Upstream {
 impl Upstream {
     /// Listens on `addr` (port 0: a free one) and starts serving.
     pub async fn bind(addr: SocketAddr) -> std::io::Result<Upstream> {
+        Upstream::serving(addr, None).await
+    }
+
+    /// Listens on `addr` as a service's dependency: every call on a path of the service's own
+    /// is held for the longest hold `holds` has open when it arrives (answered at once when it
+    /// has none), and recorded as a visit like any other.
+    pub async fn dependency(addr: SocketAddr, holds: Arc<HoldBook>) -> std::io::Result<Upstream> {
+        Upstream::serving(addr, Some(holds)).await
+    }
+
+    async fn serving(addr: SocketAddr, holds: Option<Arc<HoldBook>>) -> std::io::Result<Upstream> {
         let listener = TcpListener::bind(addr).await?;
         let url = format!("http://{}", listener.local_addr()?);
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            holds,
+            ..Shared::default()
+        });
         Ok(Upstream {
             url,
             serving: tokio::spawn(serve(listener, shared.clone())),
@@ -362,7 +384,12 @@ type Body = BoxBody<Bytes, Infallible>;
 /// Answers one request as its path asks: hold, then the body chunk by chunk.
 async fn answer(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
-    let Some(ask) = Ask::parse(path) else {
+    let ask = match (Ask::parse(path), &shared.holds) {
+        (Some(ask), _) => Some(ask),
+        (None, Some(holds)) => Some(Ask::new(DEPENDENCY_CALL).held(holds.longest().min(MAX_WAIT))),
+        (None, None) => None,
+    };
+    let Some(ask) = ask else {
         shared.log().strays += 1;
         let text = format!("the checker's upstream serves only {PREFIX}…, not {path}");
         return plain(StatusCode::NOT_FOUND, Full::new(Bytes::from(text)).boxed());

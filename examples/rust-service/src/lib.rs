@@ -7,7 +7,9 @@
 //! value, so one tenant's saturation never refuses another's) — and a rate limit, `GET /quota`
 //! (five a second for each `X-Api-Key` value, a burst of two more served at once, the rest
 //! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s, its answers
-//! carrying the IETF `RateLimit-Policy` and `RateLimit` fields) — no metrics, no
+//! carrying the IETF `RateLimit-Policy` and `RateLimit` fields) and `GET /lookup` (three workers
+//! and a queue of two started oldest first, each request served by calling a dependency at
+//! `LOOKUP_URL`, which holds its worker while it answers) — no metrics, no
 //! served claim, and the test hook only through `plimsoll-tower`'s layer, inside each pool's
 //! limit.
 //!
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod lookup;
 mod quota;
 mod refusal;
 mod validation;
@@ -93,6 +96,14 @@ pub struct Config {
     pub search_validation: bool,
     /// The code a refused query's JSON body names (`{"code":"invalid_query"}`).
     pub invalid_query_code: &'static str,
+    /// `GET /lookup`'s workers.
+    pub lookup_workers: usize,
+    /// How many `/lookup` requests may wait for a worker, oldest first.
+    pub lookup_queue: usize,
+    /// The dependency `/lookup` calls (`LOOKUP_URL`); none: it answers `502`.
+    pub lookup_url: Option<String>,
+    /// Whether `/lookup` calls its dependency; else it answers from a cache at once.
+    pub lookup_calls: bool,
 }
 
 impl Default for Config {
@@ -115,6 +126,10 @@ impl Default for Config {
             hooks: false,
             search_validation: true,
             invalid_query_code: "invalid_query",
+            lookup_workers: 3,
+            lookup_queue: 2,
+            lookup_url: None,
+            lookup_calls: true,
         }
     }
 }
@@ -148,7 +163,21 @@ pub fn app(config: &Config) -> Router {
         config.quota_per_key,
         config.quota_advertised,
     );
+    let lookups = Pool::new(
+        config.lookup_workers,
+        config.lookup_queue,
+        Order::Fifo,
+        None,
+        Refusal::Reports,
+    );
+    let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calls);
     let router = Router::new()
+        .route(
+            "/lookup",
+            get(lookup::lookup)
+                .with_state(dependency)
+                .layer(middleware::from_fn_with_state(lookups, admit)),
+        )
         .route(
             "/quota",
             get(|| async { "within quota\n" })

@@ -1,5 +1,5 @@
 //! The second service as a process: `PORT` (default 8081) on loopback; `PLIMSOLL_TEST_HOOKS=1`
-//! honours the hold hook.
+//! honours the hold hook; `LOOKUP_URL` is the dependency `/lookup` calls.
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -8,6 +8,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::env::var("PLIMSOLL_TEST_HOOKS").as_deref(),
             Ok("1" | "true")
         ),
+        lookup_url: std::env::var("LOOKUP_URL").ok(),
         ..Default::default()
     };
     let port = std::env::var("PORT").unwrap_or_else(|_| "8081".into());

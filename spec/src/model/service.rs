@@ -80,9 +80,11 @@ pub struct Route {
 }
 
 /// How the checker holds one of a pool's workers: `request`, which the service either answers
-/// slowly on its own (a proxy's slow upstream, a report that takes seconds: `at_least_ms`), or
+/// slowly on its own (a proxy's slow upstream, a report that takes seconds: `at_least_ms`),
 /// holds as long as the checker asks through a hook header it honours (`hook`, as the
-/// `plimsoll-tower` layer and the `plimsoll_asgi` middleware do). Exactly one of the two.
+/// `plimsoll-tower` layer and the `plimsoll_asgi` middleware do), or holds while it waits for
+/// a dependency the checker plays and answers as late as it likes (`dependency`: black-box,
+/// nothing in the service knows of Plimsoll). Exactly one of the three.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Hold {
@@ -95,6 +97,32 @@ pub struct Hold {
     /// choosing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook: Option<HookHold>,
+    /// The dependency the service calls while it serves the request, played by the checker,
+    /// which answers each call as late as the hold needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<DependencyHold>,
+}
+
+/// A dependency a pool's requests call (an upstream API, a database behind HTTP), played by the
+/// checker: the service is started with `env` set to `http://LISTEN`, and the checker listens
+/// there during a run, holding each call's answer for as long as the held requests in flight
+/// ask. The checker sees every call arrive, on its own clock, where a service cannot misreport
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DependencyHold {
+    /// The environment variable the service reads the dependency's base URL from
+    /// (`LOOKUP_URL`): for whoever starts it, who sets it to `http://` and `listen`.
+    pub env: String,
+    /// Where the checker listens as the dependency: an IP address and port (`127.0.0.1:18093`).
+    pub listen: String,
+}
+
+impl DependencyHold {
+    /// The base URL the service is given in `env`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.listen)
+    }
 }
 
 /// A hook header a service honours by holding the request for the time it names.

@@ -10,7 +10,8 @@ use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
-    Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst,
+    Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst, send_held,
+    send_held_elsewhere,
 };
 use crate::checks::registry::Check;
 use crate::remote::{ELSEWHERE, Reply, Target, series};
@@ -243,6 +244,7 @@ async fn t1_held(
         .refusal
         .as_ref()
         .and_then(|r| t.expected.refusals.get(r));
+    let started = Instant::now();
     // A limit per key: the burst is one key's, and another key's request (another header
     // value, or from another loopback address), sent while that key's workers and queue are
     // full, must run at once beside it.
@@ -270,13 +272,13 @@ async fn t1_held(
         LimitKey::All => None,
     }
     .map(|(label, other, elsewhere)| {
-        let (t, at) = (t.clone(), Instant::now() + held.hold / 4);
+        let (t, at) = (t.clone(), started + held.hold / 4);
         let task = tokio::spawn(async move {
             tokio::time::sleep_until(at.into()).await;
             if elsewhere {
-                t.send_recipe_elsewhere(&other.request, limit).await
+                send_held_elsewhere(&t, &other, limit).await
             } else {
-                t.send_recipe(&other.request, limit).await
+                send_held(&t, &other, limit).await
             }
         });
         (label, task)
@@ -286,8 +288,12 @@ async fn t1_held(
     })
     .await;
     b.require_capacity(c, &format!("{name} burst"), workers, queue);
+    let others = usize::from(other_key.is_some());
     if let Some((label, task)) = other_key {
         judge_other_key(c, &format!("{name}: {label}"), held, task.await);
+    }
+    if let Some(d) = &held.dependency {
+        judge_dependency_calls(t, c, name, d, (started, workers + others)).await;
     }
     c.evidence.push(format!(
         "{name}: {n} copies of `{} {}` held {} ms by {}: {}",
@@ -298,6 +304,48 @@ async fn t1_held(
         b.summary()
     ));
     format!("{name}: {} (client timings)", b.summary())
+}
+
+/// What the checker saw as the pool's dependency during the burst, from the other end: the
+/// service called it (else no worker was held: most likely the service was not started with
+/// the dependency's URL), and never more calls at once than `at_most` (the workers, and another
+/// key's one) — each held request holds its worker while its call is held.
+async fn judge_dependency_calls(
+    t: &Target,
+    c: &mut Ctx,
+    name: &str,
+    declared: &plimsoll_spec::model::DependencyHold,
+    (since, at_most): (Instant, usize),
+) {
+    let d = match t.dependencies.get(declared).await {
+        Ok(d) => d,
+        Err(e) => return c.fail(format!("{name}: {e}")),
+    };
+    let calls = d.calls_since(since);
+    let (at_once, _) = crate::remote::upstream::max_overlap(&calls);
+    if !c.require(!calls.is_empty(), || {
+        format!(
+            "{name}: the service never called its dependency {} (was it started with {}={}?): \
+             no request was held",
+            d.name(),
+            declared.env,
+            declared.url()
+        )
+    }) {
+        return;
+    }
+    c.require(at_once <= at_most, || {
+        format!(
+            "{name}: the dependency {} saw {at_once} calls at once, more than the {at_most} \
+             requests the pool may run",
+            d.name()
+        )
+    });
+    c.evidence.push(format!(
+        "{name}: the dependency {} saw {} calls, at most {at_once} at once",
+        d.name(),
+        calls.len()
+    ));
 }
 
 /// The header values of the two keys a keyed pool's isolation is judged with.

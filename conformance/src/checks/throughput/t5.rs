@@ -12,7 +12,7 @@ use plimsoll_spec::model::Refusal;
 use plimsoll_spec::{ClauseId, Contract};
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::pool::{HeldRequest, Pending, join_all, sleep_until, spawn_held};
+use crate::checks::pool::{HeldRequest, Pending, join_all, send_held, sleep_until, spawn_held};
 use crate::checks::registry::Check;
 use crate::remote::Target;
 
@@ -107,7 +107,7 @@ async fn judge(t: &Arc<Target>, c: &mut Ctx, pool: &TimedPool<'_>, late: Duratio
         .collect();
     sleep_until(started + FILL).await;
     let label = format!("{}-waiting", pool.name);
-    let seen = match t.send_recipe(&pool.waiter.request, limit).await {
+    let seen = match send_held(t, &pool.waiter, limit).await {
         Ok(reply) => {
             c.reply(t, &label, &reply);
             let took = reply.elapsed;

@@ -198,6 +198,7 @@ async fn provoke(t: &Arc<Target>, how: &Provoke<'_>) -> (Vec<Pending>, Recipe, D
                 request: l.request.clone(),
                 hold: Duration::ZERO,
                 by: "the rate limit's request".into(),
+                dependency: None,
             };
             let tasks = (0..l.bucket())
                 .map(|_| spawn_held(t, &spend, limit))

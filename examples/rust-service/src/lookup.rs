@@ -1,0 +1,63 @@
+//! `GET /lookup`: a request served by calling a dependency, the service's `LOOKUP_URL`. The
+//! worker is held for as long as the dependency takes to answer — which is how the checker,
+//! playing that dependency, holds one without any hook in the service.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+
+/// The most of a dependency's answer the service reads: a lookup's answer is small, and a
+/// dependency that sends more cannot grow the service's memory.
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// Where a lookup goes: the dependency's base URL, if the service was given one.
+#[derive(Clone)]
+pub(crate) struct Lookup {
+    client: reqwest::Client,
+    url: Option<String>,
+    /// Whether a lookup calls the dependency at all; else it answers from a cache of its own.
+    calls: bool,
+}
+
+impl Lookup {
+    pub(crate) fn new(url: Option<String>, calls: bool) -> Lookup {
+        Lookup {
+            client: reqwest::Client::new(),
+            url: url.map(|u| u.trim_end_matches('/').to_owned()),
+            calls,
+        }
+    }
+}
+
+/// Answers a lookup with what the dependency answered at `/entries`: `200` and its size, or
+/// `502` when it failed or none is configured.
+pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
+    if !lookup.calls {
+        return "found (cached)\n".into_response();
+    }
+    let Some(url) = &lookup.url else {
+        return (StatusCode::BAD_GATEWAY, "no LOOKUP_URL configured\n").into_response();
+    };
+    match fetch(&lookup.client, &format!("{url}/entries")).await {
+        Ok(n) => format!("found ({n} bytes)\n").into_response(),
+        Err(e) => (StatusCode::BAD_GATEWAY, format!("lookup failed: {e}\n")).into_response(),
+    }
+}
+
+/// Reads the dependency's answer, at most [`MAX_ANSWER`] bytes of it; its length.
+async fn fetch(client: &reqwest::Client, url: &str) -> Result<usize, String> {
+    let mut response = client.get(url).send().await.map_err(|e| e.to_string())?;
+    if !response.status().is_success() {
+        return Err(format!("the dependency answered {}", response.status()));
+    }
+    let mut n = 0;
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        n += chunk.len();
+        if n > MAX_ANSWER {
+            return Err(format!(
+                "the dependency's answer exceeds {MAX_ANSWER} bytes"
+            ));
+        }
+    }
+    Ok(n)
+}
