@@ -653,6 +653,138 @@ fn the_second_service_sharing_tenant_workers_across_keys_fails_t1() {
     breaks("one pool for every API key", config, &["T1"]);
 }
 
+/// A server that counts connections, as a thread-per-connection server with a fixed number of
+/// threads does (Apache's prefork, a bounded pool of connection threads): `workers` connections
+/// at once, each kept for every request its client sends on it, each request answered `200 ok`
+/// after [`SLOW`]; a connection past the limit is answered `503` and closed. Returns its URL.
+fn connection_counting(workers: usize) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let open = std::sync::Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            if open.fetch_add(1, SeqCst) >= workers {
+                open.fetch_sub(1, SeqCst);
+                std::thread::spawn(move || {
+                    let _ = read_head(&mut stream);
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\nConnection: close\r\n\r\nfull\n",
+                    );
+                });
+                continue;
+            }
+            let open = open.clone();
+            std::thread::spawn(move || {
+                while read_head(&mut stream).is_some() {
+                    std::thread::sleep(SLOW);
+                    let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+                    if stream.write_all(ok).is_err() {
+                        break;
+                    }
+                }
+                open.fetch_sub(1, SeqCst);
+            });
+        }
+    });
+    url
+}
+
+/// The contract of [`connection_counting`] with two workers, counting `counts`.
+fn counting_contract(dir: &Path, counts: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"language = 2
+
+[contract]
+name = "counted"
+title = "A server that counts connections"
+version = "1.0.0"
+summary = "Two connections at once; the next refused 503."
+
+[pools.slow]
+title = "Slow"
+routes = [{{ method = "GET", path = "/slow" }}]
+workers = 2
+queue = {{ capacity = 0, order = "unordered" }}
+counts = "{counts}"
+refusal = "full"
+hold = {{ request = {{ method = "GET", path = "/slow" }}, at_least_ms = 500 }}
+
+[refusals.full]
+status = 503
+
+[tolerances]
+refusal_latency_ms = 100
+timeout_late_ms = 300
+retry_after_jitter_ms = 150
+metrics_poll_interval_ms = 10
+trials = 3
+"#
+    );
+    let path = dir.join(format!("counts-{counts}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A pool that counts connections, declared so: T1 opens two idle keep-alive connections and
+/// a request on a third is refused at once; its burst (one request per connection) passes as
+/// any pool's does.
+#[test]
+fn a_server_counting_connections_passes_a_contract_that_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = connection_counting(2);
+    let contract = counting_contract(dir.path(), "connections");
+    let (code, report) = check_with(dir.path(), &url, &contract, &["--only", "T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert_eq!(code, Some(0), "{t1}");
+    assert!(
+        t1.contains("while 2 idle connections were open: refused 503"),
+        "{t1}"
+    );
+}
+
+/// The same server against a contract that says its pool counts requests: beside two idle
+/// keep-alive connections, none of T1's burst runs, where the contract promises two.
+#[test]
+fn a_server_counting_connections_where_its_contract_counts_requests_fails_t1() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = connection_counting(2);
+    let contract = counting_contract(dir.path(), "requests");
+    let (code, report) = check_with(dir.path(), &url, &contract, &["--only", "T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert_eq!(code, Some(1), "{t1}");
+    assert!(
+        t1.contains("slow burst, beside 2 idle keep-alive connections")
+            && t1.contains("0 ran at once"),
+        "{t1}"
+    );
+}
+
+/// The second service, whose pools count requests, against a contract saying its `search`
+/// pool counts connections: a request on a new connection runs at once beside two idle ones.
+#[test]
+fn the_second_service_declared_counting_connections_fails_t1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
+    let text = std::fs::read_to_string(&contract).unwrap();
+    let pool = "refusal = \"too_many\"\n";
+    assert!(text.contains(pool));
+    std::fs::write(
+        &contract,
+        text.replacen(pool, &format!("{pool}counts = \"connections\"\n"), 1),
+    )
+    .unwrap();
+    let (code, report) = check_with(dir.path(), &url, &contract, &["--only", "T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert_eq!(code, Some(1), "{t1}");
+    assert!(
+        t1.contains(
+            "search: a request on a new connection while 2 idle connections were open ran at once"
+        ),
+        "{t1}"
+    );
+}
+
 /// One more lookup worker than declared: held through the dependency the checker plays, a
 /// burst sees four at once by the client's clock, and the dependency saw four calls at once.
 #[test]

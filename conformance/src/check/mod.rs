@@ -114,9 +114,12 @@ async fn run_suite(
         return bridge::run_suite(run, &judging, source, subject).await;
     }
     let trust = Trust::load(plan.ca_file.as_deref()).map_err(Fatal::Usage)?;
-    // The opening requests (`/v1/contract`) are answered at once by any honest target.
+    // The opening requests (`/v1/contract`) are answered at once by any honest target. No
+    // connection is kept idle after them: a service whose limit counts connections would give
+    // one a worker for the whole run.
     let client = trust
         .apply(reqwest::Client::builder())
+        .pool_max_idle_per_host(0)
         .connect_timeout(OPENING_TIMEOUT)
         .timeout(OPENING_TIMEOUT)
         .build()

@@ -91,24 +91,12 @@ pub async fn after_refusal(
     recipe: &Recipe,
     limit: Duration,
 ) -> Result<ConnectionSeen, NotSeen> {
-    let (addr, host) = t.raw_address().ok_or(NotSeen::NotPlain)?;
+    let Open {
+        mut sender,
+        driver,
+        host,
+    } = open(t, limit).await?;
     let failed = |what: &str, e: &dyn std::fmt::Display| NotSeen::Failed(format!("{what}: {e}"));
-    // A target whose backlog is full never completes the handshake: the connect is bounded too.
-    let stream = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
-        Ok(connected) => connected.map_err(|e| failed("connect", &e))?,
-        Err(_) => {
-            return Err(NotSeen::Failed(format!(
-                "the connection was not accepted within {} ms",
-                limit.as_millis()
-            )));
-        }
-    };
-    let (mut sender, conn) = http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| failed("HTTP/1 handshake", &e))?;
-    let driver = tokio::spawn(async move {
-        let _ = conn.await;
-    });
     let first = tokio::time::timeout(limit, send(&mut sender, recipe, &host)).await;
     let (refused, said_close) = match first {
         Ok(Ok(answer)) => answer,
@@ -143,6 +131,85 @@ pub async fn after_refusal(
         said_close,
         after: refused_at.elapsed(),
     })
+}
+
+/// A plain HTTP/1.1 connection to the target, its driver running.
+struct Open {
+    sender: SendRequest<Full<Bytes>>,
+    driver: tokio::task::JoinHandle<()>,
+    host: String,
+}
+
+/// Opens a connection to `t`, the connect and the handshake each given up after `limit` (a
+/// target whose backlog is full never completes the handshake).
+async fn open(t: &Target, limit: Duration) -> Result<Open, NotSeen> {
+    let (addr, host) = t.raw_address().ok_or(NotSeen::NotPlain)?;
+    let failed = |what: &str, e: &dyn std::fmt::Display| NotSeen::Failed(format!("{what}: {e}"));
+    let stream = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
+        Ok(connected) => connected.map_err(|e| failed("connect", &e))?,
+        Err(_) => {
+            return Err(NotSeen::Failed(format!(
+                "the connection was not accepted within {} ms",
+                limit.as_millis()
+            )));
+        }
+    };
+    let (sender, conn) = tokio::time::timeout(limit, http1::handshake(TokioIo::new(stream)))
+        .await
+        .map_err(|_| NotSeen::Failed("the HTTP/1 handshake did not end".into()))?
+        .map_err(|e| failed("HTTP/1 handshake", &e))?;
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(Open {
+        sender,
+        driver,
+        host,
+    })
+}
+
+/// A connection left open and idle after one answered request, as a client's connection pool
+/// keeps it between requests; closed when dropped. A service whose limit counts connections
+/// (`counts = "connections"`) keeps a slot taken for it; one that counts requests does not.
+pub struct Idle {
+    _sender: SendRequest<Full<Bytes>>,
+    driver: tokio::task::JoinHandle<()>,
+    /// The status the request on it was answered.
+    pub status: u16,
+}
+
+impl Drop for Idle {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+/// Opens a connection to `t`, sends `recipe` on it and reads the whole answer, and keeps the
+/// connection open and idle; everything given up after `limit`.
+pub async fn idle(t: &Target, recipe: &Recipe, limit: Duration) -> Result<Idle, NotSeen> {
+    let Open {
+        mut sender,
+        driver,
+        host,
+    } = open(t, limit).await?;
+    match tokio::time::timeout(limit, send(&mut sender, recipe, &host)).await {
+        Ok(Ok((status, _))) => Ok(Idle {
+            _sender: sender,
+            driver,
+            status,
+        }),
+        Ok(Err(e)) => {
+            driver.abort();
+            Err(NotSeen::Failed(format!("the request on it: {e}")))
+        }
+        Err(_) => {
+            driver.abort();
+            Err(NotSeen::Failed(format!(
+                "the request on it was not answered within {} ms",
+                limit.as_millis()
+            )))
+        }
+    }
 }
 
 /// Sends `recipe` on `sender`'s connection and reads the whole answer: its status, and whether

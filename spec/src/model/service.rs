@@ -47,7 +47,8 @@ pub struct PoolSpec {
     /// taken. None: the pool never refuses (its queue has no bound).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
-    /// What the workers count: requests in flight, or open connections.
+    /// What the workers count: requests in flight, or open connections. T1 judges either
+    /// with idle keep-alive connections beside its burst.
     #[serde(default)]
     pub counts: Counts,
     /// Whose requests share the limit: everyone's, or each client's or each header value's.

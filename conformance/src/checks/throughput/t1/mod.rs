@@ -1,10 +1,12 @@
 //! T1: the worker limit of each pool, seen by the client's own timings; the busy and limit
 //! gauges and the server's Server-Timing are claims, cross-checked against them.
 
+mod counts;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::model::{LimitKey, PoolSpec};
+use plimsoll_spec::model::{Counts, LimitKey, PoolSpec};
 
 use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
@@ -244,7 +246,6 @@ async fn t1_held(
         .refusal
         .as_ref()
         .and_then(|r| t.expected.refusals.get(r));
-    let started = Instant::now();
     // A limit per key: the burst is one key's, and another key's request (another header
     // value, or from another loopback address), sent while that key's workers and queue are
     // full, must run at once beside it.
@@ -252,6 +253,33 @@ async fn t1_held(
         LimitKey::Header(h) => held.with_header(h, KEY_A),
         LimitKey::All | LimitKey::ClientAddress => held.clone(),
     };
+    // The request as declared, without a hook, under the burst's key: what a client sends on
+    // the connections it keeps (a pool that counts requests gives them no slot while idle).
+    let plain = spec.hold.as_ref().map(|h| {
+        let mut request = h.request.clone();
+        if let LimitKey::Header(name) = &spec.key {
+            request.headers.insert(name.clone(), KEY_A.to_owned());
+        }
+        request
+    });
+    let idle = match (spec.counts, &plain) {
+        (Counts::Requests, Some(plain)) => {
+            match counts::open_idle(t, c, name, (plain, workers), limit).await {
+                Ok(idle) => idle,
+                Err(e) => {
+                    c.evidence
+                        .push(format!("{name}: no idle connections beside the burst: {e}"));
+                    Vec::new()
+                }
+            }
+        }
+        (Counts::Connections, _) => {
+            counts::settle(t).await;
+            Vec::new()
+        }
+        _ => Vec::new(),
+    };
+    let started = Instant::now();
     let other_key = match &spec.key {
         LimitKey::Header(h) => Some((
             format!("`{h}: {KEY_B}` sent while `{KEY_A}` filled the pool"),
@@ -287,7 +315,21 @@ async fn t1_held(
         refusal.is_some_and(|r| t.is_refusal(reply, r))
     })
     .await;
-    b.require_capacity(c, &format!("{name} burst"), workers, queue);
+    let beside = idle.len();
+    drop(idle);
+    b.require_capacity(
+        c,
+        &if beside > 0 {
+            format!("{name} burst, beside {beside} idle keep-alive connections")
+        } else {
+            format!("{name} burst")
+        },
+        workers,
+        queue,
+    );
+    if let (Counts::Connections, Some(plain)) = (spec.counts, &plain) {
+        counts::judge_connections_counted(t, c, (name, spec), (&burst_request, plain), limit).await;
+    }
     let others = usize::from(other_key.is_some());
     if let Some((label, task)) = other_key {
         judge_other_key(c, &format!("{name}: {label}"), held, task.await);
