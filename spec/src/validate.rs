@@ -55,6 +55,7 @@ impl Contract {
             self.pool_violations(),
             self.refusal_violations(),
             self.hold_violations(),
+            self.pool_metrics_violations(),
             self.rate_limit_violations(),
             self.bad_request_violations(),
             self.override_violations(),
@@ -612,6 +613,40 @@ impl Contract {
         out
     }
 
+    /// Every pool's declared series are ones the checker can read: a path like a recipe's, at
+    /// least one series, each a Prometheus metric name with at most 16 labels, each a label
+    /// name with a value of at most 256 bytes.
+    fn pool_metrics_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        for (name, pool) in self.pools.iter().take(MAX_ENTRIES) {
+            let Some(metrics) = &pool.metrics else {
+                continue;
+            };
+            let at = |f: &str| format!("pools.{name}.metrics.{f}");
+            if !metrics.path.starts_with('/')
+                || metrics.path.len() > 1024
+                || !metrics.path.bytes().all(|b| b.is_ascii_graphic())
+            {
+                out.push(violation(
+                    &at("path"),
+                    "needs a path of visible ASCII starting with `/`, at most 1 KB".into(),
+                ));
+            }
+            if metrics.declared().next().is_none() {
+                out.push(violation(
+                    &format!("pools.{name}.metrics"),
+                    "declares no series (`busy`, `queued`, `limit` or `refused`)".into(),
+                ));
+            }
+            for (what, series) in metrics.declared() {
+                if let Some(why) = series_problem(series) {
+                    out.push(violation(&at(what), why));
+                }
+            }
+        }
+        out
+    }
+
     /// Every rate limit is one the checker can measure and send: at most [`MAX_ENTRIES`] of
     /// them, well-formed routes, a rate of 1 to 1000 a second and a burst of at most 1000 (the
     /// checker sends a burst's requests at once), a refusal of `[refusals]`, and a request it
@@ -865,6 +900,34 @@ fn dependency_violations(prefix: &str, d: &crate::model::DependencyHold) -> Vec<
         )),
     }
     out
+}
+
+/// Why `series` cannot be read from a Prometheus exposition, if it cannot: a metric name is
+/// `[a-zA-Z_:][a-zA-Z0-9_:]*` and a label name `[a-zA-Z_][a-zA-Z0-9_]*` (Prometheus' data
+/// model), each at most 256 bytes, with at most 16 labels of values of at most 256 bytes.
+fn series_problem(series: &crate::model::Series) -> Option<String> {
+    let name_ok = |s: &str, colon: bool| {
+        (1..=256).contains(&s.len())
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || (colon && b == b':'))
+    };
+    let shown = |s: &str| s.chars().take(64).collect::<String>();
+    if !name_ok(&series.name, true) {
+        return Some(format!("`{}` is not a metric name", shown(&series.name)));
+    }
+    if series.labels.len() > 16 {
+        return Some(format!("{} labels; at most 16", series.labels.len()));
+    }
+    for (label, value) in &series.labels {
+        if !name_ok(label, false) {
+            return Some(format!("`{}` is not a label name", shown(label)));
+        }
+        if value.len() > 256 {
+            return Some(format!("label `{label}`'s value is longer than 256 bytes"));
+        }
+    }
+    None
 }
 
 /// An HTTP token (a header name): 1 to 256 of RFC 9110's `tchar`.

@@ -419,3 +419,60 @@ fn a_dependency_hold_is_refused_unless_the_checker_can_play_it() {
         assert!(msg.contains(&format!("line {line}")), "{to}: {msg}");
     }
 }
+
+/// A pool's declared series are ones the checker can read from a Prometheus exposition: a
+/// metric name, label names, a path; a table declaring none is refused too, each naming its
+/// field and line.
+#[test]
+fn a_pool_s_series_are_refused_unless_the_checker_can_read_them() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let contract = Contract::from_toml(second, "second.toml").unwrap();
+    let metrics = contract.pools["reports"].metrics.as_ref().unwrap();
+    assert_eq!(metrics.declared().count(), 4);
+    assert_eq!(
+        metrics.busy.as_ref().unwrap().to_string(),
+        "pool_busy{pool=\"reports\"}"
+    );
+    let busy = "busy = { name = \"pool_busy\", labels = { pool = \"search\" } }";
+    for (to, field, says) in [
+        (
+            "busy = { name = \"pool-busy\", labels = { pool = \"search\" } }",
+            "pools.search.metrics.busy",
+            "is not a metric name",
+        ),
+        (
+            "busy = { name = \"pool_busy\", labels = { \"the pool\" = \"search\" } }",
+            "pools.search.metrics.busy",
+            "is not a label name",
+        ),
+    ] {
+        let text = second.replacen(busy, to, 1);
+        let msg = refused(&text);
+        assert!(msg.contains(field), "{to}: {msg}");
+        assert!(msg.contains(says), "{to}: {msg}");
+        assert!(
+            msg.contains(&format!("line {}", line_of(&text, to))),
+            "{to}: {msg}"
+        );
+    }
+    let block: String = ["busy", "queued", "limit", "refused"]
+        .iter()
+        .zip([
+            "pool_busy",
+            "pool_waiting",
+            "pool_workers",
+            "pool_refused_total",
+        ])
+        .map(|(what, name)| {
+            format!("{what} = {{ name = \"{name}\", labels = {{ pool = \"search\" }} }}\n")
+        })
+        .collect();
+    let table = format!("[pools.search.metrics]\npath = \"/metrics\"\n{block}");
+    assert!(second.contains(&table));
+    let bad_path = "[pools.search.metrics]\npath = \"metrics\"\nbusy = { name = \"b\" }\n";
+    let msg = refused(&second.replacen(&table, bad_path, 1));
+    assert!(msg.contains("pools.search.metrics.path"), "{msg}");
+    let no_series = "[pools.search.metrics]\npath = \"/metrics\"\n";
+    let msg = refused(&second.replacen(&table, no_series, 1));
+    assert!(msg.contains("declares no series"), "{msg}");
+}

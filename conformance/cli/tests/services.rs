@@ -491,6 +491,10 @@ fn the_second_service_passes_its_own_contract() {
     );
     let t1 = verdict(&report, "T1").to_string();
     assert!(
+        t1.contains("reports: its own series: pool_busy{pool=\\\"reports\\\"} peaked at 1, pool_waiting{pool=\\\"reports\\\"} peaked at 3, pool_refused_total{pool=\\\"reports\\\"} rose by 2"),
+        "{t1}"
+    );
+    assert!(
         t1.contains("lookup: 7 copies of `GET /lookup` held 400 ms by its dependency LOOKUP_URL")
             && t1.contains("3 ran at once, 2 queued, 2 refused")
             && t1.contains("saw 5 calls, at most 3 at once"),
@@ -781,6 +785,38 @@ fn the_second_service_declared_counting_connections_fails_t1() {
         t1.contains(
             "search: a request on a new connection while 2 idle connections were open ran at once"
         ),
+        "{t1}"
+    );
+}
+
+/// No `/metrics` where the contract declares the pools' series: each declared series is
+/// missing, and T1 fails saying which.
+#[test]
+fn the_second_service_without_its_metrics_fails_t1() {
+    let config = plimsoll_example_service::Config {
+        metrics: false,
+        ..Default::default()
+    };
+    let report = breaks("no /metrics", config, &["T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert!(
+        t1.contains("search: its declared series were not served: GET /metrics answered 404"),
+        "{t1}"
+    );
+}
+
+/// A busy gauge that never reports more than one: the client saw two searches run at once,
+/// and T1 says the gauge disagrees.
+#[test]
+fn the_second_service_undercounting_its_busy_gauge_fails_t1() {
+    let config = plimsoll_example_service::Config {
+        busy_gauge_lies: true,
+        ..Default::default()
+    };
+    let report = breaks("a busy gauge capped at one", config, &["T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert!(
+        t1.contains("search: pool_busy{pool=\\\"search\\\"} peaked at 1"),
         "{t1}"
     );
 }

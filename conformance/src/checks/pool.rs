@@ -564,6 +564,15 @@ pub struct GaugeWatch {
 impl GaugeWatch {
     /// Starts polling `pool`'s `name` gauge, at the contract's metrics poll interval.
     pub fn start(t: &Arc<Target>, name: MetricName, pool: Pool) -> GaugeWatch {
+        GaugeWatch::polling(t, move |t| async move { t.metric(name, pool).await })
+    }
+
+    /// Starts polling the gauge `read` reads, at the contract's metrics poll interval.
+    pub fn polling<F, Fut>(t: &Arc<Target>, read: F) -> GaugeWatch
+    where
+        F: Fn(Arc<Target>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<f64, MetricError>> + Send,
+    {
         let stop = Arc::new(AtomicBool::new(false));
         let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);
         let task = tokio::spawn({
@@ -571,7 +580,7 @@ impl GaugeWatch {
             async move {
                 let (mut max, mut samples) = (f64::NEG_INFINITY, 0);
                 while !stop.load(Ordering::SeqCst) {
-                    match t.metric(name, pool).await {
+                    match read(t.clone()).await {
                         Ok(v) => {
                             max = max.max(v);
                             samples += 1;

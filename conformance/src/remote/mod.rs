@@ -510,6 +510,32 @@ impl Target {
 
     async fn scrape(&self, name: MetricName, pool: Option<Pool>) -> Result<f64, MetricError> {
         let path = &self.expected.api().metrics.path;
+        let text = self.exposition(path).await?;
+        metric_value(&text, name.as_str(), pool.map_or("", Pool::as_str)).ok_or_else(|| {
+            MetricError::Missing {
+                path: path.clone(),
+                series: pool.map_or_else(|| name.to_string(), |p| series(name, p)),
+            }
+        })
+    }
+
+    /// The value of a series the contract names in the service's own words, from the
+    /// exposition at `path`: an error when it is not served.
+    pub async fn series(
+        &self,
+        path: &str,
+        declared: &plimsoll_spec::model::Series,
+    ) -> Result<f64, MetricError> {
+        let text = self.exposition(path).await?;
+        series_value(&text, declared).ok_or_else(|| MetricError::Missing {
+            path: path.to_owned(),
+            series: declared.to_string(),
+        })
+    }
+
+    /// The Prometheus text exposition at `path`, read no further than any reply.
+    async fn exposition(&self, path: &str) -> Result<String, MetricError> {
+        let path = &path.to_owned();
         let response = self
             .client
             .get(self.url(path))
@@ -531,13 +557,7 @@ impl Target {
                 path: path.clone(),
                 source,
             })?;
-        let text = String::from_utf8_lossy(&text);
-        metric_value(&text, name.as_str(), pool.map_or("", Pool::as_str)).ok_or_else(|| {
-            MetricError::Missing {
-                path: path.clone(),
-                series: pool.map_or_else(|| name.to_string(), |p| series(name, p)),
-            }
-        })
+        Ok(String::from_utf8_lossy(&text).into_owned())
     }
 
     /// Polls a pool's metric until `pred` holds; returns the time it took.

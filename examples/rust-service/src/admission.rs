@@ -23,6 +23,19 @@ struct PoolInner {
     timeout: Option<Duration>,
     refusal: Refusal,
     state: Mutex<Slots>,
+    /// Counts the pool's refusals (a full queue's or a wait's timeout), for `/metrics`.
+    refused: prometheus_client::metrics::counter::Counter,
+}
+
+/// What a pool is doing now, for `/metrics`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Snapshot {
+    /// Requests running.
+    pub(crate) busy: usize,
+    /// Requests waiting for a worker (not those whose client went away).
+    pub(crate) waiting: usize,
+    /// The pool's workers.
+    pub(crate) workers: usize,
 }
 
 /// Busy workers and the requests waiting for one.
@@ -63,7 +76,7 @@ impl Pool {
         places: usize,
         order: Order,
         timeout: Option<Duration>,
-        refusal: Refusal,
+        (refusal, refused): (Refusal, prometheus_client::metrics::counter::Counter),
     ) -> Pool {
         Pool(Arc::new(PoolInner {
             workers,
@@ -72,7 +85,23 @@ impl Pool {
             timeout,
             refusal,
             state: Mutex::new(Slots::default()),
+            refused,
         }))
+    }
+
+    /// What the pool is doing now.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let slots = self.slots();
+        Snapshot {
+            busy: slots.busy,
+            waiting: slots.waiting.iter().filter(|tx| !tx.is_closed()).count(),
+            workers: self.0.workers,
+        }
+    }
+
+    fn refuse(&self) -> Refusal {
+        self.0.refused.inc();
+        self.0.refusal
     }
 
     fn slots(&self) -> MutexGuard<'_, Slots> {
@@ -90,7 +119,8 @@ impl Pool {
                 return Ok(Permit(self.clone()));
             }
             if slots.waiting.len() >= self.0.places {
-                return Err(self.0.refusal);
+                drop(slots);
+                return Err(self.refuse());
             }
             let (tx, rx) = oneshot::channel();
             slots.waiting.push_back(tx);
@@ -108,7 +138,7 @@ impl Pool {
             None => (&mut waiting.rx).await.is_ok(),
         };
         if !handed {
-            return Err(self.0.refusal); // `waiting` gives back a worker handed meanwhile
+            return Err(self.refuse()); // `waiting` gives back a worker handed meanwhile
         }
         waiting.done = true;
         Ok(Permit(self.clone()))

@@ -9,7 +9,8 @@
 //! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s, its answers
 //! carrying the IETF `RateLimit-Policy` and `RateLimit` fields) and `GET /lookup` (three workers
 //! and a queue of two started oldest first, each request served by calling a dependency at
-//! `LOOKUP_URL`, which holds its worker while it answers) — no metrics, no
+//! `LOOKUP_URL`, which holds its worker while it answers) — its own metrics at `/metrics`
+//! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), no
 //! served claim, and the test hook only through `plimsoll-tower`'s layer, inside each pool's
 //! limit.
 //!
@@ -21,6 +22,7 @@
 
 mod admission;
 mod lookup;
+mod metrics;
 mod quota;
 mod refusal;
 mod validation;
@@ -104,6 +106,10 @@ pub struct Config {
     pub lookup_url: Option<String>,
     /// Whether `/lookup` calls its dependency; else it answers from a cache at once.
     pub lookup_calls: bool,
+    /// Whether `/metrics` serves the pools' series.
+    pub metrics: bool,
+    /// Whether the busy gauge reports at most one, whatever runs (a lie).
+    pub busy_gauge_lies: bool,
 }
 
 impl Default for Config {
@@ -130,6 +136,8 @@ impl Default for Config {
             lookup_queue: 2,
             lookup_url: None,
             lookup_calls: true,
+            metrics: true,
+            busy_gauge_lies: false,
         }
     }
 }
@@ -138,19 +146,23 @@ impl Default for Config {
 /// outside its limit (a bad query never takes a worker).
 pub fn app(config: &Config) -> Router {
     let hold = HoldLayer::new(HeaderName::from_static("x-plimsoll-hook")).enabled(config.hooks);
+    let exposition = metrics::Metrics::new(config.busy_gauge_lies);
     let search = Pool::new(
         config.search_workers,
         0,
         Order::Fifo,
         None,
-        Refusal::Search(config.search_refusal, config.search_retry_after),
+        (
+            Refusal::Search(config.search_refusal, config.search_retry_after),
+            exposition.refusals("search"),
+        ),
     );
     let reports = Pool::new(
         config.reports_workers,
         config.reports_queue,
         config.reports_order,
         config.reports_queue_timeout,
-        Refusal::Reports,
+        (Refusal::Reports, exposition.refusals("reports")),
     );
     let query_check = validation::Validation {
         enabled: config.search_validation,
@@ -168,10 +180,21 @@ pub fn app(config: &Config) -> Router {
         config.lookup_queue,
         Order::Fifo,
         None,
-        Refusal::Reports,
+        (Refusal::Reports, exposition.refusals("lookup")),
     );
     let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calls);
-    let router = Router::new()
+    for (name, pool) in [
+        ("search", &search),
+        ("reports", &reports),
+        ("lookup", &lookups),
+    ] {
+        exposition.watch(name, pool);
+    }
+    let mut router = Router::new();
+    if config.metrics {
+        router = router.route("/metrics", get(metrics::serve).with_state(exposition));
+    }
+    let router = router
         .route(
             "/lookup",
             get(lookup::lookup)
@@ -259,7 +282,16 @@ impl Tenants {
         }
         pools
             .entry(key.to_owned())
-            .or_insert_with(|| Pool::new(self.workers, 0, Order::Fifo, None, Refusal::Reports))
+            .or_insert_with(|| {
+                let uncounted = Default::default();
+                Pool::new(
+                    self.workers,
+                    0,
+                    Order::Fifo,
+                    None,
+                    (Refusal::Reports, uncounted),
+                )
+            })
             .clone()
     }
 }

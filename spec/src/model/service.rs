@@ -64,10 +64,79 @@ pub struct PoolSpec {
     /// answer it must get (F2): input validation as data, judged for any service.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bad_requests: Vec<BadRequest>,
+    /// The pool's own series in the service's Prometheus exposition, as the service names them
+    /// (T1 cross-checks them against what the client saw). None: the service exposes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<PoolMetrics>,
     /// Environment variables that replace a field of the pool at deployment (`field` is the
     /// field's dotted path within the pool, `queue.capacity`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,
+}
+
+/// A pool's series in the service's own Prometheus text exposition, named and labelled as the
+/// service names them (`pool_busy{pool="reports"}`): the target's report of itself, which the
+/// checker only cross-checks against what it saw as a client. Each declared series must be
+/// served and agree; one left out is not judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolMetrics {
+    /// Where the exposition is served (`/metrics`).
+    pub path: String,
+    /// A gauge of the pool's requests running now: it must peak at the workers while a burst
+    /// fills them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy: Option<Series>,
+    /// A gauge of the pool's requests waiting for a worker: it must peak at the queue's places
+    /// while a burst fills them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<Series>,
+    /// A gauge of the pool's workers: it must read the contract's number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Series>,
+    /// A counter of the pool's refusals: it must rise by the refusals the client received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Series>,
+}
+
+impl PoolMetrics {
+    /// Each declared series with what it reports (`busy`), in a fixed order.
+    pub fn declared(&self) -> impl Iterator<Item = (&'static str, &Series)> {
+        [
+            ("busy", &self.busy),
+            ("queued", &self.queued),
+            ("limit", &self.limit),
+            ("refused", &self.refused),
+        ]
+        .into_iter()
+        .filter_map(|(what, s)| Some((what, s.as_ref()?)))
+    }
+}
+
+/// One series of a Prometheus exposition: a metric name and the labels that pick it out (a
+/// sample matches when it carries every one of them; the matching samples are summed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Series {
+    /// The metric's name, as exposed (`pool_busy`, `http_refused_total`).
+    pub name: String,
+    /// The labels the samples carry, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl std::fmt::Display for Series {
+    /// As Prometheus writes it: `pool_busy{pool="reports"}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)?;
+        if !self.labels.is_empty() {
+            let labels: Vec<String> = (self.labels.iter())
+                .map(|(k, v)| format!("{k}={v:?}"))
+                .collect();
+            write!(f, "{{{}}}", labels.join(","))?;
+        }
+        Ok(())
+    }
 }
 
 /// A route of a pool: a method and a path pattern (`/v1/items/{id}`).

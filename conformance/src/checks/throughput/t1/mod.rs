@@ -2,6 +2,7 @@
 //! gauges and the server's Server-Timing are claims, cross-checked against them.
 
 mod counts;
+mod metrics;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -262,6 +263,13 @@ async fn t1_held(
         }
         request
     });
+    // The dependency listens before the first request the service may call it for.
+    if let Some(d) = &held.dependency
+        && let Err(e) = t.dependencies.get(d).await
+    {
+        c.fail(format!("{name}: {e}"));
+        return format!("{name}: its dependency cannot be played");
+    }
     let idle = match (spec.counts, &plain) {
         (Counts::Requests, Some(plain)) => {
             match counts::open_idle(t, c, name, (plain, workers), limit).await {
@@ -311,10 +319,24 @@ async fn t1_held(
         });
         (label, task)
     });
+    // Another key's request runs beside the burst: one more busy, wherever it is counted.
+    let others = usize::from(other_key.is_some());
+    let watch = match &spec.metrics {
+        Some(m) => Some(metrics::Watch::start(t, c, name, (m, workers)).await),
+        None => None,
+    };
     let b = recipe_burst(t, c, &burst_request, name, (n, limit), |reply| {
         refusal.is_some_and(|r| t.is_refusal(reply, r))
     })
     .await;
+    if let Some(watch) = watch {
+        let seen = watch
+            .finish(t, c, name, (&b, workers + others, queue))
+            .await;
+        if !seen.is_empty() {
+            c.evidence.push(format!("{name}: its own series: {seen}"));
+        }
+    }
     let beside = idle.len();
     drop(idle);
     b.require_capacity(
@@ -330,7 +352,6 @@ async fn t1_held(
     if let (Counts::Connections, Some(plain)) = (spec.counts, &plain) {
         counts::judge_connections_counted(t, c, (name, spec), (&burst_request, plain), limit).await;
     }
-    let others = usize::from(other_key.is_some());
     if let Some((label, task)) = other_key {
         judge_other_key(c, &format!("{name}: {label}"), held, task.await);
     }
