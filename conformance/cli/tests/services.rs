@@ -443,11 +443,14 @@ fn second_contract() -> std::path::PathBuf {
 /// Where the second service's contract has the checker play its lookup dependency.
 const LOOKUP_LISTEN: &str = "127.0.0.1:18093";
 
-/// The second service with `config`, its lookup dependency at a free loopback port of the
-/// test's own (tests run at once, each with its checker playing a dependency), and its contract
-/// with that port, written in `dir`: the service's URL and the contract's path.
+/// The second service with `config`, its lookup dependency at a free port of the test's own
+/// (tests run at once, each with its checker playing a dependency), and its contract with that
+/// address, written in `dir`: the service's URL and the contract's path. The port is free on
+/// 127.0.0.3, an address no client connection starts from (they start from 127.0.0.1, or
+/// 127.0.0.2 for a second client), so an ephemeral port taken by some test's request between
+/// the pick and the checker's listen cannot take it.
 fn second(dir: &Path, config: plimsoll_example_service::Config) -> (String, std::path::PathBuf) {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.3:0").unwrap();
     let listen = free.local_addr().unwrap().to_string();
     drop(free);
     let text = std::fs::read_to_string(second_contract()).unwrap();
@@ -953,8 +956,9 @@ fn an_https_target_is_checked_with_its_ca_file() {
     assert_eq!(
         trusted.status.code(),
         Some(0),
-        "{}",
-        String::from_utf8_lossy(&trusted.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&trusted.stderr),
+        verdict(&report, "T1")
     );
     assert_eq!(verdict(&report, "T1")["verdict"], "pass");
     let untrusted = run(None);
