@@ -573,7 +573,13 @@ async fn burst(
         tasks,
         held.hold,
         |r| r.status == status,
-        |r| r.status >= 400,
+        |r| {
+            if r.status >= 400 {
+                Ok(())
+            } else {
+                Err(crate::checks::pool::answered(r))
+            }
+        },
     )
     .await
 }

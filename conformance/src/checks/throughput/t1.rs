@@ -12,6 +12,7 @@ use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
     Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst,
 };
+use crate::checks::refusal::refused_as;
 use crate::checks::registry::Check;
 use crate::remote::{ELSEWHERE, Reply, Target, series};
 
@@ -282,7 +283,7 @@ async fn t1_held(
         (label, task)
     });
     let b = recipe_burst(t, c, &burst_request, name, (n, limit), |reply| {
-        refusal.is_some_and(|r| t.is_refusal(reply, r))
+        refused_as(t, refusal, reply)
     })
     .await;
     b.require_capacity(c, &format!("{name} burst"), workers, queue);
