@@ -63,6 +63,8 @@ pub struct Config {
     pub search_refusal: StatusCode,
     /// The `Retry-After` seconds a full `/search` sends, if any.
     pub search_retry_after: Option<u64>,
+    /// The error a full `/search`'s JSON body names (`{"error":"too many searches"}`).
+    pub search_refusal_error: &'static str,
     /// `POST /reports`' workers.
     pub reports_workers: usize,
     /// How many `/reports` requests may wait for a worker.
@@ -101,6 +103,7 @@ impl Default for Config {
             search_workers: 2,
             search_refusal: StatusCode::TOO_MANY_REQUESTS,
             search_retry_after: Some(1),
+            search_refusal_error: "too many searches",
             reports_workers: 1,
             reports_queue: 3,
             reports_order: Order::Lifo,
@@ -128,7 +131,11 @@ pub fn app(config: &Config) -> Router {
         0,
         Order::Fifo,
         None,
-        Refusal::Search(config.search_refusal, config.search_retry_after),
+        Refusal::Search(
+            config.search_refusal,
+            config.search_refusal_error,
+            config.search_retry_after,
+        ),
     );
     let reports = Pool::new(
         config.reports_workers,
