@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Contract, Hint, LANGUAGE, Refusal, RefusalBody};
+use crate::model::{Contract, Hint, LANGUAGE, MAX_BODY_TEXT, Refusal, RefusalBody};
 use crate::parse::Violation;
 use crate::{ClauseId, ErrorCode, MetricName, Pool, Stage};
 
@@ -861,10 +861,6 @@ fn out_of_range(ranges: Vec<(String, u64, u64, u64)>) -> Vec<Violation> {
         })
         .collect()
 }
-
-/// The longest text a refusal's `body` declares: a title or an error word, never a whole
-/// page, and a contract is user input the checker holds for every reply it judges.
-const MAX_BODY_TEXT: usize = 4096;
 
 /// A refusal's body shape goes with a bare `status` (an `error`'s body is its table's), within
 /// bounded sizes, its pointer a JSON Pointer and its `contains` not empty.

@@ -856,13 +856,20 @@ fn contract_at(path: &Path) -> plimsoll_spec::Contract {
         .unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-/// The values discover must find equal to the hand-written contract's, for `pool`: workers,
-/// queue capacity and order, the refusal's status and its hint's header (its delays are
+/// What discover must find equal to the hand-written contract's, for `pool`: workers, queue
+/// capacity and order, the refusal's status, body and its hint's header (its delays are
 /// compared by [`delays`]: a range declared by hand holds the constant discover saw).
-fn measured(
-    contract: &plimsoll_spec::Contract,
-    pool: &str,
-) -> (u32, Option<u32>, &'static str, u16, Option<String>) {
+type Measured = (
+    u32,
+    Option<u32>,
+    &'static str,
+    u16,
+    Option<plimsoll_spec::model::RefusalBody>,
+    Option<String>,
+);
+
+/// [`Measured`] of `pool` in `contract`.
+fn measured(contract: &plimsoll_spec::Contract, pool: &str) -> Measured {
     let spec = &contract.pools[pool];
     let refusal = &contract.refusals[spec.refusal.as_ref().unwrap()];
     (
@@ -870,6 +877,7 @@ fn measured(
         spec.queue.capacity.places(),
         spec.queue.order.as_str(),
         contract.refusal_status(refusal).unwrap(),
+        refusal.body.clone(),
         refusal.hint.as_ref().map(|h| h.header().to_owned()),
     )
 }
@@ -1430,6 +1438,10 @@ fn rate_discovered_then_checked(
     assert_eq!(
         status(&found, &got.refusal),
         status(&want, &want_limit.refusal),
+        "{text}"
+    );
+    assert_eq!(
+        found.refusals[&got.refusal].body, want.refusals[&want_limit.refusal].body,
         "{text}"
     );
     assert!(text.contains("confidence high"), "{text}");

@@ -315,6 +315,11 @@ pub enum RefusalBody {
     Contains(BodyContains),
 }
 
+/// The longest text a refusal's `body` declares: a title or an error word, never a whole page
+/// (a contract is user input the checker holds while it judges every reply). Validation refuses
+/// more, and discover proposes no longer one.
+pub const MAX_BODY_TEXT: usize = 4096;
+
 /// A refusal's body given exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
