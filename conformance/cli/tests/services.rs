@@ -682,6 +682,22 @@ fn the_second_service_advertising_another_quota_fails_t4() {
     breaks("RateLimit-Policy q=5", config, &["T4"]);
 }
 
+/// A spent quota refused `429` with another text than the contract's: T4's refusals are the
+/// declared one's status with the wrong body, and its failure quotes the body that came.
+#[test]
+fn the_second_service_refusing_its_quota_with_another_body_fails_t4() {
+    let config = plimsoll_example_service::Config {
+        quota_refusal_body: "slow down\n",
+        ..Default::default()
+    };
+    let report = breaks("another body for a spent quota", config, &["T4"]);
+    let t4 = verdict(&report, "T4").to_string();
+    assert!(
+        t4.contains(r#"the body is \"slow down\\n\", the contract says exactly \"quota spent, try later\\n\""#),
+        "{t4}"
+    );
+}
+
 /// A burst of three where the contract says two: four of five sent at once are admitted.
 #[test]
 fn the_second_service_with_a_larger_quota_burst_fails_t4() {

@@ -86,6 +86,8 @@ pub struct Config {
     /// The quota `/quota`'s `RateLimit-Policy` field advertises: the bucket, `quota_burst + 1`,
     /// when honest; none: no RateLimit fields.
     pub quota_advertised: Option<u32>,
+    /// The text a spent quota's refusal body is (`quota spent, try later`).
+    pub quota_refusal_body: &'static str,
     /// Whether a refusal closes its connection (`Connection: close`) instead of keeping it.
     pub close_after_refusal: bool,
     /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
@@ -114,6 +116,7 @@ impl Default for Config {
             quota_burst: 2,
             quota_per_key: true,
             quota_advertised: Some(3),
+            quota_refusal_body: "quota spent, try later\n",
             close_after_refusal: false,
             hooks: false,
             search_validation: true,
@@ -150,10 +153,10 @@ pub fn app(config: &Config) -> Router {
     };
     let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
     let quota = quota::Quota::new(
-        config.quota_rate,
-        config.quota_burst,
+        (config.quota_rate, config.quota_burst),
         config.quota_per_key,
         config.quota_advertised,
+        config.quota_refusal_body,
     );
     let router = Router::new()
         .route(

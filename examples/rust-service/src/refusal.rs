@@ -12,8 +12,8 @@ pub(crate) enum Refusal {
     Search(StatusCode, &'static str, Option<u64>),
     /// `/reports`': `503` with plain text.
     Reports,
-    /// `/quota`'s: `429` with plain text and `Retry-After: 1`.
-    Quota,
+    /// `/quota`'s: `429` with the plain text given and `Retry-After: 1`.
+    Quota(&'static str),
 }
 
 impl IntoResponse for Refusal {
@@ -34,10 +34,10 @@ impl IntoResponse for Refusal {
             Refusal::Reports => {
                 (StatusCode::SERVICE_UNAVAILABLE, "busy, try later\n").into_response()
             }
-            Refusal::Quota => (
+            Refusal::Quota(text) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 [(header::RETRY_AFTER, "1")],
-                "quota spent, try later\n",
+                text,
             )
                 .into_response(),
         }
