@@ -275,7 +275,7 @@ pub enum LimitKey {
 
 /// What a full pool answers (`[refusals.NAME]`): an error of the contract's `[[errors]]`
 /// table, whose status is written only there, or a bare status for a service with no such
-/// table (a proxy's `503` page); and the hint it carries.
+/// table (a proxy's `503` page) with, if it says, its body's shape; and the hint it carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Refusal {
