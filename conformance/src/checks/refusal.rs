@@ -85,8 +85,8 @@ pub fn allowed_seconds(hint: &Hint, max: Option<u64>) -> RangeInclusive<u64> {
     }
 }
 
-/// How a refusal's body and hint read in a check's expectation (`the body "busy\n", Retry-After
-/// in 1..=1 s`).
+/// How a refusal's body and hint read in a check's expectation (``the body `"busy\n"`, Retry-After
+/// in 1..=1 s``).
 pub fn hint_words(refusal: &Refusal, allowed: Option<RangeInclusive<u64>>) -> String {
     let hint = match (&refusal.hint, allowed) {
         (Some(h), Some(allowed)) => format!(
