@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Contract, LANGUAGE};
+use crate::model::{Contract, Hint, LANGUAGE, MAX_BODY_TEXT, Refusal, RefusalBody};
 use crate::parse::Violation;
 use crate::{ClauseId, ErrorCode, MetricName, Pool, Stage};
 
@@ -567,6 +567,26 @@ impl Contract {
                 )),
                 _ => {}
             }
+            if let Some(body) = &refusal.body {
+                out.extend(refusal_body_violations(&at("body"), refusal, body));
+            }
+            if let Some(Hint::Range(h)) = &refusal.hint {
+                if h.min_seconds > h.max_seconds {
+                    out.push(violation(
+                        &at("hint"),
+                        format!(
+                            "`min_seconds` {} is above `max_seconds` {}: no delay fits",
+                            h.min_seconds, h.max_seconds
+                        ),
+                    ));
+                }
+                if h.max_seconds > 86_400 {
+                    out.push(violation(
+                        &at("hint.max_seconds"),
+                        format!("{} is out of range 0..=86400", h.max_seconds),
+                    ));
+                }
+            }
         }
         out
     }
@@ -946,6 +966,44 @@ fn out_of_range(ranges: Vec<(String, u64, u64, u64)>) -> Vec<Violation> {
             violation(&field, format!("{value} is out of range {min}..={max}"))
         })
         .collect()
+}
+
+/// A refusal's body shape goes with a bare `status` (an `error`'s body is its table's), within
+/// bounded sizes, its pointer a JSON Pointer and its `contains` not empty.
+fn refusal_body_violations(field: &str, refusal: &Refusal, body: &RefusalBody) -> Vec<Violation> {
+    let mut out = Vec::new();
+    if refusal.error.is_some() {
+        out.push(violation(
+            field,
+            "goes with `status`: an `error` refusal's body is its [[errors]] problem+json".into(),
+        ));
+    }
+    if body.declared_text().len() > MAX_BODY_TEXT {
+        out.push(violation(
+            field,
+            format!(
+                "declares {} bytes, at most {MAX_BODY_TEXT}: name a part of the body (`contains`)",
+                body.declared_text().len()
+            ),
+        ));
+    }
+    match body {
+        RefusalBody::Json(code) => {
+            let pointer_ok = code.pointer.is_empty() || code.pointer.starts_with('/');
+            if !pointer_ok || code.pointer.len() > 1024 {
+                out.push(violation(
+                    &format!("{field}.pointer"),
+                    "is not a JSON Pointer (empty, or `/`-prefixed tokens) of at most 1 KB".into(),
+                ));
+            }
+        }
+        RefusalBody::Contains(c) if c.contains.is_empty() => out.push(violation(
+            &format!("{field}.contains"),
+            "is empty, which every body contains: leave `body` out for any body".into(),
+        )),
+        _ => {}
+    }
+    out
 }
 
 /// The most entries a table of the service declares (pools, refusals, a pool's routes): more

@@ -671,7 +671,7 @@ fn docs_renders_any_contract_with_what_check_judges_of_it() {
         "# nginx limit_conn in front of a slow upstream (nginx-limit-conn 1.0.0)",
         "| `slow` | `GET /slow` | 2 | 0, unordered |",
         "| `api` | `GET /api` | 5/s | 3 | `delay` | per client address | `rate_limited` |",
-        "Refusal `rate_limited`: 429 with any body, no hint, its connection kept.",
+        "Refusal `rate_limited`: 429 with a body containing `\"<title>429 Too Many Requests</title>\"`, no hint, its connection kept.",
         "| T4 | Rate limit | judged |",
         "| B1 | Deadline | not applicable: the contract declares no reference API",
     ] {

@@ -90,6 +90,8 @@ struct Conf {
     req_key: &'static str,
     /// `limit_conn_zone`'s key.
     conn_key: &'static str,
+    /// Directives of the server block in place of nginx's own error pages (empty: nginx's).
+    error_page: &'static str,
 }
 
 /// What examples/nginx/contract.toml says.
@@ -103,6 +105,7 @@ const AS_CONTRACTED: Conf = Conf {
     keepalive: "75s",
     req_key: "$binary_remote_addr",
     conn_key: "$server_name",
+    error_page: "",
 };
 
 /// nginx from the example's configuration with `conf`'s values, in front of `upstream`.
@@ -121,6 +124,7 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
         .replace("@KEEPALIVE@", conf.keepalive)
         .replace("@REQ_KEY@", conf.req_key)
         .replace("@CONN_KEY@", conf.conn_key)
+        .replace("@ERROR_PAGE@", conf.error_page)
         .replace("@UPSTREAM@", upstream)
         .replace("@PORT@", &port.to_string());
     (
@@ -292,6 +296,39 @@ fn nginx_configured_against_its_contract_fails_t1_and_t3() {
         assert!(t1["observed"].as_str().unwrap().contains(seen), "{t1}");
         let t3 = verdict(&report, "T3");
         assert_eq!(t3["verdict"], "fail", "{t3}");
+    }
+}
+
+/// nginx answering its `limit_conn` refusals with a page of its own (`error_page 503`): the
+/// contract's 503 is nginx's own error page, so the burst's extra requests are otherwise
+/// answered (T1) and the probes of the full pool not refused (T3), each failure quoting the page.
+#[test]
+fn nginx_with_its_own_error_page_fails_t1_and_t3() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = Conf {
+        error_page: "error_page 503 @busy; location @busy { return 503 \"busy, try later\\n\"; }",
+        ..AS_CONTRACTED
+    };
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &slow_upstream());
+    let (code, report) = check_with(
+        dir.path(),
+        &url,
+        &example("contract.toml"),
+        &["--only", "T1,T3"],
+    );
+    for id in ["T1", "T3"] {
+        let said = verdict(&report, id);
+        assert_eq!(code, Some(1), "{said}");
+        assert_eq!(said["verdict"], "fail", "{said}");
+        let said = said.to_string();
+        assert!(
+            said.contains(r#"the body is \"busy, try later\\n\""#),
+            "{said}"
+        );
+        assert!(
+            said.contains(r#"contains \"<title>503 Service Temporarily Unavailable</title>\""#),
+            "{said}"
+        );
     }
 }
 
@@ -587,6 +624,47 @@ fn the_second_service_without_its_hint_fails_t3() {
     breaks("no Retry-After on a full search", config, &["T3"]);
 }
 
+/// A full search answering `429` with another error in its JSON body than the contract's
+/// (`{"error":"slow down"}`): the right status, the wrong body, so no refusal. T1 counts the
+/// burst's extra requests as otherwise answered and T3's probes are not refused, each saying
+/// which body was expected and quoting the one that came.
+#[test]
+fn the_second_service_naming_another_error_in_its_refusal_fails_t1_and_t3() {
+    let config = plimsoll_example_service::Config {
+        search_refusal_error: "slow down",
+        ..Default::default()
+    };
+    let report = breaks(
+        "another error in a full search's body",
+        config,
+        &["T1", "T3"],
+    );
+    for id in ["T1", "T3"] {
+        let said = verdict(&report, id).to_string();
+        assert!(
+            said.contains(
+                r#"the body's `/error` is \"slow down\", the contract says \"too many searches\""#
+            ),
+            "{said}"
+        );
+    }
+}
+
+/// `Retry-After: 3` on a full search, past the contract's range of 1 to 2 seconds.
+#[test]
+fn the_second_service_advertising_a_delay_past_its_range_fails_t3() {
+    let config = plimsoll_example_service::Config {
+        search_retry_after: Some(3),
+        ..Default::default()
+    };
+    let report = breaks("Retry-After past its range", config, &["T3"]);
+    let t3 = verdict(&report, "T3").to_string();
+    assert!(
+        t3.contains("Retry-After `3` is not delay-seconds in 1..=2"),
+        "{t3}"
+    );
+}
+
 /// No queue timeout on `/reports`, where the contract says two seconds: the waiting report is
 /// served once the held one is done, not refused.
 #[test]
@@ -637,6 +715,22 @@ fn the_second_service_advertising_another_quota_fails_t4() {
         ..Default::default()
     };
     breaks("RateLimit-Policy q=5", config, &["T4"]);
+}
+
+/// A spent quota refused `429` with another text than the contract's: T4's refusals are the
+/// declared one's status with the wrong body, and its failure quotes the body that came.
+#[test]
+fn the_second_service_refusing_its_quota_with_another_body_fails_t4() {
+    let config = plimsoll_example_service::Config {
+        quota_refusal_body: "slow down\n",
+        ..Default::default()
+    };
+    let report = breaks("another body for a spent quota", config, &["T4"]);
+    let t4 = verdict(&report, "T4").to_string();
+    assert!(
+        t4.contains(r#"the body is \"slow down\\n\", the contract says exactly \"quota spent, try later\\n\""#),
+        "{t4}"
+    );
 }
 
 /// A burst of three where the contract says two: four of five sent at once are admitted.
@@ -1006,18 +1100,20 @@ fn contract_at(path: &Path) -> plimsoll_spec::Contract {
         .unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-/// The values discover must find equal to the hand-written contract's, for `pool`: workers,
-/// queue capacity and order, the refusal's status and hint.
-fn measured(
-    contract: &plimsoll_spec::Contract,
-    pool: &str,
-) -> (
+/// What discover must find equal to the hand-written contract's, for `pool`: workers, queue
+/// capacity and order, the refusal's status, body and its hint's header (its delays are
+/// compared by [`delays`]: a range declared by hand holds the constant discover saw).
+type Measured = (
     u32,
     Option<u32>,
     &'static str,
     u16,
-    Option<plimsoll_spec::model::Hint>,
-) {
+    Option<plimsoll_spec::model::RefusalBody>,
+    Option<String>,
+);
+
+/// [`Measured`] of `pool` in `contract`.
+fn measured(contract: &plimsoll_spec::Contract, pool: &str) -> Measured {
     let spec = &contract.pools[pool];
     let refusal = &contract.refusals[spec.refusal.as_ref().unwrap()];
     (
@@ -1025,8 +1121,21 @@ fn measured(
         spec.queue.capacity.places(),
         spec.queue.order.as_str(),
         contract.refusal_status(refusal).unwrap(),
-        refusal.hint.clone(),
+        refusal.body.clone(),
+        refusal.hint.as_ref().map(|h| h.header().to_owned()),
     )
+}
+
+/// The delays `pool`'s refusal hint allows, in seconds: its constant, its range, or from the
+/// estimator's least up.
+fn delays(contract: &plimsoll_spec::Contract, pool: &str) -> Option<(u64, u64)> {
+    use plimsoll_spec::model::Hint;
+    let refusal = &contract.refusals[contract.pools[pool].refusal.as_ref().unwrap()];
+    refusal.hint.as_ref().map(|h| match h {
+        Hint::Constant(c) => (c.seconds, c.seconds),
+        Hint::Range(r) => (r.min_seconds, r.max_seconds),
+        Hint::Estimated(e) => (e.min_seconds, u64::MAX),
+    })
 }
 
 /// Discovers `route` of `url`, then checks the draft against the same service: the draft is a
@@ -1057,11 +1166,14 @@ fn discovered_then_checked(
         "{text}"
     );
     let found = contract_at(&draft);
-    assert_eq!(
-        measured(&found, pool),
-        measured(&contract_at(contract), pool),
-        "{text}"
-    );
+    let declared = contract_at(contract);
+    assert_eq!(measured(&found, pool), measured(&declared, pool), "{text}");
+    match (delays(&found, pool), delays(&declared, pool)) {
+        (Some((least, most)), Some((from, to))) => {
+            assert!(from <= least && most <= to, "{text}")
+        }
+        (seen, declared) => assert_eq!(seen, declared, "{text}"),
+    }
     assert_eq!(
         found.tolerances,
         plimsoll_spec::Contract::embedded().tolerances,
@@ -1570,6 +1682,10 @@ fn rate_discovered_then_checked(
     assert_eq!(
         status(&found, &got.refusal),
         status(&want, &want_limit.refusal),
+        "{text}"
+    );
+    assert_eq!(
+        found.refusals[&got.refusal].body, want.refusals[&want_limit.refusal].body,
         "{text}"
     );
     assert!(text.contains("confidence high"), "{text}");

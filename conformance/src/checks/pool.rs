@@ -417,20 +417,27 @@ pub async fn burst(
     let tasks: Vec<_> = (0..n)
         .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, hold))))
         .collect();
-    let refused = |reply: &Reply| t.is_error(reply, ErrorCode::Overloaded);
+    let refused = |reply: &Reply| {
+        if t.is_error(reply, ErrorCode::Overloaded) {
+            Ok(())
+        } else {
+            Err(answered(reply))
+        }
+    };
     sort_burst(t, c, label, tasks, hold, Reply::ok, refused).await
 }
 
 /// Sends `n` copies of a pool's held request at once, each holding a worker for at least
 /// its hold by the contract's word, and sorts the answers as [`burst`] does: the recipe's status
-/// within half a hold of the first = ran at once, later = queued, `refused` = refused.
+/// within half a hold of the first = ran at once, later = queued, what `refused` accepts =
+/// refused (its `Err` is the words for any other answer).
 pub async fn recipe_burst(
     t: &Arc<Target>,
     c: &mut Ctx,
     held: &HeldRequest,
     label: &str,
     (n, limit): (usize, Duration),
-    refused: impl Fn(&Reply) -> bool,
+    refused: impl Fn(&Reply) -> Result<(), String>,
 ) -> Burst {
     let tasks: Vec<Pending> = (0..n).map(|_| spawn_held(t, held, limit)).collect();
     let status = held.request.status;
@@ -446,6 +453,12 @@ pub async fn recipe_burst(
     .await
 }
 
+/// A reply that is not the refusal looked for, in words: `answered 200 ` or `answered 503
+/// timeout` (its problem code, if any).
+pub fn answered(reply: &Reply) -> String {
+    format!("answered {} {}", reply.status, reply.code())
+}
+
 /// Sends a held request on its own task, giving up after `limit`.
 pub fn spawn_held(t: &Arc<Target>, held: &HeldRequest, limit: Duration) -> Pending {
     let (t, held) = (t.clone(), held.clone());
@@ -453,9 +466,10 @@ pub fn spawn_held(t: &Arc<Target>, held: &HeldRequest, limit: Duration) -> Pendi
 }
 
 /// Waits for a burst's requests and sorts their answers by the client's clock: `served`
-/// answers within half a hold of the first one ran at once, later ones waited; `refused` ones
-/// were refused; a served answer before its hold ended, and anything else, is `other`. Every
-/// reply goes on the timeline.
+/// answers within half a hold of the first one ran at once, later ones waited; those `refused`
+/// accepts were refused; a served answer before its hold ended, and anything else, is `other`,
+/// in the words `refused` gave for it (what it answered, and what a refusal is). Every reply
+/// goes on the timeline.
 pub(crate) async fn sort_burst(
     t: &Arc<Target>,
     c: &mut Ctx,
@@ -463,7 +477,7 @@ pub(crate) async fn sort_burst(
     tasks: Vec<Pending>,
     hold: Duration,
     served: impl Fn(&Reply) -> bool,
-    refused: impl Fn(&Reply) -> bool,
+    refused: impl Fn(&Reply) -> Result<(), String>,
 ) -> Burst {
     let mut out = Burst {
         hold,
@@ -487,11 +501,11 @@ pub(crate) async fn sort_burst(
                     ));
                 } else if served(&reply) {
                     admitted.push(reply);
-                } else if refused(&reply) {
-                    out.refused.push(reply);
                 } else {
-                    out.other
-                        .push(format!("{name} answered {} {}", reply.status, reply.code()));
+                    match refused(&reply) {
+                        Ok(()) => out.refused.push(reply),
+                        Err(why) => out.other.push(format!("{name} {why}")),
+                    }
                 }
             }
             Err(e) => out.other.push(format!("{name}: {e}")),

@@ -22,14 +22,21 @@ pub fn judge_refusal(
     reply: &Reply,
     tolerance: Duration,
 ) -> bool {
-    let status = t.expected.refusal_status(refusal).unwrap_or(0);
-    if !c.require(t.is_refusal(reply, refusal), || {
-        format!(
-            "{label}: expected the refusal {status}, got {} after {:.0} ms",
-            reply.status,
-            ms(reply.elapsed)
-        )
-    }) {
+    if let Some(why) = t.refusal_mismatch(reply, refusal) {
+        let status = t.expected.refusal_status(refusal).unwrap_or(0);
+        if status == reply.status {
+            // The right status with the wrong body: say which body was expected.
+            c.fail(format!(
+                "{label}: {why} (after {:.0} ms)",
+                ms(reply.elapsed)
+            ));
+        } else {
+            c.fail(format!(
+                "{label}: expected the refusal {status}, got {} after {:.0} ms",
+                reply.status,
+                ms(reply.elapsed)
+            ));
+        }
         return false;
     }
     c.require(reply.elapsed <= tolerance, || {
@@ -40,7 +47,7 @@ pub fn judge_refusal(
         )
     });
     if let (Some(hint), Some(allowed)) = (&refusal.hint, allowed) {
-        // Both forms travel as RFC 9110 delay-seconds.
+        // Every form travels as RFC 9110 delay-seconds.
         let format = RetryAfterFormat::DelaySeconds;
         match reply
             .header(hint.header())
@@ -59,18 +66,29 @@ pub fn judge_refusal(
     true
 }
 
-/// The delays `hint` may advertise: its constant, or the estimator's bounds, up to `max` (the
-/// pool's deadline cap, none for a rate limit).
+/// Whether `reply` is `refusal` (none declared: no reply is), with the words for one that is
+/// not: what a burst sorts its answers by.
+pub fn refused_as(t: &Target, refusal: Option<&Refusal>, reply: &Reply) -> Result<(), String> {
+    match refusal {
+        Some(r) => t.refusal_mismatch(reply, r).map_or(Ok(()), Err),
+        None => Err(crate::checks::pool::answered(reply)),
+    }
+}
+
+/// The delays `hint` may advertise: its constant, its range, or the estimator's bounds, up to
+/// `max` (the pool's deadline cap, none for a rate limit).
 pub fn allowed_seconds(hint: &Hint, max: Option<u64>) -> RangeInclusive<u64> {
     match hint {
         Hint::Constant(h) => h.seconds..=h.seconds,
+        Hint::Range(h) => h.min_seconds..=h.max_seconds,
         Hint::Estimated(h) => h.min_seconds..=max.unwrap_or(u64::MAX),
     }
 }
 
-/// How a hint reads in a check's expectation (`Retry-After in 1..=1 s`).
+/// How a refusal's body and hint read in a check's expectation (``the body `"busy\n"`, Retry-After
+/// in 1..=1 s``).
 pub fn hint_words(refusal: &Refusal, allowed: Option<RangeInclusive<u64>>) -> String {
-    match (&refusal.hint, allowed) {
+    let hint = match (&refusal.hint, allowed) {
         (Some(h), Some(allowed)) => format!(
             "{} in {}..={} s",
             h.header(),
@@ -78,5 +96,9 @@ pub fn hint_words(refusal: &Refusal, allowed: Option<RangeInclusive<u64>>) -> St
             allowed.end()
         ),
         _ => "no hint declared (none judged)".to_owned(),
+    };
+    match &refusal.body {
+        Some(body) => format!("{}, {hint}", body.words()),
+        None => hint,
     }
 }

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use plimsoll_spec::Contract;
-use plimsoll_spec::model::{LANGUAGE, QueueOrder};
+use plimsoll_spec::model::{LANGUAGE, QueueOrder, RefusalBody};
 
 use crate::checks::ctx::ms;
 
@@ -276,6 +276,12 @@ fn hint(out: &mut String, r: &super::RefusalSeen) {
                 out,
                 "# hint: Retry-After {seen}: an estimate that follows the load, or missing on some refusals; none declared. Its estimator, window and bounds: {CANNOT_MEASURE}"
             );
+            if let Some((least, most)) = r.delay_range() {
+                let _ = writeln!(
+                    out,
+                    "# hint = {{ header = \"Retry-After\", min_seconds = {least}, max_seconds = {most} }}  # the delays seen under one load, if the service promises a range"
+                );
+            }
         }
     }
 }
@@ -314,7 +320,21 @@ pub(super) fn refusal_rest(
     r: &RefusalSeen,
     connection_seen: Option<&Result<ConnectionSeen, NotSeen>>,
 ) {
-    let _ = writeln!(out, "# body: {}", r.body().as_str());
+    let _ = match r.declared_body() {
+        Some(body) => writeln!(
+            out,
+            "body = {}  # {} on all {} refusals; confidence {}",
+            inline_body(body),
+            r.body().as_str(),
+            r.declared.len(),
+            confidence(r.declared.len())
+        ),
+        None => writeln!(
+            out,
+            "# body: {} (not the same declarable body on every refusal: any body)",
+            r.body().as_str()
+        ),
+    };
     if r.rate_limit.is_empty() {
         out.push_str("# RateLimit, RateLimit-Policy: absent\n");
     } else {
@@ -324,6 +344,39 @@ pub(super) fn refusal_rest(
     }
     connection(out, connection_seen);
     out.push('\n');
+}
+
+/// A refusal's body as a TOML inline table on one line (its texts basic strings, every
+/// control character escaped: TOML's own writer would make a text with a newline a multi-line
+/// string).
+fn inline_body(body: &RefusalBody) -> String {
+    let quoted = |text: &str| {
+        let mut out = String::from('"');
+        for ch in text.chars() {
+            match ch {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => {
+                    let _ = write!(out, "\\u{:04X}", u32::from(c));
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    };
+    match body {
+        RefusalBody::Json(c) => format!(
+            "{{ pointer = {}, value = {} }}",
+            quoted(&c.pointer),
+            quoted(&c.value)
+        ),
+        RefusalBody::Text(t) => format!("{{ text = {} }}", quoted(&t.text)),
+        RefusalBody::Contains(c) => format!("{{ contains = {} }}", quoted(&c.contains)),
+    }
 }
 
 /// The pool's `deadline_ms` when a deadline answered the held request (rounded to 10 ms, the
@@ -382,5 +435,30 @@ mod tests {
         assert_eq!(pool_name("/items/{id}"), "items");
         assert_eq!(pool_name("/"), "route");
         assert_eq!(pool_name("/big-job"), "big_job");
+    }
+
+    #[test]
+    fn a_body_is_written_on_one_line_and_reads_back_as_itself() {
+        #[derive(serde::Deserialize)]
+        struct Doc {
+            body: RefusalBody,
+        }
+        for body in [
+            RefusalBody::Text(plimsoll_spec::model::BodyText {
+                text: "busy, \"try\" later\n\t\u{7f}\\".into(),
+            }),
+            RefusalBody::Contains(plimsoll_spec::model::BodyContains {
+                contains: "<title>503 Service Temporarily Unavailable</title>".into(),
+            }),
+            RefusalBody::Json(plimsoll_spec::model::AnswerCode {
+                pointer: "/error".into(),
+                value: "too many searches".into(),
+            }),
+        ] {
+            let line = format!("body = {}  # a comment", inline_body(&body));
+            assert!(!line.contains('\n'), "{line}");
+            let doc: Doc = toml::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert_eq!(doc.body, body, "{line}");
+        }
     }
 }

@@ -20,7 +20,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::model::{Hold, HookHold, QueueOrder, Recipe};
+use plimsoll_spec::model::{
+    AnswerCode, BodyContains, BodyText, Hold, HookHold, MAX_BODY_TEXT, QueueOrder, Recipe,
+    RefusalBody,
+};
 use plimsoll_spec::{Contract, Stage};
 
 use crate::checks::ctx::{Ctx, ms};
@@ -206,6 +209,38 @@ impl BodyShape {
     }
 }
 
+/// How a refusal's body would be declared (`[refusals.NAME] body`): an HTML page by its
+/// `<title>…</title>` (the rest of a server's page names its version), a JSON body by its
+/// top-level string `code` or `error`, any other text exactly; none when it is none of these,
+/// not UTF-8, or longer than a contract may declare.
+pub fn declared_body(reply: &Reply) -> Option<RefusalBody> {
+    let text = std::str::from_utf8(&reply.body).ok()?;
+    let body = match BodyShape::of(reply) {
+        BodyShape::Html => {
+            let lower = text.to_ascii_lowercase();
+            let start = lower.find("<title>")?;
+            let end = start + lower[start..].find("</title>")? + "</title>".len();
+            RefusalBody::Contains(BodyContains {
+                contains: text[start..end].to_owned(),
+            })
+        }
+        BodyShape::Json => {
+            let json: serde_json::Value = serde_json::from_str(text).ok()?;
+            let (member, value) = ["code", "error"]
+                .into_iter()
+                .find_map(|m| Some((m, json.get(m)?.as_str()?)))?;
+            RefusalBody::Json(AnswerCode {
+                pointer: format!("/{member}"),
+                value: value.to_owned(),
+            })
+        }
+        BodyShape::Text | BodyShape::Empty => RefusalBody::Text(BodyText {
+            text: text.to_owned(),
+        }),
+    };
+    (body.declared_text().len() <= MAX_BODY_TEXT).then_some(body)
+}
+
 /// The refusals seen: the first refusing burst's and the probes' of the full pool.
 #[derive(Debug, Clone, Default)]
 pub struct RefusalSeen {
@@ -213,6 +248,8 @@ pub struct RefusalSeen {
     pub statuses: Vec<u16>,
     /// Every refusal's body shape.
     pub bodies: Vec<BodyShape>,
+    /// Every refusal's body as it would be declared ([`declared_body`]).
+    pub declared: Vec<Option<RefusalBody>>,
     /// Every refusal's `Retry-After`, when it had one.
     pub retry_after: Vec<Option<String>>,
     /// `RateLimit` and `RateLimit-Policy` headers seen on any refusal, as sent (recorded only).
@@ -225,6 +262,7 @@ impl RefusalSeen {
     fn add(&mut self, reply: &Reply) {
         self.statuses.push(reply.status);
         self.bodies.push(BodyShape::of(reply));
+        self.declared.push(declared_body(reply));
         self.retry_after
             .push(reply.header("retry-after").map(str::to_owned));
         for name in ["ratelimit", "ratelimit-policy"] {
@@ -246,6 +284,26 @@ impl RefusalSeen {
     /// The body shape most refusals had.
     pub fn body(&self) -> BodyShape {
         most_common(&self.bodies).unwrap_or(BodyShape::Empty)
+    }
+
+    /// The body every refusal would declare, when each would declare one and all the same.
+    pub fn declared_body(&self) -> Option<&RefusalBody> {
+        let first = self.declared.first()?.as_ref()?;
+        self.declared
+            .iter()
+            .all(|d| d.as_ref() == Some(first))
+            .then_some(first)
+    }
+
+    /// The least and the most delay the refusals gave in `Retry-After`, when each had one.
+    pub fn delay_range(&self) -> Option<(u64, u64)> {
+        let delays: Option<Vec<u64>> = self
+            .retry_after
+            .iter()
+            .map(|v| v.as_deref().and_then(|v| v.trim().parse::<u64>().ok()))
+            .collect();
+        let delays = delays?;
+        Some((*delays.iter().min()?, *delays.iter().max()?))
     }
 
     /// The delay every refusal gave in `Retry-After`, when each had one and all gave the same
@@ -577,7 +635,13 @@ async fn burst(
         tasks,
         held.hold,
         |r| r.status == status,
-        |r| r.status >= 400,
+        |r| {
+            if r.status >= 400 {
+                Ok(())
+            } else {
+                Err(crate::checks::pool::answered(r))
+            }
+        },
     )
     .await
 }
@@ -705,6 +769,44 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_s_body_is_declared_by_its_title_its_code_or_its_text() {
+        let declared = |headers: &[(&str, &str)], body: &str| {
+            declared_body(&reply(503, headers, body)).map(|b| b.words())
+        };
+        let page = "<html>\r\n<head><TITLE>503 Service Temporarily Unavailable</TITLE></head>\r\n\
+                    <hr><center>nginx/1.22.1</center>";
+        assert_eq!(
+            declared(&[("content-type", "text/html")], page).as_deref(),
+            Some("a body containing `\"<TITLE>503 Service Temporarily Unavailable</TITLE>\"`")
+        );
+        assert_eq!(declared(&[], "<html><body>busy</body></html>"), None);
+        assert_eq!(
+            declared(&[], r#"{"type":"about:blank","code":"overloaded"}"#).as_deref(),
+            Some("a JSON body whose `/code` is `\"overloaded\"`")
+        );
+        assert_eq!(
+            declared(&[], r#"{"error":"too many searches"}"#).as_deref(),
+            Some("a JSON body whose `/error` is `\"too many searches\"`")
+        );
+        assert_eq!(declared(&[], r#"{"error":{"kind":"busy"}}"#), None);
+        assert_eq!(
+            declared(&[], "busy, try later\n").as_deref(),
+            Some("the body `\"busy, try later\\n\"`")
+        );
+        assert_eq!(declared(&[], &"x".repeat(MAX_BODY_TEXT + 1)), None);
+        let seen = |bodies: &[&str]| {
+            let mut r = RefusalSeen::default();
+            for body in bodies {
+                r.add(&reply(503, &[], body));
+            }
+            r
+        };
+        assert!(seen(&["busy", "busy"]).declared_body().is_some());
+        assert_eq!(seen(&["busy", "busy at 12:00:01"]).declared_body(), None);
+        assert_eq!(seen(&[]).declared_body(), None);
+    }
+
+    #[test]
     fn retry_after_is_absent_constant_or_varying_and_rate_limit_headers_are_kept() {
         let seen = |replies: &[Reply]| {
             let mut r = RefusalSeen::default();
@@ -719,6 +821,12 @@ mod tests {
             reply(429, &[("retry-after", "1")], ""),
         ]);
         assert_eq!(constant.hint(), "present, constant `1`");
+        assert_eq!(constant.delay_range(), Some((1, 1)));
+        let ranged = seen(&[
+            reply(429, &[("retry-after", "3")], ""),
+            reply(429, &[("retry-after", "1")], ""),
+        ]);
+        assert_eq!(ranged.delay_range(), Some((1, 3)));
         let varying = seen(&[
             reply(
                 429,
@@ -736,6 +844,7 @@ mod tests {
             varying.hint(),
             "present on 2 of 3 refusals, varying: `1`, `2`"
         );
+        assert_eq!(varying.delay_range(), None, "missing on one");
         assert_eq!(varying.status(), 429);
         assert_eq!(
             varying.rate_limit,

@@ -39,6 +39,8 @@ pub struct ConnectionSeen {
     pub kept: Kept,
     /// The refusal's status on that connection.
     pub refused: u16,
+    /// The refusal's body (at most a reply's cap), for the refusal's declared body shape.
+    pub body: Vec<u8>,
     /// Whether the refusal said `Connection: close`.
     pub said_close: bool,
     /// How long after the refusal the second request was answered or found the connection
@@ -98,7 +100,7 @@ pub async fn after_refusal(
     } = open(t, limit).await?;
     let failed = |what: &str, e: &dyn std::fmt::Display| NotSeen::Failed(format!("{what}: {e}"));
     let first = tokio::time::timeout(limit, send(&mut sender, recipe, &host)).await;
-    let (refused, said_close) = match first {
+    let (refused, said_close, body) = match first {
         Ok(Ok(answer)) => answer,
         Ok(Err(e)) => {
             driver.abort();
@@ -119,7 +121,7 @@ pub async fn after_refusal(
     let refused_at = Instant::now();
     let kept = match tokio::time::timeout(READY, sender.ready()).await {
         Ok(Ok(())) => match tokio::time::timeout(limit, send(&mut sender, recipe, &host)).await {
-            Ok(Ok((second, _))) => Kept::Open { second },
+            Ok(Ok((second, ..))) => Kept::Open { second },
             _ => Kept::Closed,
         },
         _ => Kept::Closed,
@@ -128,6 +130,7 @@ pub async fn after_refusal(
     Ok(ConnectionSeen {
         kept,
         refused,
+        body,
         said_close,
         after: refused_at.elapsed(),
     })
@@ -193,7 +196,7 @@ pub async fn idle(t: &Target, recipe: &Recipe, limit: Duration) -> Result<Idle, 
         host,
     } = open(t, limit).await?;
     match tokio::time::timeout(limit, send(&mut sender, recipe, &host)).await {
-        Ok(Ok((status, _))) => Ok(Idle {
+        Ok(Ok((status, _, _))) => Ok(Idle {
             _sender: sender,
             driver,
             status,
@@ -212,13 +215,13 @@ pub async fn idle(t: &Target, recipe: &Recipe, limit: Duration) -> Result<Idle, 
     }
 }
 
-/// Sends `recipe` on `sender`'s connection and reads the whole answer: its status, and whether
-/// it said `Connection: close`.
+/// Sends `recipe` on `sender`'s connection and reads the whole answer: its status, whether it
+/// said `Connection: close`, and its body.
 async fn send(
     sender: &mut SendRequest<Full<Bytes>>,
     recipe: &Recipe,
     host: &str,
-) -> Result<(u16, bool), String> {
+) -> Result<(u16, bool, Vec<u8>), String> {
     let mut request = hyper::Request::builder()
         .method(recipe.method.as_str())
         .uri(recipe.path.as_str())
@@ -243,11 +246,12 @@ async fn send(
         .any(|token| token.trim().eq_ignore_ascii_case("close"));
     // Read the body to its end so the connection is idle, not mid-answer; no more of it than
     // any reply the checker reads (a target that sends gigabytes is an error, not memory).
-    http_body_util::Limited::new(response.into_body(), super::body::MAX_REPLY_BYTES)
+    let body = http_body_util::Limited::new(response.into_body(), super::body::MAX_REPLY_BYTES)
         .collect()
         .await
-        .map_err(|e| e.to_string())?;
-    Ok((status, said_close))
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((status, said_close, body.to_vec()))
 }
 
 /// A duration in milliseconds, as the evidence prints it.
@@ -398,6 +402,7 @@ mod tests {
         let seen = |kept, said_close| ConnectionSeen {
             kept,
             refused: 503,
+            body: Vec::new(),
             said_close,
             after: Duration::from_millis(3),
         };

@@ -590,11 +590,52 @@ impl Target {
         self.expected.error(code).status
     }
 
-    /// Whether a reply is `refusal`'s answer: its error's status and code, or its own status.
+    /// Whether a reply is `refusal`'s answer: its error's status and code, or its own status
+    /// and, when it declares one, its body's shape.
     pub fn is_refusal(&self, reply: &Reply, refusal: &plimsoll_spec::model::Refusal) -> bool {
-        match refusal.error {
-            Some(code) => self.is_error(reply, code),
-            None => refusal.status == Some(reply.status),
+        self.refusal_mismatch(reply, refusal).is_none()
+    }
+
+    /// How a reply differs from `refusal`'s answer, in words that say what was expected and
+    /// what came (`answered 503, not the refusal's 429`; `answered 429, but the body's `/error`
+    /// is …`); `None` when it is that answer. Every clause reads a refusal through this, so T1,
+    /// T3, T4, T5 and T6 agree on what one is.
+    pub fn refusal_mismatch(
+        &self,
+        reply: &Reply,
+        refusal: &plimsoll_spec::model::Refusal,
+    ) -> Option<String> {
+        self.answer_mismatch(reply.status, &reply.body, refusal)
+    }
+
+    /// [`Target::refusal_mismatch`] for an answer read elsewhere than a [`Reply`] (T6's bare
+    /// connection): its status and body.
+    pub fn answer_mismatch(
+        &self,
+        status: u16,
+        body: &[u8],
+        refusal: &plimsoll_spec::model::Refusal,
+    ) -> Option<String> {
+        match (refusal.error, refusal.status) {
+            (Some(code), _) => {
+                let json: serde_json::Value =
+                    serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
+                let found = json["code"].as_str().unwrap_or_default();
+                let want = self.status(code);
+                (status != want || found != code.as_str()).then(|| {
+                    format!("answered {status} {found}, not the refusal's {want} `{code}`")
+                })
+            }
+            (None, Some(want)) if want != status => {
+                Some(format!("answered {status}, not the refusal's {want}"))
+            }
+            (None, Some(_)) => refusal
+                .body
+                .as_ref()?
+                .mismatch(body)
+                .map(|why| format!("answered {status}, the refusal's status, but {why}")),
+            // Validation refuses a refusal of neither; none is its answer.
+            (None, None) => Some(format!("answered {status}; the refusal declares no status")),
         }
     }
 

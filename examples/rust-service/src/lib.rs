@@ -68,6 +68,8 @@ pub struct Config {
     pub search_refusal: StatusCode,
     /// The `Retry-After` seconds a full `/search` sends, if any.
     pub search_retry_after: Option<u64>,
+    /// The error a full `/search`'s JSON body names (`{"error":"too many searches"}`).
+    pub search_refusal_error: &'static str,
     /// `POST /reports`' workers.
     pub reports_workers: usize,
     /// How many `/reports` requests may wait for a worker.
@@ -89,6 +91,8 @@ pub struct Config {
     /// The quota `/quota`'s `RateLimit-Policy` field advertises: the bucket, `quota_burst + 1`,
     /// when honest; none: no RateLimit fields.
     pub quota_advertised: Option<u32>,
+    /// The text a spent quota's refusal body is (`quota spent, try later`).
+    pub quota_refusal_body: &'static str,
     /// Whether a refusal closes its connection (`Connection: close`) instead of keeping it.
     pub close_after_refusal: bool,
     /// Whether the hold hook (`X-Plimsoll-Hook: hold=STAGE:MS`) is honoured.
@@ -118,6 +122,7 @@ impl Default for Config {
             search_workers: 2,
             search_refusal: StatusCode::TOO_MANY_REQUESTS,
             search_retry_after: Some(1),
+            search_refusal_error: "too many searches",
             reports_workers: 1,
             reports_queue: 3,
             reports_order: Order::Lifo,
@@ -128,6 +133,7 @@ impl Default for Config {
             quota_burst: 2,
             quota_per_key: true,
             quota_advertised: Some(3),
+            quota_refusal_body: "quota spent, try later\n",
             close_after_refusal: false,
             hooks: false,
             search_validation: true,
@@ -153,7 +159,11 @@ pub fn app(config: &Config) -> Router {
         Order::Fifo,
         None,
         (
-            Refusal::Search(config.search_refusal, config.search_retry_after),
+            Refusal::Search(
+                config.search_refusal,
+                config.search_refusal_error,
+                config.search_retry_after,
+            ),
             exposition.refusals("search"),
         ),
     );
@@ -170,10 +180,10 @@ pub fn app(config: &Config) -> Router {
     };
     let tenants = Tenants::new(config.tenant_workers, config.tenant_per_key);
     let quota = quota::Quota::new(
-        config.quota_rate,
-        config.quota_burst,
+        (config.quota_rate, config.quota_burst),
         config.quota_per_key,
         config.quota_advertised,
+        config.quota_refusal_body,
     );
     let lookups = Pool::new(
         config.lookup_workers,

@@ -39,12 +39,20 @@ pub(crate) struct Quota {
     advertised: Option<u32>,
     /// Seconds the bucket takes to refill from empty: the policy's window.
     window: u64,
+    /// The text a refusal's body is.
+    refusal_body: &'static str,
 }
 
 impl Quota {
     /// `rate` requests a second (at least one), `burst` more at once; `advertised` is the quota
-    /// the fields say (the bucket, `burst + 1`, when honest; none: no fields).
-    pub(crate) fn new(rate: u32, burst: u32, per_key: bool, advertised: Option<u32>) -> Quota {
+    /// the fields say (the bucket, `burst + 1`, when honest; none: no fields); a refusal's body
+    /// is `refusal_body`.
+    pub(crate) fn new(
+        (rate, burst): (u32, u32),
+        per_key: bool,
+        advertised: Option<u32>,
+        refusal_body: &'static str,
+    ) -> Quota {
         let rate = NonZeroU32::new(rate).unwrap_or(NonZeroU32::MIN);
         let bucket = NonZeroU32::new(burst.saturating_add(1)).unwrap_or(NonZeroU32::MIN);
         let quota = governor::Quota::per_second(rate).allow_burst(bucket);
@@ -53,6 +61,7 @@ impl Quota {
             per_key,
             advertised,
             window: u64::from(bucket.get()).div_ceil(u64::from(rate.get())),
+            refusal_body,
         }
     }
 
@@ -104,7 +113,7 @@ pub(crate) async fn admit(State(quota): State<Quota>, request: Request, next: Ne
         }
         Err(not_until) => {
             let wait = not_until.wait_time_from(quota.limiter.clock().now());
-            let mut response = Refusal::Quota.into_response();
+            let mut response = Refusal::Quota(quota.refusal_body).into_response();
             quota.advertise(&mut response, 0, wait.as_secs_f64().ceil() as u64);
             response
         }

@@ -7,24 +7,23 @@ use http::{StatusCode, header};
 /// What a full pool answers.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Refusal {
-    /// `/search`'s: the status given, with a JSON body and the `Retry-After` seconds given.
-    Search(StatusCode, Option<u64>),
+    /// `/search`'s: the status given, with a JSON body naming the error given
+    /// (`{"error":"too many searches"}`) and the `Retry-After` seconds given.
+    Search(StatusCode, &'static str, Option<u64>),
     /// `/reports`': `503` with plain text.
     Reports,
-    /// `/quota`'s: `429` with plain text and `Retry-After: 1`.
-    Quota,
+    /// `/quota`'s: `429` with the plain text given and `Retry-After: 1`.
+    Quota(&'static str),
 }
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
-            Refusal::Search(status, retry_after) => {
-                let mut response = (
-                    status,
-                    [(header::CONTENT_TYPE, "application/json")],
-                    "{\"error\":\"too many searches\"}",
-                )
-                    .into_response();
+            Refusal::Search(status, error, retry_after) => {
+                // A word of the service's own configuration: nothing to escape.
+                let body = format!("{{\"error\":\"{error}\"}}");
+                let mut response =
+                    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
                 if let Some(seconds) = retry_after {
                     response
                         .headers_mut()
@@ -35,10 +34,10 @@ impl IntoResponse for Refusal {
             Refusal::Reports => {
                 (StatusCode::SERVICE_UNAVAILABLE, "busy, try later\n").into_response()
             }
-            Refusal::Quota => (
+            Refusal::Quota(text) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 [(header::RETRY_AFTER, "1")],
-                "quota spent, try later\n",
+                text,
             )
                 .into_response(),
         }

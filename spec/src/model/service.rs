@@ -373,7 +373,7 @@ pub enum LimitKey {
 
 /// What a full pool answers (`[refusals.NAME]`): an error of the contract's `[[errors]]`
 /// table, whose status is written only there, or a bare status for a service with no such
-/// table (a proxy's `503` page); and the hint it carries.
+/// table (a proxy's `503` page) with, if it says, its body's shape; and the hint it carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Refusal {
@@ -381,9 +381,13 @@ pub struct Refusal {
     /// and `status` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorCode>,
-    /// The status answered, with any body, for a refusal that is no error of `[[errors]]`.
+    /// The status answered, for a refusal that is no error of `[[errors]]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// What a bare-`status` refusal's body holds (an `error` refusal's body is its table's).
+    /// None: any body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<RefusalBody>,
     /// When the client may retry, if the refusal says. None: no hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<Hint>,
@@ -391,6 +395,139 @@ pub struct Refusal {
     /// request, or closed. None: nothing is promised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<AfterRefusal>,
+}
+
+/// What a bare-`status` refusal's body must be, so a proxy's page or a service's own JSON is
+/// told apart from any other answer with the same status: a JSON body with a string at a JSON
+/// Pointer (the shape a bad request's `code` has), a constant text, or a page containing a text
+/// (an HTML error page, whose server version line varies). Bodies are judged as UTF-8 text, at
+/// most the checker's reply cap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RefusalBody {
+    /// A JSON body whose string at `pointer` is `value` (`{ pointer = "/error", value = "…" }`).
+    Json(AnswerCode),
+    /// Exactly this text (`{ text = "busy, try later\n" }`).
+    Text(BodyText),
+    /// A body containing this text (`{ contains = "<title>503 …</title>" }`).
+    Contains(BodyContains),
+}
+
+/// The longest text a refusal's `body` declares: a title or an error word, never a whole page
+/// (a contract is user input the checker holds while it judges every reply). Validation refuses
+/// more, and discover proposes no longer one.
+pub const MAX_BODY_TEXT: usize = 4096;
+
+/// A refusal's body given exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BodyText {
+    /// The whole body, byte for byte.
+    pub text: String,
+}
+
+/// A refusal's body given by a text it contains.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BodyContains {
+    /// A text found somewhere in the body (not empty).
+    pub contains: String,
+}
+
+impl RefusalBody {
+    /// How `body` differs from this shape, in words naming what was expected and quoting a
+    /// short excerpt of what came; `None` when it fits.
+    pub fn mismatch(&self, body: &[u8]) -> Option<String> {
+        match self {
+            RefusalBody::Json(code) => code.mismatch(body),
+            RefusalBody::Text(t) => (body != t.text.as_bytes()).then(|| {
+                format!(
+                    "the body is {}, the contract says exactly {:?}",
+                    excerpt(body),
+                    short(&t.text)
+                )
+            }),
+            RefusalBody::Contains(c) => {
+                let text = String::from_utf8_lossy(body);
+                (!text.contains(&c.contains)).then(|| {
+                    format!(
+                        "the body is {}, the contract says it contains {:?}",
+                        excerpt(body),
+                        short(&c.contains)
+                    )
+                })
+            }
+        }
+    }
+
+    /// The shape in words, its texts quoted in backticks so a page's markup reads as text in
+    /// Markdown too (``a JSON body whose `/error` is `"too_many"` ``).
+    pub fn words(&self) -> String {
+        match self {
+            RefusalBody::Json(c) => {
+                format!(
+                    "a JSON body whose `{}` is `{:?}`",
+                    c.pointer,
+                    short(&c.value)
+                )
+            }
+            RefusalBody::Text(t) => format!("the body `{:?}`", short(&t.text)),
+            RefusalBody::Contains(c) => format!("a body containing `{:?}`", short(&c.contains)),
+        }
+    }
+
+    /// The text the contract writes for this shape, whose size validation bounds.
+    pub fn declared_text(&self) -> &str {
+        match self {
+            RefusalBody::Json(c) => &c.value,
+            RefusalBody::Text(t) => &t.text,
+            RefusalBody::Contains(c) => &c.contains,
+        }
+    }
+}
+
+impl AnswerCode {
+    /// How `body` differs from a JSON body with this code, in words; `None` when the string
+    /// at `pointer` is `value`.
+    pub fn mismatch(&self, body: &[u8]) -> Option<String> {
+        let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+        match json.as_ref().and_then(|v| v.pointer(&self.pointer)) {
+            Some(serde_json::Value::String(s)) if *s == self.value => None,
+            Some(other) => Some(format!(
+                "the body's `{}` is {}, the contract says \"{}\"",
+                self.pointer,
+                short(&other.to_string()),
+                self.value
+            )),
+            None if json.is_none() => Some(format!(
+                "the body is not JSON ({}), the contract says its `{}` is \"{}\"",
+                excerpt(body),
+                self.pointer,
+                self.value
+            )),
+            None => Some(format!(
+                "the body has no `{}`, the contract says \"{}\"",
+                self.pointer, self.value
+            )),
+        }
+    }
+}
+
+/// `text`, cut to a length a failure line can carry.
+fn short(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// A body quoted in a failure line: its start, as text (`empty` when there is none).
+fn excerpt(body: &[u8]) -> String {
+    if body.is_empty() {
+        return "empty".to_owned();
+    }
+    format!("{:?}", short(&String::from_utf8_lossy(body)))
 }
 
 /// What a refusal does to its connection.
@@ -414,7 +551,9 @@ impl AfterRefusal {
 }
 
 /// What a refusal says about when to retry: a delay estimated from recent waits (the
-/// reference service's), or the same number of seconds every time.
+/// reference service's), the same number of seconds every time, or a number within bounds.
+/// Untagged, told apart by their fields: the estimator's (`format`, `estimator`, …), `seconds`,
+/// or `max_seconds`; each form denies the others' fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Hint {
@@ -422,6 +561,8 @@ pub enum Hint {
     Estimated(RetryAfter),
     /// A constant delay.
     Constant(ConstantHint),
+    /// A delay within bounds, whatever it follows.
+    Range(RangeHint),
 }
 
 impl Hint {
@@ -430,6 +571,7 @@ impl Hint {
         match self {
             Hint::Estimated(h) => &h.header,
             Hint::Constant(h) => &h.header,
+            Hint::Range(h) => &h.header,
         }
     }
 
@@ -437,7 +579,7 @@ impl Hint {
     pub fn estimated(&self) -> Option<&RetryAfter> {
         match self {
             Hint::Estimated(h) => Some(h),
-            Hint::Constant(_) => None,
+            Hint::Constant(_) | Hint::Range(_) => None,
         }
     }
 }
@@ -450,6 +592,20 @@ pub struct ConstantHint {
     pub header: String,
     /// The delay, in whole seconds.
     pub seconds: u64,
+}
+
+/// A refusal's hint within bounds: `HEADER: N` (RFC 9110 `delay-seconds`) with
+/// `min_seconds <= N <= max_seconds` on every refusal, for a service whose delay varies by a
+/// rule the contract does not describe (a jittered constant, a bucket's refill time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RangeHint {
+    /// The header the delay travels in (`Retry-After`).
+    pub header: String,
+    /// The smallest delay sent, in whole seconds.
+    pub min_seconds: u64,
+    /// The largest delay sent, in whole seconds (at least `min_seconds`).
+    pub max_seconds: u64,
 }
 
 /// T3: a refusal's `Retry-After`, and how its delay is estimated.

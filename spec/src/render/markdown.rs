@@ -256,12 +256,18 @@ fn rate_limits(md: &mut String, contract: &Contract) {
 fn refusals_and_bounds(md: &mut String, contract: &Contract) {
     for (name, r) in &contract.refusals {
         let status = contract.refusal_status(r).unwrap_or(0);
-        let answer = r
-            .error
-            .map_or("with any body".to_owned(), |code| format!("`{code}`"));
+        let answer = match (r.error, &r.body) {
+            (Some(code), _) => format!("`{code}`"),
+            (None, Some(body)) => format!("with {}", body.words()),
+            (None, None) => "with any body".to_owned(),
+        };
         let hint = match &r.hint {
             None => "no hint".to_owned(),
             Some(Hint::Constant(h)) => format!("`{}: {}` on every refusal", h.header, h.seconds),
+            Some(Hint::Range(h)) => format!(
+                "`{}: N` on every refusal, N from {} to {} s",
+                h.header, h.min_seconds, h.max_seconds
+            ),
             Some(Hint::Estimated(h)) => format!(
                 "`{}` ({}): the {} of the last {} queue waits, at least {} s",
                 h.header,

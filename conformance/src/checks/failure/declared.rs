@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use plimsoll_spec::Contract;
 use plimsoll_spec::model::BadRequest;
-use serde_json::Value;
 
 use crate::checks::ctx::Ctx;
 use crate::remote::Target;
@@ -65,35 +64,7 @@ fn answer_mismatch(bad: &BadRequest, status: u16, body: &[u8]) -> Option<String>
     if status != want {
         return Some(format!("answered {status}, the contract says {want}"));
     }
-    let code = bad.code.as_ref()?;
-    let json: Option<Value> = serde_json::from_slice(body).ok();
-    let found = json.as_ref().and_then(|v| v.pointer(&code.pointer));
-    match found {
-        Some(Value::String(s)) if *s == code.value => None,
-        Some(other) => Some(format!(
-            "the body's `{}` is {}, the contract says \"{}\"",
-            code.pointer,
-            short(&other.to_string()),
-            code.value
-        )),
-        None if json.is_none() => Some(format!(
-            "the body is not JSON, the contract says its `{}` is \"{}\"",
-            code.pointer, code.value
-        )),
-        None => Some(format!(
-            "the body has no `{}`, the contract says \"{}\"",
-            code.pointer, code.value
-        )),
-    }
-}
-
-/// `text`, cut to a length a failure line can carry.
-fn short(text: &str) -> String {
-    const MAX: usize = 80;
-    match text.char_indices().nth(MAX) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
+    bad.code.as_ref()?.mismatch(body)
 }
 
 #[cfg(test)]

@@ -86,8 +86,13 @@ async fn t5(t: &Arc<Target>, c: &mut Ctx) {
     let (mut expected, mut observed) = (Vec::new(), Vec::new());
     for pool in timed_pools(&t.expected) {
         let status = t.expected.refusal_status(pool.answer).unwrap_or(0);
+        let body = pool
+            .answer
+            .body
+            .as_ref()
+            .map_or(String::new(), |b| format!(" with {}", b.words()));
         expected.push(format!(
-            "{}: a request waiting past {} ms answered {status} within {} ms of it",
+            "{}: a request waiting past {} ms answered {status}{body} within {} ms of it",
             pool.name,
             pool.timeout.as_millis(),
             late.as_millis()
@@ -116,11 +121,16 @@ async fn judge(t: &Arc<Target>, c: &mut Ctx, pool: &TimedPool<'_>, late: Duratio
                 ms(took.saturating_sub(pool.timeout)),
             );
             let status = t.expected.refusal_status(pool.answer).unwrap_or(0);
-            if c.require(t.is_refusal(&reply, pool.answer), || {
+            let mismatch = t.refusal_mismatch(&reply, pool.answer);
+            if c.require(mismatch.is_none(), || {
+                let got = match &mismatch {
+                    // The right status with the wrong body: say which body was expected.
+                    Some(why) if reply.status == status => why.clone(),
+                    _ => format!("got {}", reply.status),
+                };
                 format!(
-                    "{label}: waited for a held worker and got {} after {:.0} ms, not the queue \
+                    "{label}: waited for a held worker and {got} after {:.0} ms, not the queue \
                      timeout's {status} at {} ms",
-                    reply.status,
                     ms(took),
                     pool.timeout.as_millis()
                 )

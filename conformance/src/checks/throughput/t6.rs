@@ -152,15 +152,12 @@ async fn judge(t: &Arc<Target>, c: &mut Ctx, subject: &Subject<'_>) -> String {
             return format!("{name}: {e}");
         }
     };
-    let status = t.expected.refusal_status(subject.refusal);
-    if status != Some(seen.refused) {
-        // Not the refusal this clause is about (T1, T3 or T4 judge what was answered): its
-        // connection tells nothing of the declared refusal's, and a skip is never a pass.
+    if let Some(why) = t.answer_mismatch(seen.refused, &seen.body, subject.refusal) {
+        // Not the refusal this clause is about, by its status or its body (T1, T3 or T4 judge
+        // what was answered): its connection tells nothing of the declared refusal's, and a
+        // skip is never a pass.
         c.skip(format!(
-            "{name}: the request meant to be refused was answered {}, not the refusal's {}: \
-             no refusal of its to judge",
-            seen.refused,
-            status.unwrap_or(0)
+            "{name}: the request meant to be refused {why}: no refusal of its to judge"
         ));
         return format!("{name}: answered {}, not refused as declared", seen.refused);
     }

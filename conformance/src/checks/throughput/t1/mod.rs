@@ -16,6 +16,7 @@ use crate::checks::pool::{
     Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst, send_held,
     send_held_elsewhere,
 };
+use crate::checks::refusal::refused_as;
 use crate::checks::registry::Check;
 use crate::remote::{ELSEWHERE, Reply, Target, series};
 
@@ -326,7 +327,7 @@ async fn t1_held(
         None => None,
     };
     let b = recipe_burst(t, c, &burst_request, name, (n, limit), |reply| {
-        refusal.is_some_and(|r| t.is_refusal(reply, r))
+        refused_as(t, refusal, reply)
     })
     .await;
     if let Some(watch) = watch {
