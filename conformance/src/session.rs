@@ -264,10 +264,8 @@ impl ContractSource {
     pub fn read(path: Option<&Path>) -> Result<ContractSource, Fatal> {
         match path {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| Fatal::Contract(format!("{}: {e}", path.display())))?;
-                let contract = Contract::from_toml(&text, &path.display().to_string())
-                    .map_err(|e| Fatal::Contract(e.to_string()))?;
+                let (contract, text) =
+                    Contract::read(path).map_err(|e| Fatal::Contract(e.to_string()))?;
                 Ok(ContractSource { contract, text })
             }
             None => Ok(ContractSource {

@@ -31,6 +31,7 @@ pub use metric::{MetricName, Outcome, Pool};
 pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem, UnknownErrorCode};
 pub use stage::{Stage, UnknownStage};
 
+pub mod bodies;
 pub mod changelog;
 pub mod clause;
 pub mod draft;

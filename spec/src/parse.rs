@@ -120,6 +120,13 @@ impl Contract {
 
     /// Reads and validates a contract file.
     pub fn from_file(path: &Path) -> Result<Contract, ContractError> {
+        Contract::read(path).map(|(contract, _)| contract)
+    }
+
+    /// Reads and validates a contract file, its recipes' body files read beside it: the
+    /// contract, and its text as read (at most [`MAX_CONTRACT_BYTES`] of it, for a report's
+    /// fingerprint).
+    pub fn read(path: &Path) -> Result<(Contract, String), ContractError> {
         use std::io::Read as _;
         let origin = path.display().to_string();
         let io = |source| ContractError::Io {
@@ -132,7 +139,29 @@ impl Contract {
             .take(MAX_CONTRACT_BYTES + 1)
             .read_to_string(&mut text)
             .map_err(io)?;
-        Contract::from_toml(&text, &origin)
+        let mut contract = Contract::from_toml(&text, &origin)?;
+        let folder = path.parent().unwrap_or(Path::new("."));
+        let folder = if folder.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            folder
+        };
+        if let Err(problems) = crate::bodies::read_body_files(&mut contract, folder) {
+            let mut violations: Vec<Violation> = (problems.into_iter())
+                .map(|(field, message)| Violation {
+                    field,
+                    line: None,
+                    message,
+                })
+                .collect();
+            if let Ok(table) = DeTable::parse(&text) {
+                for v in &mut violations {
+                    v.line = locate(&text, table.get_ref(), &v.field);
+                }
+            }
+            return Err(ContractError::Invalid { origin, violations });
+        }
+        Ok((contract, text))
     }
 
     /// Parses and validates contract text; `origin` names it in messages.

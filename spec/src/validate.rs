@@ -706,44 +706,36 @@ impl Contract {
     /// given, at a JSON Pointer of at most 1 KB with a value of at most 1 KB.
     fn bad_request_violations(&self) -> Vec<Violation> {
         let mut out = Vec::new();
-        let total: usize = self.pools.values().map(|p| p.bad_requests.len()).sum();
+        let total: usize = (self.pools.values())
+            .map(|p| p.bad_requests.len() + p.over_cap.len())
+            .sum();
         if total > MAX_BAD_REQUESTS {
             out.push(violation(
                 "pools",
                 format!(
-                    "{total} bad requests; a contract declares at most {MAX_BAD_REQUESTS} in all"
+                    "{total} bad and over-cap requests; a contract declares at most \
+                     {MAX_BAD_REQUESTS} in all"
                 ),
             ));
             return out; // each is cheap to judge, but not this many
         }
         for (name, pool) in &self.pools {
-            for (i, bad) in pool.bad_requests.iter().enumerate() {
-                let at = |f: &str| format!("pools.{name}.bad_requests.{i}.{f}");
-                if bad.what.trim().is_empty() || bad.what.len() > 256 {
-                    out.push(violation(
-                        &at("what"),
-                        "names what is wrong in 1 to 256 bytes".into(),
-                    ));
-                }
-                out.extend(recipe_violations(
-                    &at("request"),
-                    &bad.request,
-                    CLIENT_ERROR,
+            if !pool.over_cap.is_empty() && pool.memory_cap_mb.is_none() {
+                out.push(violation(
+                    &format!("pools.{name}.over_cap"),
+                    "a request over the memory cap needs the pool's `memory_cap_mb`".into(),
                 ));
-                if let Some(code) = &bad.code {
-                    let pointer_ok = code.pointer.is_empty() || code.pointer.starts_with('/');
-                    if !pointer_ok || code.pointer.len() > 1024 {
-                        out.push(violation(
-                            &at("code.pointer"),
-                            "is not a JSON Pointer (empty, or `/`-prefixed tokens) of at \
-                             most 1 KB"
-                                .into(),
-                        ));
-                    }
-                    if code.value.len() > 1024 {
-                        out.push(violation(&at("code.value"), "at most 1 KB".into()));
-                    }
-                }
+            }
+            let lists = [
+                ("bad_requests", &pool.bad_requests, CLIENT_ERROR),
+                ("over_cap", &pool.over_cap, ERROR),
+            ];
+            for (list, requests, statuses) in lists {
+                out.extend(answered_violations(
+                    &format!("pools.{name}.{list}"),
+                    requests,
+                    statuses,
+                ));
             }
         }
         out
@@ -835,6 +827,8 @@ const SUCCESS: Statuses = (200..=299, "a success status");
 
 /// A bad request's: a client error.
 const CLIENT_ERROR: Statuses = (400..=499, "a client error status (400-499)");
+/// The statuses an over-cap request may be answered with: any error.
+const ERROR: Statuses = (400..=599, "an error status (400-599)");
 
 /// The most bad requests a contract declares, all pools together: F2 sends each once.
 const MAX_BAD_REQUESTS: usize = 256;
@@ -879,6 +873,24 @@ fn recipe_violations(prefix: &str, r: &crate::model::Recipe, statuses: Statuses)
     }
     if r.body.as_ref().is_some_and(|b| b.len() > 64 * 1024) {
         out.push(violation(&at("body"), "at most 64 KB".into()));
+    }
+    if let Some(file) = &r.body_file {
+        if r.body.is_some() {
+            out.push(violation(
+                &at("body_file"),
+                "a recipe has a `body` or a `body_file`, not both".into(),
+            ));
+        }
+        if !inside(file) {
+            out.push(violation(
+                &at("body_file"),
+                format!(
+                    "`{}` is not a relative path inside the contract's folder (no `..`, at most \
+                     1 KB)",
+                    file.chars().take(64).collect::<String>()
+                ),
+            ));
+        }
     }
     let (range, kind) = statuses;
     if !range.contains(&r.status) {
@@ -948,6 +960,19 @@ fn series_problem(series: &crate::model::Series) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether `file` names a file inside the contract's folder: a relative path of at most 1 KB
+/// whose every part is a plain name. A contract is user input, and a body file is sent to the
+/// target: a path out of the folder (`/home/me/.ssh/id_ed25519`, `../../secrets`) would let a
+/// contract send any file the checker can read.
+pub(crate) fn inside(file: &str) -> bool {
+    let path = std::path::Path::new(file);
+    !file.is_empty()
+        && file.len() <= 1024
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
 /// An HTTP token (a header name): 1 to 256 of RFC 9110's `tchar`.
@@ -1034,4 +1059,44 @@ fn violation(field: &str, message: String) -> Violation {
         line: None,
         message,
     }
+}
+
+/// Each of `requests` (a pool's bad or over-cap requests, at `prefix`) is one the checker can
+/// send and judge: named, a recipe it can send whose status is in `statuses`, and a code, when
+/// given, at a JSON Pointer of at most 1 KB with a value of at most 1 KB.
+fn answered_violations(
+    prefix: &str,
+    requests: &[crate::model::BadRequest],
+    statuses: Statuses,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (i, bad) in requests.iter().enumerate() {
+        let at = |f: &str| format!("{prefix}.{i}.{f}");
+        if bad.what.trim().is_empty() || bad.what.len() > 256 {
+            out.push(violation(
+                &at("what"),
+                "names what is wrong in 1 to 256 bytes".into(),
+            ));
+        }
+        out.extend(recipe_violations(
+            &at("request"),
+            &bad.request,
+            statuses.clone(),
+        ));
+        if let Some(code) = &bad.code {
+            let pointer_ok = code.pointer.is_empty() || code.pointer.starts_with('/');
+            if !pointer_ok || code.pointer.len() > 1024 {
+                out.push(violation(
+                    &at("code.pointer"),
+                    "is not a JSON Pointer (empty, or `/`-prefixed tokens) of at \
+                     most 1 KB"
+                        .into(),
+                ));
+            }
+            if code.value.len() > 1024 {
+                out.push(violation(&at("code.value"), "at most 1 KB".into()));
+            }
+        }
+    }
+    out
 }

@@ -373,7 +373,7 @@ fn a_bad_request_is_refused_unless_the_checker_can_send_and_judge_it() {
         1,
     );
     let msg = refused(&text);
-    assert!(msg.contains("303 bad requests"), "{msg}");
+    assert!(msg.contains("304 bad and over-cap requests"), "{msg}");
 }
 
 /// A pool held by a dependency the checker plays declares an environment variable name and an
@@ -475,4 +475,89 @@ fn a_pool_s_series_are_refused_unless_the_checker_can_read_them() {
     let no_series = "[pools.search.metrics]\npath = \"/metrics\"\n";
     let msg = refused(&second.replacen(&table, no_series, 1));
     assert!(msg.contains("declares no series"), "{msg}");
+}
+
+/// A recipe's binary body comes from a file beside the contract, read when the contract is
+/// loaded from its file: bounded in size, confined to the contract's folder (a contract is user
+/// input, and its body files are sent to the target), and never together with `body`. Each
+/// mistake is refused naming its field and line; a body file of a contract parsed from text is
+/// an error when sent, not an empty body.
+#[test]
+fn a_body_file_is_read_from_the_contract_s_folder_and_nowhere_else() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let hold = "hold = { request = { method = \"GET\", path = \"/search\" }";
+    assert!(second.contains(hold));
+    let with = |file: &str| {
+        second.replacen(
+            hold,
+            &format!(
+                "hold = {{ request = {{ method = \"GET\", path = \"/search\", body_file = \"{file}\" }}"
+            ),
+            1,
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("contract");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("body.bin"), [0u8, 159, 146, 150]).unwrap();
+    std::fs::write(dir.path().join("secret"), b"not for the target").unwrap();
+    let load = |text: &str| {
+        let path = folder.join("contract.toml");
+        std::fs::write(&path, text).unwrap();
+        Contract::from_file(&path)
+    };
+
+    let contract = load(&with("body.bin")).unwrap();
+    let recipe = &contract.pools["search"].hold.as_ref().unwrap().request;
+    assert_eq!(recipe.body().unwrap().as_ref(), &[0u8, 159, 146, 150]);
+    let parsed = Contract::from_toml(&with("body.bin"), "text").unwrap();
+    let unread = parsed.pools["search"].hold.as_ref().unwrap().request.body();
+    assert!(unread.unwrap_err().contains("was not read"));
+
+    let field = "pools.search.hold.request.body_file";
+    for (file, says) in [
+        (
+            "../secret",
+            "is not a relative path inside the contract's folder",
+        ),
+        (
+            "/etc/hostname",
+            "is not a relative path inside the contract's folder",
+        ),
+        ("missing.bin", "cannot be read"),
+    ] {
+        let text = with(file);
+        let msg = load(&text).unwrap_err().to_string();
+        assert!(msg.contains(field) && msg.contains(says), "{file}: {msg}");
+        let line = text.lines().position(|l| l.contains(file)).unwrap() + 1;
+        assert!(msg.contains(&format!("line {line}")), "{file}: {msg}");
+    }
+    std::os::unix::fs::symlink(dir.path().join("secret"), folder.join("link")).unwrap();
+    let msg = load(&with("link")).unwrap_err().to_string();
+    assert!(msg.contains("leads out of the contract's folder"), "{msg}");
+    let big = std::fs::File::create(folder.join("big.bin")).unwrap();
+    big.set_len(plimsoll_spec::bodies::MAX_BODY_FILE_BYTES + 1)
+        .unwrap();
+    let msg = load(&with("big.bin")).unwrap_err().to_string();
+    assert!(msg.contains("is larger than"), "{msg}");
+    let both = with("body.bin").replacen("body_file", "body = \"x\", body_file", 1);
+    let msg = refused(&both);
+    assert!(msg.contains("a `body` or a `body_file`, not both"), "{msg}");
+}
+
+/// A request over a memory cap needs the cap it is over, and an error status.
+#[test]
+fn an_over_cap_request_needs_its_pool_s_cap_and_an_error_status() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let cap = "memory_cap_mb = 256\n";
+    assert!(second.contains(cap));
+    let msg = refused(&second.replacen(cap, "", 1));
+    assert!(msg.contains("pools.reports.over_cap"), "{msg}");
+    assert!(msg.contains("needs the pool's `memory_cap_mb`"), "{msg}");
+    let msg = refused(&second.replacen("status = 422", "status = 200", 1));
+    assert!(
+        msg.contains("pools.reports.over_cap.0.request.status"),
+        "{msg}"
+    );
+    assert!(msg.contains("200 is not an error status"), "{msg}");
 }

@@ -513,7 +513,7 @@ fn the_second_service_passes_its_own_contract() {
     let (code, report) = check_with(dir.path(), &url, &contract, &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
-    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2"] {
+    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2", "B2"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -544,7 +544,15 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 7, "{verdicts:?}");
+    assert_eq!(judged, 8, "{verdicts:?}");
+    assert!(
+        verdict(&report, "B2")["observed"]
+            .as_str()
+            .unwrap()
+            .contains("1 of 1 declared over-cap requests answered as declared, twice; 1 of 1 pools served their own request after"),
+        "{}",
+        verdict(&report, "B2")
+    );
     assert!(
         verdict(&report, "F2")["observed"]
             .as_str()
@@ -915,6 +923,91 @@ fn the_second_service_undercounting_its_busy_gauge_fails_t1() {
     assert!(
         t1.contains("search: pool_busy{pool=\\\"search\\\"} peaked at 1"),
         "{t1}"
+    );
+}
+
+/// No memory cap where the contract declares one: the report of 1000 days is run and served,
+/// and B2 says what was declared.
+#[test]
+fn the_second_service_without_its_memory_cap_fails_b2() {
+    let config = plimsoll_example_service::Config {
+        reports_memory_cap_mb: None,
+        ..Default::default()
+    };
+    let report = breaks("no memory cap", config, &["B2"]);
+    let b2 = verdict(&report, "B2").to_string();
+    assert!(
+        b2.contains("a report of the last 1000 days (2000 MB)")
+            && b2.contains("answered 200, the contract says 422"),
+        "{b2}"
+    );
+}
+
+/// The reference server gated by a contract of a plain service's kind — no `[api]`: its
+/// digitize route as data, held by the hook — whose requests carry binary bodies from files
+/// beside the contract: a small PNG, and one whose header claims 100000 x 100000 pixels, which
+/// the contract says is over the memory cap. B2 judges that one twice (its status and
+/// `/code`), then the small one served.
+#[test]
+fn the_reference_server_s_memory_cap_is_judged_with_binary_body_files() {
+    use plimsoll_conformance::remote::{png_claiming, sample_png};
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = common::serve(&dir.path().join("server"), &[]);
+    let embedded = plimsoll_spec::Contract::embedded();
+    let status = embedded
+        .error(plimsoll_spec::ErrorCode::MemoryCapExceeded)
+        .status;
+    let cap = embedded
+        .pool_spec(plimsoll_spec::Pool::Digitize)
+        .memory_cap_mb
+        .unwrap();
+    let folder = dir.path().join("contract");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("small.png"), sample_png()).unwrap();
+    std::fs::write(folder.join("huge.png"), png_claiming(100_000, 100_000)).unwrap();
+    let png = r#"headers = { "Content-Type" = "image/png" }"#;
+    let text = format!(
+        r#"language = 2
+
+[contract]
+name = "digitize-as-data"
+title = "Digitize, as a plain service's contract"
+version = "1.0.0"
+summary = "The digitize route with binary bodies from files."
+
+[pools.digitize]
+title = "Digitize"
+routes = [{{ method = "POST", path = "/v1/digitize" }}]
+workers = 4
+queue = {{ capacity = "unbounded", order = "fifo" }}
+memory_cap_mb = {cap}
+hold = {{ request = {{ method = "POST", path = "/v1/digitize", {png}, body_file = "small.png" }}, hook = {{ header = "X-Plimsoll-Hook", stage = "parse" }} }}
+
+[[pools.digitize.over_cap]]
+what = "a PNG whose header claims 100000 x 100000 pixels"
+request = {{ method = "POST", path = "/v1/digitize", {png}, body_file = "huge.png", status = {status} }}
+code = {{ pointer = "/code", value = "memory_cap_exceeded" }}
+
+[refusals]
+
+[tolerances]
+refusal_latency_ms = 100
+timeout_late_ms = 300
+retry_after_jitter_ms = 150
+metrics_poll_interval_ms = 10
+trials = 1
+"#
+    );
+    let contract = folder.join("contract.toml");
+    std::fs::write(&contract, text).unwrap();
+    let (code, report) = check_with(dir.path(), &url, &contract, &["--only", "B2"]);
+    let b2 = verdict(&report, "B2");
+    assert_eq!(code, Some(0), "{b2}");
+    assert!(
+        b2["observed"].as_str().unwrap().contains(
+            "1 of 1 declared over-cap requests answered as declared, twice; 1 of 1 pools served their own request after"
+        ),
+        "{b2}"
     );
 }
 

@@ -24,7 +24,7 @@ pub enum Held {
     Hook(Pool),
     /// By the pool's declared `hold`: a request the service answers slowly, or one its hook
     /// holds.
-    Request(HeldRequest),
+    Request(Box<HeldRequest>),
     /// Not at all, and why.
     Not(&'static str),
 }
@@ -180,7 +180,7 @@ pub fn held(
     match (reference, &spec.hold) {
         _ if spec.routes.is_empty() => Held::Not("fed by no route (R1 judges a relay's pool)"),
         (Some(pool), _) if contract.is_reference() => Held::Hook(pool),
-        (_, Some(hold)) => Held::Request(HeldRequest::of(hold, spec)),
+        (_, Some(hold)) => Held::Request(Box::new(HeldRequest::of(hold, spec))),
         (_, None) => Held::Not(
             "declares no `hold` (a slow request or a hook) and the contract no reference hook",
         ),

@@ -92,6 +92,8 @@ impl Plan {
             path: self.path.clone(),
             headers: self.headers.clone(),
             body: self.body.clone(),
+            body_file: None,
+            body_bytes: None,
             status: 200,
         };
         match &self.holding {

@@ -229,7 +229,7 @@ async fn send(
     for (name, value) in &recipe.headers {
         request = request.header(name.as_str(), value.as_str());
     }
-    let body = Full::new(Bytes::from(recipe.body.clone().unwrap_or_default()));
+    let body = Full::new(Bytes::from(recipe.body()?.into_owned()));
     let request = request.body(body).map_err(|e| e.to_string())?;
     sender.ready().await.map_err(|e| e.to_string())?;
     let response = sender
@@ -341,6 +341,8 @@ mod tests {
             path: "/work".into(),
             headers: Default::default(),
             body: None,
+            body_file: None,
+            body_bytes: None,
             status: 200,
         };
         after_refusal(&t, &recipe, Duration::from_secs(5)).await
@@ -389,6 +391,8 @@ mod tests {
             path: "/".into(),
             headers: Default::default(),
             body: None,
+            body_file: None,
+            body_bytes: None,
             status: 200,
         };
         assert_eq!(

@@ -12,54 +12,13 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plimsoll_spec::model::DependencyHold;
 
+pub use super::upstream::{HoldBook, HoldTicket};
 use super::upstream::{Upstream, Visit};
-
-/// The holds of the held requests in flight: what a dependency's call is held for.
-#[derive(Debug, Default)]
-pub struct HoldBook {
-    open: Mutex<Vec<Duration>>,
-}
-
-impl HoldBook {
-    fn open(&self) -> MutexGuard<'_, Vec<Duration>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Opens a hold of `hold` until the ticket is dropped (the request answered or abandoned).
-    pub fn hold(self: &Arc<Self>, hold: Duration) -> HoldTicket {
-        self.open().push(hold);
-        HoldTicket {
-            book: self.clone(),
-            hold,
-        }
-    }
-
-    /// The longest hold open now; zero when none is (a plain request is answered at once).
-    pub fn longest(&self) -> Duration {
-        self.open().iter().copied().max().unwrap_or_default()
-    }
-}
-
-/// A hold open in a [`HoldBook`] while this lives.
-#[derive(Debug)]
-pub struct HoldTicket {
-    book: Arc<HoldBook>,
-    hold: Duration,
-}
-
-impl Drop for HoldTicket {
-    fn drop(&mut self) {
-        let mut open = self.book.open();
-        if let Some(i) = open.iter().position(|h| *h == self.hold) {
-            open.swap_remove(i);
-        }
-    }
-}
 
 /// A dependency the checker plays: listening where the contract says, holding calls by its
 /// book.

@@ -386,8 +386,9 @@ impl Target {
         for (name, value) in &recipe.headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        if let Some(body) = &recipe.body {
-            request = request.body(body.clone());
+        let body = recipe.body().map_err(RequestError::Recipe)?;
+        if recipe.body.is_some() || recipe.body_file.is_some() {
+            request = request.body(body.into_owned());
         }
         self.send(request, Op::Other).await
     }

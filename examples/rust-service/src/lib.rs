@@ -22,6 +22,7 @@
 
 mod admission;
 mod lookup;
+mod memory;
 mod metrics;
 mod quota;
 mod refusal;
@@ -110,6 +111,9 @@ pub struct Config {
     pub lookup_url: Option<String>,
     /// Whether `/lookup` calls its dependency; else it answers from a cache at once.
     pub lookup_calls: bool,
+    /// The memory a `/reports` request may need, in MB, estimated from its range before it
+    /// takes a worker (none: every report is run).
+    pub reports_memory_cap_mb: Option<u64>,
     /// Whether `/metrics` serves the pools' series.
     pub metrics: bool,
     /// Whether the busy gauge reports at most one, whatever runs (a lie).
@@ -142,38 +146,71 @@ impl Default for Config {
             lookup_queue: 2,
             lookup_url: None,
             lookup_calls: true,
+            reports_memory_cap_mb: Some(256),
             metrics: true,
             busy_gauge_lies: false,
         }
     }
 }
 
+/// The service's pools, each counting its refusals in the exposition that reports it.
+struct Pools {
+    search: Pool,
+    reports: Pool,
+    lookups: Pool,
+    exposition: metrics::Metrics,
+}
+
+impl Pools {
+    fn of(config: &Config) -> Pools {
+        let exposition = metrics::Metrics::new(config.busy_gauge_lies);
+        let search_refusal = Refusal::Search(
+            config.search_refusal,
+            config.search_refusal_error,
+            config.search_retry_after,
+        );
+        let counted = |refusal, name| (refusal, exposition.refusals(name));
+        let pools = Pools {
+            search: Pool::new(
+                config.search_workers,
+                0,
+                Order::Fifo,
+                None,
+                counted(search_refusal, "search"),
+            ),
+            reports: Pool::new(
+                config.reports_workers,
+                config.reports_queue,
+                config.reports_order,
+                config.reports_queue_timeout,
+                counted(Refusal::Reports, "reports"),
+            ),
+            lookups: Pool::new(
+                config.lookup_workers,
+                config.lookup_queue,
+                Order::Fifo,
+                None,
+                counted(Refusal::Reports, "lookup"),
+            ),
+            exposition: exposition.clone(),
+        };
+        for (name, pool) in [
+            ("search", &pools.search),
+            ("reports", &pools.reports),
+            ("lookup", &pools.lookups),
+        ] {
+            exposition.watch(name, pool);
+        }
+        pools
+    }
+}
+
 /// The service's routes, each pool's limit outside the hold hook, and `/search`'s validation
-/// outside its limit (a bad query never takes a worker).
+/// and `/reports`' memory estimate outside their limits (a bad query or a report too large
+/// never takes a worker).
 pub fn app(config: &Config) -> Router {
     let hold = HoldLayer::new(HeaderName::from_static("x-plimsoll-hook")).enabled(config.hooks);
-    let exposition = metrics::Metrics::new(config.busy_gauge_lies);
-    let search = Pool::new(
-        config.search_workers,
-        0,
-        Order::Fifo,
-        None,
-        (
-            Refusal::Search(
-                config.search_refusal,
-                config.search_refusal_error,
-                config.search_retry_after,
-            ),
-            exposition.refusals("search"),
-        ),
-    );
-    let reports = Pool::new(
-        config.reports_workers,
-        config.reports_queue,
-        config.reports_order,
-        config.reports_queue_timeout,
-        (Refusal::Reports, exposition.refusals("reports")),
-    );
+    let pools = Pools::of(config);
     let query_check = validation::Validation {
         enabled: config.search_validation,
         code: config.invalid_query_code,
@@ -185,31 +222,18 @@ pub fn app(config: &Config) -> Router {
         config.quota_advertised,
         config.quota_refusal_body,
     );
-    let lookups = Pool::new(
-        config.lookup_workers,
-        config.lookup_queue,
-        Order::Fifo,
-        None,
-        (Refusal::Reports, exposition.refusals("lookup")),
-    );
     let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calls);
-    for (name, pool) in [
-        ("search", &search),
-        ("reports", &reports),
-        ("lookup", &lookups),
-    ] {
-        exposition.watch(name, pool);
-    }
+    let cap = memory::MemoryCap(config.reports_memory_cap_mb);
     let mut router = Router::new();
     if config.metrics {
-        router = router.route("/metrics", get(metrics::serve).with_state(exposition));
+        router = router.route("/metrics", get(metrics::serve).with_state(pools.exposition));
     }
     let router = router
         .route(
             "/lookup",
             get(lookup::lookup)
                 .with_state(dependency)
-                .layer(middleware::from_fn_with_state(lookups, admit)),
+                .layer(middleware::from_fn_with_state(pools.lookups, admit)),
         )
         .route(
             "/quota",
@@ -226,7 +250,7 @@ pub fn app(config: &Config) -> Router {
             "/search",
             get(|| async { "results\n" })
                 .layer(hold.clone())
-                .layer(middleware::from_fn_with_state(search, admit))
+                .layer(middleware::from_fn_with_state(pools.search, admit))
                 .layer(middleware::from_fn_with_state(
                     query_check,
                     validation::validate,
@@ -236,7 +260,8 @@ pub fn app(config: &Config) -> Router {
             "/reports",
             post(|body: String| async move { format!("report of {} bytes\n", body.len()) })
                 .layer(hold)
-                .layer(middleware::from_fn_with_state(reports, admit)),
+                .layer(middleware::from_fn_with_state(pools.reports, admit))
+                .layer(middleware::from_fn_with_state(cap, memory::estimate)),
         );
     if config.close_after_refusal {
         router.layer(middleware::map_response(refusal::close_connection))

@@ -64,6 +64,11 @@ pub struct PoolSpec {
     /// answer it must get (F2): input validation as data, judged for any service.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bad_requests: Vec<BadRequest>,
+    /// Requests the contract says would need more than `memory_cap_mb`, each with the error
+    /// answer it must get (B2): the memory cap as data, judged for any service. Its status is
+    /// any error (400–599), its code optional, as a bad request's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub over_cap: Vec<BadRequest>,
     /// The pool's own series in the service's Prometheus exposition, as the service names them
     /// (T1 cross-checks them against what the client saw). None: the service exposes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -220,9 +225,33 @@ pub struct Recipe {
     /// The body, as text (none: an empty body).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// The body, read from a file beside the contract (a path relative to the contract's
+    /// folder, never leaving it): for a binary body, an image or an archive. At most one of
+    /// `body` and `body_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_file: Option<String>,
+    /// `body_file`'s bytes, read once with the contract ([`crate::Contract::from_file`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub body_bytes: Option<std::sync::Arc<[u8]>>,
     /// The status a served request answers with.
     #[serde(default = "ok_status")]
     pub status: u16,
+}
+
+impl Recipe {
+    /// The body as sent: the text, or the file's bytes once read. An error names a
+    /// `body_file` that was not read (a contract parsed from text, not loaded from its file).
+    pub fn body(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+        match (&self.body, &self.body_file, &self.body_bytes) {
+            (Some(text), _, _) => Ok(text.as_bytes().into()),
+            (None, Some(_), Some(bytes)) => Ok(bytes.as_ref().into()),
+            (None, Some(file), None) => Err(format!(
+                "body_file `{file}` was not read: the contract was not loaded from its file"
+            )),
+            (None, None, _) => Ok(Vec::new().into()),
+        }
+    }
 }
 
 /// A bad input (`[[pools.NAME.bad_requests]]`, F2): a request the service must refuse, and the
@@ -483,6 +512,18 @@ impl RefusalBody {
             RefusalBody::Text(t) => &t.text,
             RefusalBody::Contains(c) => &c.contains,
         }
+    }
+}
+
+impl BadRequest {
+    /// How an answer (`status`, `body`) differs from the one declared, in words; `None` when
+    /// it is the declared one.
+    pub fn mismatch(&self, status: u16, body: &[u8]) -> Option<String> {
+        let want = self.request.status;
+        if status != want {
+            return Some(format!("answered {status}, the contract says {want}"));
+        }
+        self.code.as_ref()?.mismatch(body)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use plimsoll_spec::{ClauseId, ErrorCode, HookDirective, Pool};
+use plimsoll_spec::{ClauseId, Contract, ErrorCode, HookDirective, Pool};
 use reqwest::header::CONTENT_TYPE;
 
 use crate::checks::ctx::Ctx;
@@ -18,9 +18,13 @@ pub const CHECK: Check = Check::clause(
      whose `alloc` hook charges more than the cap: both get {status:memory_cap_exceeded} \
      `memory_cap_exceeded` with no retry delay (the same input fails the same way), the server \
      stays healthy, and afterwards every worker runs a held request at once and every queue \
-     place admits one that waits (no place lost).",
+     place admits one that waits (no place lost). For any contract, each request a pool \
+     declares over its memory cap (`pools.NAME.over_cap`) is sent twice as written and must get \
+     its declared status, and its code at its JSON Pointer when one is declared, both times; the \
+     pool then serves its own request.",
     |t, c| Box::pin(b2(t, c)),
 )
+.applies_when(applies)
 .covers(&[
     "memory-estimate",
     "memory-before-pixels",
@@ -28,7 +32,40 @@ pub const CHECK: Check = Check::clause(
     "alloc-hook",
 ]);
 
+/// B2 judges the reference surface's memory cap, which the checker provokes (a header that
+/// claims too many pixels, the `alloc` hook), and the over-cap requests any contract declares.
+fn applies(contract: &Contract) -> Result<(), String> {
+    if contract.is_reference() || !super::over_cap::declared(contract).is_empty() {
+        Ok(())
+    } else {
+        Err(
+            "the contract declares no request over a memory cap (`[[pools.NAME.over_cap]]`)              and no reference API (`[api]`, whose cap the checker provokes)"
+                .into(),
+        )
+    }
+}
+
 async fn b2(t: &Arc<Target>, c: &mut Ctx) {
+    let reference = t.expected.is_reference();
+    if reference {
+        reference_cap(t, c).await;
+    }
+    if super::over_cap::declared(&t.expected).is_empty() {
+        return;
+    }
+    let (expected, observed) = super::over_cap::judge(t, c).await;
+    if reference {
+        c.expected = format!("{}; {expected}", c.expected);
+        c.observed = format!("{}; {observed}", c.observed);
+    } else {
+        (c.expected, c.observed) = (expected, observed);
+    }
+}
+
+/// The reference surface's cap: an `alloc` hook just under it served, a header claiming too
+/// many pixels and a hook just past it refused without a retry delay, the server still up, and
+/// every slot admitting work again.
+async fn reference_cap(t: &Arc<Target>, c: &mut Ctx) {
     let cap = t
         .expected
         .pool_spec(Pool::Digitize)

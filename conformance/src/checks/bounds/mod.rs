@@ -7,4 +7,5 @@ pub mod b2;
 pub mod b3;
 pub mod b4;
 pub mod b5;
+mod over_cap;
 mod trickle;

@@ -42,7 +42,7 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
         match t.send_recipe(&bad.request, PATIENCE).await {
             Ok(reply) => {
                 c.reply(t, &name, &reply);
-                match answer_mismatch(bad, reply.status, &reply.body) {
+                match bad.mismatch(reply.status, &reply.body) {
                     None => right += 1,
                     Some(why) => c.fail(format!("{name}: {why}")),
                 }
@@ -55,16 +55,6 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
         all.len()
     );
     (expected, observed)
-}
-
-/// How an answer (`status`, `body`) differs from the one `bad` declares, in words; `None` when
-/// it is the declared one.
-fn answer_mismatch(bad: &BadRequest, status: u16, body: &[u8]) -> Option<String> {
-    let want = bad.request.status;
-    if status != want {
-        return Some(format!("answered {status}, the contract says {want}"));
-    }
-    bad.code.as_ref()?.mismatch(body)
 }
 
 #[cfg(test)]
@@ -80,6 +70,8 @@ mod tests {
                 path: "/search?q=".into(),
                 headers: Default::default(),
                 body: None,
+                body_file: None,
+                body_bytes: None,
                 status: 400,
             },
             code: code.map(|(pointer, value)| AnswerCode {
@@ -92,29 +84,26 @@ mod tests {
     #[test]
     fn the_declared_answer_passes() {
         let b = bad(Some(("/code", "invalid_query")));
-        assert_eq!(
-            answer_mismatch(&b, 400, br#"{"code":"invalid_query"}"#),
-            None
-        );
+        assert_eq!(b.mismatch(400, br#"{"code":"invalid_query"}"#), None);
         let nested = bad(Some(("/error/type", "invalid_query")));
         let body = br#"{"error":{"type":"invalid_query"}}"#;
-        assert_eq!(answer_mismatch(&nested, 400, body), None);
+        assert_eq!(nested.mismatch(400, body), None);
         // No code declared: any body will do.
-        assert_eq!(answer_mismatch(&bad(None), 400, b"<html>bad</html>"), None);
+        assert_eq!(bad(None).mismatch(400, b"<html>bad</html>"), None);
     }
 
     #[test]
     fn another_status_or_code_fails_saying_what_was_seen() {
         let b = bad(Some(("/code", "invalid_query")));
-        let why = answer_mismatch(&b, 200, b"results").unwrap();
+        let why = b.mismatch(200, b"results").unwrap();
         assert_eq!(why, "answered 200, the contract says 400");
-        let why = answer_mismatch(&b, 400, br#"{"code":"bad_input"}"#).unwrap();
+        let why = b.mismatch(400, br#"{"code":"bad_input"}"#).unwrap();
         assert!(why.contains("`/code` is \"bad_input\""), "{why}");
-        let why = answer_mismatch(&b, 400, br#"{"code":7}"#).unwrap();
+        let why = b.mismatch(400, br#"{"code":7}"#).unwrap();
         assert!(why.contains("is 7"), "{why}");
-        let why = answer_mismatch(&b, 400, br#"{"error":"invalid_query"}"#).unwrap();
+        let why = b.mismatch(400, br#"{"error":"invalid_query"}"#).unwrap();
         assert!(why.contains("has no `/code`"), "{why}");
-        let why = answer_mismatch(&b, 400, b"bad request").unwrap();
+        let why = b.mismatch(400, b"bad request").unwrap();
         assert!(why.contains("not JSON"), "{why}");
     }
 
@@ -122,7 +111,7 @@ mod tests {
     fn a_long_value_is_cut() {
         let b = bad(Some(("/code", "invalid_query")));
         let body = format!(r#"{{"code":"{}"}}"#, "x".repeat(500));
-        let why = answer_mismatch(&b, 400, body.as_bytes()).unwrap();
+        let why = b.mismatch(400, body.as_bytes()).unwrap();
         assert!(why.len() < 200 && why.contains('…'), "{why}");
     }
 }

@@ -50,7 +50,10 @@ fn applies(contract: &Contract) -> Result<(), String> {
 /// How the checker makes the service send a refusal.
 enum Provoke<'c> {
     /// By holding every worker and queue place of a pool.
-    Pool { hold: HeldRequest, holders: u32 },
+    Pool {
+        hold: Box<HeldRequest>,
+        holders: u32,
+    },
     /// By spending a rate limit's bucket.
     Limit(&'c RateLimit),
 }

@@ -115,6 +115,8 @@ impl RatePlan {
             path: self.path.clone(),
             headers: self.headers.clone(),
             body: self.body.clone(),
+            body_file: None,
+            body_bytes: None,
             status: 200,
         }
     }

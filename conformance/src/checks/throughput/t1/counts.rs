@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::model::{PoolSpec, Recipe, Refusal};
+use plimsoll_spec::model::{Counts, PoolSpec, Recipe, Refusal};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{HeldRequest, spawn_held};
@@ -16,7 +16,7 @@ use crate::remote::connection::{Idle, NotSeen, idle};
 
 /// `n` connections to `t`, each left idle after `plain` was answered on it, opened at once. The
 /// ones that could not be opened are said in the evidence, with why.
-pub(super) async fn open_idle(
+async fn open_idle(
     t: &Target,
     c: &mut Ctx,
     name: &str,
@@ -46,6 +46,37 @@ pub(super) async fn settle(t: &Target) {
         t.expected.tolerances.refusal_latency_ms,
     ))
     .await;
+}
+
+/// The idle connections T1's burst runs beside: for a pool that counts requests, as many as it
+/// has workers, each left idle after `plain` was answered on it (they must take no slot); none
+/// for one that counts connections (judged apart), which is first given a moment to see the
+/// checker's last connections closed.
+pub(super) async fn beside_burst(
+    t: &Target,
+    c: &mut Ctx,
+    name: &str,
+    (counts, plain): (Counts, Option<&Recipe>),
+    workers: usize,
+    limit: Duration,
+) -> Vec<Idle> {
+    match (counts, plain) {
+        (Counts::Requests, Some(plain)) => {
+            match open_idle(t, c, name, (plain, workers), limit).await {
+                Ok(idle) => idle,
+                Err(e) => {
+                    c.evidence
+                        .push(format!("{name}: no idle connections beside the burst: {e}"));
+                    Vec::new()
+                }
+            }
+        }
+        (Counts::Connections, _) => {
+            settle(t).await;
+            Vec::new()
+        }
+        (Counts::Requests, None) => Vec::new(),
+    }
 }
 
 /// `counts = "connections"`: with as many idle connections open as the pool has workers, one

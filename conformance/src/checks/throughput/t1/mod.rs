@@ -224,46 +224,72 @@ async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
     )
 }
 
+/// What T1 sends a pool held by its declared `hold`, decided before anything is sent.
+struct HeldPlan<'a> {
+    /// The pool's workers, and the queue places the burst fills (two for an unbounded queue).
+    workers: usize,
+    queue: usize,
+    /// Requests in the burst: workers + places + 2 (two more than an unbounded queue's two).
+    n: usize,
+    /// How long a request of the burst is waited on.
+    limit: Duration,
+    /// The pool's refusal, if it has one.
+    refusal: Option<&'a plimsoll_spec::model::Refusal>,
+    /// The held request, under the burst's key.
+    burst: HeldRequest,
+    /// The request as declared, without a hook, under the burst's key: what a client sends on
+    /// the connections it keeps.
+    plain: Option<plimsoll_spec::model::Recipe>,
+}
+
+impl<'a> HeldPlan<'a> {
+    fn of(t: &'a Target, spec: &PoolSpec, held: &HeldRequest) -> HeldPlan<'a> {
+        let workers = spec.workers as usize;
+        let (queue, n) = match spec.queue.capacity.places() {
+            Some(places) => (places as usize, workers + places as usize + 2),
+            None => (2, workers + 2),
+        };
+        // The last queued request starts after every wave before it: give it those holds, its
+        // own, and the tolerance.
+        let waves = (n.div_ceil(workers.max(1)) + 1) as u32;
+        let limit =
+            held.hold * waves + Duration::from_millis(t.expected.tolerances.timeout_late_ms + 3000);
+        let key = match &spec.key {
+            LimitKey::Header(h) => Some(h.as_str()),
+            LimitKey::All | LimitKey::ClientAddress => None,
+        };
+        let plain = spec.hold.as_ref().map(|h| {
+            let mut request = h.request.clone();
+            if let Some(name) = key {
+                request.headers.insert(name.to_owned(), KEY_A.to_owned());
+            }
+            request
+        });
+        HeldPlan {
+            workers,
+            queue,
+            n,
+            limit,
+            refusal: (spec.refusal.as_ref()).and_then(|r| t.expected.refusals.get(r)),
+            burst: key.map_or_else(|| held.clone(), |h| held.with_header(h, KEY_A)),
+            plain,
+        }
+    }
+}
+
 /// A pool held by its declared `hold`: a burst of workers + queue places + 2 copies at once
 /// must split, by the client's clock alone, into exactly the workers answering after one hold,
 /// the queue's places later, and the rest refused with the pool's refusal. An unbounded queue
 /// takes the two more, and refuses none. No claim of the target is read: none is declared.
+/// Beside it: idle connections (what the limit counts), another key's request (a limit per
+/// key), the dependency's calls (a hold by dependency) and the pool's own series.
 async fn t1_held(
     t: &Arc<Target>,
     c: &mut Ctx,
     (name, spec): (&str, &PoolSpec),
     held: &HeldRequest,
 ) -> String {
-    let workers = spec.workers as usize;
-    let (queue, n) = match spec.queue.capacity.places() {
-        Some(places) => (places as usize, workers + places as usize + 2),
-        None => (2, workers + 2),
-    };
-    // The last queued request starts after every wave before it: give it those holds, its own,
-    // and the tolerance.
-    let waves = (n.div_ceil(workers.max(1)) + 1) as u32;
-    let limit =
-        held.hold * waves + Duration::from_millis(t.expected.tolerances.timeout_late_ms + 3000);
-    let refusal = spec
-        .refusal
-        .as_ref()
-        .and_then(|r| t.expected.refusals.get(r));
-    // A limit per key: the burst is one key's, and another key's request (another header
-    // value, or from another loopback address), sent while that key's workers and queue are
-    // full, must run at once beside it.
-    let burst_request = match &spec.key {
-        LimitKey::Header(h) => held.with_header(h, KEY_A),
-        LimitKey::All | LimitKey::ClientAddress => held.clone(),
-    };
-    // The request as declared, without a hook, under the burst's key: what a client sends on
-    // the connections it keeps (a pool that counts requests gives them no slot while idle).
-    let plain = spec.hold.as_ref().map(|h| {
-        let mut request = h.request.clone();
-        if let LimitKey::Header(name) = &spec.key {
-            request.headers.insert(name.clone(), KEY_A.to_owned());
-        }
-        request
-    });
+    let plan = HeldPlan::of(t, spec, held);
     // The dependency listens before the first request the service may call it for.
     if let Some(d) = &held.dependency
         && let Err(e) = t.dependencies.get(d).await
@@ -271,96 +297,52 @@ async fn t1_held(
         c.fail(format!("{name}: {e}"));
         return format!("{name}: its dependency cannot be played");
     }
-    let idle = match (spec.counts, &plain) {
-        (Counts::Requests, Some(plain)) => {
-            match counts::open_idle(t, c, name, (plain, workers), limit).await {
-                Ok(idle) => idle,
-                Err(e) => {
-                    c.evidence
-                        .push(format!("{name}: no idle connections beside the burst: {e}"));
-                    Vec::new()
-                }
-            }
-        }
-        (Counts::Connections, _) => {
-            counts::settle(t).await;
-            Vec::new()
-        }
-        _ => Vec::new(),
-    };
+    let idle = counts::beside_burst(
+        t,
+        c,
+        name,
+        (spec.counts, plan.plain.as_ref()),
+        plan.workers,
+        plan.limit,
+    )
+    .await;
     let started = Instant::now();
-    let other_key = match &spec.key {
-        LimitKey::Header(h) => Some((
-            format!("`{h}: {KEY_B}` sent while `{KEY_A}` filled the pool"),
-            held.with_header(h, KEY_B),
-            false,
-        )),
-        LimitKey::ClientAddress if t.on_loopback() => Some((
-            format!("a request from {ELSEWHERE} sent while 127.0.0.1 filled the pool"),
-            held.clone(),
-            true,
-        )),
-        LimitKey::ClientAddress => {
-            c.evidence.push(format!(
-                "{name}: another client address not judged: the target is not on loopback"
-            ));
-            None
-        }
-        LimitKey::All => None,
-    }
-    .map(|(label, other, elsewhere)| {
-        let (t, at) = (t.clone(), started + held.hold / 4);
-        let task = tokio::spawn(async move {
-            tokio::time::sleep_until(at.into()).await;
-            if elsewhere {
-                send_held_elsewhere(&t, &other, limit).await
-            } else {
-                send_held(&t, &other, limit).await
-            }
-        });
-        (label, task)
-    });
+    let other_key = spawn_other_key(t, c, (name, spec), held, (started, plan.limit));
     // Another key's request runs beside the burst: one more busy, wherever it is counted.
     let others = usize::from(other_key.is_some());
     let watch = match &spec.metrics {
-        Some(m) => Some(metrics::Watch::start(t, c, name, (m, workers)).await),
+        Some(m) => Some(metrics::Watch::start(t, c, name, (m, plan.workers)).await),
         None => None,
     };
-    let b = recipe_burst(t, c, &burst_request, name, (n, limit), |reply| {
-        refused_as(t, refusal, reply)
+    let b = recipe_burst(t, c, &plan.burst, name, (plan.n, plan.limit), |reply| {
+        refused_as(t, plan.refusal, reply)
     })
     .await;
     if let Some(watch) = watch {
-        let seen = watch
-            .finish(t, c, name, (&b, workers + others, queue))
-            .await;
+        let seen = (watch.finish(t, c, name, (&b, plan.workers + others, plan.queue))).await;
         if !seen.is_empty() {
             c.evidence.push(format!("{name}: its own series: {seen}"));
         }
     }
-    let beside = idle.len();
+    let label = match idle.len() {
+        0 => format!("{name} burst"),
+        k => format!("{name} burst, beside {k} idle keep-alive connections"),
+    };
     drop(idle);
-    b.require_capacity(
-        c,
-        &if beside > 0 {
-            format!("{name} burst, beside {beside} idle keep-alive connections")
-        } else {
-            format!("{name} burst")
-        },
-        workers,
-        queue,
-    );
-    if let (Counts::Connections, Some(plain)) = (spec.counts, &plain) {
-        counts::judge_connections_counted(t, c, (name, spec), (&burst_request, plain), limit).await;
+    b.require_capacity(c, &label, plan.workers, plan.queue);
+    if let (Counts::Connections, Some(plain)) = (spec.counts, &plan.plain) {
+        let requests = (&plan.burst, plain);
+        counts::judge_connections_counted(t, c, (name, spec), requests, plan.limit).await;
     }
     if let Some((label, task)) = other_key {
         judge_other_key(c, &format!("{name}: {label}"), held, task.await);
     }
     if let Some(d) = &held.dependency {
-        judge_dependency_calls(t, c, name, d, (started, workers + others)).await;
+        judge_dependency_calls(t, c, name, d, (started, plan.workers + others)).await;
     }
     c.evidence.push(format!(
-        "{name}: {n} copies of `{} {}` held {} ms by {}: {}",
+        "{name}: {} copies of `{} {}` held {} ms by {}: {}",
+        plan.n,
         held.request.method,
         held.request.path,
         held.hold.as_millis(),
@@ -368,6 +350,51 @@ async fn t1_held(
         b.summary()
     ));
     format!("{name}: {} (client timings)", b.summary())
+}
+
+/// Another key's request, for a limit per key: named, and sent on its own task a quarter of a
+/// hold after `started` (while the burst's key fills the pool), under another header value or
+/// from another loopback address. None for a limit of one key, or a client-address key the
+/// checker cannot vary (a target not on loopback: said in the evidence).
+fn spawn_other_key(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    (name, spec): (&str, &PoolSpec),
+    held: &HeldRequest,
+    (started, limit): (Instant, Duration),
+) -> Option<(
+    String,
+    tokio::task::JoinHandle<Result<crate::remote::Reply, crate::remote::RequestError>>,
+)> {
+    let (label, other, elsewhere) = match &spec.key {
+        LimitKey::Header(h) => (
+            format!("`{h}: {KEY_B}` sent while `{KEY_A}` filled the pool"),
+            held.with_header(h, KEY_B),
+            false,
+        ),
+        LimitKey::ClientAddress if t.on_loopback() => (
+            format!("a request from {ELSEWHERE} sent while 127.0.0.1 filled the pool"),
+            held.clone(),
+            true,
+        ),
+        LimitKey::ClientAddress => {
+            c.evidence.push(format!(
+                "{name}: another client address not judged: the target is not on loopback"
+            ));
+            return None;
+        }
+        LimitKey::All => return None,
+    };
+    let (t, at) = (t.clone(), started + held.hold / 4);
+    let task = tokio::spawn(async move {
+        tokio::time::sleep_until(at.into()).await;
+        if elsewhere {
+            send_held_elsewhere(&t, &other, limit).await
+        } else {
+            send_held(&t, &other, limit).await
+        }
+    });
+    Some((label, task))
 }
 
 /// What the checker saw as the pool's dependency during the burst, from the other end: the

@@ -37,6 +37,7 @@ pub(super) fn ordered_pools(t: &Target) -> Vec<OrderedPool<'_>> {
             let Held::Request(held) = crate::checks::pool::held(contract, name, spec) else {
                 return None;
             };
+            let held = *held;
             let places = spec.queue.capacity.places()? as usize;
             (places >= 2 && spec.queue.order != QueueOrder::Unordered).then_some(OrderedPool {
                 name,

@@ -41,6 +41,7 @@ pub(super) fn recipe_pools(t: &Target) -> Vec<RecipePool<'_>> {
             let Held::Request(hold) = held(contract, name, spec) else {
                 return None;
             };
+            let hold = *hold;
             let refusal = contract.refusals.get(spec.refusal.as_ref()?)?;
             let places = spec.queue.capacity.places()?;
             Some(RecipePool {

@@ -111,6 +111,8 @@ mod tests {
                 path: "/".into(),
                 headers: Default::default(),
                 body: None,
+                body_file: None,
+                body_bytes: None,
                 status: 200,
             },
             fields: None,
