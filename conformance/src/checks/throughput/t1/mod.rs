@@ -306,20 +306,23 @@ async fn t1_held(
         plan.limit,
     )
     .await;
-    let started = Instant::now();
-    let other_key = spawn_other_key(t, c, (name, spec), held, (started, plan.limit));
-    // Another key's request runs beside the burst: one more busy, wherever it is counted.
-    let others = usize::from(other_key.is_some());
+    // The series are read before the burst's clock starts: another key's request is timed
+    // from it.
     let watch = match &spec.metrics {
         Some(m) => Some(metrics::Watch::start(t, c, name, (m, plan.workers)).await),
         None => None,
     };
+    let started = Instant::now();
+    let other_key = spawn_other_key(t, c, (name, spec), held, (started, plan.limit));
+    // Another key's request runs beside the burst: one more busy, wherever it is counted.
+    let others = usize::from(other_key.is_some());
     let b = recipe_burst(t, c, &plan.burst, name, (plan.n, plan.limit), |reply| {
         refused_as(t, plan.refusal, reply)
     })
     .await;
     if let Some(watch) = watch {
-        let seen = (watch.finish(t, c, name, (&b, plan.workers + others, plan.queue))).await;
+        let counted = (&b, plan.workers + others, plan.queue);
+        let seen = watch.finish(t, c, name, counted).await;
         if !seen.is_empty() {
             c.evidence.push(format!("{name}: its own series: {seen}"));
         }
