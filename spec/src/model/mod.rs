@@ -185,7 +185,8 @@ pub struct Override {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Clauses {
-    /// T1: how many requests each pool runs at once (its `workers`).
+    /// T1: how many requests each pool runs at once (its `workers`, what they count, its key,
+    /// and its own series when declared).
     #[serde(rename = "T1")]
     pub t1: Clause<Empty>,
     /// T2: each pool's queue order and capacity (its `queue`).
@@ -197,7 +198,8 @@ pub struct Clauses {
     /// B1: the per-request timeouts and the reference durations they must leave room for.
     #[serde(rename = "B1")]
     pub b1: Clause<Timeouts>,
-    /// B2: the per-request memory cap (each pool's `memory_cap_mb`).
+    /// B2: the per-request memory cap (each pool's `memory_cap_mb`, and its `over_cap`
+    /// requests).
     #[serde(rename = "B2")]
     pub b2: Clause<MemoryCap>,
     /// B3: how soon a disconnected client's request stops (each pool's `cancellation`).
@@ -212,7 +214,7 @@ pub struct Clauses {
     /// F1: what a failing stage's answer carries.
     #[serde(rename = "F1")]
     pub f1: Clause<StageFailure>,
-    /// F2: the codes bad input is answered with.
+    /// F2: the codes bad input is answered with (and each pool's `bad_requests`).
     #[serde(rename = "F2")]
     pub f2: Clause<InvalidInput>,
     /// F3: the error log line.
