@@ -513,7 +513,7 @@ fn the_second_service_passes_its_own_contract() {
     let (code, report) = check_with(dir.path(), &url, &contract, &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}");
-    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2", "B2"] {
+    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2", "B2", "B3"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -544,7 +544,15 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 8, "{verdicts:?}");
+    assert_eq!(judged, 9, "{verdicts:?}");
+    assert!(
+        verdict(&report, "B3")["observed"]
+            .as_str()
+            .unwrap()
+            .starts_with("lookup: the call closed after"),
+        "{}",
+        verdict(&report, "B3")
+    );
     assert!(
         verdict(&report, "B2")["observed"]
             .as_str()
@@ -1008,6 +1016,22 @@ trials = 1
             "1 of 1 declared over-cap requests answered as declared, twice; 1 of 1 pools served their own request after"
         ),
         "{b2}"
+    );
+}
+
+/// A lookup whose call to the dependency runs on a task of its own: when the client goes away
+/// the call goes on, and B3, watching from the dependency, sees it outlive the bound.
+#[test]
+fn the_second_service_calling_on_after_its_client_left_fails_b3() {
+    let config = plimsoll_example_service::Config {
+        lookup_detached: true,
+        ..Default::default()
+    };
+    let report = breaks("a detached lookup call", config, &["B3"]);
+    let b3 = verdict(&report, "B3").to_string();
+    assert!(
+        b3.contains("lookup: the service was still calling its dependency LOOKUP_URL"),
+        "{b3}"
     );
 }
 

@@ -40,6 +40,16 @@ impl Dependency {
         self.server.visits_since(origin)
     }
 
+    /// Waits until the number of the service's calls in flight satisfies `ok`, at most
+    /// `limit`; how long it took.
+    pub async fn wait_calls(
+        &self,
+        limit: Duration,
+        ok: impl Fn(usize) -> bool,
+    ) -> Result<Duration, super::WaitError> {
+        self.server.wait_in_flight(limit, ok).await
+    }
+
     /// `LOOKUP_URL at 127.0.0.1:18093`, for messages.
     pub fn name(&self) -> String {
         format!("{} at {}", self.declared.env, self.declared.listen)

@@ -111,6 +111,8 @@ pub struct Config {
     pub lookup_url: Option<String>,
     /// Whether `/lookup` calls its dependency; else it answers from a cache at once.
     pub lookup_calls: bool,
+    /// Whether `/lookup`'s call runs on a task of its own, going on when the client leaves.
+    pub lookup_detached: bool,
     /// The memory a `/reports` request may need, in MB, estimated from its range before it
     /// takes a worker (none: every report is run).
     pub reports_memory_cap_mb: Option<u64>,
@@ -146,6 +148,7 @@ impl Default for Config {
             lookup_queue: 2,
             lookup_url: None,
             lookup_calls: true,
+            lookup_detached: false,
             reports_memory_cap_mb: Some(256),
             metrics: true,
             busy_gauge_lies: false,
@@ -222,7 +225,11 @@ pub fn app(config: &Config) -> Router {
         config.quota_advertised,
         config.quota_refusal_body,
     );
-    let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calls);
+    let dependency = lookup::Lookup::new(
+        config.lookup_url.clone(),
+        config.lookup_calls,
+        config.lookup_detached,
+    );
     let cap = memory::MemoryCap(config.reports_memory_cap_mb);
     let mut router = Router::new();
     if config.metrics {

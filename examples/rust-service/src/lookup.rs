@@ -1,6 +1,7 @@
 //! `GET /lookup`: a request served by calling a dependency, the service's `LOOKUP_URL`. The
 //! worker is held for as long as the dependency takes to answer — which is how the checker,
-//! playing that dependency, holds one without any hook in the service.
+//! playing that dependency, holds one without any hook in the service. A client that goes away
+//! ends its request's call: the handler is dropped, and the call with it.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -17,14 +18,18 @@ pub(crate) struct Lookup {
     url: Option<String>,
     /// Whether a lookup calls the dependency at all; else it answers from a cache of its own.
     calls: bool,
+    /// Whether the call runs on a task of its own, which goes on when the client goes away (a
+    /// broken configuration: work nobody is waiting for).
+    detached: bool,
 }
 
 impl Lookup {
-    pub(crate) fn new(url: Option<String>, calls: bool) -> Lookup {
+    pub(crate) fn new(url: Option<String>, calls: bool, detached: bool) -> Lookup {
         Lookup {
             client: reqwest::Client::new(),
             url: url.map(|u| u.trim_end_matches('/').to_owned()),
             calls,
+            detached,
         }
     }
 }
@@ -38,15 +43,23 @@ pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
     let Some(url) = &lookup.url else {
         return (StatusCode::BAD_GATEWAY, "no LOOKUP_URL configured\n").into_response();
     };
-    match fetch(&lookup.client, &format!("{url}/entries")).await {
+    let call = fetch(lookup.client.clone(), format!("{url}/entries"));
+    let answer = if lookup.detached {
+        tokio::spawn(call)
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()))
+    } else {
+        call.await
+    };
+    match answer {
         Ok(n) => format!("found ({n} bytes)\n").into_response(),
         Err(e) => (StatusCode::BAD_GATEWAY, format!("lookup failed: {e}\n")).into_response(),
     }
 }
 
 /// Reads the dependency's answer, at most [`MAX_ANSWER`] bytes of it; its length.
-async fn fetch(client: &reqwest::Client, url: &str) -> Result<usize, String> {
-    let mut response = client.get(url).send().await.map_err(|e| e.to_string())?;
+async fn fetch(client: reqwest::Client, url: String) -> Result<usize, String> {
+    let mut response = client.get(&url).send().await.map_err(|e| e.to_string())?;
     if !response.status().is_success() {
         return Err(format!("the dependency answered {}", response.status()));
     }

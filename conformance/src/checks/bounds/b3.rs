@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool, Stage};
+use plimsoll_spec::{ClauseId, Contract, ErrorCode, MetricName, Pool, Stage};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
@@ -28,9 +28,13 @@ pub const CHECK: Check = Check::clause(
      and a margin before any deadline could free a place; if the deadline is too short for that, \
      the check says it cannot judge. Cross-checks: the cancellation counter rose by exactly the \
      number dropped, no temp file remains, and afterwards every worker runs a held request at \
-     once and every queue place admits one that waits (no place lost).",
+     once and every queue place admits one that waits (no place lost). For any contract, a \
+     pool that holds by a dependency the checker plays and declares its `cancellation`: one \
+     request held far past the bound, dropped once its call reached the dependency, and the \
+     call must close within `stop_within_ms`, seen at the dependency.",
     |t, c| Box::pin(b3(t, c)),
 )
+.applies_when(applies)
 .covers(&[
     "disconnect",
     "slot-lifetime",
@@ -44,9 +48,40 @@ const FILL_BUDGET: Duration = Duration::from_millis(800);
 /// the pool is full.
 const MAX_BEYOND: usize = 8;
 
+/// B3 judges the reference surface's pools, which the checker fills through their hook, and
+/// any pool that holds by a dependency and declares its cancellation, whose calls it watches.
+fn applies(contract: &Contract) -> Result<(), String> {
+    if contract.is_reference() || !super::disconnect::declared(contract).is_empty() {
+        Ok(())
+    } else {
+        Err(
+            "no pool declares `cancellation` with a hold by a dependency the checker plays              (`hold.dependency`), and the contract no reference API (`[api]`)"
+                .into(),
+        )
+    }
+}
+
+/// B3 for the reference surface, then for the pools held by a dependency.
+async fn b3(t: &Arc<Target>, c: &mut Ctx) {
+    let reference = t.expected.is_reference();
+    if reference {
+        reference_b3(t, c).await;
+    }
+    if super::disconnect::declared(&t.expected).is_empty() {
+        return;
+    }
+    let (expected, observed) = super::disconnect::judge(t, c).await;
+    if reference {
+        c.expected = format!("{}; {expected}", c.expected);
+        c.observed = format!("{}; {observed}", c.observed);
+    } else {
+        (c.expected, c.observed) = (expected, observed);
+    }
+}
+
 /// B3 in phases: saturate the pool, drop some of its requests, probe for the places they
 /// freed, judge.
-async fn b3(t: &Arc<Target>, c: &mut Ctx) {
+async fn reference_b3(t: &Arc<Target>, c: &mut Ctx) {
     let Some(plan) = Plan::new(t, c) else {
         return;
     };

@@ -7,5 +7,6 @@ pub mod b2;
 pub mod b3;
 pub mod b4;
 pub mod b5;
+mod disconnect;
 mod over_cap;
 mod trickle;

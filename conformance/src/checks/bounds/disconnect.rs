@@ -1,0 +1,127 @@
+//! B3 for any service whose pool holds by a dependency the checker plays (`hold.dependency`)
+//! and declares its `cancellation`: the checker sees the work itself from the other end. It
+//! sends a request held far longer than the bound, waits until the service's call reaches the
+//! dependency (the work has started), then goes away; the service must close that call within
+//! `stop_within_ms` of the disconnect. A service that lets the work run on after its client left
+//! (a detached task, a call nobody cancels) keeps the call open until its answer, and fails.
+//! Nothing the service reports is read: the call's end is seen on the checker's own clock.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plimsoll_spec::Contract;
+use plimsoll_spec::model::{Cancellation, DependencyHold, Hold, PoolSpec};
+
+use crate::checks::ctx::{Ctx, ms};
+use crate::checks::pool::{HeldRequest, spawn_held};
+use crate::remote::Target;
+
+/// How long the checker waits for the service's call to reach the dependency once the request
+/// is sent: a request that starts at once calls well within this.
+const CALL_WITHIN: Duration = Duration::from_secs(2);
+
+/// A pool whose disconnects the checker can watch from the dependency.
+pub(super) struct Watched<'c> {
+    name: &'c str,
+    spec: &'c PoolSpec,
+    hold: &'c Hold,
+    dependency: &'c DependencyHold,
+    cancellation: &'c Cancellation,
+}
+
+/// Every pool that holds by a dependency and declares its cancellation.
+pub(super) fn declared(contract: &Contract) -> Vec<Watched<'_>> {
+    (contract.pools.iter())
+        .filter_map(|(name, spec)| {
+            let hold = spec.hold.as_ref()?;
+            Some(Watched {
+                name,
+                spec,
+                hold,
+                dependency: hold.dependency.as_ref()?,
+                cancellation: spec.cancellation.as_ref()?,
+            })
+        })
+        .collect()
+}
+
+/// Drops one held request of each such pool once its call reached the dependency, and
+/// requires the call closed within the bound. Returns what was expected and observed, in words.
+pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
+    let pools = declared(&t.expected);
+    let expected = pools
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: its dependency's call closed within {} ms of the client going away",
+                p.name, p.cancellation.stop_within_ms
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut observed = Vec::new();
+    for pool in &pools {
+        observed.push(judge_pool(t, c, pool).await);
+    }
+    (expected, observed.join("; "))
+}
+
+/// One pool: the request sent, its call awaited at the dependency, the client gone, the call's
+/// end awaited for the bound.
+async fn judge_pool(t: &Arc<Target>, c: &mut Ctx, pool: &Watched<'_>) -> String {
+    let name = pool.name;
+    let bound = Duration::from_millis(pool.cancellation.stop_within_ms);
+    // Held long past the bound, so only a stop can end the call within it.
+    let long = bound * 4 + Duration::from_secs(2);
+    let Some(held) = HeldRequest::at_least(pool.hold, pool.spec, long) else {
+        c.fail(format!(
+            "{name}: its deadline ends a request before a hold of {} ms: B3 cannot be judged",
+            long.as_millis()
+        ));
+        return format!("{name}: not judged");
+    };
+    let dependency = match t.dependencies.get(pool.dependency).await {
+        Ok(d) => d,
+        Err(e) => {
+            c.fail(format!("{name}: {e}"));
+            return format!("{name}: its dependency cannot be played");
+        }
+    };
+    let task = spawn_held(t, &held, long * 2);
+    if let Err(e) = dependency.wait_calls(CALL_WITHIN, |n| n >= 1).await {
+        task.abort();
+        c.fail(format!(
+            "{name}: the service did not call its dependency {} within {} ms of the request: {e}",
+            dependency.name(),
+            CALL_WITHIN.as_millis()
+        ));
+        return format!("{name}: no call to watch");
+    }
+    task.abort();
+    let gone = Instant::now();
+    let _ = task.await;
+    let ended = dependency.wait_calls(bound, |n| n == 0).await;
+    let after = gone.elapsed();
+    match ended {
+        Ok(_) => {
+            c.evidence.push(format!(
+                "{name}: the call to {} closed {:.0} ms after the client went away",
+                dependency.name(),
+                ms(after)
+            ));
+            format!("{name}: the call closed after {:.0} ms", ms(after))
+        }
+        Err(_) => {
+            c.fail(format!(
+                "{name}: the service was still calling its dependency {} {} ms after its client \
+                 went away (the contract: it stops within {} ms)",
+                dependency.name(),
+                after.as_millis(),
+                bound.as_millis()
+            ));
+            // Wait out the call, so the next check finds the dependency idle.
+            let _ = dependency.wait_calls(long, |n| n == 0).await;
+            format!("{name}: the call outlived the client")
+        }
+    }
+}
