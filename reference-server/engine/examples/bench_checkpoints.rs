@@ -4,7 +4,9 @@
 //! ```text
 //! cargo run --release -p plimsoll-engine --example bench_checkpoints
 //! cargo run --release -p plimsoll-engine --example bench_checkpoints -- --megapixels 4 --repeat 5
-//! cargo run --release -p plimsoll-engine --example bench_checkpoints -- --file photo.jpg
+//! cargo run --release -p plimsoll-engine --example bench_checkpoints -- --save /tmp/inputs
+//! jpegtran -progressive -outfile /tmp/inputs/prog-16.jpg /tmp/inputs/JPEG-16.jpg
+//! cargo run --release -p plimsoll-engine --example bench_checkpoints -- --file /tmp/inputs/prog-16.jpg
 //! ```
 //!
 //! The inputs are photograph-like images generated here, deterministically: smooth colour
@@ -22,7 +24,9 @@
 //! for ~4 ms at a time, whatever the code does). Each case runs `--repeat` times (default 3);
 //! the table gives the largest CPU gap of the runs and the smallest and largest wall gaps. The
 //! verdict compares the CPU gap with the interval. `--file PATH` (repeatable) digitizes that
-//! upload instead of the generated ones, for inputs no encoder here makes (a progressive JPEG).
+//! upload instead of the generated ones, for inputs no encoder here makes (a progressive JPEG:
+//! `jpegtran -progressive` rewrites a generated JPEG losslessly, so its pixels and its body are
+//! the baseline one's); `--save DIR` also writes each generated input to `DIR/FORMAT-MP.png|jpg`.
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
@@ -40,6 +44,7 @@ struct Args {
     megapixels: Vec<f64>,
     repeat: usize,
     files: Vec<std::path::PathBuf>,
+    save: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Args {
@@ -47,6 +52,7 @@ fn parse_args() -> Args {
         megapixels: vec![1.0, 4.0, 16.0],
         repeat: 3,
         files: Vec::new(),
+        save: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -57,6 +63,7 @@ fn parse_args() -> Args {
             }
             "--repeat" => args.repeat = value().parse().expect("--repeat: a count"),
             "--file" => args.files.push(value().into()),
+            "--save" => args.save = Some(value().into()),
             other => panic!("unknown argument {other}; see the doc comment"),
         }
     }
@@ -298,7 +305,15 @@ fn inputs(args: &Args) -> impl Iterator<Item = (String, f64, Vec<u8>)> + '_ {
             let rgb = photograph(side, side);
             [false, true].map(|jpeg| {
                 let name = if jpeg { "JPEG" } else { "PNG" };
-                (name.to_owned(), mp, encode(&rgb, side, side, jpeg))
+                let file = encode(&rgb, side, side, jpeg);
+                if let Some(dir) = &args.save {
+                    let path =
+                        dir.join(format!("{name}-{mp}.{}", if jpeg { "jpg" } else { "png" }));
+                    std::fs::create_dir_all(dir)
+                        .and_then(|()| std::fs::write(&path, &file))
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                }
+                (name.to_owned(), mp, file)
             })
         });
     files.chain(generated)
