@@ -371,6 +371,10 @@ impl std::io::Seek for CheckedInput<'_> {
 /// `bench_checkpoints`), where here the decoder pulls it through [`JpegInput`] as it decodes each
 /// row of blocks, with a checkpoint every [`INPUT_SLICE`] bytes. The buffer is the caller's
 /// `output_bytes` charge; like the image crate, no orientation or colour profile is applied.
+/// A progressive JPEG is read scan by scan (through the checkpoints) before any pixel exists,
+/// and its last pass (inverse DCT and colour conversion of the whole image) is one call that
+/// reads nothing: 4 to 6 ms of CPU per megapixel, the one stretch over the interval, as B3's
+/// rationale says.
 fn decode_jpeg(
     ctx: &JobContext,
     bytes: &[u8],
