@@ -4,6 +4,9 @@
 //! ```text
 //! cargo run --release -p plimsoll-engine --example bench_checkpoints
 //! cargo run --release -p plimsoll-engine --example bench_checkpoints -- --megapixels 4 --repeat 5
+//! cargo run --release -p plimsoll-engine --example bench_checkpoints -- --save /tmp/inputs
+//! jpegtran -progressive -outfile /tmp/inputs/prog-16.jpg /tmp/inputs/JPEG-16.jpg
+//! cargo run --release -p plimsoll-engine --example bench_checkpoints -- --file /tmp/inputs/prog-16.jpg
 //! ```
 //!
 //! The inputs are photograph-like images generated here, deterministically: smooth colour
@@ -20,7 +23,10 @@
 //! shared 2-core machine also holds the scheduler's slices (a loaded machine preempts a thread
 //! for ~4 ms at a time, whatever the code does). Each case runs `--repeat` times (default 3);
 //! the table gives the largest CPU gap of the runs and the smallest and largest wall gaps. The
-//! verdict compares the CPU gap with the interval.
+//! verdict compares the CPU gap with the interval. `--file PATH` (repeatable) digitizes that
+//! upload instead of the generated ones, for inputs no encoder here makes (a progressive JPEG:
+//! `jpegtran -progressive` rewrites a generated JPEG losslessly, so its pixels and its body are
+//! the baseline one's); `--save DIR` also writes each generated input to `DIR/FORMAT-MP.png|jpg`.
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
@@ -37,12 +43,16 @@ use tokio_util::sync::CancellationToken;
 struct Args {
     megapixels: Vec<f64>,
     repeat: usize,
+    files: Vec<std::path::PathBuf>,
+    save: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Args {
     let mut args = Args {
         megapixels: vec![1.0, 4.0, 16.0],
         repeat: 3,
+        files: Vec::new(),
+        save: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -52,6 +62,8 @@ fn parse_args() -> Args {
                 args.megapixels = vec![value().parse().expect("--megapixels: a number")];
             }
             "--repeat" => args.repeat = value().parse().expect("--repeat: a count"),
+            "--file" => args.files.push(value().into()),
+            "--save" => args.save = Some(value().into()),
             other => panic!("unknown argument {other}; see the doc comment"),
         }
     }
@@ -272,6 +284,41 @@ fn measure(image: &[u8], repeat: usize, body_crc: &mut u32) -> Vec<StageFigures>
     figures
 }
 
+/// What to digitize: the named files, or else the generated photograph at each size as PNG and
+/// as JPEG; each with its name and megapixels.
+fn inputs(args: &Args) -> impl Iterator<Item = (String, f64, Vec<u8>)> + '_ {
+    let files = args.files.iter().map(|path| {
+        let file = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let (w, h) = image::ImageReader::new(Cursor::new(&file))
+            .with_guessed_format()
+            .and_then(|r| r.into_dimensions().map_err(std::io::Error::other))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mp = (f64::from(w) * f64::from(h) / 1e4).round() / 1e2;
+        (path.display().to_string(), mp, file)
+    });
+    let generated = args
+        .megapixels
+        .iter()
+        .filter(|_| args.files.is_empty())
+        .flat_map(|&mp| {
+            let side = (mp * 1e6).sqrt().round() as u32;
+            let rgb = photograph(side, side);
+            [false, true].map(|jpeg| {
+                let name = if jpeg { "JPEG" } else { "PNG" };
+                let file = encode(&rgb, side, side, jpeg);
+                if let Some(dir) = &args.save {
+                    let path =
+                        dir.join(format!("{name}-{mp}.{}", if jpeg { "jpg" } else { "png" }));
+                    std::fs::create_dir_all(dir)
+                        .and_then(|()| std::fs::write(&path, &file))
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                }
+                (name.to_owned(), mp, file)
+            })
+        });
+    files.chain(generated)
+}
+
 fn main() {
     let args = parse_args();
     let interval =
@@ -287,30 +334,24 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|");
     let mut worst: Option<(String, Duration)> = None;
     let mut bodies = Vec::new();
-    for &mp in &args.megapixels {
-        let side = (mp * 1e6).sqrt().round() as u32;
-        let rgb = photograph(side, side);
-        for jpeg in [false, true] {
-            let name = if jpeg { "JPEG" } else { "PNG" };
-            let file = encode(&rgb, side, side, jpeg);
-            let mut crc = 0;
-            let figures = measure(&file, args.repeat, &mut crc);
-            bodies.push(format!("{name} {mp} MP: {crc:08x}"));
-            for f in figures {
-                let within = f.cpu_gap <= interval;
-                println!(
-                    "| {name} | {mp} | {} | {:.2} | {:.2}..{:.2} | {} | {:.1} | {} |",
-                    f.stage,
-                    ms(f.cpu_gap),
-                    ms(f.gap_min),
-                    ms(f.gap_max),
-                    f.checkpoints,
-                    ms(f.time_min),
-                    if within { "yes" } else { "NO" }
-                );
-                if worst.as_ref().is_none_or(|w| f.cpu_gap > w.1) {
-                    worst = Some((format!("{name} {mp} MP {}", f.stage), f.cpu_gap));
-                }
+    for (name, mp, file) in inputs(&args) {
+        let mut crc = 0;
+        let figures = measure(&file, args.repeat, &mut crc);
+        bodies.push(format!("{name} {mp} MP: {crc:08x}"));
+        for f in figures {
+            let within = f.cpu_gap <= interval;
+            println!(
+                "| {name} | {mp} | {} | {:.2} | {:.2}..{:.2} | {} | {:.1} | {} |",
+                f.stage,
+                ms(f.cpu_gap),
+                ms(f.gap_min),
+                ms(f.gap_max),
+                f.checkpoints,
+                ms(f.time_min),
+                if within { "yes" } else { "NO" }
+            );
+            if worst.as_ref().is_none_or(|w| f.cpu_gap > w.1) {
+                worst = Some((format!("{name} {mp} MP {}", f.stage), f.cpu_gap));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p plimsoll-engine --example bench_digitize -- --megapixels 4 --width-mm 850
 //! cargo run --release -p plimsoll-engine --example bench_digitize -- --sweep
+//! cargo run --release -p plimsoll-engine --example bench_digitize -- --megapixels 4 --jpeg
 //! ```
 //!
 //! Prints one JSON line per run: wall time (best and median of `--repeat` runs), time per stage,
@@ -11,7 +12,9 @@
 //! the input is generated, when the kernel allows it), the heap peak counted by a global
 //! allocator wrapper, what the job charged to its budget, the DST export timings, and the SHA-256
 //! of the response body (`tests/pipeline/bodies.rs` holds the digests of 1, 4 and 16 MP).
-//! `--sweep` runs 1, 4 and 16 MP each in a fresh process and prints a table.
+//! `--sweep` runs 1, 4 and 16 MP each in a fresh process and prints a table. `--jpeg` sends the
+//! same poster as a JPEG (quality 90) instead of a PNG, to time the JPEG decoder; its body is
+//! not one of the recorded ones.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -108,6 +111,7 @@ struct Args {
     width_mm: f64,
     repeat: usize,
     sweep: bool,
+    jpeg: bool,
 }
 
 fn parse_args() -> Args {
@@ -116,6 +120,7 @@ fn parse_args() -> Args {
         width_mm: 850.0,
         repeat: 3,
         sweep: false,
+        jpeg: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -129,8 +134,11 @@ fn parse_args() -> Args {
             "--width-mm" => args.width_mm = value("--width-mm"),
             "--repeat" => args.repeat = value("--repeat").max(1.0) as usize,
             "--sweep" => args.sweep = true,
+            "--jpeg" => args.jpeg = true,
             "--help" | "-h" => {
-                println!("bench_digitize [--megapixels N] [--width-mm MM] [--repeat N] [--sweep]");
+                println!(
+                    "bench_digitize [--megapixels N] [--width-mm MM] [--repeat N] [--sweep] [--jpeg]"
+                );
                 std::process::exit(0);
             }
             other => panic!("unknown argument `{other}`"),
@@ -167,7 +175,11 @@ fn ms(d: Duration) -> f64 {
 fn run(args: &Args) {
     let side = synthetic::side(args.megapixels);
     let (width, height) = (side, side);
-    let png = synthetic::poster_png(args.megapixels);
+    let input = if args.jpeg {
+        poster_jpeg(side)
+    } else {
+        synthetic::poster_png(args.megapixels)
+    };
     let temp_root = tempfile::tempdir().expect("temp dir");
     let params = DigitizeParams {
         width_mm: args.width_mm,
@@ -188,7 +200,7 @@ fn run(args: &Args) {
         drop(output.take()); // free the previous result before the next run
         let mut ctx = JobContext::new(config(temp_root.path())).expect("job");
         let started = Instant::now();
-        let out = digitize(&mut ctx, &png, &params).expect("digitize");
+        let out = digitize(&mut ctx, &input, &params).expect("digitize");
         walls.push(started.elapsed());
         let timings = ctx.stage_timings();
         if stage_ms.is_empty() || walls.last() == walls.iter().min() {
@@ -227,19 +239,20 @@ fn run(args: &Args) {
     let count = |cmd: StitchCommand| out.design.stitches.iter().filter(|s| s.cmd == cmd).count();
     let line = format!(
         concat!(
-            "{{\"body_sha256\":\"{}\",\"megapixels\":{:.2},\"width_px\":{},\"height_px\":{},\"width_mm\":{},",
-            "\"png_bytes\":{},\"stitches\":{},\"commands\":{},\"jumps\":{},\"trims\":{},\"colors\":{},",
+            "{{\"body_sha256\":\"{}\",\"format\":\"{}\",\"megapixels\":{:.2},\"width_px\":{},\"height_px\":{},\"width_mm\":{},",
+            "\"input_bytes\":{},\"stitches\":{},\"commands\":{},\"jumps\":{},\"trims\":{},\"colors\":{},",
             "\"wall_ms\":{},\"wall_ms_median\":{},\"runs\":{},\"stage_ms\":{{{}}},\"max_checkpoint_gap_ms\":{{{}}},",
             "\"peak_rss_mb\":{},\"rss_peak_reset\":{},\"heap_peak_mb\":{:.1},",
             "\"heap_peak_bytes_per_pixel\":{:.2},\"charged_peak_mb\":{:.1},\"json_mb\":{:.1},",
             "\"dst_encode_ms\":{},\"dst_export_ms\":{},\"dst_export_stage_ms\":{{{}}},\"dst_bytes\":{}}}"
         ),
         sha256_hex(&out.json),
+        if args.jpeg { "JPEG" } else { "PNG" },
         pixels as f64 / 1e6,
         width,
         height,
         args.width_mm,
-        png.len(),
+        input.len(),
         out.design.stitch_count,
         out.design.stitches.len(),
         count(StitchCommand::Jump),
@@ -280,6 +293,7 @@ fn sweep(args: &Args) {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for mp in [1.0, 4.0, 16.0] {
         let out = std::process::Command::new(&exe)
+            .args(args.jpeg.then_some("--jpeg"))
             .args([
                 "--megapixels",
                 &mp.to_string(),
@@ -311,6 +325,17 @@ fn sweep(args: &Args) {
             v["dst_encode_ms"],
         );
     }
+}
+
+/// The synthetic poster of `side` × `side` pixels as a JPEG of quality 90.
+fn poster_jpeg(side: u32) -> Vec<u8> {
+    use image::ImageEncoder;
+    let rgb = image::DynamicImage::ImageRgba8(synthetic::poster(side, side)).into_rgb8();
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
+        .write_image(rgb.as_raw(), side, side, image::ExtendedColorType::Rgb8)
+        .expect("JPEG encoding of the poster");
+    out
 }
 
 fn main() {

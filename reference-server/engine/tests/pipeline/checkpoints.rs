@@ -141,3 +141,59 @@ fn a_stage_given_four_times_the_work_checkpoints_at_least_twice_as_often() {
         );
     }
 }
+
+/// Counts the decode stage's checkpoints passed while this thread holds at least `raster` more
+/// heap than when the stage started: those that come once the decoded pixels' buffer exists.
+#[derive(Debug)]
+struct RasterWatch {
+    raster: isize,
+    state: Mutex<(Option<isize>, u64)>,
+}
+
+impl CheckpointObserver for RasterWatch {
+    fn stage_started(&self, stage: Stage) {
+        if stage == Stage::Decode {
+            self.state.lock().unwrap().0 = Some(LIVE.with(std::cell::Cell::get));
+        }
+    }
+
+    fn checkpoint(&self) {
+        let mut state = self.state.lock().unwrap();
+        if let Some(base) = state.0
+            && LIVE.with(std::cell::Cell::get) - base >= self.raster
+        {
+            state.1 += 1;
+        }
+    }
+
+    fn stage_ended(&self, _stage: Stage) {
+        self.state.lock().unwrap().0 = None;
+    }
+}
+
+/// A JPEG is decoded as its input is read, with checkpoints in between (issue 39): the decode
+/// checkpoints while it fills its pixels at least once per interval of pixel work. Decoding the
+/// whole file in one call, as the image crate does, reads (and checkpoints) only before the
+/// pixels' buffer exists: one checkpoint would come after it, at the stage's end.
+#[test]
+fn a_jpeg_decode_checkpoints_while_it_fills_its_pixels() {
+    let interval_ms = Contract::embedded().cancellation().checkpoint_interval_ms;
+    let side = 1000;
+    let pixels = u64::from(side) * u64::from(side);
+    let watch = Arc::new(RasterWatch {
+        raster: (pixels * 3) as isize,
+        state: Mutex::new((None, 0)),
+    });
+    let root = tempfile::tempdir().unwrap();
+    let mut ctx = JobContext::new(config(root.path())).unwrap();
+    ctx.observe(watch.clone());
+    digitize(&mut ctx, &jpeg(&photograph(side)), &params(300.0)).unwrap();
+    let while_filling = watch.state.lock().unwrap().1;
+    let needed = pixels.div_ceil(interval_ms * PIXELS_PER_MS);
+    assert!(
+        while_filling >= needed,
+        "{while_filling} checkpoints while decoding {pixels} pixels, at most {} of which fit in \
+         {interval_ms} ms",
+        interval_ms * PIXELS_PER_MS
+    );
+}

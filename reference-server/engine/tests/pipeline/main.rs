@@ -21,6 +21,7 @@ mod bodies;
 mod checkpoints;
 mod designs;
 mod interrupts;
+mod jpeg;
 
 /// Counts heap bytes per thread, so a test can check what one job really allocated (other tests
 /// run on other threads).
