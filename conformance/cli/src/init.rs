@@ -511,9 +511,11 @@ queue.capacity = {capacity}
 queue.order = {order}
 # What a request gets when every worker and queue place is taken: [refusals.{id}] below.
 refusal = {refusal}
-# Optional, each judged once declared: deadline_ms (B1), memory_cap_mb (B2), cancellation =
-# {{ stop_within_ms = …, checkpoint_interval_ms = … }} (B3), counts = \"connections\", key =
-# \"client_address\" or {{ header = \"X-Api-Key\" }}.
+# Optional, each judged once declared: deadline_ms (B1), memory_cap_mb (B2) with
+# [[pools.{id}.over_cap]] requests it refuses, cancellation = {{ stop_within_ms = …,
+# checkpoint_interval_ms = … }} (B3, with a dependency hold), counts = \"connections\" (T1), key =
+# \"client_address\" or {{ header = \"X-Api-Key\" }} (T1), [[pools.{id}.bad_requests]] (F2), and
+# the service's own series as [pools.{id}.metrics] (path, busy, queued, limit, refused: T1).
 
 # How the checker keeps one worker busy on purpose: a request the service answers slowly, with a
 # worker held throughout, and the least time that takes. A service that honours the hold hook
