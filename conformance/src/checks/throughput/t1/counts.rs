@@ -1,8 +1,9 @@
 //! What a pool's limit counts (`counts`), judged from idle keep-alive connections: a connection
 //! left open after one answered request, as every client's connection pool keeps it. A pool
 //! that counts requests gives no slot to such a connection, so T1's burst runs beside as many
-//! idle connections as the pool has workers; one that counts connections keeps a slot taken for
-//! each, so with that many open a request on a new connection cannot run at once.
+//! idle connections as the pool has workers (at most [`MAX_IDLE`]); one that counts connections
+//! keeps a slot taken for each, so with that many open a request on a new connection cannot run
+//! at once.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +14,11 @@ use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{HeldRequest, spawn_held};
 use crate::remote::Target;
 use crate::remote::connection::{Idle, NotSeen, idle};
+
+/// The most idle connections the checker keeps open at once: a connection-counting pool
+/// with more workers cannot be filled this way (and is said not judged), while one idle
+/// connection already shows, beside a burst, a pool that gives it a slot.
+const MAX_IDLE: usize = 64;
 
 /// `n` connections to `t`, each left idle after `plain` was answered on it, opened at once. The
 /// ones that could not be opened are said in the evidence, with why.
@@ -62,7 +68,7 @@ pub(super) async fn beside_burst(
 ) -> Vec<Idle> {
     match (counts, plain) {
         (Counts::Requests, Some(plain)) => {
-            match open_idle(t, c, name, (plain, workers), limit).await {
+            match open_idle(t, c, name, (plain, workers.min(MAX_IDLE)), limit).await {
                 Ok(idle) => idle,
                 Err(e) => {
                     c.evidence
@@ -92,6 +98,12 @@ pub(super) async fn judge_connections_counted(
     limit: Duration,
 ) {
     let workers = spec.workers as usize;
+    if workers > MAX_IDLE {
+        return c.evidence.push(format!(
+            "{name}: counting connections not judged: {workers} workers, more than the {MAX_IDLE} \
+             idle connections the checker keeps open"
+        ));
+    }
     settle(t).await;
     let idle = match open_idle(t, c, name, (plain, workers), limit).await {
         Ok(idle) => idle,
