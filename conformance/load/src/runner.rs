@@ -194,10 +194,10 @@ pub async fn run(
 /// current-thread runtime runs every goose user, its connections and goose's own bookkeeping.
 ///
 /// On the command's multi-threaded runtime a user's task, its connection's task and goose's
-/// parent task wake each other across threads for every request, and that cost more than the
-/// requests: `bench_loadgen` measured goose at 0.42 of wrk's rate there and 0.55 on one
-/// thread, all else equal (docs/benchmarks.md). The profiles ask for a few hundred requests a
-/// second, far below one thread's ceiling. If the caller stops waiting (the run is cut short),
+/// parent task wake each other across threads for every request: `bench_loadgen` measured
+/// goose at a median 0.42 of wrk's rate there and 0.52 on this thread, all else equal
+/// (docs/benchmarks.md). The profiles ask for a few hundred requests a second, far below one
+/// thread's ceiling. If the caller stops waiting (the run is cut short),
 /// the attack is dropped with its runtime, so no user outlives the run.
 pub(crate) async fn on_goose_thread<T, F, Fut>(attack: F) -> Result<T, GooseFailure>
 where
