@@ -3,12 +3,14 @@
 //! endpoint of the same server in the same run, and the ratio.
 //!
 //! ```sh
-//! cargo run --release -p plimsoll-conformance --example bench_loadgen [-- SECONDS CONNECTIONS]
+//! cargo run --release -p plimsoll --example bench_loadgen [-- SECONDS CONNECTIONS ROUNDS]
 //! ```
 //!
 //! Both generators get the same number of connections and the same time; they take turns
-//! (goose, wrk, goose, wrk) so neither gets a warmer server. `wrk` comes from Debian
-//! (`apt-get install wrk`); without it only goose's figure is printed.
+//! (goose, wrk, goose, wrk, …) so neither gets a warmer server, and each round's ratio is
+//! goose's figure over the wrk run right after it. The summary gives the ratios' minimum,
+//! median and maximum. `wrk` comes from Debian (`apt-get install wrk`); without it only goose's
+//! figures are printed.
 
 use std::process::Command;
 use std::time::Duration;
@@ -20,6 +22,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let seconds: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
     let connections: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
 
     // The server on its own runtime, logging to /dev/null: the access log would otherwise
     // dominate a trivial endpoint.
@@ -36,15 +39,15 @@ fn main() {
     });
     let base = server.url();
     let path = &plimsoll_spec::Contract::embedded().api().healthz.path;
-    println!("target {base}{path}, {connections} connections, {seconds} s per run");
+    println!(
+        "target {base}{path}, {connections} connections, {seconds} s per run, {rounds} rounds"
+    );
 
-    let goose_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (mut goose, mut wrk) = (Vec::new(), Vec::new());
-    for round in 1..=2 {
+    // The command's own runtime, as `plimsoll load` has it; the runner runs goose on a thread
+    // of its own beside it.
+    let goose_rt = plimsoll_conformance::session::runtime().unwrap();
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
         let (n, rps) = goose_rt
             .block_on(saturate(
                 &base,
@@ -53,32 +56,32 @@ fn main() {
                 Duration::from_secs(seconds),
             ))
             .expect("goose ran");
-        println!("round {round}: goose {rps:>9.0} req/s ({n} requests)");
-        goose.push(rps);
         match run_wrk(&format!("{base}{path}"), connections, seconds) {
-            Some(rps) => {
-                println!("round {round}: wrk   {rps:>9.0} req/s");
-                wrk.push(rps);
+            Some(wrk) => {
+                let ratio = rps / wrk;
+                println!(
+                    "round {round}: goose {rps:>8.0} req/s ({n} requests), wrk {wrk:>8.0} req/s, ratio {ratio:.2}"
+                );
+                ratios.push(ratio);
             }
-            None => println!("round {round}: wrk not available (apt-get install wrk)"),
+            None => println!(
+                "round {round}: goose {rps:>8.0} req/s ({n} requests), wrk not available (apt-get install wrk)"
+            ),
         }
     }
-    let best = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
-    println!();
-    println!(
-        "goose (plimsoll load runner): {:.0} req/s (best of {})",
-        best(&goose),
-        goose.len()
-    );
-    if !wrk.is_empty() {
+    if !ratios.is_empty() {
+        ratios.sort_by(f64::total_cmp);
+        let median = if ratios.len() % 2 == 1 {
+            ratios[ratios.len() / 2]
+        } else {
+            (ratios[ratios.len() / 2 - 1] + ratios[ratios.len() / 2]) / 2.0
+        };
         println!(
-            "wrk:                          {:.0} req/s (best of {})",
-            best(&wrk),
-            wrk.len()
-        );
-        println!(
-            "ratio goose / wrk:            {:.2}",
-            best(&goose) / best(&wrk)
+            "ratio goose / wrk over {} rounds: min {:.2}, median {:.2}, max {:.2}",
+            ratios.len(),
+            ratios[0],
+            median,
+            ratios[ratios.len() - 1]
         );
     }
     server_rt.block_on(async {

@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 
 use goose::prelude::*;
 
-use super::runner::{GooseFailure, base_configuration};
+use super::run::keep_alive;
+use super::runner::{GooseFailure, base_configuration, on_goose_thread, own_client};
 
 /// The requests per second goose drives with `users` users looping `GET path` without pause
 /// for `duration`: the load generator's own ceiling (the `bench_loadgen` example). Counted
 /// from the first request for exactly `duration`, so goose's start-up and shutdown do not
-/// dilute the figure.
+/// dilute the figure. Everything but the request is the runner's: its configuration, its
+/// client, its thread and runtime, and each answer read to its end.
 pub async fn saturate(
     host: &str,
     path: &str,
@@ -33,17 +35,30 @@ pub async fn saturate(
                 return Ok(());
             }
             let goose = user.get(&path).await?;
-            if goose.response.is_ok_and(|r| r.status().is_success()) && began.elapsed() < duration {
+            let ok = match goose.response {
+                Ok(response) => response.status().is_success() && response.bytes().await.is_ok(),
+                Err(_) => false,
+            };
+            if ok && began.elapsed() < duration {
                 counter.fetch_add(1, Ordering::Relaxed);
             }
             Ok(())
         })
     });
-    let scenario = Scenario::new("saturate").register_transaction(Transaction::new(function));
-    GooseAttack::initialize_with_config(config)?
-        .register_scenario(scenario)
-        .execute()
-        .await?;
+    let keep_alive = keep_alive(plimsoll_spec::Contract::embedded());
+    let client: TransactionFunction =
+        Arc::new(move |user| Box::pin(async move { own_client(user, keep_alive).await }));
+    let scenario = Scenario::new("saturate")
+        .register_transaction(Transaction::new(client).set_on_start())
+        .register_transaction(Transaction::new(function));
+    on_goose_thread(move || async move {
+        GooseAttack::initialize_with_config(config)?
+            .register_scenario(scenario)
+            .execute()
+            .await?;
+        Ok(())
+    })
+    .await?;
     let n = count.load(Ordering::Relaxed);
     Ok((n, n as f64 / duration.as_secs_f64()))
 }

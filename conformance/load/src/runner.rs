@@ -6,6 +6,7 @@
 //! attempt and the prediction uses the closed-population formula (Engset). The burst profile
 //! lines all users up behind a barrier so each wave really leaves at once.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -77,6 +78,9 @@ pub enum GooseFailure {
     /// goose could not be configured, or its attack failed.
     #[error("{0}")]
     Goose(GooseError),
+    /// The thread goose runs on could not start, or ended without an answer.
+    #[error("goose's thread: {0}")]
+    Thread(String),
 }
 
 impl From<GooseError> for GooseFailure {
@@ -164,10 +168,13 @@ pub async fn run(
         .register_transaction(Transaction::new(client).set_on_start())
         .register_transaction(Transaction::new(function).set_name("digitize"));
     let started = Instant::now();
-    let metrics = GooseAttack::initialize_with_config(config)?
-        .register_scenario(scenario)
-        .execute()
-        .await?;
+    let metrics = on_goose_thread(move || async move {
+        Ok(GooseAttack::initialize_with_config(config)?
+            .register_scenario(scenario)
+            .execute()
+            .await?)
+    })
+    .await?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     let attempts = std::mem::take(&mut *shared.records.lock().unwrap_or_else(|e| e.into_inner()));
     let drain_failed = match &shared.pacing {
@@ -183,9 +190,52 @@ pub async fn run(
     })
 }
 
+/// Runs the goose attack `attack` makes on a runtime of its own: one thread whose
+/// current-thread runtime runs every goose user, its connections and goose's own bookkeeping.
+///
+/// On the command's multi-threaded runtime a user's task, its connection's task and goose's
+/// parent task wake each other across threads for every request: `bench_loadgen` measured
+/// goose at a median 0.42 of wrk's rate there and 0.52 on this thread, all else equal
+/// (docs/benchmarks.md). The profiles ask for a few hundred requests a second, far below one
+/// thread's ceiling. If the caller stops waiting (the run is cut short),
+/// the attack is dropped with its runtime, so no user outlives the run.
+pub(crate) async fn on_goose_thread<T, F, Fut>(attack: F) -> Result<T, GooseFailure>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, GooseFailure>> + 'static,
+    T: Send + 'static,
+{
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    // Dropped with this future: the attack's thread then stops.
+    let (_keep_going, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("goose".into())
+        .spawn(move || {
+            let result = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(async move {
+                    tokio::select! {
+                        result = attack() => Some(result),
+                        _ = stopped => None,
+                    }
+                }),
+                Err(e) => Some(Err(GooseFailure::Thread(format!("no runtime: {e}")))),
+            };
+            if let Some(result) = result {
+                let _ = answer.send(result);
+            }
+        })
+        .map_err(|e| GooseFailure::Thread(e.to_string()))?;
+    answered
+        .await
+        .unwrap_or_else(|_| Err(GooseFailure::Thread("it ended without an answer".into())))
+}
+
 /// Gives the user goose's client settings but with idle connections dropped after
 /// `keep_alive`, before a conforming server may close them.
-async fn own_client(user: &mut GooseUser, keep_alive: Duration) -> TransactionResult {
+pub(crate) async fn own_client(user: &mut GooseUser, keep_alive: Duration) -> TransactionResult {
     let builder = reqwest::Client::builder()
         .user_agent(concat!("plimsoll/", env!("CARGO_PKG_VERSION")))
         .timeout(REQUEST_TIMEOUT)
