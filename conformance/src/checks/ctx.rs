@@ -42,6 +42,18 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Adds a judged part's words to what the check expected and observed: after the parts
+    /// judged before it (`; `), or alone when it is the first (a check that judges the
+    /// reference surface and then what any contract declares, such as F2, B2 and B3).
+    pub fn add_part(&mut self, (expected, observed): (String, String)) {
+        if self.expected.is_empty() && self.observed.is_empty() {
+            (self.expected, self.observed) = (expected, observed);
+        } else {
+            self.expected = format!("{}; {expected}", self.expected);
+            self.observed = format!("{}; {observed}", self.observed);
+        }
+    }
+
     pub(crate) fn new(baseline_busy: f64) -> Ctx {
         Ctx {
             baseline_busy,

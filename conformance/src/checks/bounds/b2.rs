@@ -46,20 +46,14 @@ fn applies(contract: &Contract) -> Result<(), String> {
 }
 
 async fn b2(t: &Arc<Target>, c: &mut Ctx) {
-    let reference = t.expected.is_reference();
-    if reference {
+    if t.expected.is_reference() {
         reference_cap(t, c).await;
     }
     if super::over_cap::declared(&t.expected).is_empty() {
         return;
     }
-    let (expected, observed) = super::over_cap::judge(t, c).await;
-    if reference {
-        c.expected = format!("{}; {expected}", c.expected);
-        c.observed = format!("{}; {observed}", c.observed);
-    } else {
-        (c.expected, c.observed) = (expected, observed);
-    }
+    let part = super::over_cap::judge(t, c).await;
+    c.add_part(part);
 }
 
 /// The reference surface's cap: an `alloc` hook just under it served, a header claiming too

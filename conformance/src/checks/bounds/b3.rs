@@ -63,20 +63,14 @@ fn applies(contract: &Contract) -> Result<(), String> {
 
 /// B3 for the reference surface, then for the pools held by a dependency.
 async fn b3(t: &Arc<Target>, c: &mut Ctx) {
-    let reference = t.expected.is_reference();
-    if reference {
+    if t.expected.is_reference() {
         reference_b3(t, c).await;
     }
     if super::disconnect::declared(&t.expected).is_empty() {
         return;
     }
-    let (expected, observed) = super::disconnect::judge(t, c).await;
-    if reference {
-        c.expected = format!("{}; {expected}", c.expected);
-        c.observed = format!("{}; {observed}", c.observed);
-    } else {
-        (c.expected, c.observed) = (expected, observed);
-    }
+    let part = super::disconnect::judge(t, c).await;
+    c.add_part(part);
 }
 
 /// B3 in phases: saturate the pool, drop some of its requests, probe for the places they

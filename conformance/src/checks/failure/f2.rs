@@ -143,20 +143,14 @@ fn cases(t: &Target) -> Vec<Case<'_>> {
 /// F2: the reference surface's bad inputs when the contract declares it, then the bad
 /// requests the contract declares.
 async fn f2(t: &Arc<Target>, c: &mut Ctx) {
-    let reference = t.expected.is_reference();
-    if reference {
+    if t.expected.is_reference() {
         reference_inputs(t, c).await;
     }
     if super::declared::declared(&t.expected).is_empty() {
         return;
     }
-    let (expected, observed) = super::declared::judge(t, c).await;
-    if reference {
-        c.expected = format!("{}; {expected}", c.expected);
-        c.observed = format!("{}; {observed}", c.observed);
-    } else {
-        (c.expected, c.observed) = (expected, observed);
-    }
+    let part = super::declared::judge(t, c).await;
+    c.add_part(part);
 }
 
 /// The bad inputs the checker builds for the reference surface, and the acceptable variations
