@@ -199,6 +199,18 @@ fn verdict<'r>(report: &'r Value, id: &str) -> &'r Value {
         .unwrap_or_else(|| panic!("no {id} in {report}"))
 }
 
+/// Every result that failed, whole (its expected, observed and failures), for an assertion's
+/// message: a failure in CI says why without a rerun.
+fn failing(report: &Value) -> String {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["verdict"] == "fail")
+        .map(|r| format!("\n{r:#}"))
+        .collect()
+}
+
 /// Each result's id and verdict, in run order.
 fn verdicts(report: &Value) -> Vec<(String, String)> {
     report["results"]
@@ -224,7 +236,7 @@ fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_app
     let (_nginx, url) = nginx(&dir.path().join("nginx"), AS_CONTRACTED, &slow_upstream());
     let (code, report) = check(dir.path(), &url);
     let verdicts = verdicts(&report);
-    assert_eq!(code, Some(0), "{verdicts:?}");
+    assert_eq!(code, Some(0), "{verdicts:?}{}", failing(&report));
     let t1 = &report["results"][1];
     assert_eq!(t1["id"], "T1");
     assert_eq!(t1["verdict"], "pass", "{t1}");
@@ -512,7 +524,7 @@ fn the_second_service_passes_its_own_contract() {
     let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
     let (code, report) = check_with(dir.path(), &url, &contract, &[]);
     let verdicts = verdicts(&report);
-    assert_eq!(code, Some(0), "{verdicts:?}");
+    assert_eq!(code, Some(0), "{verdicts:?}{}", failing(&report));
     for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2", "B2", "B3"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
@@ -1298,7 +1310,7 @@ fn discovered_then_checked(
     );
     let (code, report) = check_with(dir.path(), url, &draft, &[]);
     let verdicts = verdicts(&report);
-    assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
+    assert_eq!(code, Some(0), "{verdicts:?}\n{text}{}", failing(&report));
     for id in judged {
         assert_eq!(verdict(&report, id)["verdict"], "pass", "{verdicts:?}");
     }
@@ -1539,7 +1551,7 @@ fn discover_writes_a_draft_of_the_reference_server_that_check_passes() {
     );
     let (code, report) = check_with(dir.path(), &url, &draft, &[]);
     let verdicts = verdicts(&report);
-    assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
+    assert_eq!(code, Some(0), "{verdicts:?}\n{text}{}", failing(&report));
     for id in ["T1", "T3"] {
         assert_eq!(verdict(&report, id)["verdict"], "pass", "{verdicts:?}");
     }
@@ -1808,7 +1820,7 @@ fn rate_discovered_then_checked(
     assert!(text.contains("confidence high"), "{text}");
     let (code, report) = check_with(dir.path(), url, &draft, &["--only", "T4"]);
     let verdicts = verdicts(&report);
-    assert_eq!(code, Some(0), "{verdicts:?}\n{text}");
+    assert_eq!(code, Some(0), "{verdicts:?}\n{text}{}", failing(&report));
     assert_eq!(verdict(&report, "T4")["verdict"], "pass", "{verdicts:?}");
 }
 

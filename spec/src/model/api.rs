@@ -295,7 +295,8 @@ pub struct Tolerances {
     pub trials: u32,
     /// How long after the checker sends a request it may reach the service, where a rate
     /// limit's outcome depends on the instant (T4): a request within this of a token's refill
-    /// may go either way.
+    /// may go either way. The least such window: one whose answer came back later is granted
+    /// up to its answer, within the refusal tolerance (a loaded machine delays both).
     #[serde(default = "rate_limit_slack_ms")]
     pub rate_limit_slack_ms: u64,
 }

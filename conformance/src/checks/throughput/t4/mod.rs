@@ -6,7 +6,8 @@
 //! `nodelay`); a request under another key is admitted while the first key's bucket is spent.
 //! Then probes sent at one and a half times the rate, each judged against the declared bucket
 //! fed with what the service did: a probe refused with a token in the bucket, or admitted with
-//! none, fails (a token's refill within the slack of a probe excuses it).
+//! none, fails (a token's refill between a probe's sending and its answer excuses it: the
+//! service counted it somewhere in between, see [`bucket::window`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,8 +37,8 @@ pub const CHECK: Check = Check::clause(
      limit keyed by a header, a request under another value admitted while the first value's \
      bucket is spent. Then twelve probes at one and a half times the rate, each judged against \
      the declared bucket fed with what the service did: refused with a token in it, or admitted \
-     with none, fails, unless a token came back within the slack \
-     (`tolerances.rate_limit_slack_ms`) of its sending.",
+     with none, fails, unless a token came back between its sending and its answer (at least \
+     `tolerances.rate_limit_slack_ms` after the sending, at most the refusal tolerance).",
     |t, c| Box::pin(t4(t, c)),
 )
 .applies_when(applies);
@@ -122,6 +123,13 @@ impl<'c> Judge<'c> {
             self.t.expected.tolerances.refusal_latency_ms,
             1.5 * f64::from(l.rate_per_second)
         )
+    }
+
+    /// How long after its sending `reply`'s request may have been counted (see
+    /// [`bucket::window`]).
+    fn window(&self, reply: &Reply) -> Duration {
+        let most = Duration::from_millis(self.t.expected.tolerances.refusal_latency_ms);
+        bucket::window(reply.elapsed, self.slack, most)
     }
 
     /// The delays the refusal's hint may advertise, if it declares one.
@@ -210,7 +218,9 @@ impl<'c> Judge<'c> {
             return "no request of the burst was answered".into();
         };
         let (first, last) = (first.sent, last.sent);
-        let (least, most) = bucket.burst_admits(first, last, self.slack);
+        let window = answered.iter().map(|r| self.window(r)).max();
+        let window = window.unwrap_or(self.slack);
+        let (least, most) = bucket.burst_admits(first, last, window);
         let mut admitted = Vec::new();
         let mut refused = 0;
         for (i, reply) in answered.iter().enumerate() {
@@ -221,18 +231,18 @@ impl<'c> Judge<'c> {
             } else {
                 refused += usize::from(self.refusal_ok(c, &format!("burst-{i}"), reply));
             }
-            bucket.record(reply.sent, ok);
+            bucket.record(reply.sent, self.window(reply), ok);
         }
         let k = admitted.len() as u32;
         c.require((least..=most).contains(&k), || {
             format!(
                 "{}: {k} of {n} requests sent at once were admitted; the bucket (burst {} + 1) \
                  admits {least}..={most} of them, counting the tokens refilled at {}/s over the \
-                 {:.1} ms they took to send",
+                 {:.1} ms from the first sent to the last counted",
                 self.name,
                 self.limit.burst,
                 self.limit.rate_per_second,
-                ms(last - first)
+                ms(last + window - first)
             )
         });
         let spacing = self.spacing(c, &admitted, first);
@@ -397,7 +407,8 @@ impl<'c> Judge<'c> {
                 self.refusal_ok(c, &format!("probe-{k}"), reply);
             }
             let at = ms(reply.sent.saturating_duration_since(start));
-            match (bucket.allowed(reply.sent, self.slack), ok) {
+            let window = self.window(reply);
+            match (bucket.allowed(reply.sent, window), ok) {
                 (Allowed::Admit, false) => wrong.push(format!(
                     "probe {k} (sent at {at:.0} ms) was refused with a token in the bucket"
                 )),
@@ -406,7 +417,7 @@ impl<'c> Judge<'c> {
                 )),
                 _ => {}
             }
-            bucket.record(reply.sent, ok);
+            bucket.record(reply.sent, window, ok);
             admitted += usize::from(ok);
         }
         if !wrong.is_empty() {
