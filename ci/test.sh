@@ -16,6 +16,8 @@
 #                               `cargo nextest run --workspace --locked` (`--no-run` builds
 #                               only; `--profile NAME` runs that profile alone)
 #   bash ci/test.sh --tools     installs the tools and exits (.ci/run does it beside the build)
+#   bash ci/test.sh --shipped   builds the binary people install (plimsoll without the broken
+#                               variants), reusing the test build's crates
 #   bash ci/test.sh --list [ARGS…]  lists the tests of that same build (`cargo nextest list
 #                               --workspace --locked ARGS`), compiling nothing the runs did not
 set -euo pipefail
@@ -73,7 +75,7 @@ use_clippy() {
 
 # A build alone needs none of the tools (.ci/run installs them beside it).
 case " $* " in
-  *" --no-run "* | *" --list "*) ;;
+  *" --no-run "* | *" --list "* | *" --shipped "*) ;;
   *)
     install_nginx
     install_locust
@@ -84,6 +86,13 @@ if [ "${1:-}" = --tools ]; then
 fi
 use_clippy
 
+# The binary people install, without the broken variants (`mutants` is on only through
+# dev-dependencies), by the same driver as the test build: it then reuses every crate the two
+# builds share (only the reference server and the binary differ in their features), and is linted
+# like them.
+if [ "${1:-}" = --shipped ]; then
+  exec cargo build --locked --quiet -p plimsoll --bin plimsoll
+fi
 if [ "${1:-}" = --list ]; then
   shift
   exec cargo nextest list --workspace --locked "$@"
