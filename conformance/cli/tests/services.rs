@@ -199,7 +199,7 @@ fn verdict<'r>(report: &'r Value, id: &str) -> &'r Value {
         .unwrap_or_else(|| panic!("no {id} in {report}"))
 }
 
-/// Every result that failed, whole (its expected, observed and failures), for an assertion's
+/// Every result that failed, whole (its expected, observed and reason), for an assertion's
 /// message: a failure in CI says why without a rerun.
 fn failing(report: &Value) -> String {
     report["results"]
@@ -930,19 +930,53 @@ fn the_second_service_without_its_metrics_fails_t1() {
     );
 }
 
+/// The second service whose series tell `lie`: T1, and only T1, fails, saying `why` (each
+/// series is a claim the checker holds to what its client saw).
+fn lying_series_fail_t1(lie: plimsoll_example_service::SeriesLie, why: &str) {
+    let config = plimsoll_example_service::Config {
+        series_lie: Some(lie),
+        ..Default::default()
+    };
+    let report = breaks(&format!("series that lie: {lie:?}"), config, &["T1"]);
+    let t1 = verdict(&report, "T1").to_string();
+    assert!(t1.contains(why), "{why}: {t1}");
+}
+
 /// A busy gauge that never reports more than one: the client saw two searches run at once,
 /// and T1 says the gauge disagrees.
 #[test]
 fn the_second_service_undercounting_its_busy_gauge_fails_t1() {
-    let config = plimsoll_example_service::Config {
-        busy_gauge_lies: true,
-        ..Default::default()
-    };
-    let report = breaks("a busy gauge capped at one", config, &["T1"]);
-    let t1 = verdict(&report, "T1").to_string();
-    assert!(
-        t1.contains("search: pool_busy{pool=\\\"search\\\"} peaked at 1"),
-        "{t1}"
+    lying_series_fail_t1(
+        plimsoll_example_service::SeriesLie::BusyCappedAtOne,
+        "search: pool_busy{pool=\\\"search\\\"} peaked at 1",
+    );
+}
+
+/// A queue gauge that never shows anything waiting: the client saw three reports wait.
+#[test]
+fn the_second_service_hiding_its_queue_fails_t1() {
+    lying_series_fail_t1(
+        plimsoll_example_service::SeriesLie::NothingWaiting,
+        "reports: pool_waiting{pool=\\\"reports\\\"} peaked at 0",
+    );
+}
+
+/// A workers gauge one above the pool's: the contract's value is what it must read.
+#[test]
+fn the_second_service_claiming_one_more_worker_fails_t1() {
+    lying_series_fail_t1(
+        plimsoll_example_service::SeriesLie::OneMoreWorker,
+        "search: pool_workers{pool=\\\"search\\\"} reads 3; the contract says 2 workers",
+    );
+}
+
+/// A refusal counter that never counts: the client received the search pool's refusals.
+#[test]
+fn the_second_service_not_counting_its_refusals_fails_t1() {
+    lying_series_fail_t1(
+        plimsoll_example_service::SeriesLie::RefusalsUncounted,
+        "search: pool_refused_total{pool=\\\"search\\\"} rose by 0 while the client \
+         received 2 refusals",
     );
 }
 

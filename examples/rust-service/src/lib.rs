@@ -45,6 +45,7 @@ use refusal::Refusal;
 
 /// The status type of [`Config::search_refusal`].
 pub use http::StatusCode as Status;
+pub use metrics::SeriesLie;
 
 /// Serves the service with `config` on `listener` until the process ends.
 pub async fn serve(listener: tokio::net::TcpListener, config: &Config) -> std::io::Result<()> {
@@ -118,8 +119,8 @@ pub struct Config {
     pub reports_memory_cap_mb: Option<u64>,
     /// Whether `/metrics` serves the pools' series.
     pub metrics: bool,
-    /// Whether the busy gauge reports at most one, whatever runs (a lie).
-    pub busy_gauge_lies: bool,
+    /// How the pools' series misreport what runs (a lying variant's), if they do.
+    pub series_lie: Option<SeriesLie>,
 }
 
 impl Default for Config {
@@ -151,7 +152,7 @@ impl Default for Config {
             lookup_detached: false,
             reports_memory_cap_mb: Some(256),
             metrics: true,
-            busy_gauge_lies: false,
+            series_lie: None,
         }
     }
 }
@@ -166,7 +167,7 @@ struct Pools {
 
 impl Pools {
     fn of(config: &Config) -> Pools {
-        let exposition = metrics::Metrics::new(config.busy_gauge_lies);
+        let exposition = metrics::Metrics::new(config.series_lie);
         let search_refusal = Refusal::Search(
             config.search_refusal,
             config.search_refusal_error,

@@ -29,13 +29,42 @@ pub(crate) struct Metrics {
     workers: Family<Labels, Gauge>,
     refused: Family<Labels, Counter>,
     pools: Arc<Mutex<Vec<(&'static str, Pool)>>>,
-    /// Whether the busy gauge reports at most one, whatever runs (a lying variant's).
-    busy_lies: bool,
+    /// How the series misreport what runs (a lying variant's), if they do.
+    lie: Option<SeriesLie>,
+}
+
+/// A way the pools' series can misreport what runs, one series each, for the variants that lie
+/// to the checker's cross-check (T1): each must fail by what the client saw, not by what the
+/// service says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeriesLie {
+    /// The busy gauge reports at most one, whatever runs.
+    BusyCappedAtOne,
+    /// The queue gauge reports nothing waiting, whatever waits.
+    NothingWaiting,
+    /// The workers gauge reports one worker more than the pool has.
+    OneMoreWorker,
+    /// The refusal counter never counts.
+    RefusalsUncounted,
+}
+
+impl SeriesLie {
+    /// What a gauge reports of `actual`, for the gauge `lie` is about (the truth for others).
+    fn gauge(lie: Option<SeriesLie>, gauge: SeriesLie, actual: usize) -> i64 {
+        let reported = match lie {
+            Some(l) if l != gauge => actual,
+            Some(SeriesLie::BusyCappedAtOne) => actual.min(1),
+            Some(SeriesLie::NothingWaiting) => 0,
+            Some(SeriesLie::OneMoreWorker) => actual + 1,
+            Some(SeriesLie::RefusalsUncounted) | None => actual,
+        };
+        i64::try_from(reported).unwrap_or(i64::MAX)
+    }
 }
 
 impl Metrics {
     /// The four families, registered; no pool yet.
-    pub(crate) fn new(busy_lies: bool) -> Metrics {
+    pub(crate) fn new(lie: Option<SeriesLie>) -> Metrics {
         let (busy, waiting, workers) = Default::default();
         let refused = Family::<Labels, Counter>::default();
         let mut registry = Registry::default();
@@ -54,13 +83,18 @@ impl Metrics {
             workers,
             refused,
             pools: Arc::default(),
-            busy_lies,
+            lie,
         }
     }
 
-    /// The refusal counter of the pool named `name`, for the pool to count with.
+    /// The refusal counter of the pool named `name`, for the pool to count with (one the
+    /// exposition never shows, when the refusals go uncounted).
     pub(crate) fn refusals(&self, name: &'static str) -> Counter {
-        self.refused.get_or_create(&vec![("pool", name)]).clone()
+        let shown = self.refused.get_or_create(&vec![("pool", name)]).clone();
+        if self.lie == Some(SeriesLie::RefusalsUncounted) {
+            return Counter::default();
+        }
+        shown
     }
 
     /// Reports `pool`'s gauges under `name` from now on.
@@ -79,21 +113,17 @@ pub(crate) async fn serve(State(metrics): State<Metrics>) -> Response {
         .clone();
     for (name, pool) in pools {
         let now = pool.snapshot();
-        let busy = if metrics.busy_lies {
-            now.busy.min(1)
-        } else {
-            now.busy
-        };
         let labels = vec![("pool", name)];
-        metrics.busy.get_or_create(&labels).set(busy as i64);
-        metrics
-            .waiting
-            .get_or_create(&labels)
-            .set(now.waiting as i64);
-        metrics
-            .workers
-            .get_or_create(&labels)
-            .set(now.workers as i64);
+        let lie = metrics.lie;
+        for (family, gauge, actual) in [
+            (&metrics.busy, SeriesLie::BusyCappedAtOne, now.busy),
+            (&metrics.waiting, SeriesLie::NothingWaiting, now.waiting),
+            (&metrics.workers, SeriesLie::OneMoreWorker, now.workers),
+        ] {
+            family
+                .get_or_create(&labels)
+                .set(SeriesLie::gauge(lie, gauge, actual));
+        }
     }
     let mut text = String::new();
     if let Err(e) = encode(&mut text, &metrics.registry) {
