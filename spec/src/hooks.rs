@@ -6,26 +6,28 @@
 
 use crate::Stage;
 
-/// One directive of the hook header.
+/// One directive of the hook header, its stages of type `S`: the reference pipeline's
+/// [`Stage`] by default, or any service's own names ([`crate::StageName`], for a layer that
+/// holds before its handler whatever the stage is called).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookDirective {
+pub enum HookDirective<S = Stage> {
     /// Hold the job at the start of `stage` for `ms` milliseconds (cancellation and the deadline
     /// still apply while holding).
     Hold {
         /// The stage whose start is held.
-        stage: Stage,
+        stage: S,
         /// How long the hold lasts.
         ms: u64,
     },
     /// Make `stage` fail with an ordinary error.
     Fail {
         /// The stage that fails (`failed_stage` of the answer).
-        stage: Stage,
+        stage: S,
     },
     /// Make `stage` panic.
     Panic {
         /// The stage that panics; the answer is a stage failure like [`HookDirective::Fail`]'s.
-        stage: Stage,
+        stage: S,
     },
     /// Charge `mb` megabytes to the job's memory budget at its first stage.
     Alloc {
@@ -55,6 +57,16 @@ const MAX_NUMBER: u64 = 9_999_999_999_999_999_999;
 /// directive between two `;`, is no directive. A byte outside visible ASCII other than a blank
 /// is refused.
 pub fn parse_hooks(value: &str) -> Result<Vec<HookDirective>, HookParseError> {
+    parse_hooks_as(value)
+}
+
+/// [`parse_hooks`] with the stages read as `S`: the grammar is the same but for which names
+/// its STAGE token admits (`S`'s parser says, and its error is the reason given).
+pub fn parse_hooks_as<S>(value: &str) -> Result<Vec<HookDirective<S>>, HookParseError>
+where
+    S: std::str::FromStr,
+    S::Err: std::fmt::Display,
+{
     if let Some(bad) = value
         .chars()
         .find(|c| !(c.is_ascii_graphic() || OWS.contains(c)))
@@ -74,7 +86,11 @@ pub fn parse_hooks(value: &str) -> Result<Vec<HookDirective>, HookParseError> {
         .collect()
 }
 
-fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
+fn parse_directive<S>(directive: &str) -> Result<HookDirective<S>, HookParseError>
+where
+    S: std::str::FromStr,
+    S::Err: std::fmt::Display,
+{
     let err = |reason: &str| HookParseError {
         directive: directive.to_owned(),
         reason: reason.to_owned(),
@@ -84,7 +100,7 @@ fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
         .ok_or_else(|| err("expected NAME=VALUE"))?;
     let stage = |s: &str| {
         s.trim_matches(OWS)
-            .parse::<Stage>()
+            .parse::<S>()
             .map_err(|e| err(&e.to_string()))
     };
     let number = |s: &str| {
@@ -114,7 +130,7 @@ fn parse_directive(directive: &str) -> Result<HookDirective, HookParseError> {
 }
 
 /// Renders directives back to header syntax (the checker builds headers with this).
-pub fn format_hooks(directives: &[HookDirective]) -> String {
+pub fn format_hooks<S: std::fmt::Display>(directives: &[HookDirective<S>]) -> String {
     directives
         .iter()
         .map(|d| match d {
@@ -152,6 +168,17 @@ mod tests {
             ]
         );
         assert_eq!(format_hooks(&parsed), text);
+    }
+
+    /// A service's own stage names are the same grammar with another STAGE token: `search`
+    /// passes as a [`crate::StageName`] and is no stage of the reference pipeline.
+    #[test]
+    fn any_services_stage_names_parse_as_stage_names_only() {
+        let named = parse_hooks_as::<crate::StageName>("hold=search:300;fail=render-2").unwrap();
+        assert_eq!(format_hooks(&named), "hold=search:300;fail=render-2");
+        assert!(parse_hooks("hold=search:300").is_err());
+        let e = parse_hooks_as::<crate::StageName>("hold=Search:300").unwrap_err();
+        assert!(e.reason.contains("invalid stage name `Search`"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub use design::{
 pub use hooks::{HookDirective, HookParseError, parse_hooks};
 pub use metric::{MetricName, Outcome, Pool};
 pub use problem::{ErrorCode, PROBLEM_CONTENT_TYPE, Problem, UnknownErrorCode};
-pub use stage::{Stage, UnknownStage};
+pub use stage::{InvalidStageName, Stage, StageName, UnknownStage};
 
 pub mod bodies;
 pub mod changelog;

@@ -561,3 +561,24 @@ fn an_over_cap_request_needs_its_pool_s_cap_and_an_error_status() {
     );
     assert!(msg.contains("200 is not an error status"), "{msg}");
 }
+
+/// A hook hold names the service's own stage (`search`), any short lowercase token; one the
+/// hook header could not carry is refused naming its line.
+#[test]
+fn a_hook_holds_stage_is_the_services_own_name() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let contract = Contract::from_toml(second, "second.toml").unwrap();
+    let hook = contract.pools["search"]
+        .hold
+        .as_ref()
+        .unwrap()
+        .hook
+        .as_ref();
+    assert_eq!(hook.unwrap().stage.as_str(), "search");
+    let declared = "stage = \"search\"";
+    let text = second.replacen(declared, "stage = \"Search Stage\"", 1);
+    let msg = refused(&text);
+    assert!(msg.contains("invalid stage name `Search Stage`"), "{msg}");
+    let line = line_of(&text, "stage = \"Search Stage\"");
+    assert!(msg.contains(&format!("line {line}")), "{msg}");
+}

@@ -13,8 +13,9 @@ examples (tests/test_hooks.py names where each comes from):
     OWS       = *( SP / HTAB )
 
 STAGE is one of the names the service's contract declares. A caller that passes none accepts any
-name of lowercase letters, digits, `_` and `-` starting with a letter (a service with no stages of
-its own holds "before the handler" whatever the stage is called).
+name of lowercase letters, digits, `_` and `-` starting with a letter, at most 64 bytes (a contract's
+`hold.hook.stage`; a service with no stages of its own holds "before the handler" whatever the
+stage is called).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ _OWS = " \t"
 _B = r"[ \t]*"
 # At most 19 significant digits after an optional `+` and any zeros: every number fits a u64.
 _NUMBER = r"\+?0*([0-9]{1,19})"
-_STAGE = r"([a-z][a-z0-9_-]*)"
+# plimsoll_spec::StageName: at most 64 bytes.
+_STAGE = r"([a-z][a-z0-9_-]{0,63})"
 _HOLD = re.compile(rf"hold{_B}={_B}{_STAGE}{_B}:{_B}{_NUMBER}", re.ASCII)
 _AT_STAGE = re.compile(rf"(fail|panic){_B}={_B}{_STAGE}", re.ASCII)
 _ALLOC = re.compile(rf"alloc{_B}={_B}{_NUMBER}", re.ASCII)

@@ -106,7 +106,9 @@ class GrammarTest(unittest.TestCase):
         self.assertEqual(parse_hooks("hold=search:10", None), [Directive("hold", "search", 10)])
         with self.assertRaises(HookError):
             parse_hooks("hold=search:10", STAGES)
-        for bad in ["hold=Fill:1", "hold=:1", "fail=", "hold=a b:1"]:
+        # plimsoll_spec::StageName's bound: at most 64 bytes.
+        self.assertEqual(parse_hooks(f"fail={'a' * 64}", None)[0].stage, "a" * 64)
+        for bad in ["hold=Fill:1", "hold=:1", "fail=", "hold=a b:1", f"fail={'a' * 65}"]:
             with self.subTest(bad=bad), self.assertRaises(HookError):
                 parse_hooks(bad, None)
 

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName};
-use plimsoll_spec::hooks::{HookDirective, format_hooks, parse_hooks};
+use plimsoll_spec::StageName;
+use plimsoll_spec::hooks::{HookDirective, format_hooks, parse_hooks_as};
 
 use crate::refusal::Refusal;
 
@@ -24,7 +25,7 @@ pub(crate) fn hold_asked(
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .collect::<Vec<_>>()
         .join(";");
-    let directives = parse_hooks(&text).map_err(|e| Refusal {
+    let directives = parse_hooks_as::<StageName>(&text).map_err(|e| Refusal {
         directive: e.directive.clone(),
         detail: e.to_string(),
     })?;
@@ -76,6 +77,10 @@ mod tests {
             Some(Duration::from_millis(15))
         );
         assert_eq!(
+            asked(&[b"hold=search:20;hold=render-2:5"]).unwrap(),
+            Some(Duration::from_millis(25))
+        );
+        assert_eq!(
             asked(&[b"hold=fill:9999999999999999999;hold=fill:9999999999999999999"]).unwrap(),
             Some(Duration::from_millis(u64::MAX))
         );
@@ -88,7 +93,7 @@ mod tests {
             (b"hold=fill:10; panic=segment", "panic=segment"),
             (b"alloc=+12", "alloc=12"),
             (b"hold=fill", "hold=fill"),
-            (b"hold=nowhere:5", "hold=nowhere:5"),
+            (b"hold=No-where:5", "hold=No-where:5"),
             (b"explode=now", "explode=now"),
         ] {
             let refusal = asked(&[value]).unwrap_err();

@@ -25,10 +25,11 @@
 //! ```
 //!
 //! **Which stage a `hold` names.** The grammar is the contract's, parsed by
-//! [`plimsoll_spec::hooks::parse_hooks`] (never by hand here), so a stage name must be one the
-//! grammar lists. A generic service has no stages of its own, so the layer honours `hold` for
-//! *every* stage alike, as one hold before the handler is called: `hold=queue:300` and
-//! `hold=fill:300` both wait 300 ms inside the permit. Several `hold`s in one header add up (the
+//! [`plimsoll_spec::hooks::parse_hooks_as`] (never by hand here), its STAGE token any
+//! [`plimsoll_spec::StageName`]: the service's own name for where it holds, as its contract
+//! declares it (`hold.hook.stage = "search"`). A generic service has no stages of its own, so the
+//! layer honours `hold` for *every* name alike, as one hold before the handler is called:
+//! `hold=search:300` and `hold=fill:300` both wait 300 ms inside the permit. Several `hold`s in one header add up (the
 //! reference server holds at each stage in turn, so the job is held for their sum there too).
 //!
 //! **What the layer refuses.** `fail`, `panic` and `alloc` act inside a handler, which a layer

@@ -520,11 +520,12 @@ refusal = {refusal}
 # How the checker keeps one worker busy on purpose: a request the service answers slowly, with a
 # worker held throughout, and the least time that takes. A service that honours the hold hook
 # (the plimsoll-tower layer, the plimsoll_asgi middleware) replaces `at_least_ms` with
-# `hook = {{ header = \"X-Plimsoll-Hook\", stage = \"queue\" }}`, and the checker picks the time;
-# one that calls a dependency for each request replaces it with `dependency = {{ env =
-# \"ITS_URL_VARIABLE\", listen = \"127.0.0.1:18093\" }}`, is started with that URL, and the checker
-# plays the dependency. A route with none of these has no hold: delete this table and its
-# request, and the timing clauses are not applicable to it.
+# `hook = {{ header = \"X-Plimsoll-Hook\", stage = \"{id}\" }}` (the stage: any lowercase name
+# for where it holds), and the checker picks the time; one that calls a dependency for each
+# request replaces it with `dependency = {{ env = \"ITS_URL_VARIABLE\", listen =
+# \"127.0.0.1:18093\" }}`, is started with that URL, and the checker plays the dependency. A route
+# with none of these has no hold: delete this table and its request, and the timing clauses are
+# not applicable to it.
 [pools.{id}.hold]
 at_least_ms = {at_least}
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use plimsoll_spec::hooks::format_hooks;
-use plimsoll_spec::{ErrorCode, HookDirective, MetricName, Pool, Stage};
+use plimsoll_spec::{ErrorCode, HookDirective, MetricName, Pool};
 
 use super::ctx::{Ctx, ms};
 use crate::remote::{MetricError, Reply, RequestError, Target, WaitError, series};
@@ -74,7 +74,7 @@ impl HeldRequest {
                 let mut request = hold.request.clone();
                 request.headers.insert(
                     hook.header.clone(),
-                    self::hold(hook.stage, least.as_millis() as u64),
+                    self::hold(&hook.stage, least.as_millis() as u64),
                 );
                 Some(HeldRequest {
                     request,
@@ -117,7 +117,7 @@ impl HeldRequest {
             (Some(hook), _, _) => {
                 request.headers.insert(
                     hook.header.clone(),
-                    self::hold(hook.stage, chosen.as_millis() as u64),
+                    self::hold(&hook.stage, chosen.as_millis() as u64),
                 );
                 HeldRequest {
                     request,
@@ -222,9 +222,9 @@ pub fn hook(directive: HookDirective) -> String {
     format_hooks(&[directive])
 }
 
-/// A hook holding `stage` open for `ms`.
-pub fn hold(stage: Stage, ms: u64) -> String {
-    hook(HookDirective::Hold { stage, ms })
+/// A hook holding `stage` (the reference pipeline's, or a service's own name) open for `ms`.
+pub fn hold<S: std::fmt::Display>(stage: S, ms: u64) -> String {
+    format_hooks(&[HookDirective::Hold { stage, ms }])
 }
 
 /// A hook holding the first digitize stage for `ms`: the request occupies a slot, does no work.

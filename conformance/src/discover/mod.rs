@@ -24,7 +24,7 @@ use plimsoll_spec::model::{
     AnswerCode, BodyContains, BodyText, Hold, HookHold, MAX_BODY_TEXT, QueueOrder, Recipe,
     RefusalBody,
 };
-use plimsoll_spec::{Contract, Stage};
+use plimsoll_spec::{Contract, StageName};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
@@ -56,7 +56,7 @@ pub enum Holding {
         /// The header's name (`X-Plimsoll-Hook`).
         header: String,
         /// The stage the `hold` directive names.
-        stage: Stage,
+        stage: StageName,
     },
 }
 
@@ -108,7 +108,7 @@ impl Plan {
                 at_least_ms: None,
                 hook: Some(HookHold {
                     header: header.clone(),
-                    stage: *stage,
+                    stage: stage.clone(),
                 }),
                 dependency: None,
             },
@@ -129,7 +129,7 @@ impl Plan {
             Holding::Hook { header, stage } => {
                 request.headers.insert(
                     header.clone(),
-                    crate::checks::pool::hold(*stage, HOOK_HOLD.as_millis() as u64),
+                    crate::checks::pool::hold(stage, HOOK_HOLD.as_millis() as u64),
                 );
                 HeldRequest {
                     request,
@@ -424,7 +424,7 @@ async fn deadline(t: &Arc<Target>, plan: &Plan, within: Duration) -> DeadlineSee
     let mut request = plan.hold().request;
     request.headers.insert(
         header.clone(),
-        crate::checks::pool::hold(*stage, within.as_millis() as u64),
+        crate::checks::pool::hold(stage, within.as_millis() as u64),
     );
     let served = request.status;
     match t.send_recipe(&request, within + DEADLINE_PATIENCE).await {

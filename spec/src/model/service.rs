@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Override;
-use crate::{ClauseId, ErrorCode, Stage};
+use crate::{ClauseId, ErrorCode, Stage, StageName};
 
 /// A pool of workers (`[pools.NAME]`): the requests of its routes share its workers and its
 /// queue, and its limits bound each of them.
@@ -206,8 +206,10 @@ impl DependencyHold {
 pub struct HookHold {
     /// The header's name (`X-Plimsoll-Hook`).
     pub header: String,
-    /// The stage the `hold` directive names (a service with no stages of its own accepts any).
-    pub stage: Stage,
+    /// The stage the `hold` directive names: the service's own name for where it holds
+    /// (lowercase letters, digits, `_` and `-`, starting with a letter, at most 64 bytes; a
+    /// service with no stages of its own holds before its handler whatever the name).
+    pub stage: StageName,
 }
 
 /// A request the checker sends, as data: method, path with its query, headers and body, and the

@@ -33,13 +33,14 @@ pub struct DiscoverArgs {
     /// hooks on); discover picks MS.
     #[arg(long, value_name = "HEADER")]
     pub hook: Option<String>,
-    /// The stage `--hook`'s `hold` names, `queue` unless given: `queue` suits a service with no
-    /// stages of its own; the reference server holds only a stage its job runs (`parse` for
-    /// export, the first). Only with `--hook`.
+    /// The stage `--hook`'s `hold` names, `queue` unless given: a service with no stages of its
+    /// own holds whatever the name (its own, `search`, reads best in the contract); the
+    /// reference server holds only a stage its job runs (`parse` for export, the first). Only
+    /// with `--hook`.
     // Checked where the plan is made, not by clap's `requires`: clap excuses a missing
     // requirement when an option that conflicts with it (`--slow-ms`) is present.
     #[arg(long, value_name = "STAGE")]
-    pub hook_stage: Option<plimsoll_spec::Stage>,
+    pub hook_stage: Option<plimsoll_spec::StageName>,
     /// With --hook: hold one request MS and write the deadline that answers it first, if one
     /// does (the pool's `deadline_ms`); none within MS is said as such.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]

@@ -39,7 +39,10 @@ fn plan(args: &DiscoverArgs) -> Result<Plan, String> {
     let holding = match (&args.hook, args.slow_ms) {
         (Some(header), _) => Holding::Hook {
             header: header.clone(),
-            stage: args.hook_stage.unwrap_or(plimsoll_spec::Stage::Queue),
+            stage: args
+                .hook_stage
+                .clone()
+                .unwrap_or_else(|| plimsoll_spec::Stage::Queue.into()),
         },
         (None, Some(ms)) => Holding::Slow(Duration::from_millis(ms)),
         (None, None) => return Err("give --slow-ms or --hook".into()),
