@@ -97,6 +97,22 @@ async fn judge_pool(t: &Arc<Target>, c: &mut Ctx, pool: &Watched<'_>) -> String 
         ));
         return format!("{name}: no call to watch");
     }
+    // Only a request still held, its call still open, is work that a disconnect can stop: one
+    // answered already, or a call the service closed on its own, held nothing.
+    if task.is_finished()
+        || dependency
+            .wait_calls(Duration::ZERO, |n| n >= 1)
+            .await
+            .is_err()
+    {
+        task.abort();
+        c.fail(format!(
+            "{name}: the request's call to {} ended before the client went away: nothing was \
+             held for a disconnect to stop",
+            dependency.name()
+        ));
+        return format!("{name}: nothing held");
+    }
     task.abort();
     let gone = Instant::now();
     let _ = task.await;
