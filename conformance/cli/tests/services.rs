@@ -561,7 +561,7 @@ fn the_second_service_passes_its_own_contract() {
         verdict(&report, "B3")["observed"]
             .as_str()
             .unwrap()
-            .starts_with("lookup: the call closed after"),
+            .starts_with("lookup, leaving at once: the call closed after"),
         "{}",
         verdict(&report, "B3")
     );
@@ -1070,13 +1070,36 @@ trials = 1
 #[test]
 fn the_second_service_calling_on_after_its_client_left_fails_b3() {
     let config = plimsoll_example_service::Config {
-        lookup_detached: true,
+        lookup_calling: plimsoll_example_service::Calling::Detached,
         ..Default::default()
     };
     let report = breaks("a detached lookup call", config, &["B3"]);
     let b3 = verdict(&report, "B3").to_string();
     assert!(
-        b3.contains("lookup: the service was still calling its dependency LOOKUP_URL"),
+        b3.contains(
+            "lookup, leaving at once: the service was still calling its dependency LOOKUP_URL"
+        ),
+        "{b3}"
+    );
+}
+
+/// A lookup that gives up its call after 150 ms and answers from a cache: a client leaving at
+/// once sees the call end within the bound (200 ms), as if cancelled, but a client leaving 400 ms
+/// after the call finds it long over and its request answered: nothing was held, and B3 fails.
+#[test]
+fn the_second_service_giving_up_its_call_on_its_own_fails_b3() {
+    let config = plimsoll_example_service::Config {
+        lookup_calling: plimsoll_example_service::Calling::GivesUpAfter(Duration::from_millis(150)),
+        ..Default::default()
+    };
+    let report = breaks("a lookup that gives up its call", config, &["B3"]);
+    let b3 = verdict(&report, "B3").to_string();
+    assert!(
+        b3.contains("lookup, leaving at once: the call closed")
+            && b3.contains(
+                "lookup, leaving 400 ms after the call: the request's call to LOOKUP_URL"
+            )
+            && b3.contains("ended before the client went away: nothing was held"),
         "{b3}"
     );
 }
@@ -1099,7 +1122,7 @@ fn the_second_service_with_one_more_lookup_worker_fails_t1() {
 #[test]
 fn the_second_service_never_calling_its_dependency_fails_t1() {
     let config = plimsoll_example_service::Config {
-        lookup_calls: false,
+        lookup_calling: plimsoll_example_service::Calling::Cached,
         ..Default::default()
     };
     let report = breaks("lookups never call the dependency", config, &["T1"]);

@@ -45,6 +45,7 @@ use refusal::Refusal;
 
 /// The status type of [`Config::search_refusal`].
 pub use http::StatusCode as Status;
+pub use lookup::Calling;
 pub use metrics::SeriesLie;
 
 /// Serves the service with `config` on `listener` until the process ends.
@@ -110,10 +111,8 @@ pub struct Config {
     pub lookup_queue: usize,
     /// The dependency `/lookup` calls (`LOOKUP_URL`); none: it answers `502`.
     pub lookup_url: Option<String>,
-    /// Whether `/lookup` calls its dependency; else it answers from a cache at once.
-    pub lookup_calls: bool,
-    /// Whether `/lookup`'s call runs on a task of its own, going on when the client leaves.
-    pub lookup_detached: bool,
+    /// How `/lookup` calls its dependency (awaited, unless a variant breaks it).
+    pub lookup_calling: Calling,
     /// The memory a `/reports` request may need, in MB, estimated from its range before it
     /// takes a worker (none: every report is run).
     pub reports_memory_cap_mb: Option<u64>,
@@ -148,8 +147,7 @@ impl Default for Config {
             lookup_workers: 3,
             lookup_queue: 2,
             lookup_url: None,
-            lookup_calls: true,
-            lookup_detached: false,
+            lookup_calling: Calling::Awaited,
             reports_memory_cap_mb: Some(256),
             metrics: true,
             series_lie: None,
@@ -226,11 +224,7 @@ pub fn app(config: &Config) -> Router {
         config.quota_advertised,
         config.quota_refusal_body,
     );
-    let dependency = lookup::Lookup::new(
-        config.lookup_url.clone(),
-        config.lookup_calls,
-        config.lookup_detached,
-    );
+    let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calling);
     let cap = memory::MemoryCap(config.reports_memory_cap_mb);
     let mut router = Router::new();
     if config.metrics {

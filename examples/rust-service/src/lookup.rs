@@ -3,6 +3,8 @@
 //! playing that dependency, holds one without any hook in the service. A client that goes away
 //! ends its request's call: the handler is dropped, and the call with it.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
@@ -11,45 +13,65 @@ use http::StatusCode;
 /// dependency that sends more cannot grow the service's memory.
 const MAX_ANSWER: usize = 64 * 1024;
 
+/// How a lookup calls its dependency: as it should, or one of the broken ways the variants
+/// use, each of which some clause must catch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Calling {
+    /// The handler awaits the call: a client that goes away ends it.
+    #[default]
+    Awaited,
+    /// No call: every lookup is answered at once from a cache of the service's own (nothing
+    /// holds a worker: T1).
+    Cached,
+    /// The call runs on a task of its own, which goes on when the client goes away: work
+    /// nobody is waiting for (B3).
+    Detached,
+    /// The call is given up after this long and the lookup answered from the cache: a request
+    /// whose work ends on its own, which a disconnect shortly after its call seems to stop
+    /// (B3 must see it end before the client left, at a later leave).
+    GivesUpAfter(Duration),
+}
+
 /// Where a lookup goes: the dependency's base URL, if the service was given one.
 #[derive(Clone)]
 pub(crate) struct Lookup {
     client: reqwest::Client,
     url: Option<String>,
-    /// Whether a lookup calls the dependency at all; else it answers from a cache of its own.
-    calls: bool,
-    /// Whether the call runs on a task of its own, which goes on when the client goes away (a
-    /// broken configuration: work nobody is waiting for).
-    detached: bool,
+    calling: Calling,
 }
 
 impl Lookup {
-    pub(crate) fn new(url: Option<String>, calls: bool, detached: bool) -> Lookup {
+    pub(crate) fn new(url: Option<String>, calling: Calling) -> Lookup {
         Lookup {
             client: reqwest::Client::new(),
             url: url.map(|u| u.trim_end_matches('/').to_owned()),
-            calls,
-            detached,
+            calling,
         }
     }
 }
 
+/// A lookup answered without the dependency.
+const CACHED: &str = "found (cached)\n";
+
 /// Answers a lookup with what the dependency answered at `/entries`: `200` and its size, or
 /// `502` when it failed or none is configured.
 pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
-    if !lookup.calls {
-        return "found (cached)\n".into_response();
+    if lookup.calling == Calling::Cached {
+        return CACHED.into_response();
     }
     let Some(url) = &lookup.url else {
         return (StatusCode::BAD_GATEWAY, "no LOOKUP_URL configured\n").into_response();
     };
     let call = fetch(lookup.client.clone(), format!("{url}/entries"));
-    let answer = if lookup.detached {
-        tokio::spawn(call)
+    let answer = match lookup.calling {
+        Calling::Detached => tokio::spawn(call)
             .await
-            .unwrap_or_else(|e| Err(e.to_string()))
-    } else {
-        call.await
+            .unwrap_or_else(|e| Err(e.to_string())),
+        Calling::GivesUpAfter(patience) => match tokio::time::timeout(patience, call).await {
+            Ok(answer) => answer,
+            Err(_) => return CACHED.into_response(),
+        },
+        Calling::Awaited | Calling::Cached => call.await,
     };
     match answer {
         Ok(n) => format!("found ({n} bytes)\n").into_response(),

@@ -39,7 +39,8 @@ fn applies(contract: &Contract) -> Result<(), String> {
         Ok(())
     } else {
         Err(
-            "the contract declares no request over a memory cap (`[[pools.NAME.over_cap]]`)              and no reference API (`[api]`, whose cap the checker provokes)"
+            "the contract declares no request over a memory cap (`[[pools.NAME.over_cap]]`) \
+             and no reference API (`[api]`, whose cap the checker provokes)"
                 .into(),
         )
     }

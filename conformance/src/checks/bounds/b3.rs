@@ -29,9 +29,12 @@ pub const CHECK: Check = Check::clause(
      the check says it cannot judge. Cross-checks: the cancellation counter rose by exactly the \
      number dropped, no temp file remains, and afterwards every worker runs a held request at \
      once and every queue place admits one that waits (no place lost). For any contract, a \
-     pool that holds by a dependency the checker plays and declares its `cancellation`: one \
+     pool that holds by a dependency the checker plays and declares its `cancellation`: a \
      request held far past the bound, dropped once its call reached the dependency, and the \
-     call must close within `stop_within_ms`, seen at the dependency.",
+     call must close within `stop_within_ms`, seen at the dependency; then another, dropped two \
+     bounds after its call arrived, whose call must still be open and the request unanswered \
+     when the client leaves (a call the service ends on its own stops nothing) and close within \
+     the bound after.",
     |t, c| Box::pin(b3(t, c)),
 )
 .applies_when(applies)
@@ -55,7 +58,8 @@ fn applies(contract: &Contract) -> Result<(), String> {
         Ok(())
     } else {
         Err(
-            "no pool declares `cancellation` with a hold by a dependency the checker plays              (`hold.dependency`), and the contract no reference API (`[api]`)"
+            "no pool declares `cancellation` with a hold by a dependency the checker plays \
+             (`hold.dependency`), and the contract no reference API (`[api]`)"
                 .into(),
         )
     }

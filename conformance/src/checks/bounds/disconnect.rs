@@ -4,6 +4,9 @@
 //! dependency (the work has started), then goes away; the service must close that call within
 //! `stop_within_ms` of the disconnect. A service that lets the work run on after its client left
 //! (a detached task, a call nobody cancels) keeps the call open until its answer, and fails.
+//! The client leaves twice, at once and two bounds after the call ([`LEAVES`]), and the call
+//! must still be open, the request unanswered, when it does: a call the service ends on its own
+//! (a timeout of its own) could seem stopped within the bound of one leave, never of both.
 //! Nothing the service reports is read: the call's end is seen on the checker's own clock.
 
 use std::sync::Arc;
@@ -19,6 +22,11 @@ use crate::remote::Target;
 /// How long the checker waits for the service's call to reach the dependency once the request
 /// is sent: a request that starts at once calls well within this.
 const CALL_WITHIN: Duration = Duration::from_secs(2);
+
+/// When the client leaves once the call reached the dependency, in bounds (`stop_within_ms`):
+/// at once, and two bounds later. A call that ends on its own within the first leave's bound
+/// has ended before the second leave.
+const LEAVES: [u32; 2] = [0, 2];
 
 /// A pool whose disconnects the checker can watch from the dependency.
 pub(super) struct Watched<'c> {
@@ -53,7 +61,8 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
         .iter()
         .map(|p| {
             format!(
-                "{}: its dependency's call closed within {} ms of the client going away",
+                "{}: its dependency's call still open when the client goes away (at once, and \
+                 two bounds after the call) and closed within {} ms of it",
                 p.name, p.cancellation.stop_within_ms
             )
         })
@@ -66,13 +75,37 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
     (expected, observed.join("; "))
 }
 
-/// One pool: the request sent, its call awaited at the dependency, the client gone, the call's
-/// end awaited for the bound.
+/// One pool, its client leaving at each of [`LEAVES`].
 async fn judge_pool(t: &Arc<Target>, c: &mut Ctx, pool: &Watched<'_>) -> String {
-    let name = pool.name;
     let bound = Duration::from_millis(pool.cancellation.stop_within_ms);
-    // Held long past the bound, so only a stop can end the call within it.
-    let long = bound * 4 + Duration::from_secs(2);
+    let mut observed = Vec::new();
+    for bounds in LEAVES {
+        let leave = bound * bounds;
+        let name = match bounds {
+            0 => format!("{}, leaving at once", pool.name),
+            _ => format!(
+                "{}, leaving {} ms after the call",
+                pool.name,
+                leave.as_millis()
+            ),
+        };
+        observed.push(judge_leave(t, c, pool, &name, leave).await);
+    }
+    observed.join("; ")
+}
+
+/// One request: sent, its call awaited at the dependency, the client gone `leave` later (the
+/// call still open), the call's end awaited for the bound.
+async fn judge_leave(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    pool: &Watched<'_>,
+    name: &str,
+    leave: Duration,
+) -> String {
+    let bound = Duration::from_millis(pool.cancellation.stop_within_ms);
+    // Held long past the leave and the bound, so only a stop can end the call within it.
+    let long = leave + bound * 4 + Duration::from_secs(2);
     let Some(held) = HeldRequest::at_least(pool.hold, pool.spec, long) else {
         c.fail(format!(
             "{name}: its deadline ends a request before a hold of {} ms: B3 cannot be judged",
@@ -99,6 +132,7 @@ async fn judge_pool(t: &Arc<Target>, c: &mut Ctx, pool: &Watched<'_>) -> String 
     }
     // Only a request still held, its call still open, is work that a disconnect can stop: one
     // answered already, or a call the service closed on its own, held nothing.
+    tokio::time::sleep(leave).await;
     if task.is_finished()
         || dependency
             .wait_calls(Duration::ZERO, |n| n >= 1)
