@@ -16,8 +16,8 @@ mod nginx;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Process, failed, free_port, places, result, serve, why};
-use nginx::start_nginx;
+use common::{Process, failed, places, result, serve, why};
+use nginx::{SERVER_ADDRESS, free_port, start_nginx};
 use plimsoll::load::{LoadArgs, ProfileName, execute};
 use plimsoll_conformance::session::Subject;
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
@@ -59,14 +59,20 @@ fn nginx(dir: &Path, policy: &str, replicas: &[String]) -> (Process, String) {
             )
         })
         .collect();
+    let listen = "listen 127.0.0.1:@PORT@;";
+    assert!(
+        template.contains(listen),
+        "the template listens on 127.0.0.1"
+    );
     let conf = template
+        .replace(listen, &format!("listen {SERVER_ADDRESS}:{port};"))
         .replace("@DIR@", &dir.display().to_string())
         .replace("@POLICY@", policy)
         .replace("@SERVERS@\n", &servers)
         .replace("@PORT@", &port.to_string());
     (
         start_nginx(dir, &conf, port),
-        format!("http://127.0.0.1:{port}"),
+        format!("http://{SERVER_ADDRESS}:{port}"),
     )
 }
 

@@ -31,9 +31,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Process, free_port};
+use common::Process;
 use head::read_head;
-use nginx::start_nginx;
+use nginx::{SERVER_ADDRESS, free_port, start_nginx};
 use serde_json::Value;
 
 /// How long the upstream takes to answer: the contract's `hold.at_least_ms`.
@@ -113,7 +113,13 @@ const AS_CONTRACTED: Conf = Conf {
 fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
     let template = std::fs::read_to_string(example("nginx.conf")).unwrap();
     let port = free_port();
+    let listen = "listen 127.0.0.1:@PORT@;";
+    assert!(
+        template.contains(listen),
+        "the example listens on 127.0.0.1"
+    );
     let text = template
+        .replace(listen, &format!("listen {SERVER_ADDRESS}:{port};"))
         .replace("@DIR@", &dir.display().to_string())
         .replace("@CONNECTIONS@", &conf.connections.to_string())
         .replace("@STATUS@", &conf.status.to_string())
@@ -129,7 +135,7 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
         .replace("@PORT@", &port.to_string());
     (
         start_nginx(dir, &text, port),
-        format!("http://127.0.0.1:{port}"),
+        format!("http://{SERVER_ADDRESS}:{port}"),
     )
 }
 
@@ -1154,8 +1160,8 @@ fn the_second_service_with_one_more_queue_place_fails_t1_and_t3() {
     breaks("one more report waiting", config, &["T1", "T3"]);
 }
 
-/// A test certificate authority and a certificate it signed for 127.0.0.1, written to `dir`:
-/// the authority's PEM (for `--ca-file`) and the server's certificate and key (for nginx).
+/// A test certificate authority and a certificate it signed for [`SERVER_ADDRESS`], written to
+/// `dir`: the authority's PEM (for `--ca-file`) and the server's certificate and key (for nginx).
 fn certificates(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
@@ -1164,7 +1170,7 @@ fn certificates(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::pat
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, ca_key);
     let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+    let cert = CertificateParams::new(vec![SERVER_ADDRESS.to_owned()])
         .unwrap()
         .signed_by(&key, &issuer)
         .unwrap();
@@ -1190,14 +1196,14 @@ fn tls_proxy(dir: &Path, cert: &Path, key: &Path, upstream: &str) -> (Process, S
          events {{ worker_connections 1024; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
          \x20 fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-         \x20 server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
+         \x20 server {{\n    listen {SERVER_ADDRESS}:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
          \x20   location / {{ proxy_pass {upstream}; }}\n  }}\n}}\n",
         cert.display(),
         key.display()
     );
     (
         start_nginx(dir, &conf, port),
-        format!("https://127.0.0.1:{port}"),
+        format!("https://{SERVER_ADDRESS}:{port}"),
     )
 }
 

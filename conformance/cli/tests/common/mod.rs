@@ -57,26 +57,6 @@ pub fn why(report: &RunReport) -> String {
         .join("\n")
 }
 
-/// A free loopback port (bound and released; the server binds it a moment later).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-pub fn wait_listening(port: u16, what: &str, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("{what} exited before listening on {port}: {status}");
-        }
-        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A child process stopped on drop: SIGTERM first (nginx's master then stops its worker, which
 /// SIGKILL would leave behind holding the port), SIGKILL after five seconds.
 pub struct Process(pub Child);
@@ -98,22 +78,46 @@ impl Drop for Process {
     }
 }
 
-/// `plimsoll serve` with hooks on, in its own folder, with `extra_env` on top.
+/// `plimsoll serve` with hooks on, in its own folder, with `extra_env` on top. It binds port 0,
+/// so the kernel hands it a free port at once (nothing to race), and says which on stderr.
 pub fn serve(dir: &Path, extra_env: &[(&str, &str)]) -> (Process, String) {
-    let port = free_port();
     std::fs::create_dir_all(dir).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
-    cmd.args(["serve", "--port", &port.to_string()])
+    cmd.args(["serve", "--port", "0"])
         .env("PLIMSOLL_TEST_HOOKS", "1")
         .env("PLIMSOLL_TEMP_DIR", dir.join("jobs"))
         .env("PLIMSOLL_LOG_FILE", dir.join("server.log"))
         .env_remove("WORKER_POOL_SIZE")
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
-    wait_listening(port, "plimsoll serve", &mut child);
-    (Process(child), format!("http://127.0.0.1:{port}"))
+    let mut server = Process(cmd.spawn().unwrap());
+    let url = announced(&mut server.0, "plimsoll serve: listening on ");
+    (server, url)
+}
+
+/// The URL `child` says it listens on, in the stderr line starting with `prefix`; the rest of
+/// its stderr is read on a thread of its own (to the end), so the child never blocks on a full
+/// pipe. Fails if it exits, or says nothing, within 20 s.
+fn announced(child: &mut Child, prefix: &'static str) -> String {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let lines = std::io::BufReader::new(stderr).lines();
+        for line in lines.map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix(prefix) {
+                let _ = tx.send(url.to_owned());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|e| {
+            panic!(
+                "no `{prefix}URL` on stderr within 20 s ({e}): {:?}",
+                child.try_wait()
+            )
+        })
 }
