@@ -49,16 +49,24 @@ pub enum SeriesLie {
 }
 
 impl SeriesLie {
-    /// What a gauge reports of `actual`, for the gauge `lie` is about (the truth for others).
+    /// What the gauge `gauge` lies about reports of `actual` under `lie` (the truth when the
+    /// lie is about another series, or there is none).
     fn gauge(lie: Option<SeriesLie>, gauge: SeriesLie, actual: usize) -> i64 {
         let reported = match lie {
-            Some(l) if l != gauge => actual,
-            Some(SeriesLie::BusyCappedAtOne) => actual.min(1),
-            Some(SeriesLie::NothingWaiting) => 0,
-            Some(SeriesLie::OneMoreWorker) => actual + 1,
-            Some(SeriesLie::RefusalsUncounted) | None => actual,
+            Some(lie) if lie == gauge => lie.told(actual),
+            _ => actual,
         };
         i64::try_from(reported).unwrap_or(i64::MAX)
+    }
+
+    /// The value this lie tells of `actual`.
+    fn told(self, actual: usize) -> usize {
+        match self {
+            SeriesLie::BusyCappedAtOne => actual.min(1),
+            SeriesLie::NothingWaiting => 0,
+            SeriesLie::OneMoreWorker => actual + 1,
+            SeriesLie::RefusalsUncounted => actual,
+        }
     }
 }
 
