@@ -14,6 +14,7 @@ use plimsoll_spec::{ClauseId, Contract};
 mod disk;
 mod features;
 mod invariants;
+mod literals;
 mod normative;
 
 /// The workspace root (this crate is `conformance/cli`).
@@ -801,6 +802,41 @@ fn no_function_is_over_80_lines() {
         "{} functions over {MAX_FN_LINES} lines:\n{}",
         long.len(),
         long.join("\n")
+    );
+}
+
+/// No string literal of the crates' own code has a line's indentation inside it: the mark of a
+/// line break inside a literal whose `\` was lost (`literals`).
+#[test]
+fn no_string_literal_has_a_gap_between_words() {
+    let mut found = Vec::new();
+    for path in rust_files()
+        .iter()
+        .filter(|p| relative(p).contains("/src/") || relative(p).starts_with("spec/src"))
+    {
+        let rel = relative(path);
+        match literals::gaps(&read(path)) {
+            Ok(gaps) => found.extend(gaps.into_iter().map(|g| format!("{rel}:{g}"))),
+            Err(e) => found.push(format!("{rel}: does not parse: {e}")),
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "string literals with a gap between words (a line break whose `\\` was lost):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_gap_between_words_is_caught() {
+    let text = "fn f() -> String {\n    let ok = \"a \\\n        b\";\n    let lines = \"x\\n    y\";\n    \
+                c.fail(format!(\"plays          (`{x}`)\", x = 1));\n    \
+                let kept = \"a\n         b\";\n    /// doc         comment\n    \
+                \"MX:+    0\".into()\n}\n";
+    assert_eq!(
+        literals::gaps(text).unwrap(),
+        ["5: \"plays          (`{x}`)\"", "6: \"a\\n         b\""],
+        "{text}"
     );
 }
 
