@@ -17,23 +17,28 @@ use crate::checks::ctx::Ctx;
 use crate::checks::pool::{Held, HeldRequest, Pending, held, join_all, sleep_until, spawn_held};
 use crate::checks::registry::Check;
 use crate::remote::Target;
-use crate::remote::connection::{Kept, NotSeen, after_refusal};
+use crate::remote::connection::{ConnectionSeen, Kept, NotSeen, after_refusal};
 
 /// T6's entry in the check registry: the evidence the docs print, and `t6`, which gathers it.
 pub const CHECK: Check = Check::clause(
     ClauseId::T6,
     "For each refusal that declares its `connection`, once: a pool that answers with it filled \
      with its held requests (every worker and queue place), or a rate limit that answers with it \
-     spent (its bucket's requests sent at once), then the pool's or the limit's request sent on a \
-     bare HTTP/1.1 connection of its own, which must be refused, and a second request on the \
-     same connection: `kept` requires it answered, `closed` requires the connection unable to \
-     carry it.",
+     spent (its bucket's requests and two more sent at once), then the pool's or the limit's \
+     request sent on a bare HTTP/1.1 connection of its own, which must be refused (a limit's is \
+     spent and probed again, up to three times, while a token that came back admits the probe), \
+     and a second request on the same connection: `kept` requires it answered, `closed` \
+     requires the connection unable to carry it.",
     |t, c| Box::pin(t6(t, c)),
 )
 .applies_when(applies);
 
 /// How long after the saturating requests are sent the probe goes: they reached the service.
 const FILL: Duration = Duration::from_millis(150);
+
+/// Requests sent beyond a rate limit's bucket when it is spent: refused when the bucket was
+/// full, they take any token that came back meanwhile.
+const SPARE: u32 = 2;
 
 /// T6 judges every refusal that declares its connection and that the checker can provoke.
 fn applies(contract: &Contract) -> Result<(), String> {
@@ -123,19 +128,60 @@ async fn t6(t: &Arc<Target>, c: &mut Ctx) {
     c.observed = observed.join("; ");
 }
 
+/// How many times a rate limit is spent and probed before T6 says it saw no refusal: a token
+/// that came back between the spending and the probe (a loaded machine delays either) is taken
+/// by the admitted probe, so the next probe, sent at once, meets an empty bucket.
+const LIMIT_ATTEMPTS: u32 = 3;
+
+/// Provokes `subject`'s refusal on a connection of its own (a rate limit's again, up to
+/// [`LIMIT_ATTEMPTS`] times, while its probe is admitted), collecting the saturating requests.
+async fn provoke_and_probe(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    subject: &Subject<'_>,
+) -> Result<ConnectionSeen, NotSeen> {
+    let attempts = match subject.provoke {
+        Provoke::Limit(_) => LIMIT_ATTEMPTS,
+        Provoke::Pool { .. } => 1,
+    };
+    let mut attempt = 1;
+    loop {
+        let (tasks, probe, limit) = provoke(t, &subject.provoke, attempt == 1).await;
+        let seen = after_refusal(t, &probe, limit).await;
+        for (i, r) in join_all(tasks).await.into_iter().enumerate() {
+            let label = format!("{}-holding-{}{i}", subject.source, attempt_tag(attempt));
+            match r {
+                Ok(reply) => c.reply(t, label, &reply),
+                Err(e) => c.evidence.push(format!("{label}: {e}")),
+            }
+        }
+        match seen {
+            Err(NotSeen::NotRefused(status)) if attempt < attempts => {
+                c.evidence.push(format!(
+                    "{}: attempt {attempt}: the probe was answered {status}, a token having come \
+                     back; spent and probed again",
+                    subject.source
+                ));
+                attempt += 1;
+            }
+            seen => return seen,
+        }
+    }
+}
+
+/// How a later attempt's requests are told apart on the timeline (`quota-holding-2.1`).
+fn attempt_tag(attempt: u32) -> String {
+    if attempt == 1 {
+        String::new()
+    } else {
+        format!("{attempt}.")
+    }
+}
+
 /// Provokes `subject`'s refusal on a connection of its own and judges what became of it.
 async fn judge(t: &Arc<Target>, c: &mut Ctx, subject: &Subject<'_>) -> String {
     let name = format!("{} (by {})", subject.refusal_name, subject.source);
-    let (tasks, probe, limit) = provoke(t, &subject.provoke).await;
-    let seen = after_refusal(t, &probe, limit).await;
-    for (i, r) in join_all(tasks).await.into_iter().enumerate() {
-        match r {
-            Ok(reply) => c.reply(t, format!("{}-holding-{i}", subject.source), &reply),
-            Err(e) => c
-                .evidence
-                .push(format!("{}-holding-{i}: {e}", subject.source)),
-        }
-    }
+    let seen = provoke_and_probe(t, c, subject).await;
     let seen = match seen {
         Ok(seen) => seen,
         Err(NotSeen::NotPlain) => {
@@ -176,9 +222,14 @@ async fn judge(t: &Arc<Target>, c: &mut Ctx, subject: &Subject<'_>) -> String {
     format!("{name}: {}", seen.evidence())
 }
 
-/// Fills the pool or spends the bucket; returns the saturating requests (to be collected), the
-/// request to send on the probe's own connection, and how long any may take.
-async fn provoke(t: &Arc<Target>, how: &Provoke<'_>) -> (Vec<Pending>, Recipe, Duration) {
+/// Fills the pool or spends the bucket (after letting it refill, on the `first` attempt); returns
+/// the saturating requests (to be collected), the request to send on the probe's own
+/// connection, and how long any may take.
+async fn provoke(
+    t: &Arc<Target>,
+    how: &Provoke<'_>,
+    first: bool,
+) -> (Vec<Pending>, Recipe, Duration) {
     let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
     match how {
         Provoke::Pool { hold, holders } => {
@@ -192,15 +243,18 @@ async fn provoke(t: &Arc<Target>, how: &Provoke<'_>) -> (Vec<Pending>, Recipe, D
             let step = Duration::from_secs_f64(1.0 / f64::from(l.rate_per_second));
             let slack = Duration::from_millis(t.expected.tolerances.rate_limit_slack_ms);
             let limit = step * (l.bucket() + 2) + late + Duration::from_secs(3);
-            // A full bucket, then every token of it taken at once.
-            tokio::time::sleep(step * l.bucket() + slack).await;
+            // A full bucket, then every token of it taken at once, and two more requests for any
+            // token that comes back while they are sent.
+            if first {
+                tokio::time::sleep(step * l.bucket() + slack).await;
+            }
             let spend = HeldRequest {
                 request: l.request.clone(),
                 hold: Duration::ZERO,
                 by: "the rate limit's request".into(),
                 dependency: None,
             };
-            let tasks = (0..l.bucket())
+            let tasks = (0..l.bucket() + SPARE)
                 .map(|_| spawn_held(t, &spend, limit))
                 .collect();
             tokio::time::sleep(slack * 2).await;
