@@ -35,6 +35,21 @@ pub fn reference_surface(contract: &Contract) -> Result<(), String> {
     }
 }
 
+/// For a clause judged on the reference surface and on what any contract declares for it (B2's
+/// over-cap requests, B3's dependency-held pools, F2's bad requests): it applies when either is
+/// there; `missing` says, as the not-applicable reason, that neither is.
+pub fn reference_or_declared(
+    contract: &Contract,
+    declared: bool,
+    missing: &str,
+) -> Result<(), String> {
+    if contract.is_reference() || declared {
+        Ok(())
+    } else {
+        Err(missing.to_owned())
+    }
+}
+
 /// How a check gets its verdict.
 #[derive(Clone, Copy)]
 pub enum Run {

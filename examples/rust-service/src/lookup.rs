@@ -71,7 +71,7 @@ pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
             Ok(answer) => answer,
             Err(_) => return CACHED.into_response(),
         },
-        Calling::Awaited | Calling::Cached => call.await,
+        Calling::Awaited | Calling::Cached => call.await, // Cached returned above
     };
     match answer {
         Ok(n) => format!("found ({n} bytes)\n").into_response(),

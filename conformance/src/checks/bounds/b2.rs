@@ -7,7 +7,7 @@ use reqwest::header::CONTENT_TYPE;
 
 use crate::checks::ctx::Ctx;
 use crate::checks::pool::{capacity_recovered, hook};
-use crate::checks::registry::Check;
+use crate::checks::registry::{Check, reference_or_declared};
 use crate::remote::{Op, Target, png_claiming};
 
 /// B2's entry in the check registry: the evidence the docs print, and `b2`, which gathers it.
@@ -35,15 +35,12 @@ pub const CHECK: Check = Check::clause(
 /// B2 judges the reference surface's memory cap, which the checker provokes (a header that
 /// claims too many pixels, the `alloc` hook), and the over-cap requests any contract declares.
 fn applies(contract: &Contract) -> Result<(), String> {
-    if contract.is_reference() || !super::over_cap::declared(contract).is_empty() {
-        Ok(())
-    } else {
-        Err(
-            "the contract declares no request over a memory cap (`[[pools.NAME.over_cap]]`) \
-             and no reference API (`[api]`, whose cap the checker provokes)"
-                .into(),
-        )
-    }
+    reference_or_declared(
+        contract,
+        !super::over_cap::declared(contract).is_empty(),
+        "the contract declares no request over a memory cap (`[[pools.NAME.over_cap]]`) and no \
+         reference API (`[api]`, whose cap the checker provokes)",
+    )
 }
 
 async fn b2(t: &Arc<Target>, c: &mut Ctx) {

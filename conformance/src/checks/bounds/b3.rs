@@ -12,7 +12,7 @@ use crate::checks::pool::{
     Pending, TaskError, capacity_recovered, counter, drained, hold, join_all, no_temp_files, rose,
     settle, sleep_until, spawn_in,
 };
-use crate::checks::registry::Check;
+use crate::checks::registry::{Check, reference_or_declared};
 use crate::remote::Target;
 
 /// B3's entry in the check registry: the evidence the docs print, and `b3`, which gathers it.
@@ -54,15 +54,12 @@ const MAX_BEYOND: usize = 8;
 /// B3 judges the reference surface's pools, which the checker fills through their hook, and
 /// any pool that holds by a dependency and declares its cancellation, whose calls it watches.
 fn applies(contract: &Contract) -> Result<(), String> {
-    if contract.is_reference() || !super::disconnect::declared(contract).is_empty() {
-        Ok(())
-    } else {
-        Err(
-            "no pool declares `cancellation` with a hold by a dependency the checker plays \
-             (`hold.dependency`), and the contract no reference API (`[api]`)"
-                .into(),
-        )
-    }
+    reference_or_declared(
+        contract,
+        !super::disconnect::declared(contract).is_empty(),
+        "no pool declares `cancellation` with a hold by a dependency the checker plays \
+         (`hold.dependency`), and the contract no reference API (`[api]`)",
+    )
 }
 
 /// B3 for the reference surface, then for the pools held by a dependency.

@@ -8,7 +8,7 @@ use plimsoll_spec::{ClauseId, Contract, ErrorCode};
 use reqwest::header::CONTENT_TYPE;
 
 use crate::checks::ctx::Ctx;
-use crate::checks::registry::Check;
+use crate::checks::registry::{Check, reference_or_declared};
 use crate::remote::{Op, Target};
 
 /// F2's entry in the check registry: the evidence the docs print, and `f2`, which gathers it.
@@ -47,15 +47,12 @@ pub const CHECK: Check = Check::clause(
 /// F2 judges the reference surface's bad inputs, which the checker builds (images, designs,
 /// hooks), and the bad requests any contract declares.
 fn applies(contract: &Contract) -> Result<(), String> {
-    if contract.is_reference() || !super::declared::declared(contract).is_empty() {
-        Ok(())
-    } else {
-        Err(
-            "the contract declares no bad request (`[[pools.NAME.bad_requests]]`) and no \
-             reference API (`[api]`, whose bad inputs the checker builds)"
-                .into(),
-        )
-    }
+    reference_or_declared(
+        contract,
+        !super::declared::declared(contract).is_empty(),
+        "the contract declares no bad request (`[[pools.NAME.bad_requests]]`) and no reference \
+         API (`[api]`, whose bad inputs the checker builds)",
+    )
 }
 
 /// One bad input: where it goes, what it is, and the code it must get.
