@@ -41,6 +41,7 @@ pub mod overrides;
 pub mod parse;
 pub mod reconcile;
 pub mod reference;
+pub mod refusal;
 pub mod upgrade;
 mod validate;
 
@@ -51,3 +52,4 @@ pub use model::Contract;
 pub use overrides::{Applied, OverrideError};
 pub use parse::{ContractError, EMBEDDED_TOML, Violation};
 pub use reconcile::{Adopted, Difference, Reconciliation, Refused};
+pub use refusal::{AnswerBody, RefusalAnswer};

@@ -5,7 +5,7 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use plimsoll_spec::model::{Hint, Refusal, RetryAfterFormat};
+use plimsoll_spec::model::{Hint, PoolSpec, Refusal, RetryAfterFormat};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::remote::{Reply, Target};
@@ -83,6 +83,18 @@ pub fn allowed_seconds(hint: &Hint, max: Option<u64>) -> RangeInclusive<u64> {
         Hint::Range(h) => h.min_seconds..=h.max_seconds,
         Hint::Estimated(h) => h.min_seconds..=max.unwrap_or(u64::MAX),
     }
+}
+
+/// The delays a full pool's refusal may advertise: its constant, its range, or the estimator's
+/// bounds (up to the pool's deadline, when it has one); `None` when the refusal declares no
+/// hint. T3 and the load profiles read a pool's hint through this.
+pub fn pool_allowed(refusal: &Refusal, spec: &PoolSpec) -> Option<RangeInclusive<u64>> {
+    let hint = refusal.hint.as_ref()?;
+    let max = match (hint.estimated(), spec.deadline_ms) {
+        (Some(h), Some(_)) => Some(h.max.seconds(&spec.limits(), h.min_seconds)),
+        _ => None,
+    };
+    Some(allowed_seconds(hint, max))
 }
 
 /// How a refusal's body and hint read in a check's expectation (``the body `"busy\n"`, Retry-After

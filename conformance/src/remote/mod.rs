@@ -617,26 +617,10 @@ impl Target {
         body: &[u8],
         refusal: &plimsoll_spec::model::Refusal,
     ) -> Option<String> {
-        match (refusal.error, refusal.status) {
-            (Some(code), _) => {
-                let json: serde_json::Value =
-                    serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
-                let found = json["code"].as_str().unwrap_or_default();
-                let want = self.status(code);
-                (status != want || found != code.as_str()).then(|| {
-                    format!("answered {status} {found}, not the refusal's {want} `{code}`")
-                })
-            }
-            (None, Some(want)) if want != status => {
-                Some(format!("answered {status}, not the refusal's {want}"))
-            }
-            (None, Some(_)) => refusal
-                .body
-                .as_ref()?
-                .mismatch(body)
-                .map(|why| format!("answered {status}, the refusal's status, but {why}")),
+        match self.expected.refusal_answer(refusal) {
+            Some(answer) => answer.mismatch(status, body),
             // Validation refuses a refusal of neither; none is its answer.
-            (None, None) => Some(format!("answered {status}; the refusal declares no status")),
+            None => Some(format!("answered {status}; the refusal declares no status")),
         }
     }
 

@@ -13,7 +13,7 @@ use plimsoll_spec::model::{PoolSpec, Refusal};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{Held, HeldRequest, Pending, held, join_all, sleep_until, spawn_held};
-use crate::checks::refusal::{allowed_seconds, hint_words, judge_refusal};
+use crate::checks::refusal::{hint_words, judge_refusal, pool_allowed};
 use crate::remote::Target;
 
 /// How long after the saturating requests are sent the first probe goes: they must have
@@ -83,15 +83,9 @@ fn expectation(t: &Target, pool: &RecipePool<'_>) -> String {
     )
 }
 
-/// The delays `pool`'s hint may advertise: its constant, or the estimator's bounds (up to the
-/// pool's deadline, when it has one); `None` when the refusal declares no hint.
+/// The delays `pool`'s hint may advertise ([`pool_allowed`]).
 fn allowed(pool: &RecipePool<'_>) -> Option<RangeInclusive<u64>> {
-    let hint = pool.refusal.hint.as_ref()?;
-    let max = match (hint.estimated(), pool.spec.deadline_ms) {
-        (Some(h), Some(_)) => Some(h.max.seconds(&pool.spec.limits(), h.min_seconds)),
-        _ => None,
-    };
-    Some(allowed_seconds(hint, max))
+    pool_allowed(pool.refusal, pool.spec)
 }
 
 /// Saturates `pool` with its slow recipe, probes it one request at a time while it is full,
