@@ -8,6 +8,11 @@
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
 //!   with every other's, a bad query served or refused with another code.
 //!
+//! `plimsoll load` loads the second service's search pool from its contract alone (its hold
+//! recipe and hook, its `429`, its own busy series): it passes `burst` and `overload`, and fails
+//! with one more worker or a busy gauge that undercounts. These tests (`profile` in their names)
+//! run in the `alone` half, as every load profile does (.config/nextest.toml).
+//!
 //! `plimsoll discover` measures the same services, and the reference server's export pool,
 //! from outside: its drafts equal their hand-written contracts' measured values and `check`
 //! passes them, and it never has more requests at once than its ceiling.
@@ -140,20 +145,42 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
 }
 
 /// `plimsoll check --contract examples/nginx/contract.toml --target URL`: its exit code and
-/// JSON report. Killed after a minute (a hung run fails the test rather than hanging it).
+/// JSON report.
 fn check(dir: &Path, url: &str) -> (Option<i32>, Value) {
     check_with(dir, url, &example("contract.toml"), &[])
 }
 
 /// `plimsoll check --contract CONTRACT --target URL ARGS…`: its exit code and JSON report.
 fn check_with(dir: &Path, url: &str, contract: &Path, args: &[&str]) -> (Option<i32>, Value) {
+    let mut command = vec!["check", "--quiet", "--target", url];
+    command.extend(args);
+    plimsoll(dir, &command, contract)
+}
+
+/// `plimsoll load --contract CONTRACT --target URL --pool POOL --profile PROFILE ARGS…`: its
+/// exit code and JSON report.
+fn load_with(
+    dir: &Path,
+    (url, contract): (&str, &Path),
+    (pool, profile): (&str, &str),
+    args: &[&str],
+) -> (Option<i32>, Value) {
+    let mut command = vec!["load", "--quiet", "--target", url, "--pool", pool];
+    command.extend(["--profile", profile]);
+    command.extend(args);
+    plimsoll(dir, &command, contract)
+}
+
+/// `plimsoll COMMAND… --contract CONTRACT --json REPORT`: its exit code and JSON report.
+/// Killed after a minute (a hung run fails the test rather than hanging it).
+fn plimsoll(dir: &Path, command: &[&str], contract: &Path) -> (Option<i32>, Value) {
     let report = dir.join("report.json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
-        .args(["check", "--quiet", "--target", url, "--contract"])
+        .args(command)
+        .arg("--contract")
         .arg(contract)
         .arg("--json")
         .arg(&report)
-        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -165,7 +192,7 @@ fn check_with(dir: &Path, url: &str, contract: &Path, args: &[&str]) -> (Option<
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
-            panic!("plimsoll check against {url} ran past a minute");
+            panic!("plimsoll {command:?} ran past a minute");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -1750,28 +1777,42 @@ fn discover_refuses_a_body_that_is_not_text() {
     assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
 }
 
-/// `plimsoll load` drives the reference API's profiles: against another service's contract it
-/// says so and exits 2 before a request is sent, never panics.
+/// `plimsoll load` against another service's contract needs to know which pool it loads, and
+/// one it can hold by a hook: with several such pools and no `--pool`, or with a pool held by
+/// its dependency, it says so and exits 2 before a request is sent, never panics.
 #[test]
-fn load_refuses_another_services_contract_saying_why() {
+fn load_names_the_pools_it_can_load_and_why_it_cannot_load_another() {
     let url = second_service(plimsoll_example_service::Config::default());
-    let out = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
-        .args([
-            "load",
-            "--quiet",
-            "--profile",
-            "overload",
-            "--duration",
-            "1",
-        ])
-        .args(["--target", &url, "--contract"])
-        .arg(second_contract())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{said}");
-    assert!(said.contains("declares no [api]"), "{said}");
-    assert!(!said.contains("panicked"), "{said}");
+    let load = |pool: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+            .args([
+                "load",
+                "--quiet",
+                "--profile",
+                "overload",
+                "--duration",
+                "1",
+            ])
+            .args(pool)
+            .args(["--target", &url, "--contract"])
+            .arg(second_contract())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(!said.contains("panicked"), "{said}");
+        said
+    };
+    let said = load(&[]);
+    assert!(
+        said.contains("name the one to load with --pool (reports, search, tenant)"),
+        "{said}"
+    );
+    let said = load(&["--pool", "lookup"]);
+    assert!(
+        said.contains("pool `lookup`") && said.contains("a slow request or a dependency"),
+        "{said}"
+    );
 }
 
 /// A search served whatever its query (no validation): each declared bad query is answered
@@ -2044,4 +2085,98 @@ fn discover_refuses_rate_limit_options_that_do_not_fit() {
         assert!(said.contains(named), "{said}");
     }
     assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// `plimsoll load` on the second service's search pool, from its contract alone: the burst's
+/// waves admit exactly its two workers and refuse the rest with its `429` and hint, the
+/// overload's refused fraction is the prediction's, its own busy series stays within the
+/// workers (and reaches them), and capacity comes back; the exposition's temp files, which
+/// the contract does not declare, are not judged.
+#[test]
+fn the_second_service_passes_the_load_profiles_on_its_search_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
+    let target = (url.as_str(), contract.as_path());
+    let (code, report) = load_with(dir.path(), target, ("search", "burst"), &["--waves", "3"]);
+    assert_eq!(code, Some(0), "{}", failing(&report));
+    let ids = [
+        "L-burst",
+        "L-burst.statuses",
+        "L-burst.busy-limit",
+        "L-burst.recovery",
+    ];
+    for id in ids {
+        assert_eq!(
+            verdict(&report, id)["verdict"],
+            "pass",
+            "{}",
+            verdict(&report, id)
+        );
+    }
+    let burst = verdict(&report, "L-burst")["observed"].to_string();
+    assert!(burst.contains("admitted per wave 2/8, 2/8, 2/8"), "{burst}");
+    let statuses = verdict(&report, "L-burst.statuses").to_string();
+    assert!(statuses.contains("200: 6, 429 refused: 18"), "{statuses}");
+    assert!(
+        statuses.contains("429 with a JSON body whose `/error` is"),
+        "{statuses}"
+    );
+
+    let args = ["--duration", "4"];
+    let (code, report) = load_with(dir.path(), target, ("search", "overload"), &args);
+    assert_eq!(code, Some(0), "{}", failing(&report));
+    for (id, v) in verdicts(&report) {
+        assert_eq!(v, "pass", "{id}: {}", verdict(&report, &id));
+    }
+}
+
+/// One more search worker than declared: every burst wave admits three where the contract
+/// says two, and the service's own busy gauge says so too.
+#[test]
+fn the_second_service_with_one_more_search_worker_fails_the_burst_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = plimsoll_example_service::Config {
+        search_workers: 3,
+        ..Default::default()
+    };
+    let (url, contract) = second(dir.path(), config);
+    let target = (url.as_str(), contract.as_path());
+    let (code, report) = load_with(dir.path(), target, ("search", "burst"), &["--waves", "2"]);
+    assert_eq!(code, Some(1), "{:?}", verdicts(&report));
+    let burst = verdict(&report, "L-burst");
+    assert!(
+        burst["reason"]
+            .to_string()
+            .contains("3 admitted, expected exactly 2"),
+        "{burst}"
+    );
+    let busy = verdict(&report, "L-burst.busy-limit");
+    assert!(
+        busy["reason"].to_string().contains("busy gauge reached 3"),
+        "{busy}"
+    );
+}
+
+/// A busy gauge that never reads more than one: the burst saturates both workers, so the
+/// target's own report of itself fails the load's cross-check (the admissions, seen by the
+/// client, pass).
+#[test]
+fn the_second_service_undercounting_its_busy_gauge_fails_the_burst_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = plimsoll_example_service::Config {
+        series_lie: Some(plimsoll_example_service::SeriesLie::BusyCappedAtOne),
+        ..Default::default()
+    };
+    let (url, contract) = second(dir.path(), config);
+    let target = (url.as_str(), contract.as_path());
+    let (code, report) = load_with(dir.path(), target, ("search", "burst"), &["--waves", "2"]);
+    assert_eq!(code, Some(1), "{:?}", verdicts(&report));
+    assert_eq!(verdict(&report, "L-burst")["verdict"], "pass");
+    let busy = verdict(&report, "L-burst.busy-limit");
+    assert!(
+        busy["reason"]
+            .to_string()
+            .contains("never read more than 1 of 2"),
+        "{busy}"
+    );
 }

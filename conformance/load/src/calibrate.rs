@@ -20,25 +20,26 @@ pub(super) struct Calibration {
     pub latency_ms: f64,
 }
 
-/// Sends [`REQUESTS`] zero-hold requests one at a time to `node`. A target that refuses hooks
-/// stops the run ([`Fatal::Hooks`]); any other answer but 200 means it is not idle or not
-/// usable.
+/// Sends [`REQUESTS`] zero-hold requests one at a time to `node`. A reference target that
+/// refuses hooks stops the run ([`Fatal::Hooks`]); any other answer but the served one means it
+/// is not idle or not usable.
 pub(super) async fn calibrate(ctx: &Ctx<'_>, node: &Node) -> Result<Calibration, Fatal> {
-    let t = &ctx.template;
+    let t = &ctx.pool.template;
     let (mut runs, mut latencies) = (Vec::new(), Vec::new());
     for i in 0..REQUESTS {
         let sent = Instant::now();
         let response = t
-            .fill(ctx.client.post(format!("{}{}", node.base, t.path)), 0)
+            .request(&ctx.client, &node.base, 0)
             .send()
             .await
             .map_err(|e| Fatal::Unreachable(format!("{}: {e}", node.base)))?;
         let status = response.status().as_u16();
         let timing = t.server_timing(response.headers());
         let body = response.bytes().await.unwrap_or_default();
-        if status != 200 {
+        if status != t.ok_status {
             let code = super::run::problem_code(&body).unwrap_or_default();
-            if status == 400 && code == ctx.contract.hooks().disabled_code.as_str() {
+            let reference = ctx.contract.is_reference();
+            if reference && status == 400 && code == ctx.contract.hooks().disabled_code.as_str() {
                 return Err(Fatal::Hooks(format!(
                     "{} refuses test hooks: start it with {}=1",
                     node.base,
@@ -46,10 +47,13 @@ pub(super) async fn calibrate(ctx: &Ctx<'_>, node: &Node) -> Result<Calibration,
                 )));
             }
             return Err(Fatal::Unreachable(format!(
-                "calibration request {} to {} was answered {status} {code}; the target must be idle and accept {}",
+                "calibration request {} to {} was answered {status} {code}; the target must be idle and answer {} {} with {} (held by {} with hold=0)",
                 i + 1,
                 node.base,
-                t.path
+                t.method,
+                t.path,
+                t.ok_status,
+                t.hook.header
             )));
         }
         let latency = sent.elapsed().as_secs_f64() * 1000.0;

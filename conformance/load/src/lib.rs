@@ -27,6 +27,7 @@ mod calibrate;
 pub mod fleet;
 pub mod locust;
 pub mod plan;
+mod pool;
 pub mod prediction;
 mod profiles;
 mod progress;
@@ -38,19 +39,18 @@ pub mod verdicts;
 
 pub use plan::{EngineName, LoadPlan, ProfileName};
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plimsoll_spec::{Contract, ErrorCode, Pool};
+use plimsoll_spec::Contract;
 
 use plimsoll_conformance::checks::contract::contract_result;
 use plimsoll_conformance::observe::Observer;
 use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::{self, ContractSource, Fatal, Opening, Partial, Subject};
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
-use run::RequestTemplate;
-use verdicts::Expectations;
+use pool::LoadedPool;
+use verdicts::{Expectations, HintRange};
 
 /// The load engine: goose in this process, or Locust's master and workers.
 #[derive(Debug, Clone)]
@@ -61,9 +61,6 @@ pub enum Engine {
     /// only).
     Locust(locust::LocustEngine),
 }
-
-/// The worker pool every profile loads (and whose gauges it reads).
-const POOL: &str = Pool::Digitize.as_str();
 
 /// Goose logs through the `log` crate and installs its own logger unless one exists: set up
 /// tracing first (with the log bridge) so goose's per-request warnings stay out of the
@@ -102,20 +99,6 @@ pub async fn execute(
     .await
 }
 
-/// The profiles drive the reference pipeline (its routes, hook, gauges and claim): another
-/// service's contract is refused with why, before a request is sent.
-fn require_reference(expected: &Contract) -> Result<(), Fatal> {
-    if expected.is_reference() {
-        return Ok(());
-    }
-    Err(Fatal::Usage(format!(
-        "plimsoll load drives the reference API's routes, hook and gauges, and the contract \
-         `{}` declares no [api]; its pools and rate limits are judged by `plimsoll check` \
-         (T1-T6)",
-        expected.contract.name
-    )))
-}
-
 /// One run of a profile: its plan, who watches it, and what it has finished so far.
 struct Run<'a> {
     load: &'a LoadPlan,
@@ -123,20 +106,20 @@ struct Run<'a> {
     partial: &'a Partial,
 }
 
-/// A server the checker sends requests to and reads: its base URL, its `/metrics`, and its
-/// temp folder when visible.
+/// A server the checker sends requests to and reads: its base URL, its metrics exposition when
+/// the contract declares one for the loaded pool, and its temp folder when visible.
 #[derive(Debug, Clone)]
 struct Node {
     base: String,
-    metrics_url: String,
+    metrics_url: Option<String>,
     temp_dir: Option<PathBuf>,
 }
 
 impl Node {
-    fn new(base: &str, contract: &Contract, temp_dir: Option<PathBuf>) -> Node {
+    fn new(base: &str, pool: &LoadedPool, temp_dir: Option<PathBuf>) -> Node {
         let base = base.trim_end_matches('/').to_owned();
         Node {
-            metrics_url: format!("{base}{}", contract.api().metrics.path),
+            metrics_url: (pool.gauges.path.as_ref()).map(|path| format!("{base}{path}")),
             base,
             temp_dir,
         }
@@ -157,7 +140,8 @@ struct Ctx<'o> {
     /// checker's `[load]` section.
     contract: Contract,
     expect: Expectations,
-    template: RequestTemplate,
+    /// The pool the load goes to: its request, its answers, its series.
+    pool: LoadedPool,
     /// Shows the profile's progress bar (on an interactive stderr).
     progress: bool,
     /// Told each verdict as it is reached.
@@ -199,48 +183,37 @@ impl Ctx<'_> {
     }
 }
 
-/// What the verdicts expect of the target, from the contract it is held to.
-fn expectations(profile: ProfileName, expected: &Contract) -> Expectations {
-    let api = &expected.api().digitize;
-    let overloaded = expected.error(ErrorCode::Overloaded);
-    let digitize = expected.pool(Pool::Digitize);
-    let t3 = expected.retry_after();
-    let openapi = plimsoll_spec::render::openapi(expected);
-    let documented: BTreeSet<u16> = openapi["paths"][api.path.as_str()]["post"]["responses"]
-        .as_object()
-        .map(|m| m.keys().filter_map(|k| k.parse().ok()).collect())
-        .unwrap_or_default();
+/// What the verdicts expect of the target, from the pool it loads.
+fn expectations(profile: ProfileName, pool: &LoadedPool) -> Expectations {
+    let t = &pool.template;
     Expectations {
         profile: profile.as_str(),
-        workers: digitize.workers,
-        queue: digitize.queue_capacity.unwrap_or(0),
-        documented,
-        overloaded_status: overloaded.status,
-        overloaded_code: overloaded.code.as_str().to_owned(),
-        retry_after_format: t3.format,
-        retry_after_min: t3.min_seconds,
-        retry_after_max: t3.max.seconds(&digitize, t3.min_seconds),
+        pool: pool.name.clone(),
+        workers: pool.spec.workers,
+        queue: pool.places(),
+        documented: pool.documented.clone(),
+        ok_status: t.ok_status,
+        refusal: t.refusal.as_ref().map(plimsoll_spec::RefusalAnswer::words),
+        hint: pool
+            .hint
+            .clone()
+            .map(|(header, allowed)| HintRange { header, allowed }),
+        busy_declared: pool.gauges.busy.is_some(),
+        temp_declared: pool.gauges.temp_files.is_some(),
     }
 }
 
-/// The lightest valid request: smallest design, coarsest fill, fewest colours, so the
-/// request's time is its hold and the pipeline's own cost stays small.
-fn lightest_request(expected: &Contract) -> RequestTemplate {
-    let api = &expected.api().digitize;
-    let p = &api.params;
-    RequestTemplate {
-        path: format!(
-            "{}?width_mm={}&density_mm={}&colors={}",
-            api.path, p.width_mm.min, p.density_mm.max, p.colors.min
-        ),
-        content_type: api.content_types[0].clone(),
-        body: plimsoll_conformance::remote::sample_png(),
-        hook_header: expected.hooks().header.clone(),
-        hold_stage: expected.load.hold_stage.as_str().to_owned(),
-        request_id_header: expected.observability().request_id_header.clone(),
-        server_timing_header: expected.observability().server_timing_header.clone(),
-        retry_after_header: expected.retry_after().header.clone(),
+/// The pool `load` asks for under `expected`, on an engine that can load it: Locust loads the
+/// reference's alone (its locustfile reads a refusal's problem `code`, not its body).
+fn loaded_pool(load: &LoadPlan, expected: &Contract) -> Result<LoadedPool, Fatal> {
+    if load.engine == plan::EngineName::Locust && !expected.is_reference() {
+        return Err(Fatal::Usage(format!(
+            "--engine locust drives the reference contract's pool only (its locustfile reads a \
+             refusal's problem `code`); load the contract `{}` with goose",
+            expected.contract.name
+        )));
     }
+    LoadedPool::choose(expected, load.pool.as_deref())
 }
 
 /// The run's client and its opening: the target's claim reconciled with the contract, and the
@@ -290,20 +263,20 @@ async fn run_profile(
     } = opening;
     partial.begin(&manifest);
     let expected = reconciliation.effective.clone();
-    require_reference(&expected)?;
+    let pool = loaded_pool(load, &expected)?;
 
     run.observer.header(&manifest);
     let ctx = Ctx {
-        target: Node::new(&subject.url, &expected, subject.temp_dir.clone()),
+        target: Node::new(&subject.url, &pool, subject.temp_dir.clone()),
         replicas: load
             .replica
             .iter()
-            .map(|url| Node::new(url, &expected, None))
+            .map(|url| Node::new(url, &pool, None))
             .collect(),
         balancer: load.balancer,
         client,
-        expect: expectations(load.profile, &expected),
-        template: lightest_request(&expected),
+        expect: expectations(load.profile, &pool),
+        pool,
         contract: expected,
         progress: load.progress,
         observer: run.observer,

@@ -98,6 +98,9 @@ pub struct LoadPlan {
     pub balancer: Option<Balancer>,
     /// The profile to run.
     pub profile: ProfileName,
+    /// The contract's pool the load goes to; `None`: the reference's digitize pool, or the only
+    /// pool of another contract held by a hook.
+    pub pool: Option<String>,
     /// Seconds of load; `None`: the profile's `duration_s` (burst runs its waves instead).
     pub duration: Option<f64>,
     /// Burst waves; `None`: the profile's.
@@ -133,6 +136,7 @@ impl LoadPlan {
             replica: Vec::new(),
             balancer: None,
             profile,
+            pool: None,
             duration: None,
             waves: None,
             load_factor: None,

@@ -12,15 +12,19 @@ use plimsoll_conformance::verdict::CheckResult;
 
 use super::profiles::Observed;
 use super::verdicts::{self, CapacityProbe, Drained, TempCount};
-use super::{Ctx, Node, POOL, fleet, scrape};
+use super::{Ctx, Node, fleet, scrape};
 
-/// A server's temp files now: the `plimsoll_temp_files` gauge, and its temp folder if visible.
+/// A server's temp files now: the `plimsoll_temp_files` gauge (the reference's), and its temp
+/// folder if visible.
 async fn temp_count(ctx: &Ctx<'_>, node: &Node) -> TempCount {
-    TempCount {
-        gauge: scrape::read_metrics(&ctx.client, &node.metrics_url, POOL)
+    let gauge = match &node.metrics_url {
+        Some(url) => scrape::read_metrics(&ctx.client, url, &ctx.pool.gauges)
             .await
-            .ok()
-            .and_then(|v| v.temp_files),
+            .ok(),
+        None => None,
+    };
+    TempCount {
+        gauge: gauge.and_then(|v| v.temp_files),
         folder: scrape::temp_entries(node.temp_dir.as_deref()),
     }
 }
@@ -53,7 +57,9 @@ pub(super) async fn drain_all(
 ///
 /// Every request still running ends within its hold, or within the cancellation bound of its
 /// client leaving, so the drain is given `longest_hold_ms` + that bound + a margin for a slow
-/// machine. A pool that never drains is read at that deadline.
+/// machine. A pool that never drains is read at that deadline. A target that declares no busy
+/// series is given the cancellation bound (every request it was sent has been answered or
+/// left) and its drain is reported unread.
 async fn drain(
     ctx: &Ctx<'_>,
     node: &Node,
@@ -62,15 +68,25 @@ async fn drain(
     allowance: u64,
 ) -> Drained {
     let poll = Duration::from_millis(ctx.section().scrape_interval_ms);
-    let stop_within = Duration::from_millis(ctx.contract.cancellation().stop_within_ms);
+    let stop_within = ctx.pool.stop_within();
     let limit = Duration::from_millis(longest_hold_ms) + stop_within + Duration::from_secs(1);
     let started = Instant::now();
     let mut drained = Drained {
         temp_before,
         ..Drained::default()
     };
-    while started.elapsed() < limit {
-        if let Ok(v) = scrape::read_metrics(&ctx.client, &node.metrics_url, POOL).await {
+    let url = node
+        .metrics_url
+        .as_ref()
+        .filter(|_| ctx.pool.gauges.busy.is_some());
+    if url.is_none() {
+        tokio::time::sleep(stop_within).await;
+        drained.unread = true;
+    }
+    while let Some(url) = url
+        && started.elapsed() < limit
+    {
+        if let Ok(v) = scrape::read_metrics(&ctx.client, url, &ctx.pool.gauges).await {
             drained.last_busy = v.busy;
             if v.busy.unwrap_or(0.0) == 0.0 && v.depth.unwrap_or(0.0) == 0.0 {
                 drained.drained_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
@@ -100,11 +116,10 @@ async fn drain(
 /// random balancer even a fleet at full capacity would refuse some of R·(c + K) requests.
 async fn probe(ctx: &Ctx<'_>, node: &Node) -> CapacityProbe {
     let started = Instant::now();
-    let t = &ctx.template;
+    let t = &ctx.pool.template;
     let n = ctx.expect.admissible();
-    let url = format!("{}{}", node.base, t.path);
     let hold = ctx.section().burst.hold_ms;
-    let sends = (0..n).map(|_| t.fill(ctx.client.post(&url), hold).send());
+    let sends = (0..n).map(|_| t.request(&ctx.client, &node.base, hold).send());
     let replies = futures_util::future::join_all(sends).await;
     let mut probe = CapacityProbe {
         sent: n,
@@ -112,11 +127,10 @@ async fn probe(ctx: &Ctx<'_>, node: &Node) -> CapacityProbe {
     };
     for r in replies {
         match r {
-            Ok(resp) if resp.status().as_u16() == 200 => probe.admitted += 1,
+            Ok(resp) if resp.status().as_u16() == t.ok_status => probe.admitted += 1,
             Ok(resp) => {
-                let id = resp
-                    .headers()
-                    .get(t.request_id_header.as_str())
+                let id = (t.request_id_header.as_deref())
+                    .and_then(|h| resp.headers().get(h))
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("(no id)");
                 probe

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use plimsoll_fault::rng::SplitMix64;
 
 use super::Engine;
-use super::scrape::read_metrics;
+use super::scrape::{Gauges, read_metrics};
 
 /// Everything a finished run hands to the verdicts.
 pub struct RunOutput {
@@ -38,9 +38,6 @@ pub struct RunSpec {
     pub report: Option<String>,
     /// How the attempts are paced: a rate for a duration, or waves.
     pub kind: RunKind,
-    /// The contract's status of an `overloaded` refusal (the goose users cannot borrow the
-    /// contract; they tell refusals from other answers for the progress display).
-    pub overloaded_status: u16,
     /// What sends the requests.
     pub engine: Engine,
     /// How long a user keeps an idle connection for its next request ([`keep_alive`]).
@@ -51,10 +48,17 @@ pub struct RunSpec {
 /// after an answer at which a server may close the connection. A request sent on a connection
 /// the server is closing at that moment is lost (a POST is not retried, RFC 9112 §9.3.1): it was
 /// seen as "no answer" from a conforming server, once in 551 attempts whose thinks straddled
-/// the bound.
+/// the bound. A contract that declares no connection bounds gets [`UNDECLARED_KEEP_ALIVE`].
 pub fn keep_alive(contract: &plimsoll_spec::Contract) -> Duration {
-    Duration::from_millis(contract.connections().head_timeout_ms / 2)
+    (contract.connections.as_ref()).map_or(UNDECLARED_KEEP_ALIVE, |c| {
+        Duration::from_millis(c.head_timeout_ms / 2)
+    })
 }
+
+/// How long an idle connection is kept when the contract says nothing of its connections: a
+/// second, below the idle timeouts servers commonly ship with (nginx's `keepalive_timeout` is
+/// 75 s, Go's and hyper's have none), so a reconnect costs a little and no request is lost.
+pub const UNDECLARED_KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 /// How a run paces its attempts.
 pub enum RunKind {
@@ -71,7 +75,7 @@ pub enum RunKind {
         /// How many waves; each user sends one attempt per wave.
         waves: usize,
         /// How the wave's leader waits for the pool to drain.
-        drain: DrainWait,
+        drain: Box<DrainWait>,
     },
 }
 
@@ -105,11 +109,14 @@ pub struct Attempt {
     pub abandon_planned: bool,
     /// How the attempt ended: an answer, abandoned, or an error.
     pub outcome: Outcome,
-    /// `Retry-After` as sent (refusals only).
+    /// The refusal's hint as sent (`Retry-After`; refusals only).
     pub retry_after: Option<String>,
-    /// Problem `code` (non-200 answers only).
+    /// Problem `code` (answers other than the served one only).
     pub code: Option<String>,
-    /// `X-Request-Id` (non-200 answers only: it is evidence, and a soak keeps many answers).
+    /// Whether the answer is the pool's refusal (its status and declared body both).
+    pub refused: bool,
+    /// The request id (answers other than the served one only: it is evidence, and a soak keeps
+    /// many answers).
     pub request_id: Option<String>,
     /// Server-Timing `queue` and `run`, ms.
     pub timing: Option<(f64, f64)>,
@@ -125,45 +132,81 @@ impl Attempt {
     }
 }
 
-/// The request every attempt sends.
+/// The request every attempt sends, and how its answer is read: the loaded pool's request (the
+/// reference's lightest digitize request, or the hold recipe of another contract's pool), held
+/// by the hook the contract declares for it.
 #[derive(Debug, Clone)]
 pub struct RequestTemplate {
+    /// The loaded pool's name, which the engines file the attempts under.
+    pub name: String,
+    /// The method sent.
+    pub method: reqwest::Method,
     /// Path and query, relative to the host.
     pub path: String,
-    /// The `Content-Type` of [`body`](Self::body): the first the contract's digitize endpoint
-    /// accepts.
-    pub content_type: String,
-    /// The image sent: the small sample PNG, so the hold is most of the request's time.
+    /// Headers sent with every attempt (its `Content-Type` among them), by name.
+    pub headers: Vec<(String, String)>,
+    /// The body sent: small, so the hold is most of the request's time.
     pub body: Vec<u8>,
-    /// The contract's hook header, which carries the hold.
-    pub hook_header: String,
-    /// The pipeline stage the hook holds (the contract's `load.hold_stage`).
-    pub hold_stage: String,
-    /// The contract's request id header, read from non-200 answers.
-    pub request_id_header: String,
-    /// The contract's Server-Timing header, read for `queue` and `run`.
-    pub server_timing_header: String,
-    /// The contract's Retry-After header, read from refusals.
-    pub retry_after_header: String,
+    /// The hook that holds the request's worker: `HEADER: hold=STAGE:MS`.
+    pub hook: Hook,
+    /// The status a served attempt answers with.
+    pub ok_status: u16,
+    /// What a refusal of the pool answers; None: the pool never refuses.
+    pub refusal: Option<plimsoll_spec::RefusalAnswer>,
+    /// The header a request id is read from (non-served answers), if the contract names one.
+    pub request_id_header: Option<String>,
+    /// The Server-Timing header read for `queue` and `run`, if the contract declares one.
+    pub server_timing_header: Option<String>,
+    /// The header a refusal's hint travels in, if the refusal declares one.
+    pub hint_header: Option<String>,
+}
+
+/// A hook header a service honours by holding the request's worker for the time it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hook {
+    /// The header's name.
+    pub header: String,
+    /// The stage the `hold` directive names.
+    pub stage: String,
 }
 
 impl RequestTemplate {
-    /// `builder` (a POST to [`path`](Self::path)) with the body, its content type and a hook
-    /// asking the server to hold the request's slot for `hold_ms`.
+    /// `builder` (a request to [`path`](Self::path) with [`method`](Self::method)) with the
+    /// headers, the body and a hook asking the server to hold the request's worker for
+    /// `hold_ms`.
     pub fn fill(&self, builder: reqwest::RequestBuilder, hold_ms: u64) -> reqwest::RequestBuilder {
+        let builder = self
+            .headers
+            .iter()
+            .fold(builder, |b, (name, value)| b.header(name, value));
         builder
-            .header("content-type", self.content_type.as_str())
             .header(
-                self.hook_header.as_str(),
-                format!("hold={}:{hold_ms}", self.hold_stage),
+                self.hook.header.as_str(),
+                format!("hold={}:{hold_ms}", self.hook.stage),
             )
             .body(self.body.clone())
+    }
+
+    /// The whole request to the server at `base`, held for `hold_ms`.
+    pub fn request(
+        &self,
+        client: &reqwest::Client,
+        base: &str,
+        hold_ms: u64,
+    ) -> reqwest::RequestBuilder {
+        let url = format!("{base}{}", self.path);
+        self.fill(client.request(self.method.clone(), url), hold_ms)
+    }
+
+    /// Whether an answer (`status`, `body`) is the pool's refusal.
+    pub fn refused(&self, status: u16, body: &[u8]) -> bool {
+        (self.refusal.as_ref()).is_some_and(|r| r.mismatch(status, body).is_none())
     }
 
     /// Server-Timing `queue` and `run` of an answer, ms.
     pub fn server_timing(&self, headers: &reqwest::header::HeaderMap) -> Option<(f64, f64)> {
         headers
-            .get(self.server_timing_header.as_str())
+            .get(self.server_timing_header.as_deref()?)
             .and_then(|v| v.to_str().ok())
             .and_then(plimsoll_conformance::remote::parse_server_timing)
     }
@@ -228,10 +271,11 @@ impl HoldPlan {
 pub struct DrainWait {
     /// The client that reads `/metrics`.
     pub client: reqwest::Client,
-    /// The `/metrics` URL of the server the load goes to.
-    pub metrics_url: String,
-    /// The pool whose gauges must read 0.
-    pub pool: String,
+    /// The exposition of the server the load goes to; None: it declares none, and the wave
+    /// leaves as soon as the previous one was answered (its users wait for their answers).
+    pub metrics_url: Option<String>,
+    /// The pool's gauges, which must read 0.
+    pub gauges: Gauges,
     /// How long to wait before saying the pool did not drain.
     pub timeout: Duration,
     /// How long between reads.
@@ -241,9 +285,12 @@ pub struct DrainWait {
 impl DrainWait {
     /// Waits until the busy gauge and queue depth read 0; false if they never do in time.
     pub async fn wait(&self) -> bool {
+        let Some(url) = &self.metrics_url else {
+            return true;
+        };
         let start = Instant::now();
         while start.elapsed() < self.timeout {
-            if let Ok(v) = read_metrics(&self.client, &self.metrics_url, &self.pool).await
+            if let Ok(v) = read_metrics(&self.client, url, &self.gauges).await
                 && v.busy.unwrap_or(0.0) == 0.0
                 && v.depth.unwrap_or(0.0) == 0.0
             {

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
 use plimsoll_fault::rng::SplitMix64;
-use plimsoll_spec::ErrorCode;
 
 use super::run::{
     Attempt, DrainWait, HoldPlan, Outcome, RequestTemplate, RunKind, RunOutput, RunSpec,
@@ -26,9 +25,9 @@ use super::run::{
 pub struct LiveCounts {
     /// Attempts sent.
     pub sent: AtomicU64,
-    /// Answered 200.
+    /// Served (the request's success status).
     pub ok: AtomicU64,
-    /// Refused as `overloaded` (the contract's status and code).
+    /// Refused with the pool's refusal (its status and body).
     pub refused: AtomicU64,
     /// Anything else: another answer, or none (abandonment the profile planned is not counted).
     pub other: AtomicU64,
@@ -44,8 +43,6 @@ struct Shared {
     hold: HoldPlan,
     records: Mutex<Vec<Attempt>>,
     live: Arc<LiveCounts>,
-    /// The contract's status of an `overloaded` refusal, copied from the spec.
-    overloaded_status: u16,
     pacing: Pacing,
     /// Each user's idle connections are dropped after this ([`super::run::keep_alive`]).
     keep_alive: Duration,
@@ -64,7 +61,7 @@ enum Pacing {
     Burst {
         arrive: tokio::sync::Barrier,
         leave: tokio::sync::Barrier,
-        drain: DrainWait,
+        drain: Box<DrainWait>,
         drain_failed: AtomicBool,
     },
 }
@@ -151,7 +148,6 @@ pub async fn run(
         hold: spec.hold,
         records: Mutex::new(Vec::new()),
         live,
-        overloaded_status: spec.overloaded_status,
         pacing,
         keep_alive: spec.keep_alive,
         censored_think_us: AtomicU64::new(0),
@@ -164,9 +160,10 @@ pub async fn run(
     let keep_alive = shared.keep_alive;
     let client: TransactionFunction =
         Arc::new(move |user| Box::pin(async move { own_client(user, keep_alive).await }));
-    let scenario = Scenario::new("digitize")
+    let name = shared.template.name.clone();
+    let scenario = Scenario::new(&name)
         .register_transaction(Transaction::new(client).set_on_start())
-        .register_transaction(Transaction::new(function).set_name("digitize"));
+        .register_transaction(Transaction::new(function).set_name(&name));
     let started = Instant::now();
     let metrics = on_goose_thread(move || async move {
         Ok(GooseAttack::initialize_with_config(config)?
@@ -267,6 +264,7 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         outcome: Outcome::Error(String::new()),
         retry_after: None,
         code: None,
+        refused: false,
         request_id: None,
         timing: None,
     };
@@ -276,7 +274,7 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
     };
     let failure = (!expected).then(|| failure_tag(&record));
     keep(shared, record, wave);
-    // goose's own report counts `overloaded` refusals and planned abandonment as expected.
+    // goose's own report counts the pool's refusals and planned abandonment as expected.
     match failure {
         None => user.set_success(&mut goose.request),
         Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
@@ -342,17 +340,15 @@ fn plan_request<'a>(
 ) -> Result<PlannedRequest<'a>, Box<TransactionError>> {
     let (hold_ms, abandon_after) = shared.hold.draw(rng);
     let t = &shared.template;
-    let mut builder = t.fill(
-        user.get_request_builder(&GooseMethod::Post, &t.path)?,
-        hold_ms,
-    );
+    let method = goose::goose::goose_method_from_method(t.method.clone())?;
+    let mut builder = t.fill(user.get_request_builder(&method, &t.path)?, hold_ms);
     if let Some(after) = abandon_after {
         builder = builder.timeout(after);
     }
     let request = GooseRequest::builder()
-        .method(GooseMethod::Post)
+        .method(method)
         .path(t.path.as_str())
-        .name("digitize")
+        .name(t.name.as_str())
         .set_request_builder(builder)
         .build();
     Ok(PlannedRequest {
@@ -362,8 +358,9 @@ fn plan_request<'a>(
     })
 }
 
-/// Reads an HTTP answer into `record` (status, and for an error its code and headers), so the
-/// verdicts see what the client saw; whether it is an expected answer (200 or a refusal).
+/// Reads an HTTP answer into `record` (status, and for any other than the served one its code,
+/// whether it is the pool's refusal, and its headers), so the verdicts see what the client saw;
+/// whether it is an expected answer (served or refused).
 async fn read_answer(
     shared: &Shared,
     record: &mut Attempt,
@@ -385,26 +382,27 @@ async fn read_answer(
     match body {
         Ok(body) => {
             record.outcome = Outcome::Status(status);
-            if status != 200 {
+            if status != t.ok_status {
                 record.code = problem_code(&body);
-                record.request_id = header(&t.request_id_header);
-                record.retry_after = header(&t.retry_after_header);
+                record.refused = t.refused(status, &body);
+                record.request_id = t.request_id_header.as_deref().and_then(header);
+                record.retry_after = t.hint_header.as_deref().and_then(header);
             }
         }
         Err(e) if record.abandon_planned && e.is_timeout() => record.outcome = Outcome::Abandoned,
         Err(e) => record.outcome = Outcome::Error(format!("reading the body: {e}")),
     }
-    count_answer(shared, status, record.code.as_deref())
+    count_answer(shared, record)
 }
 
-/// Counts an answer for the progress display: 200, an `overloaded` refusal (the contract's
-/// status and code), or other; whether it is an expected answer.
-fn count_answer(shared: &Shared, status: u16, code: Option<&str>) -> bool {
+/// Counts an answer for the progress display: served, refused with the pool's refusal, or
+/// other; whether it is an expected answer.
+fn count_answer(shared: &Shared, record: &Attempt) -> bool {
     let live = &shared.live;
-    if status == 200 {
+    if record.status() == Some(shared.template.ok_status) {
         live.ok.fetch_add(1, Ordering::Relaxed);
         true
-    } else if status == shared.overloaded_status && code == Some(ErrorCode::Overloaded.as_str()) {
+    } else if record.refused {
         live.refused.fetch_add(1, Ordering::Relaxed);
         true
     } else {
@@ -430,7 +428,9 @@ fn no_answer(shared: &Shared, record: &mut Attempt, e: &reqwest::Error, sent: In
 /// The tag goose's report files an unexpected attempt under.
 fn failure_tag(record: &Attempt) -> String {
     match &record.outcome {
-        Outcome::Status(s) => format!("{s} {}", record.code.clone().unwrap_or_default()),
+        Outcome::Status(s) => format!("{s} {}", record.code.clone().unwrap_or_default())
+            .trim_end()
+            .to_owned(),
         Outcome::Error(e) => e.clone(),
         Outcome::Abandoned => String::new(),
     }

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use plimsoll_spec::MetricName;
+use plimsoll_spec::model::Series;
+use plimsoll_spec::{MetricName, Pool};
 use tokio_util::sync::CancellationToken;
 
 use plimsoll_conformance::remote::process::{
     FDS_METRIC, ProcessSource, RSS_METRIC, proc_fds, proc_rss_bytes,
 };
-use plimsoll_conformance::remote::{MetricError, metric_value};
+use plimsoll_conformance::remote::{MetricError, series_value};
 
 /// One reading.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -36,14 +37,57 @@ pub struct Sample {
     pub fds: Option<f64>,
 }
 
+/// The series a target reports the loaded pool in: the reference's `plimsoll_*` gauges, or
+/// the series another contract declares for the pool (`[pools.NAME.metrics]`). A series left
+/// undeclared is not read, and what needs it is not judged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gauges {
+    /// Where the exposition is served; None: the contract declares none for the pool.
+    pub path: Option<String>,
+    /// The pool's busy workers.
+    pub busy: Option<Series>,
+    /// The pool's waiting requests.
+    pub queued: Option<Series>,
+    /// Per-request temp directories present (the reference's alone).
+    pub temp_files: Option<Series>,
+}
+
+impl Gauges {
+    /// The reference implementation's gauges of `pool` at `path`.
+    pub fn reference(path: &str, pool: Pool) -> Gauges {
+        let of = |name: MetricName, pool: Option<Pool>| Series {
+            name: name.as_str().to_owned(),
+            labels: pool
+                .map(|p| [("pool".to_owned(), p.as_str().to_owned())].into())
+                .unwrap_or_default(),
+        };
+        Gauges {
+            path: Some(path.to_owned()),
+            busy: Some(of(MetricName::WorkersBusy, Some(pool))),
+            queued: Some(of(MetricName::QueueDepth, Some(pool))),
+            temp_files: Some(of(MetricName::TempFiles, None)),
+        }
+    }
+
+    /// The series a contract declares for a pool of its own.
+    pub fn declared(metrics: Option<&plimsoll_spec::model::PoolMetrics>) -> Gauges {
+        metrics.map_or_else(Gauges::default, |m| Gauges {
+            path: Some(m.path.clone()),
+            busy: m.busy.clone(),
+            queued: m.queued.clone(),
+            temp_files: None,
+        })
+    }
+}
+
 /// The pieces of a `/metrics` text the profiles use.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MetricsView {
-    /// `plimsoll_workers_busy` for the pool.
+    /// The pool's busy workers gauge.
     pub busy: Option<f64>,
-    /// `plimsoll_queue_depth` for the pool.
+    /// The pool's queue depth gauge.
     pub depth: Option<f64>,
-    /// `plimsoll_temp_files`: per-request temp directories present.
+    /// Per-request temp directories present.
     pub temp_files: Option<f64>,
     /// `process_resident_memory_bytes`: the target's claim of its memory.
     pub rss_bytes: Option<f64>,
@@ -52,15 +96,23 @@ pub struct MetricsView {
 }
 
 impl MetricsView {
-    /// The figures of `pool`, and the server-wide ones, in a `/metrics` text; a missing series is
-    /// `None`.
-    pub fn parse(text: &str, pool: &str) -> MetricsView {
+    /// The pool's figures in a `/metrics` text, and the server-wide ones; a missing (or
+    /// undeclared) series is `None`.
+    pub fn parse(text: &str, gauges: &Gauges) -> MetricsView {
+        let read = |s: &Option<Series>| s.as_ref().and_then(|s| series_value(text, s));
+        let process = |name: &str| {
+            let series = Series {
+                name: name.to_owned(),
+                labels: Default::default(),
+            };
+            series_value(text, &series)
+        };
         MetricsView {
-            busy: metric_value(text, MetricName::WorkersBusy.as_str(), pool),
-            depth: metric_value(text, MetricName::QueueDepth.as_str(), pool),
-            temp_files: metric_value(text, MetricName::TempFiles.as_str(), ""),
-            rss_bytes: metric_value(text, RSS_METRIC, ""),
-            fds: metric_value(text, FDS_METRIC, ""),
+            busy: read(&gauges.busy),
+            depth: read(&gauges.queued),
+            temp_files: read(&gauges.temp_files),
+            rss_bytes: process(RSS_METRIC),
+            fds: process(FDS_METRIC),
         }
     }
 }
@@ -69,7 +121,7 @@ impl MetricsView {
 pub async fn read_metrics(
     client: &reqwest::Client,
     url: &str,
-    pool: &str,
+    gauges: &Gauges,
 ) -> Result<MetricsView, MetricError> {
     let failed = |source| MetricError::Get {
         path: url.to_owned(),
@@ -83,7 +135,7 @@ pub async fn read_metrics(
         .text()
         .await
         .map_err(failed)?;
-    Ok(MetricsView::parse(&text, pool))
+    Ok(MetricsView::parse(&text, gauges))
 }
 
 /// Entries of the implementation's temp folder, when the checker can see it (0 when the
@@ -102,12 +154,12 @@ pub struct Scraper {
 }
 
 impl Scraper {
-    /// Starts reading `metrics_url` every `interval`, and the process figures from `process`, each
-    /// sample stamped against `t0`.
+    /// Starts reading `metrics_url` (when the target serves one) every `interval`, and the
+    /// process figures from `process`, each sample stamped against `t0`.
     pub fn spawn(
         client: reqwest::Client,
-        metrics_url: String,
-        pool: String,
+        metrics_url: Option<String>,
+        gauges: Gauges,
         interval: Duration,
         t0: Instant,
         process: ProcessSource,
@@ -133,8 +185,12 @@ impl Scraper {
                     t_ms,
                     ..Sample::default()
                 };
-                match read_metrics(&client, &metrics_url, &pool).await {
-                    Ok(v) => {
+                let read = match &metrics_url {
+                    Some(url) => Some(read_metrics(&client, url, &gauges).await),
+                    None => None,
+                };
+                match read {
+                    Some(Ok(v)) => {
                         sample.busy = v.busy;
                         sample.depth = v.depth;
                         sample.temp_files = v.temp_files;
@@ -149,11 +205,10 @@ impl Scraper {
                             }
                         }
                     }
-                    Err(e) => {
-                        if errors.len() < 10 {
-                            errors.push(format!("{t_ms:.0} ms: {e}"));
-                        }
+                    Some(Err(e)) if errors.len() < 10 => {
+                        errors.push(format!("{t_ms:.0} ms: {e}"));
                     }
+                    Some(Err(_)) | None => {}
                 }
                 if let ProcessSource::Proc { pid, .. } = process
                     && n.is_multiple_of(every)
@@ -192,11 +247,13 @@ mod tests {
             plimsoll_queue_depth{pool=\"digitize\"} 2\n\
             plimsoll_temp_files 5\n\
             process_resident_memory_bytes 1.5e7\n";
-        let v = MetricsView::parse(text, "digitize");
+        let v = MetricsView::parse(text, &Gauges::reference("/metrics", Pool::Digitize));
         assert_eq!(v.busy, Some(3.0));
         assert_eq!(v.depth, Some(2.0));
         assert_eq!(v.temp_files, Some(5.0));
         assert_eq!(v.rss_bytes, Some(1.5e7));
         assert_eq!(v.fds, None);
+        let declared = Gauges::declared(None);
+        assert_eq!(MetricsView::parse(text, &declared).busy, None);
     }
 }

@@ -31,6 +31,10 @@ pub struct LoadArgs {
     /// The profile to run (see Profiles below).
     #[arg(long, value_parser = one_of(&ProfileName::ALL, ProfileName::as_str), help_heading = "Run")]
     pub profile: ProfileName,
+    /// The contract's pool to load (default: the reference's digitize pool, or the only pool
+    /// of another contract held by a hook, `hold.hook`).
+    #[arg(long, value_name = "NAME", help_heading = "Run")]
+    pub pool: Option<String>,
     /// Seconds of load (default: the profile's duration_s; burst runs its waves instead).
     #[arg(long, value_name = "SECONDS", help_heading = "Run")]
     pub duration: Option<f64>,
@@ -90,6 +94,7 @@ impl LoadArgs {
             replica: Vec::new(),
             balancer: None,
             profile,
+            pool: None,
             duration: None,
             waves: None,
             load_factor: None,

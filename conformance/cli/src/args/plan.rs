@@ -77,6 +77,7 @@ impl LoadArgs {
             replica: self.replica.clone(),
             balancer: self.balancer,
             profile: self.profile,
+            pool: self.pool.clone(),
             duration: self.duration,
             waves: self.waves,
             load_factor: self.load_factor,

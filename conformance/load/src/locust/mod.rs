@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
-use super::run::{Attempt, Hold, Outcome};
+use super::run::{Attempt, Hold, Outcome, RequestTemplate};
 use super::run::{RunKind, RunOutput, RunSpec};
 
 /// The Locust release the locustfile is written and tested against (`.ci/run` installs it).
@@ -161,7 +161,7 @@ pub async fn run(spec: &RunSpec, engine: &LocustEngine) -> Result<RunOutput, Loc
     let folder = write_folder(spec, &rate)?;
     let mut processes = start(spec, engine, &folder, &rate)?;
     let elapsed_ms = wait(&mut processes, &folder, &rate).await?;
-    collect(&folder, engine, elapsed_ms)
+    collect(&folder, spec, engine, elapsed_ms)
 }
 
 /// The numbers of a rate profile Locust runs, checked once so the later phases need no
@@ -237,6 +237,13 @@ impl Folder {
     }
 }
 
+/// The value of the template's header `name` (empty when it sends none).
+fn header(t: &RequestTemplate, name: &str) -> String {
+    (t.headers.iter())
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map_or_else(String::new, |(_, v)| v.clone())
+}
+
 /// Writes the locustfile and `plan.json` (every number of the run) into a fresh folder, so
 /// workers elsewhere can run the very same profile.
 fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, LocustError> {
@@ -255,13 +262,13 @@ fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, LocustErr
         "abandon_fraction": spec.hold.abandon_fraction,
         "pre_hold_ms": spec.hold.pre_hold_ms,
         "path": t.path,
-        "content_type": t.content_type,
+        "content_type": header(t, "content-type"),
         "body_hex": t.body.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-        "hook_header": t.hook_header,
-        "hold_stage": t.hold_stage,
-        "request_id_header": t.request_id_header,
-        "server_timing_header": t.server_timing_header,
-        "retry_after_header": t.retry_after_header,
+        "hook_header": t.hook.header,
+        "hold_stage": t.hook.stage,
+        "request_id_header": t.request_id_header.clone().unwrap_or_default(),
+        "server_timing_header": t.server_timing_header.clone().unwrap_or_default(),
+        "retry_after_header": t.hint_header.clone().unwrap_or_default(),
     });
     let write = |name: &'static str, text: &str| {
         std::fs::write(dir.join(name), text).map_err(|source| LocustError::Write { name, source })
@@ -374,11 +381,12 @@ async fn wait(p: &mut Processes, folder: &Folder, rate: &RateSettings) -> Result
 /// cannot leave the verdicts judging part of the run.
 fn collect(
     folder: &Folder,
+    spec: &RunSpec,
     engine: &LocustEngine,
     elapsed_ms: f64,
 ) -> Result<RunOutput, LocustError> {
-    let (attempts, censored_think_ms) =
-        read_attempts(&folder.attempts_file).map_err(|source| LocustError::Records {
+    let (attempts, censored_think_ms) = read_attempts(&folder.attempts_file, &spec.template)
+        .map_err(|source| LocustError::Records {
             source,
             log: folder.master_log(),
         })?;
@@ -457,8 +465,13 @@ fn tail(path: &PathBuf) -> String {
 }
 
 /// The workers' records: attempts (sent times relative to the run's start as the master saw
-/// it) and the think time the end of the run cut short.
-fn read_attempts(path: &Path) -> Result<(Vec<Attempt>, f64), RecordsError> {
+/// it) and the think time the end of the run cut short. The locustfile records an answer's
+/// problem `code`, not its body, so a refusal is told by its status and that code: the
+/// reference's refusal, an error of its table, is nothing more (Locust loads it alone).
+fn read_attempts(
+    path: &Path,
+    template: &RequestTemplate,
+) -> Result<(Vec<Attempt>, f64), RecordsError> {
     let text = std::fs::read_to_string(path).map_err(|source| RecordsError::Read {
         path: path.to_owned(),
         source,
@@ -496,7 +509,15 @@ fn read_attempts(path: &Path) -> Result<(Vec<Attempt>, f64), RecordsError> {
                     (_, Some(e)) => Outcome::Error(e.trim_start_matches("error: ").to_owned()),
                     _ => Outcome::Error("no outcome recorded".into()),
                 };
+                let refused = match &outcome {
+                    Outcome::Status(status) => {
+                        let body = serde_json::json!({ "code": r["code"] }).to_string();
+                        template.refused(*status, body.as_bytes())
+                    }
+                    _ => false,
+                };
                 attempts.push(Attempt {
+                    refused,
                     user,
                     wave: 0,
                     sent_ms: r["sent_epoch_ms"].as_f64().unwrap_or(start) - start,

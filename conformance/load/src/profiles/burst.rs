@@ -12,7 +12,7 @@ use super::super::recovery::{self, Ending};
 use super::super::run::{DrainWait, Hold, HoldPlan};
 use super::super::run::{RunKind, RunSpec, keep_alive};
 use super::super::verdicts;
-use super::super::{Ctx, LoadPlan, POOL};
+use super::super::{Ctx, LoadPlan};
 use super::{Profiled, drive};
 
 pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fatal> {
@@ -33,17 +33,15 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fata
     let drain = DrainWait {
         client: ctx.client.clone(),
         metrics_url: ctx.target.metrics_url.clone(),
-        pool: POOL.into(),
-        timeout: Duration::from_millis(
-            b.hold_ms * 2 + ctx.contract.cancellation().stop_within_ms + 3000,
-        ),
+        gauges: ctx.pool.gauges.clone(),
+        timeout: Duration::from_millis(b.hold_ms * 2 + 3000) + ctx.pool.stop_within(),
         poll: Duration::from_millis(l.scrape_interval_ms.min(10)),
     };
     let spec = RunSpec {
         host: ctx.target.base.clone(),
         users: per_wave,
         seed: load.seed,
-        template: ctx.template.clone(),
+        template: ctx.pool.template.clone(),
         hold: HoldPlan {
             hold: Hold::Fixed { ms: b.hold_ms },
             abandon_fraction: 0.0,
@@ -52,8 +50,10 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fata
         report: load.goose_report(),
         engine: load.engine(),
         keep_alive: keep_alive(&ctx.contract),
-        overloaded_status: ctx.expect.overloaded_status,
-        kind: RunKind::Burst { waves, drain },
+        kind: RunKind::Burst {
+            waves,
+            drain: Box::new(drain),
+        },
     };
     let process = ProcessSource::Unavailable("not read in burst".into());
     let observed = drive(ctx, spec, process, Goal::Waves(waves as u64)).await?;

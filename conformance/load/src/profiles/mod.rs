@@ -14,12 +14,12 @@ use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::CheckResult;
 use plimsoll_conformance::verdict::series::{Band, Gauge, Limit, RunSeries, Sent, Span};
 
+use super::Ctx;
 use super::Engine;
 use super::progress::{Goal, Ticker};
 use super::run::{RunOutput, RunSpec};
 use super::runner::{self, LiveCounts};
 use super::scrape::{Sample, Scraper};
-use super::{Ctx, POOL};
 
 /// What `/metrics` (and the process) of one watched server said throughout a run.
 pub(super) struct Watched {
@@ -51,7 +51,7 @@ impl Observed {
             .iter()
             .map(|a| {
                 let refused = ctx.expect.is_refusal(a);
-                let ok = a.status() == Some(200) && !a.abandon_planned;
+                let ok = ctx.expect.is_ok(a) && !a.abandon_planned;
                 Sent {
                     sent_ms: a.sent_ms,
                     end_ms: a.sent_ms + a.latency_ms,
@@ -78,7 +78,7 @@ impl Observed {
                 value: f64::from(workers + queue),
             });
         }
-        let mut series = RunSeries::new(vec![(POOL.to_owned(), limits, sent)], phases);
+        let mut series = RunSeries::new(vec![(ctx.pool.name.clone(), limits, sent)], phases);
         let pool = &mut series.pools[0];
         pool.predicted_refused = band;
         if let [one] = self.watched.as_slice() {
@@ -131,7 +131,7 @@ pub(super) async fn drive(
             Scraper::spawn(
                 ctx.client.clone(),
                 node.metrics_url.clone(),
-                POOL.into(),
+                ctx.pool.gauges.clone(),
                 interval,
                 t0,
                 process,

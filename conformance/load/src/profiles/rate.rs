@@ -8,7 +8,6 @@ use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::Fatal;
 use plimsoll_conformance::verdict::series::{Band, Span};
 use plimsoll_conformance::verdict::{CheckResult, Lane};
-use plimsoll_spec::Pool;
 
 use super::super::calibrate::Calibration;
 use super::super::prediction::{self, Arrivals, Interval, Model};
@@ -89,13 +88,8 @@ impl Plan {
         let think_s = think.ok_or_else(|| {
             Fatal::Contract(format!("{target_rate:.0} attempts/s cannot be generated"))
         })?;
-        let hold_cap_ms = (mean_hold_ms * u64::from(l.max_hold_factor)).min(
-            ctx.contract
-                .pool_spec(Pool::Digitize)
-                .deadline_ms
-                .unwrap_or_default()
-                / 2,
-        );
+        let longest = mean_hold_ms * u64::from(l.max_hold_factor);
+        let hold_cap_ms = (ctx.pool.spec.deadline_ms).map_or(longest, |d| longest.min(d / 2));
         Ok(Plan {
             factor,
             mean_hold_ms,
@@ -115,7 +109,7 @@ impl Plan {
 struct Measurement<'a> {
     /// Attempts sent after the warm-up.
     window: Vec<&'a Attempt>,
-    /// Of those, the ones the refused fraction counts: not abandoned, answered 200 or refused.
+    /// Of those, the ones the refused fraction counts: not abandoned, served or refused.
     counted: usize,
     ok: usize,
     refused: usize,
@@ -140,11 +134,11 @@ impl<'a> Measurement<'a> {
         let window: Vec<&Attempt> = out.attempts.iter().filter(|a| a.sent_ms >= warm).collect();
         let counted: Vec<&&Attempt> = window
             .iter()
-            .filter(|a| !a.abandon_planned && (a.status() == Some(200) || ctx.expect.is_refusal(a)))
+            .filter(|a| !a.abandon_planned && (ctx.expect.is_ok(a) || ctx.expect.is_refusal(a)))
             .collect();
         let runs: Vec<f64> = counted
             .iter()
-            .filter(|a| a.status() == Some(200))
+            .filter(|a| ctx.expect.is_ok(a))
             .map(|a| a.timing.map_or(a.latency_ms, |(_, run)| run))
             .collect();
         let measured_service_s = if runs.is_empty() {
@@ -261,7 +255,7 @@ fn run_spec(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration, plan: &Plan) -> R
         host: ctx.target.base.clone(),
         users: plan.users as usize,
         seed: load.seed,
-        template: ctx.template.clone(),
+        template: ctx.pool.template.clone(),
         hold: HoldPlan {
             hold: Hold::Exponential {
                 mean_ms: plan.mean_hold_ms as f64,
@@ -273,7 +267,6 @@ fn run_spec(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration, plan: &Plan) -> R
         report: load.goose_report(),
         engine: load.engine(),
         keep_alive: keep_alive(&ctx.contract),
-        overloaded_status: ctx.expect.overloaded_status,
         kind: RunKind::Rate {
             mean_think_ms: plan.think_s * 1000.0,
             duration: plan.duration,

@@ -44,8 +44,9 @@ pub fn burst(
         "",
         "Burst: exactly workers + queue admitted per wave",
         format!(
-            "{admit} of {per_wave} admitted per wave (hold {hold_ms} ms), the rest {} within {refusal_ms} ms with Retry-After",
-            expect.overloaded_status
+            "{admit} of {per_wave} admitted per wave (hold {hold_ms} ms), the rest {} within {refusal_ms} ms{}",
+            expect.refusal.as_deref().unwrap_or("refused"),
+            expect.hint.as_ref().map_or(String::new(), |h| format!(" with {}", h.header))
         ),
         format!(
             "admitted per wave {}; slowest refusal {:.1} ms",
@@ -81,7 +82,7 @@ impl WaveTally {
         refusal_ms: u64,
     ) {
         let admit = expect.admissible();
-        let ok = list.iter().filter(|a| a.status() == Some(200)).count();
+        let ok = list.iter().filter(|a| expect.is_ok(a)).count();
         let refused: Vec<&&Attempt> = list.iter().filter(|a| expect.is_refusal(a)).collect();
         let other = list.len() - ok - refused.len();
         self.observed.push(format!("{ok}/{}", list.len()));
@@ -98,7 +99,8 @@ impl WaveTally {
         }
         if other > 0 {
             self.problems.push(format!(
-                "wave {n}: {other} answer(s) neither 200 nor a refusal"
+                "wave {n}: {other} answer(s) neither {} nor a refusal",
+                expect.ok_status
             ));
         }
         for r in &refused {

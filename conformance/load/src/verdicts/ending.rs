@@ -5,14 +5,13 @@
 use std::collections::BTreeMap;
 
 use plimsoll_conformance::verdict::{CheckResult, Lane, LaneOutcome, Verdict};
-use plimsoll_spec::MetricName;
 
 use super::{Expectations, verdict_of, who};
 use crate::run::{Attempt, Outcome};
 use crate::scrape::Sample;
 
-/// Every answer is a documented status; refusals carry the `overloaded` code and a valid
-/// Retry-After; nothing failed without an answer (planned abandonment aside).
+/// Every answer is a documented status; refusals are the pool's (its status and body) with a
+/// valid hint; nothing failed without an answer (planned abandonment aside).
 pub fn statuses(expect: &Expectations, attempts: &[Attempt]) -> CheckResult {
     let mut tally = StatusTally::default();
     for a in attempts {
@@ -29,11 +28,8 @@ pub fn statuses(expect: &Expectations, attempts: &[Attempt]) -> CheckResult {
         "statuses",
         "Only documented answers under load",
         format!(
-            "200 or {} {} with Retry-After {}..={} s; only documented statuses ({})",
-            expect.overloaded_status,
-            expect.overloaded_code,
-            expect.retry_after_min,
-            expect.retry_after_max,
+            "{}; only documented statuses ({})",
+            expect.answers(),
             documented.join(", ")
         ),
         summary.join(", "),
@@ -60,14 +56,15 @@ impl StatusTally {
     /// Counts one attempt, and names it if it is a problem.
     fn add(&mut self, expect: &Expectations, a: &Attempt) {
         let key = match &a.outcome {
-            Outcome::Status(s) if *s == 200 => "200".to_owned(),
-            Outcome::Status(s) => format!("{s} {}", a.code.as_deref().unwrap_or("?")),
+            Outcome::Status(s) if expect.is_ok(a) => s.to_string(),
+            Outcome::Status(s) => answer(*s, a),
             Outcome::Abandoned => "abandoned (planned)".to_owned(),
             Outcome::Error(_) => "no answer".to_owned(),
         };
         *self.counts.entry(key).or_default() += 1;
         let problem = match &a.outcome {
-            Outcome::Status(200) | Outcome::Abandoned => None,
+            Outcome::Status(_) if expect.is_ok(a) => None,
+            Outcome::Abandoned => None,
             Outcome::Status(s) if !expect.documented.contains(s) => {
                 self.undocumented += 1;
                 Some(format!("{}: status {s} is not documented", who(a)))
@@ -78,11 +75,7 @@ impl StatusTally {
             }),
             Outcome::Status(s) => {
                 self.unexpected += 1;
-                Some(format!(
-                    "{}: {s} {} under load",
-                    who(a),
-                    a.code.as_deref().unwrap_or("?")
-                ))
+                Some(format!("{}: {} under load", who(a), answer(*s, a)))
             }
             Outcome::Error(e) => {
                 self.errors += 1;
@@ -106,14 +99,19 @@ impl StatusTally {
             why.push(format!("{} undocumented status(es)", self.undocumented));
         }
         if self.unexpected > 0 {
+            let refusal = expect
+                .refusal
+                .as_deref()
+                .unwrap_or("a refusal (none declared)");
             why.push(format!(
-                "{} answer(s) other than 200 or {} {}",
-                self.unexpected, expect.overloaded_status, expect.overloaded_code
+                "{} answer(s) other than {} or {refusal}",
+                self.unexpected, expect.ok_status
             ));
         }
         if self.bad_retry > 0 {
+            let header = expect.hint.as_ref().map_or("hint", |h| h.header.as_str());
             why.push(format!(
-                "{} refusal(s) without a valid Retry-After",
+                "{} refusal(s) without a valid {header}",
                 self.bad_retry
             ));
         }
@@ -121,6 +119,16 @@ impl StatusTally {
             why.push(format!("{} request(s) got no answer", self.errors));
         }
         why
+    }
+}
+
+/// An answer other than the served one, as a count and a problem name it: its status with
+/// `refused`, or its problem `code` (`?` when its body has none).
+fn answer(status: u16, a: &Attempt) -> String {
+    match (a.refused, a.code.as_deref()) {
+        (true, Some(code)) => format!("{status} {code}"),
+        (true, None) => format!("{status} refused"),
+        (false, code) => format!("{status} {}", code.unwrap_or("?")),
     }
 }
 
@@ -140,10 +148,15 @@ pub fn busy_limit(
         .iter()
         .filter(|s| s.busy.is_some_and(|b| b > f64::from(expect.workers)))
         .collect();
-    let verdict = if busy.is_empty() {
+    let verdict = if !expect.busy_declared {
+        Verdict::NotApplicable(format!(
+            "the contract declares no busy series for pool `{}` (`[pools.{}.metrics]`)",
+            expect.pool, expect.pool
+        ))
+    } else if busy.is_empty() {
         Verdict::Fail(format!(
-            "no {} reading for the digitize pool in /metrics",
-            MetricName::WorkersBusy
+            "no busy reading for pool `{}` in the metrics exposition",
+            expect.pool
         ))
     } else if !over.is_empty() {
         Verdict::Fail(format!(
@@ -234,12 +247,14 @@ impl TempCount {
             || (before.folder.is_some() && self.folder.is_some())
     }
 
-    /// `N` from the gauge, `N (temp folder: M entries)` when the folder is visible too.
+    /// `N` from the gauge, `N (temp folder: M entries)` when the folder is visible too,
+    /// `unread` when neither is.
     pub fn describe(&self) -> String {
         let gauge = self.gauge.map_or("?".to_owned(), |v| v.to_string());
-        match self.folder {
-            Some(n) => format!("{gauge} (temp folder: {n} entries)"),
-            None => gauge,
+        match (self.gauge, self.folder) {
+            (None, None) => "unread".to_owned(),
+            (_, Some(n)) => format!("{gauge} (temp folder: {n} entries)"),
+            (Some(_), None) => gauge,
         }
     }
 }
@@ -250,6 +265,9 @@ impl TempCount {
 pub struct Drained {
     /// How long until busy and queue depth read 0, or `None` if they never did.
     pub drained_ms: Option<f64>,
+    /// The target declares no series to read the drain by: it was waited for (the pool's
+    /// cancellation bound), not read.
+    pub unread: bool,
     /// Last busy gauge read while waiting.
     pub last_busy: Option<f64>,
     /// Temp files before the load (idle) and once it drained.
@@ -282,7 +300,7 @@ pub fn recovery(
 ) -> CheckResult {
     let admit = expect.admissible();
     let mut why = Vec::new();
-    if drained.drained_ms.is_none() {
+    if drained.drained_ms.is_none() && !drained.unread {
         why.push(format!(
             "the busy gauge never returned to 0 (last {}): slots are held by requests that are gone",
             drained.last_busy.unwrap_or(f64::NAN)
@@ -307,7 +325,11 @@ pub fn recovery(
         format!("busy and queue drain to 0, temp files back to the start (+{temp_allowance}), {admit} held requests all admitted again"),
         format!(
             "drained {}, temp files {} → {}, probe {}/{} admitted",
-            drained.drained_ms.map_or("never".to_owned(), |ms| format!("in {ms:.0} ms")),
+            match (drained.unread, drained.drained_ms) {
+                (true, _) => "unread (no busy series declared)".to_owned(),
+                (false, Some(ms)) => format!("in {ms:.0} ms"),
+                (false, None) => "never".to_owned(),
+            },
             drained.temp_before.describe(),
             drained.temp_after.describe(),
             probe.admitted,
@@ -336,14 +358,14 @@ pub fn lanes(attempts: &[Attempt], from_ms: f64, limit: usize, expect: &Expectat
             run_start_ms: a.timing.map(|(q, _)| a.sent_ms - origin + q),
             end_ms: a.sent_ms - origin + a.latency_ms,
             outcome: match &a.outcome {
-                Outcome::Status(200) => LaneOutcome::Ok,
+                Outcome::Status(_) if expect.is_ok(a) => LaneOutcome::Ok,
                 Outcome::Status(_) if expect.is_refusal(a) => LaneOutcome::Refused,
                 Outcome::Abandoned => LaneOutcome::Cancelled,
                 Outcome::Status(504) => LaneOutcome::TimedOut,
                 _ => LaneOutcome::Failed,
             },
             status: a.status(),
-            pool: Some(plimsoll_spec::Pool::Digitize.as_str().to_owned()),
+            pool: Some(expect.pool.clone()),
         })
         .collect()
 }
@@ -368,6 +390,7 @@ mod tests {
     fn drained(before: (f64, usize), after: (f64, usize)) -> Drained {
         Drained {
             drained_ms: Some(10.0),
+            unread: false,
             last_busy: Some(0.0),
             temp_before: TempCount {
                 gauge: Some(before.0),

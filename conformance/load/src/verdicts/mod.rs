@@ -9,6 +9,7 @@ pub mod rate;
 pub mod soak;
 
 use std::collections::BTreeSet;
+use std::ops::RangeInclusive;
 
 use plimsoll_conformance::verdict::{CheckResult, ResultId, Verdict};
 use plimsoll_spec::model::RetryAfterFormat;
@@ -25,22 +26,35 @@ pub use soak::{Resource, settled_medians, settled_slope, stays_flat, temp_files}
 pub struct Expectations {
     /// `burst`, `steady`, … (verdict ids are `L-{profile}…`).
     pub profile: &'static str,
-    /// Digitize workers: at most this many held requests run at once.
+    /// The loaded pool's name.
+    pub pool: String,
+    /// The pool's workers: at most this many held requests run at once.
     pub workers: u32,
-    /// Digitize queue places: at most this many wait for a worker.
+    /// The pool's queue places: at most this many wait for a worker.
     pub queue: u32,
-    /// Statuses the OpenAPI document lists for the digitize operation.
+    /// Every status an attempt may be answered with (the reference: the statuses its OpenAPI
+    /// operation lists).
     pub documented: BTreeSet<u16>,
-    /// The status and code of a refusal.
-    pub overloaded_status: u16,
-    /// The problem `code` a refusal carries, beside its status.
-    pub overloaded_code: String,
-    /// How Retry-After is written (T3's `format`).
-    pub retry_after_format: RetryAfterFormat,
-    /// Retry-After must be in this range (seconds).
-    pub retry_after_min: u64,
-    /// The Retry-After upper bound (seconds): T3's `max` for the digitize pool.
-    pub retry_after_max: u64,
+    /// The status of a served attempt.
+    pub ok_status: u16,
+    /// The pool's refusal in words (``503 `overloaded` ``); None: the pool never refuses.
+    pub refusal: Option<String>,
+    /// The refusal's hint, if it declares one.
+    pub hint: Option<HintRange>,
+    /// Whether the contract declares the pool's busy series (else the gauge is not judged).
+    pub busy_declared: bool,
+    /// Whether the contract declares a gauge of per-request temp files (the reference's).
+    pub temp_declared: bool,
+}
+
+/// A refusal's hint: the header it travels in and the delays it may advertise (RFC 9110
+/// delay-seconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HintRange {
+    /// The header (`Retry-After`).
+    pub header: String,
+    /// The delays allowed, in seconds.
+    pub allowed: RangeInclusive<u64>,
 }
 
 impl Expectations {
@@ -65,24 +79,47 @@ impl Expectations {
         (self.workers + self.queue) as usize
     }
 
-    /// Whether `a` was refused as `overloaded`: the contract's status and code both.
+    /// Whether `a` was the pool's refusal (its status and declared body both).
     pub fn is_refusal(&self, a: &Attempt) -> bool {
-        a.status() == Some(self.overloaded_status)
-            && a.code.as_deref() == Some(self.overloaded_code.as_str())
+        a.refused
     }
 
-    /// Why a refusal's Retry-After is not acceptable, if it is not.
+    /// Whether `a` was served.
+    pub fn is_ok(&self, a: &Attempt) -> bool {
+        a.status() == Some(self.ok_status)
+    }
+
+    /// The answers every attempt must get, in words (``200 or 503 `overloaded` with
+    /// Retry-After 1..=60 s``).
+    pub fn answers(&self) -> String {
+        let refusal = self
+            .refusal
+            .as_deref()
+            .map_or(String::new(), |r| format!(" or {r}"));
+        let hint = self.hint.as_ref().map_or(String::new(), |h| {
+            format!(
+                " with {} {}..={} s",
+                h.header,
+                h.allowed.start(),
+                h.allowed.end()
+            )
+        });
+        format!("{}{refusal}{hint}", self.ok_status)
+    }
+
+    /// Why a refusal's hint is not acceptable, if it is not (none declared: nothing is judged).
     pub fn retry_after_problem(&self, a: &Attempt) -> Option<String> {
+        let hint = self.hint.as_ref()?;
+        let format = RetryAfterFormat::DelaySeconds;
+        let header = &hint.header;
         match a.retry_after.as_deref() {
-            None => Some("no Retry-After".into()),
-            Some(v) => match self.retry_after_format.parse(v) {
-                None => Some(format!(
-                    "Retry-After `{v}` is not {}",
-                    self.retry_after_format
-                )),
-                Some(n) if n < self.retry_after_min || n > self.retry_after_max => Some(format!(
-                    "Retry-After {n} outside {}..={}",
-                    self.retry_after_min, self.retry_after_max
+            None => Some(format!("no {header}")),
+            Some(v) => match format.parse(v) {
+                None => Some(format!("{header} `{v}` is not {format}")),
+                Some(n) if !hint.allowed.contains(&n) => Some(format!(
+                    "{header} {n} outside {}..={}",
+                    hint.allowed.start(),
+                    hint.allowed.end()
                 )),
                 Some(_) => None,
             },
@@ -129,14 +166,18 @@ pub(crate) mod tests {
     pub(crate) fn expect() -> Expectations {
         Expectations {
             profile: "burst",
+            pool: "digitize".into(),
             workers: 4,
             queue: 0,
             documented: [200, 400, 503, 504].into_iter().collect(),
-            overloaded_status: 503,
-            overloaded_code: "overloaded".into(),
-            retry_after_format: RetryAfterFormat::DelaySeconds,
-            retry_after_min: 1,
-            retry_after_max: 60,
+            ok_status: 200,
+            refusal: Some("503 `overloaded`".into()),
+            hint: Some(HintRange {
+                header: "Retry-After".into(),
+                allowed: 1..=60,
+            }),
+            busy_declared: true,
+            temp_declared: true,
         }
     }
 
@@ -157,6 +198,7 @@ pub(crate) mod tests {
             outcome: Outcome::Status(status),
             retry_after: retry_after.map(str::to_owned),
             code: (status == 503).then(|| "overloaded".to_owned()),
+            refused: status == 503,
             request_id: None,
             timing: None,
         }

@@ -136,7 +136,13 @@ pub fn temp_files(
     max_during: Option<f64>,
 ) -> CheckResult {
     let (before, after) = (&drained.temp_before, &drained.temp_after);
-    let verdict = if !after.comparable(before) {
+    let verdict = if !after.comparable(before) && !expect.temp_declared {
+        Verdict::NotApplicable(format!(
+            "the contract declares no per-request temp files for pool `{}`, and no --temp-dir was \
+             given to look in",
+            expect.pool
+        ))
+    } else if !after.comparable(before) {
         Verdict::Skip(format!(
             "no {} in /metrics and no --temp-dir to look in, before and after the load",
             MetricName::TempFiles

@@ -1,0 +1,307 @@
+//! The pool a run loads, as its contract declares it: which of the contract's pools, the
+//! request every attempt sends and the hook that holds its worker, the answers it may get, and
+//! the series the target reports it in.
+//!
+//! The reference contract's digitize pool is one such pool (its lightest request, the reference
+//! hook, the `plimsoll_*` gauges); a pool of any other contract is another, read from its
+//! declaration: its hold recipe and hook, its refusal and hint, its own series. The profiles
+//! draw a hold for every attempt, so a pool is loaded through a hook; one that holds only by a
+//! slow request or a dependency is refused with that reason before a request is sent.
+
+use std::collections::BTreeSet;
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use plimsoll_conformance::checks::refusal::pool_allowed;
+use plimsoll_conformance::session::Fatal;
+use plimsoll_spec::model::PoolSpec;
+use plimsoll_spec::{Contract, Pool};
+
+use super::run::{Hook, RequestTemplate};
+use super::scrape::Gauges;
+
+/// The pool a run loads, resolved once from the contract.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedPool {
+    /// Its key in `[pools]`.
+    pub name: String,
+    /// Its declaration.
+    pub spec: PoolSpec,
+    /// The request every attempt sends, and how its answer is read.
+    pub template: RequestTemplate,
+    /// The series the target reports the pool in.
+    pub gauges: Gauges,
+    /// Every status an attempt may be answered with.
+    pub documented: BTreeSet<u16>,
+    /// The header a refusal's hint travels in and the delays it may advertise; None: the
+    /// refusal declares no hint.
+    pub hint: Option<(String, RangeInclusive<u64>)>,
+}
+
+impl LoadedPool {
+    /// The pool `asked` (`--pool`), or the one the contract leaves no doubt about: the
+    /// reference's digitize pool, or the only pool of another contract held by a hook.
+    pub(crate) fn choose(contract: &Contract, asked: Option<&str>) -> Result<LoadedPool, Fatal> {
+        let name = match asked {
+            Some(name) if contract.pools.contains_key(name) => name.to_owned(),
+            Some(name) => {
+                return Err(Fatal::Usage(format!(
+                    "--pool {name}: the contract `{}` declares no such pool (its pools: {})",
+                    contract.contract.name,
+                    names(contract.pools.keys())
+                )));
+            }
+            None if contract.is_reference() => Pool::Digitize.as_str().to_owned(),
+            None => only_hooked(contract)?,
+        };
+        let spec = &contract.pools[&name];
+        match Pool::ALL.into_iter().find(|p| p.as_str() == name) {
+            Some(Pool::Digitize) if contract.is_reference() => Ok(reference(contract)),
+            _ => declared(contract, &name, spec).map_err(|why| {
+                Fatal::Usage(format!(
+                    "pool `{name}` of the contract `{}` cannot be loaded: {why}",
+                    contract.contract.name
+                ))
+            }),
+        }
+    }
+
+    /// How soon the work of a client that went away stops (B3), when the pool promises it; 0
+    /// when it does not (its requests then end within their hold).
+    pub(crate) fn stop_within(&self) -> Duration {
+        let ms = self
+            .spec
+            .cancellation
+            .as_ref()
+            .map_or(0, |c| c.stop_within_ms);
+        Duration::from_millis(ms)
+    }
+
+    /// Workers + queue places: how many requests may be in the pool at once.
+    pub(crate) fn places(&self) -> u32 {
+        self.spec.queue.capacity.places().unwrap_or(0)
+    }
+}
+
+/// The only pool of `contract` a hook holds, or why there is not exactly one.
+fn only_hooked(contract: &Contract) -> Result<String, Fatal> {
+    let hooked: Vec<&String> = (contract.pools.iter())
+        .filter(|(_, p)| p.hold.as_ref().is_some_and(|h| h.hook.is_some()))
+        .map(|(name, _)| name)
+        .collect();
+    match hooked.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(Fatal::Usage(format!(
+            "the contract `{}` declares no pool held by a hook (`hold.hook`): plimsoll load draws \
+             each request's hold and asks for it in the hook; its pools are judged by \
+             `plimsoll check` (T1-T6)",
+            contract.contract.name
+        ))),
+        several => Err(Fatal::Usage(format!(
+            "the contract `{}` declares several pools held by a hook; name the one to load with \
+             --pool ({})",
+            contract.contract.name,
+            names(several.iter().copied())
+        ))),
+    }
+}
+
+fn names<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    names.map(String::as_str).collect::<Vec<_>>().join(", ")
+}
+
+/// The reference pipeline's digitize pool: its lightest request, the reference hook, the
+/// `plimsoll_*` gauges, the statuses its OpenAPI operation lists.
+fn reference(contract: &Contract) -> LoadedPool {
+    let api = &contract.api().digitize;
+    let openapi = plimsoll_spec::render::openapi(contract);
+    let documented = openapi["paths"][api.path.as_str()]["post"]["responses"]
+        .as_object()
+        .map(|m| m.keys().filter_map(|k| k.parse().ok()).collect())
+        .unwrap_or_default();
+    let spec = contract.pool_spec(Pool::Digitize).clone();
+    let refusal = contract.refusal(Pool::Digitize);
+    LoadedPool {
+        name: Pool::Digitize.as_str().to_owned(),
+        template: lightest_request(contract),
+        gauges: Gauges::reference(&contract.api().metrics.path, Pool::Digitize),
+        documented,
+        hint: refusal.and_then(|r| {
+            Some((
+                r.hint.as_ref()?.header().to_owned(),
+                pool_allowed(r, &spec)?,
+            ))
+        }),
+        spec,
+    }
+}
+
+/// The lightest valid digitize request: smallest design, coarsest fill, fewest colours, so
+/// the request's time is its hold and the pipeline's own cost stays small.
+fn lightest_request(contract: &Contract) -> RequestTemplate {
+    let api = &contract.api().digitize;
+    let p = &api.params;
+    let observability = contract.observability();
+    let refusal = contract.refusal(Pool::Digitize);
+    RequestTemplate {
+        name: Pool::Digitize.as_str().to_owned(),
+        method: reqwest::Method::POST,
+        path: format!(
+            "{}?width_mm={}&density_mm={}&colors={}",
+            api.path, p.width_mm.min, p.density_mm.max, p.colors.min
+        ),
+        headers: vec![("content-type".into(), api.content_types[0].clone())],
+        body: plimsoll_conformance::remote::sample_png(),
+        hook: Hook {
+            header: contract.hooks().header.clone(),
+            stage: contract.load.hold_stage.as_str().to_owned(),
+        },
+        ok_status: 200,
+        refusal: refusal.and_then(|r| contract.refusal_answer(r)),
+        request_id_header: Some(observability.request_id_header.clone()),
+        server_timing_header: Some(observability.server_timing_header.clone()),
+        hint_header: refusal.and_then(|r| Some(r.hint.as_ref()?.header().to_owned())),
+    }
+}
+
+/// A pool of any contract, from its declaration: its hold recipe sent with its hook, its
+/// refusal and hint, its own series; or why it cannot be loaded.
+fn declared(contract: &Contract, name: &str, spec: &PoolSpec) -> Result<LoadedPool, String> {
+    let hold = spec
+        .hold
+        .as_ref()
+        .ok_or("it declares no `hold` (a request its hook holds)")?;
+    let hook = hold.hook.as_ref().ok_or(
+        "it holds only by a slow request or a dependency, and the profiles draw each request's \
+         hold and ask for it in a hook (`hold.hook`); its clauses are judged by `plimsoll check`",
+    )?;
+    if spec.queue.capacity.places().is_none() {
+        return Err(
+            "its queue has no bound, and the profiles size their waves and their \
+                    prediction by workers + queue places"
+                .into(),
+        );
+    }
+    let recipe = &hold.request;
+    let method = reqwest::Method::from_bytes(recipe.method.as_bytes()).map_err(|_| {
+        format!(
+            "its hold's method `{}` is not an HTTP method",
+            recipe.method
+        )
+    })?;
+    let body = recipe.body().map_err(|e| format!("its hold's {e}"))?;
+    let refusal = spec.refusal.as_ref().and_then(|r| contract.refusals.get(r));
+    let answer = refusal.and_then(|r| contract.refusal_answer(r));
+    let timeout_answer = (spec.queue.timeout_answer.as_ref())
+        .and_then(|r| contract.refusals.get(r))
+        .and_then(|r| contract.refusal_status(r));
+    let documented = [
+        Some(recipe.status),
+        answer.as_ref().map(|a| a.status),
+        timeout_answer,
+    ];
+    let hint =
+        refusal.and_then(|r| Some((r.hint.as_ref()?.header().to_owned(), pool_allowed(r, spec)?)));
+    Ok(LoadedPool {
+        name: name.to_owned(),
+        template: RequestTemplate {
+            name: name.to_owned(),
+            method,
+            path: recipe.path.clone(),
+            headers: recipe.headers.clone().into_iter().collect(),
+            body: body.into_owned(),
+            hook: Hook {
+                header: hook.header.clone(),
+                stage: hook.stage.as_str().to_owned(),
+            },
+            ok_status: recipe.status,
+            refusal: answer,
+            request_id_header: None,
+            server_timing_header: None,
+            hint_header: hint.as_ref().map(|(header, _)| header.clone()),
+        },
+        gauges: Gauges::declared(spec.metrics.as_ref()),
+        documented: documented.into_iter().flatten().collect(),
+        hint,
+        spec: spec.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second() -> Contract {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/rust-service/contract.toml"
+        );
+        Contract::from_file(std::path::Path::new(path)).unwrap()
+    }
+
+    fn refused(contract: &Contract, asked: Option<&str>) -> String {
+        match LoadedPool::choose(contract, asked) {
+            Err(Fatal::Usage(why)) => why,
+            other => panic!("{asked:?} was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_reference_loads_its_digitize_pool_by_its_own_surface() {
+        let c = Contract::embedded();
+        let pool = LoadedPool::choose(c, None).unwrap();
+        assert_eq!(pool.name, "digitize");
+        assert_eq!(pool.template.method, reqwest::Method::POST);
+        assert_eq!(pool.template.hook.header, c.hooks().header);
+        assert_eq!(
+            pool.gauges,
+            Gauges::reference(&c.api().metrics.path, Pool::Digitize)
+        );
+        let refusal = pool.template.refusal.as_ref().unwrap();
+        assert_eq!(refusal.words(), "503 `overloaded`");
+        assert!(pool.documented.contains(&503) && pool.documented.contains(&200));
+    }
+
+    #[test]
+    fn another_contract_s_pool_is_loaded_by_its_declaration() {
+        let c = second();
+        let pool = LoadedPool::choose(&c, Some("search")).unwrap();
+        let t = &pool.template;
+        assert_eq!((t.method.as_str(), t.path.as_str()), ("GET", "/search"));
+        assert_eq!(
+            (t.hook.header.as_str(), t.hook.stage.as_str()),
+            ("X-Plimsoll-Hook", "search")
+        );
+        assert_eq!(t.ok_status, 200);
+        assert!(t.refused(429, br#"{"error":"too many searches"}"#));
+        assert!(!t.refused(429, br#"{"error":"something else"}"#));
+        assert_eq!(pool.hint, Some(("Retry-After".to_owned(), 1..=2)));
+        assert_eq!(pool.documented, [200, 429].into());
+        assert_eq!(pool.gauges.busy.as_ref().unwrap().name, "pool_busy");
+        assert_eq!(pool.gauges.temp_files, None);
+        // A queue timeout's answer is documented too (the reports' is their refusal, 503).
+        let reports = LoadedPool::choose(&c, Some("reports")).unwrap();
+        assert_eq!(reports.documented, [200, 503].into());
+        assert_eq!(reports.places(), 3);
+    }
+
+    #[test]
+    fn a_pool_that_cannot_be_loaded_is_refused_with_why() {
+        let c = second();
+        let several = refused(&c, None);
+        assert!(
+            several.contains("--pool (reports, search, tenant)"),
+            "{several}"
+        );
+        let unknown = refused(&c, Some("nope"));
+        assert!(
+            unknown.contains("declares no such pool (its pools: lookup, reports, search, tenant)"),
+            "{unknown}"
+        );
+        let lookup = refused(&c, Some("lookup"));
+        assert!(
+            lookup.contains("pool `lookup`") && lookup.contains("a slow request or a dependency"),
+            "{lookup}"
+        );
+    }
+}
