@@ -1777,9 +1777,9 @@ fn discover_refuses_a_body_that_is_not_text() {
     assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 0, "{said}");
 }
 
-/// `plimsoll load` against another service's contract needs to know which pool it loads, and
-/// one it can hold by a hook: with several such pools and no `--pool`, or with a pool held by
-/// its dependency, it says so and exits 2 before a request is sent, never panics.
+/// `plimsoll load` against another service's contract needs to know which pool it loads: with
+/// several it can hold and no `--pool`, or a pool the contract does not declare, it says so and
+/// exits 2 before a request is sent, never panics.
 #[test]
 fn load_names_the_pools_it_can_load_and_why_it_cannot_load_another() {
     let url = second_service(plimsoll_example_service::Config::default());
@@ -1805,14 +1805,11 @@ fn load_names_the_pools_it_can_load_and_why_it_cannot_load_another() {
     };
     let said = load(&[]);
     assert!(
-        said.contains("name the one to load with --pool (reports, search, tenant)"),
+        said.contains("name the one to load with --pool (lookup, reports, search, tenant)"),
         "{said}"
     );
-    let said = load(&["--pool", "lookup"]);
-    assert!(
-        said.contains("pool `lookup`") && said.contains("a slow request or a dependency"),
-        "{said}"
-    );
+    let said = load(&["--pool", "nope"]);
+    assert!(said.contains("declares no such pool"), "{said}");
 }
 
 /// A search served whatever its query (no validation): each declared bad query is answered
@@ -2130,6 +2127,29 @@ fn the_second_service_passes_the_load_profiles_on_its_search_pool() {
     }
 }
 
+/// `plimsoll load` on the second service's lookup pool, held by the dependency it calls and the
+/// checker plays (nothing in the service knows of Plimsoll): every call is answered after the
+/// burst's hold, each wave admits exactly its three workers and two queue places and refuses
+/// the rest with its `503` page, and its own busy and queue series stay within them.
+#[test]
+fn the_second_service_passes_the_burst_profile_on_its_lookup_pool_held_by_its_dependency() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
+    let target = (url.as_str(), contract.as_path());
+    let (code, report) = load_with(dir.path(), target, ("lookup", "burst"), &["--waves", "2"]);
+    assert_eq!(code, Some(0), "{:?}{}", verdicts(&report), failing(&report));
+    let burst = verdict(&report, "L-burst")["observed"].to_string();
+    assert!(burst.contains("admitted per wave 5/12, 5/12"), "{burst}");
+    let busy = verdict(&report, "L-burst.busy-limit");
+    assert_eq!(busy["verdict"], "pass", "{busy}");
+    assert!(
+        busy["observed"]
+            .to_string()
+            .contains("max busy 3, max queue depth 2"),
+        "{busy}"
+    );
+}
+
 /// One more search worker than declared: every burst wave admits three where the contract
 /// says two, and the service's own busy gauge says so too.
 #[test]
@@ -2179,4 +2199,45 @@ fn the_second_service_undercounting_its_busy_gauge_fails_the_burst_profile() {
             .contains("never read more than 1 of 2"),
         "{busy}"
     );
+}
+
+/// `plimsoll load` on nginx's slow pool, from its contract alone: every attempt holds for the
+/// upstream's own time (the contract's `hold.at_least_ms`, no hook), each burst wave admits
+/// exactly `limit_conn` and refuses the rest at once with nginx's own 503 page, and under
+/// `overload` the refused fraction is the prediction's. With one more connection than declared
+/// the waves admit three. nginx declares no series: `busy-limit` is not applicable.
+#[test]
+fn nginx_passes_the_load_profiles_and_one_more_connection_fails_the_burst_profile() {
+    let upstream = slow_upstream();
+    let contract = example("contract.toml");
+    for (connections, exit, admitted) in [(2, 0, "2/8, 2/8"), (3, 1, "3/8, 3/8")] {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = Conf {
+            connections,
+            ..AS_CONTRACTED
+        };
+        let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &upstream);
+        let target = (url.as_str(), contract.as_path());
+        let (code, report) = load_with(dir.path(), target, ("slow", "burst"), &["--waves", "2"]);
+        let seen = format!(
+            "limit_conn {connections}: {:?}{}",
+            verdicts(&report),
+            failing(&report)
+        );
+        assert_eq!(code, Some(exit), "{seen}");
+        let burst = verdict(&report, "L-burst").to_string();
+        assert!(
+            burst.contains(&format!("admitted per wave {admitted}")),
+            "{burst}"
+        );
+        let busy = verdict(&report, "L-burst.busy-limit");
+        assert_eq!(busy["verdict"], "not_applicable", "{busy}");
+        if connections == 2 {
+            let args = ["--duration", "4"];
+            let (code, report) = load_with(dir.path(), target, ("slow", "overload"), &args);
+            assert_eq!(code, Some(0), "{:?}{}", verdicts(&report), failing(&report));
+            let refusals = verdict(&report, "L-overload.refusals");
+            assert_eq!(refusals["verdict"], "pass", "{refusals}");
+        }
+    }
 }

@@ -46,6 +46,7 @@ use plimsoll_spec::Contract;
 
 use plimsoll_conformance::checks::contract::contract_result;
 use plimsoll_conformance::observe::Observer;
+use plimsoll_conformance::remote::dependency::{Dependencies, Dependency, HoldTicket};
 use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::{self, ContractSource, Fatal, Opening, Partial, Subject};
 use plimsoll_conformance::verdict::{CheckResult, RunReport};
@@ -213,8 +214,34 @@ fn loaded_pool(load: &LoadPlan, expected: &Contract) -> Result<LoadedPool, Fatal
             expected.contract.name
         )));
     }
-    LoadedPool::choose(expected, load.pool.as_deref())
+    let l = &expected.load;
+    let nominal_hold_ms = match load.profile {
+        ProfileName::Burst => l.burst.hold_ms,
+        ProfileName::Steady => l.steady.mean_hold_ms,
+        ProfileName::Overload => l.overload.mean_hold_ms,
+        ProfileName::Soak => l.soak.mean_hold_ms,
+    };
+    LoadedPool::choose(expected, load.pool.as_deref(), nominal_hold_ms)
 }
+
+/// The dependency a pool holds by, listening where its contract says for the whole run and
+/// answering every call after the pool's hold (until the ticket is dropped); None for a pool
+/// held otherwise.
+async fn play_dependency(pool: &LoadedPool) -> Result<Option<Played>, Fatal> {
+    let Some(declared) = &pool.dependency else {
+        return Ok(None);
+    };
+    let dependency = Dependencies::default()
+        .get(declared)
+        .await
+        .map_err(|e| Fatal::Usage(e.to_string()))?;
+    let hold = Duration::from_millis(pool.own_hold_ms.unwrap_or_default());
+    let ticket = dependency.hold(hold);
+    Ok(Some((dependency, ticket)))
+}
+
+/// A dependency the checker plays, and its hold open for the run.
+type Played = (std::sync::Arc<Dependency>, HoldTicket);
 
 /// The run's client and its opening: the target's claim reconciled with the contract, and the
 /// manifest of a load run.
@@ -266,6 +293,7 @@ async fn run_profile(
     let pool = loaded_pool(load, &expected)?;
 
     run.observer.header(&manifest);
+    let _played = play_dependency(&pool).await?;
     let ctx = Ctx {
         target: Node::new(&subject.url, &pool, subject.temp_dir.clone()),
         replicas: load

@@ -99,7 +99,7 @@ pub struct LoadPlan {
     /// The profile to run.
     pub profile: ProfileName,
     /// The contract's pool the load goes to; `None`: the reference's digitize pool, or the only
-    /// pool of another contract held by a hook.
+    /// pool of another contract with a `hold`.
     pub pool: Option<String>,
     /// Seconds of load; `None`: the profile's `duration_s` (burst runs its waves instead).
     pub duration: Option<f64>,

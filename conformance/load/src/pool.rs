@@ -5,8 +5,11 @@
 //! The reference contract's digitize pool is one such pool (its lightest request, the reference
 //! hook, the `plimsoll_*` gauges); a pool of any other contract is another, read from its
 //! declaration: its hold recipe and hook, its refusal and hint, its own series. The profiles
-//! draw a hold for every attempt, so a pool is loaded through a hook; one that holds only by a
-//! slow request or a dependency is refused with that reason before a request is sent.
+//! draw a hold for every attempt and ask for it through a hook; a pool held by a slow request
+//! (a proxy in front of a slow upstream) holds every attempt for the request's own time
+//! instead, and one held by a dependency the checker plays holds every attempt for the
+//! profile's nominal hold, the dependency answering every call that late (a call carries
+//! nothing that says which attempt it serves, so the hold cannot be drawn per attempt).
 
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
@@ -14,10 +17,10 @@ use std::time::Duration;
 
 use plimsoll_conformance::checks::refusal::pool_allowed;
 use plimsoll_conformance::session::Fatal;
-use plimsoll_spec::model::PoolSpec;
+use plimsoll_spec::model::{DependencyHold, PoolSpec};
 use plimsoll_spec::{Contract, Pool};
 
-use super::run::{Hook, RequestTemplate};
+use super::run::{Hold, Hook, RequestTemplate};
 use super::scrape::Gauges;
 
 /// The pool a run loads, resolved once from the contract.
@@ -29,6 +32,13 @@ pub(crate) struct LoadedPool {
     pub spec: PoolSpec,
     /// The request every attempt sends, and how its answer is read.
     pub template: RequestTemplate,
+    /// A slow request's own hold (`hold.at_least_ms`), or the hold the played dependency gives
+    /// every call: every attempt holds this long, whatever the profile would draw. None: the
+    /// hook holds what the profile asks.
+    pub own_hold_ms: Option<u64>,
+    /// The dependency the checker plays for the run, answering every call after
+    /// [`own_hold_ms`](Self::own_hold_ms), when the pool holds by one.
+    pub dependency: Option<DependencyHold>,
     /// The series the target reports the pool in.
     pub gauges: Gauges,
     /// Every status an attempt may be answered with.
@@ -40,8 +50,13 @@ pub(crate) struct LoadedPool {
 
 impl LoadedPool {
     /// The pool `asked` (`--pool`), or the one the contract leaves no doubt about: the
-    /// reference's digitize pool, or the only pool of another contract held by a hook.
-    pub(crate) fn choose(contract: &Contract, asked: Option<&str>) -> Result<LoadedPool, Fatal> {
+    /// reference's digitize pool, or the only pool of another contract it declares a hold for.
+    /// `nominal_hold_ms` is the profile's hold, which a played dependency gives every call.
+    pub(crate) fn choose(
+        contract: &Contract,
+        asked: Option<&str>,
+        nominal_hold_ms: u64,
+    ) -> Result<LoadedPool, Fatal> {
         let name = match asked {
             Some(name) if contract.pools.contains_key(name) => name.to_owned(),
             Some(name) => {
@@ -52,12 +67,12 @@ impl LoadedPool {
                 )));
             }
             None if contract.is_reference() => Pool::Digitize.as_str().to_owned(),
-            None => only_hooked(contract)?,
+            None => only_held(contract)?,
         };
         let spec = &contract.pools[&name];
         match Pool::ALL.into_iter().find(|p| p.as_str() == name) {
             Some(Pool::Digitize) if contract.is_reference() => Ok(reference(contract)),
-            _ => declared(contract, &name, spec).map_err(|why| {
+            _ => declared(contract, (&name, spec), nominal_hold_ms).map_err(|why| {
                 Fatal::Usage(format!(
                     "pool `{name}` of the contract `{}` cannot be loaded: {why}",
                     contract.contract.name
@@ -77,28 +92,43 @@ impl LoadedPool {
         Duration::from_millis(ms)
     }
 
-    /// Workers + queue places: how many requests may be in the pool at once.
+    /// The hold a profile asks for, as the pool can give it: drawn (through its hook), or the
+    /// slow request's own, for every attempt.
+    pub(crate) fn hold(&self, asked: Hold) -> Hold {
+        match self.own_hold_ms {
+            Some(ms) => Hold::Fixed { ms },
+            None => asked,
+        }
+    }
+
+    /// A fixed hold of `asked_ms` as the pool can give it ([`LoadedPool::hold`]).
+    pub(crate) fn fixed_hold_ms(&self, asked_ms: u64) -> u64 {
+        self.own_hold_ms.unwrap_or(asked_ms)
+    }
+
+    /// The queue's places: how many requests may wait for a worker (a loaded pool's queue is
+    /// bounded: [`declared`] refuses another).
     pub(crate) fn places(&self) -> u32 {
         self.spec.queue.capacity.places().unwrap_or(0)
     }
 }
 
-/// The only pool of `contract` a hook holds, or why there is not exactly one.
-fn only_hooked(contract: &Contract) -> Result<String, Fatal> {
-    let hooked: Vec<&String> = (contract.pools.iter())
-        .filter(|(_, p)| p.hold.as_ref().is_some_and(|h| h.hook.is_some()))
+/// The only pool of `contract` it declares a hold for, or why there is not exactly one.
+fn only_held(contract: &Contract) -> Result<String, Fatal> {
+    let loadable: Vec<&String> = (contract.pools.iter())
+        .filter(|(_, p)| p.hold.is_some())
         .map(|(name, _)| name)
         .collect();
-    match hooked.as_slice() {
+    match loadable.as_slice() {
         [one] => Ok((*one).clone()),
         [] => Err(Fatal::Usage(format!(
-            "the contract `{}` declares no pool held by a hook (`hold.hook`): plimsoll load draws \
-             each request's hold and asks for it in the hook; its pools are judged by \
+            "the contract `{}` declares no `hold` for any pool (a hook, a slow request or a \
+             dependency): plimsoll load holds each request through one; its pools are judged by \
              `plimsoll check` (T1-T6)",
             contract.contract.name
         ))),
         several => Err(Fatal::Usage(format!(
-            "the contract `{}` declares several pools held by a hook; name the one to load with \
+            "the contract `{}` declares a hold for several pools; name the one to load with \
              --pool ({})",
             contract.contract.name,
             names(several.iter().copied())
@@ -124,6 +154,8 @@ fn reference(contract: &Contract) -> LoadedPool {
     LoadedPool {
         name: Pool::Digitize.as_str().to_owned(),
         template: lightest_request(contract),
+        own_hold_ms: None,
+        dependency: None,
         gauges: Gauges::reference(&contract.api().metrics.path, Pool::Digitize),
         documented,
         hint: refusal.and_then(|r| {
@@ -152,10 +184,10 @@ fn lightest_request(contract: &Contract) -> RequestTemplate {
         ),
         headers: vec![("content-type".into(), api.content_types[0].clone())],
         body: plimsoll_conformance::remote::sample_png(),
-        hook: Hook {
+        hook: Some(Hook {
             header: contract.hooks().header.clone(),
             stage: contract.load.hold_stage.as_str().to_owned(),
-        },
+        }),
         ok_status: 200,
         refusal: refusal.and_then(|r| contract.refusal_answer(r)),
         request_id_header: Some(observability.request_id_header.clone()),
@@ -164,17 +196,25 @@ fn lightest_request(contract: &Contract) -> RequestTemplate {
     }
 }
 
-/// A pool of any contract, from its declaration: its hold recipe sent with its hook, its
-/// refusal and hint, its own series; or why it cannot be loaded.
-fn declared(contract: &Contract, name: &str, spec: &PoolSpec) -> Result<LoadedPool, String> {
+/// A pool of any contract, from its declaration: its hold recipe sent with its hook (or, slow
+/// or held by its dependency, for a fixed time), its refusal and hint, its own series; or why it
+/// cannot be loaded.
+fn declared(
+    contract: &Contract,
+    (name, spec): (&str, &PoolSpec),
+    nominal_hold_ms: u64,
+) -> Result<LoadedPool, String> {
     let hold = spec
         .hold
         .as_ref()
         .ok_or("it declares no `hold` (a request its hook holds)")?;
-    let hook = hold.hook.as_ref().ok_or(
-        "it holds only by a slow request or a dependency, and the profiles draw each request's \
-         hold and ask for it in a hook (`hold.hook`); its clauses are judged by `plimsoll check`",
-    )?;
+    // Validation leaves exactly one way to hold; a hook wins where several are written.
+    let (own_hold_ms, dependency) = match (&hold.hook, hold.at_least_ms, &hold.dependency) {
+        (Some(_), _, _) => (None, None),
+        (None, Some(ms), _) => (Some(ms), None),
+        (None, None, Some(d)) => (Some(nominal_hold_ms), Some(d.clone())),
+        (None, None, None) => return Err("its `hold` says no way to hold a worker".into()),
+    };
     if spec.queue.capacity.places().is_none() {
         return Err(
             "its queue has no bound, and the profiles size their waves and their \
@@ -210,16 +250,18 @@ fn declared(contract: &Contract, name: &str, spec: &PoolSpec) -> Result<LoadedPo
             path: recipe.path.clone(),
             headers: recipe.headers.clone().into_iter().collect(),
             body: body.into_owned(),
-            hook: Hook {
+            hook: hold.hook.as_ref().map(|hook| Hook {
                 header: hook.header.clone(),
                 stage: hook.stage.as_str().to_owned(),
-            },
+            }),
             ok_status: recipe.status,
             refusal: answer,
             request_id_header: None,
             server_timing_header: None,
             hint_header: hint.as_ref().map(|(header, _)| header.clone()),
         },
+        own_hold_ms,
+        dependency,
         gauges: Gauges::declared(spec.metrics.as_ref()),
         documented: documented.into_iter().flatten().collect(),
         hint,
@@ -231,16 +273,18 @@ fn declared(contract: &Contract, name: &str, spec: &PoolSpec) -> Result<LoadedPo
 mod tests {
     use super::*;
 
+    /// An example's contract, read from the repository.
+    fn example(name: &str) -> Contract {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        Contract::from_file(&root.join(name).join("contract.toml")).unwrap()
+    }
+
     fn second() -> Contract {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/rust-service/contract.toml"
-        );
-        Contract::from_file(std::path::Path::new(path)).unwrap()
+        example("rust-service")
     }
 
     fn refused(contract: &Contract, asked: Option<&str>) -> String {
-        match LoadedPool::choose(contract, asked) {
+        match LoadedPool::choose(contract, asked, 300) {
             Err(Fatal::Usage(why)) => why,
             other => panic!("{asked:?} was not refused: {other:?}"),
         }
@@ -249,10 +293,14 @@ mod tests {
     #[test]
     fn the_reference_loads_its_digitize_pool_by_its_own_surface() {
         let c = Contract::embedded();
-        let pool = LoadedPool::choose(c, None).unwrap();
+        let pool = LoadedPool::choose(c, None, 300).unwrap();
         assert_eq!(pool.name, "digitize");
         assert_eq!(pool.template.method, reqwest::Method::POST);
-        assert_eq!(pool.template.hook.header, c.hooks().header);
+        assert_eq!(
+            pool.template.hook.as_ref().unwrap().header,
+            c.hooks().header
+        );
+        assert_eq!(pool.own_hold_ms, None);
         assert_eq!(
             pool.gauges,
             Gauges::reference(&c.api().metrics.path, Pool::Digitize)
@@ -265,12 +313,14 @@ mod tests {
     #[test]
     fn another_contract_s_pool_is_loaded_by_its_declaration() {
         let c = second();
-        let pool = LoadedPool::choose(&c, Some("search")).unwrap();
+        let pool = LoadedPool::choose(&c, Some("search"), 300).unwrap();
         let t = &pool.template;
         assert_eq!((t.method.as_str(), t.path.as_str()), ("GET", "/search"));
         assert_eq!(
-            (t.hook.header.as_str(), t.hook.stage.as_str()),
-            ("X-Plimsoll-Hook", "search")
+            (t.hook
+                .as_ref()
+                .map(|h| (h.header.as_str(), h.stage.as_str()))),
+            Some(("X-Plimsoll-Hook", "search"))
         );
         assert_eq!(t.ok_status, 200);
         assert!(t.refused(429, br#"{"error":"too many searches"}"#));
@@ -280,7 +330,7 @@ mod tests {
         assert_eq!(pool.gauges.busy.as_ref().unwrap().name, "pool_busy");
         assert_eq!(pool.gauges.temp_files, None);
         // A queue timeout's answer is documented too (the reports' is their refusal, 503).
-        let reports = LoadedPool::choose(&c, Some("reports")).unwrap();
+        let reports = LoadedPool::choose(&c, Some("reports"), 300).unwrap();
         assert_eq!(reports.documented, [200, 503].into());
         assert_eq!(reports.places(), 3);
     }
@@ -290,7 +340,7 @@ mod tests {
         let c = second();
         let several = refused(&c, None);
         assert!(
-            several.contains("--pool (reports, search, tenant)"),
+            several.contains("--pool (lookup, reports, search, tenant)"),
             "{several}"
         );
         let unknown = refused(&c, Some("nope"));
@@ -298,10 +348,39 @@ mod tests {
             unknown.contains("declares no such pool (its pools: lookup, reports, search, tenant)"),
             "{unknown}"
         );
-        let lookup = refused(&c, Some("lookup"));
+    }
+
+    #[test]
+    fn a_pool_held_by_its_dependency_holds_every_call_for_the_profile_s_hold() {
+        let c = second();
+        let lookup = LoadedPool::choose(&c, Some("lookup"), 250).unwrap();
+        assert_eq!(lookup.own_hold_ms, Some(250));
+        assert_eq!(lookup.template.hook, None);
+        let played = lookup.dependency.as_ref().unwrap();
+        assert_eq!(played.env, "LOOKUP_URL");
+        assert_eq!(lookup.places(), 2);
+    }
+
+    #[test]
+    fn a_proxy_s_pool_holds_every_attempt_for_its_slow_request_s_own_time() {
+        let c = example("nginx");
+        let pool = LoadedPool::choose(&c, None, 300).unwrap();
+        assert_eq!((pool.name.as_str(), pool.own_hold_ms), ("slow", Some(500)));
+        assert_eq!(pool.template.hook, None);
+        let drawn = Hold::Exponential {
+            mean_ms: 200.0,
+            cap_ms: 2000,
+        };
+        assert!(matches!(pool.hold(drawn), Hold::Fixed { ms: 500 }));
+        assert_eq!(pool.fixed_hold_ms(300), 500);
+        let page = b"<html><head><title>503 Service Temporarily Unavailable</title></head></html>";
+        assert!(pool.template.refused(503, page));
         assert!(
-            lookup.contains("pool `lookup`") && lookup.contains("a slow request or a dependency"),
-            "{lookup}"
+            !pool
+                .template
+                .refused(503, b"<title>502 Bad Gateway</title>")
         );
+        assert_eq!(pool.documented, [200, 503].into());
+        assert_eq!((pool.gauges.path.as_deref(), &pool.hint), (None, &None));
     }
 }

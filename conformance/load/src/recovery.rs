@@ -118,7 +118,7 @@ async fn probe(ctx: &Ctx<'_>, node: &Node) -> CapacityProbe {
     let started = Instant::now();
     let t = &ctx.pool.template;
     let n = ctx.expect.admissible();
-    let hold = ctx.section().burst.hold_ms;
+    let hold = ctx.pool.fixed_hold_ms(ctx.section().burst.hold_ms);
     let sends = (0..n).map(|_| t.request(&ctx.client, &node.base, hold).send());
     let replies = futures_util::future::join_all(sends).await;
     let mut probe = CapacityProbe {

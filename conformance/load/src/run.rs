@@ -134,7 +134,7 @@ impl Attempt {
 
 /// The request every attempt sends, and how its answer is read: the loaded pool's request (the
 /// reference's lightest digitize request, or the hold recipe of another contract's pool), held
-/// by the hook the contract declares for it.
+/// by the hook the contract declares for it, or holding on its own (a slow request).
 #[derive(Debug, Clone)]
 pub struct RequestTemplate {
     /// The loaded pool's name, which the engines file the attempts under.
@@ -147,8 +147,9 @@ pub struct RequestTemplate {
     pub headers: Vec<(String, String)>,
     /// The body sent: small, so the hold is most of the request's time.
     pub body: Vec<u8>,
-    /// The hook that holds the request's worker: `HEADER: hold=STAGE:MS`.
-    pub hook: Hook,
+    /// The hook that holds the request's worker: `HEADER: hold=STAGE:MS`; None: the request
+    /// holds its worker on its own, for the time its contract declares.
+    pub hook: Option<Hook>,
     /// The status a served attempt answers with.
     pub ok_status: u16,
     /// What a refusal of the pool answers; None: the pool never refuses.
@@ -172,19 +173,21 @@ pub struct Hook {
 
 impl RequestTemplate {
     /// `builder` (a request to [`path`](Self::path) with [`method`](Self::method)) with the
-    /// headers, the body and a hook asking the server to hold the request's worker for
-    /// `hold_ms`.
+    /// headers, the body and, with a hook, the hook asking the server to hold the request's
+    /// worker for `hold_ms` (a slow request holds for its own time, whatever `hold_ms`).
     pub fn fill(&self, builder: reqwest::RequestBuilder, hold_ms: u64) -> reqwest::RequestBuilder {
         let builder = self
             .headers
             .iter()
             .fold(builder, |b, (name, value)| b.header(name, value));
-        builder
-            .header(
-                self.hook.header.as_str(),
-                format!("hold={}:{hold_ms}", self.hook.stage),
-            )
-            .body(self.body.clone())
+        let builder = match &self.hook {
+            Some(hook) => builder.header(
+                hook.header.as_str(),
+                format!("hold={}:{hold_ms}", hook.stage),
+            ),
+            None => builder,
+        };
+        builder.body(self.body.clone())
     }
 
     /// The whole request to the server at `base`, held for `hold_ms`.

@@ -32,7 +32,7 @@ pub struct LoadArgs {
     #[arg(long, value_parser = one_of(&ProfileName::ALL, ProfileName::as_str), help_heading = "Run")]
     pub profile: ProfileName,
     /// The contract's pool to load (default: the reference's digitize pool, or the only pool
-    /// of another contract held by a hook, `hold.hook`).
+    /// of another contract with a `hold`).
     #[arg(long, value_name = "NAME", help_heading = "Run")]
     pub pool: Option<String>,
     /// Seconds of load (default: the profile's duration_s; burst runs its waves instead).

@@ -25,16 +25,17 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fata
         per_wave = admit + c;
     }
     let waves = load.waves.unwrap_or(b.waves).max(1) as usize;
+    let hold_ms = ctx.pool.fixed_hold_ms(b.hold_ms);
     println!(
-        "plimsoll load burst: {waves} waves of {per_wave} requests at once (hold {} ms) against {}; expecting {admit} admitted per wave",
-        b.hold_ms, ctx.target.base
+        "plimsoll load burst: {waves} waves of {per_wave} requests at once (hold {hold_ms} ms) against {}; expecting {admit} admitted per wave",
+        ctx.target.base
     );
     let temp_before = recovery::temp_counts(ctx).await;
     let drain = DrainWait {
         client: ctx.client.clone(),
         metrics_url: ctx.target.metrics_url.clone(),
         gauges: ctx.pool.gauges.clone(),
-        timeout: Duration::from_millis(b.hold_ms * 2 + 3000) + ctx.pool.stop_within(),
+        timeout: Duration::from_millis(hold_ms * 2 + 3000) + ctx.pool.stop_within(),
         poll: Duration::from_millis(l.scrape_interval_ms.min(10)),
     };
     let spec = RunSpec {
@@ -43,7 +44,7 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fata
         seed: load.seed,
         template: ctx.pool.template.clone(),
         hold: HoldPlan {
-            hold: Hold::Fixed { ms: b.hold_ms },
+            hold: Hold::Fixed { ms: hold_ms },
             abandon_fraction: 0.0,
             pre_hold_ms: 0.0,
         },
@@ -57,14 +58,14 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fata
     };
     let process = ProcessSource::Unavailable("not read in burst".into());
     let observed = drive(ctx, spec, process, Goal::Waves(waves as u64)).await?;
-    let drained = recovery::drain_all(ctx, &temp_before, b.hold_ms, 0).await;
+    let drained = recovery::drain_all(ctx, &temp_before, hold_ms, 0).await;
     let out = &observed.out;
 
     let mut main = verdicts::burst(
         &ctx.expect,
         &out.attempts,
         per_wave,
-        b.hold_ms,
+        hold_ms,
         ctx.contract.tolerances.refusal_latency_ms,
         out.drain_failed,
     );

@@ -62,6 +62,8 @@ impl Plan {
             ProfileName::Burst => unreachable!("burst has its own runner"),
         };
         let factor = load.load_factor.unwrap_or(factor);
+        // A slow request holds for its own time, whatever the profile's mean.
+        let mean_hold_ms = ctx.pool.fixed_hold_ms(mean_hold_ms);
         let duration = Duration::from_secs_f64(load.duration.unwrap_or(duration_s as f64).max(1.0));
         let (c, k, r) = (ctx.expect.workers, ctx.expect.queue, ctx.replica_count());
         // Capacity counts the pipeline's own time on top of the hold; a fleet's is every
@@ -257,10 +259,10 @@ fn run_spec(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration, plan: &Plan) -> R
         seed: load.seed,
         template: ctx.pool.template.clone(),
         hold: HoldPlan {
-            hold: Hold::Exponential {
+            hold: ctx.pool.hold(Hold::Exponential {
                 mean_ms: plan.mean_hold_ms as f64,
                 cap_ms: plan.hold_cap_ms,
-            },
+            }),
             abandon_fraction: plan.abandon_fraction,
             pre_hold_ms: cal.latency_ms,
         },
