@@ -58,6 +58,7 @@ impl Contract {
             self.pool_metrics_violations(),
             self.rate_limit_violations(),
             self.bad_request_violations(),
+            self.request_id_violations(),
             self.override_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -737,6 +738,59 @@ impl Contract {
                     statuses,
                 ));
             }
+        }
+        out
+    }
+
+    /// `[request_id]` is one the checker can judge: for a service without the reference surface
+    /// (whose id is `clauses.f4`), a header name, a kept length of 1 to 1024 bytes (the checker
+    /// sends an id that long and one a byte longer), at most 32 extra characters, each visible
+    /// ASCII but a comma (a comma joins two ids in one field), a recipe it can send, and an
+    /// error pointer that is a JSON Pointer of at most 1 KB.
+    fn request_id_violations(&self) -> Vec<Violation> {
+        let Some(ids) = &self.request_id else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if self.is_reference() {
+            out.push(violation(
+                "request_id",
+                "the reference surface declares its request id in `clauses.f4`; `[request_id]` \
+                 is for another service's contract"
+                    .into(),
+            ));
+        }
+        if !http_token(&ids.header) {
+            out.push(violation(
+                "request_id.header",
+                format!("`{}` is not a header name", ids.header),
+            ));
+        }
+        if !(1..=1024).contains(&ids.client_id_max_len) {
+            out.push(violation(
+                "request_id.client_id_max_len",
+                format!("{} is not within 1..=1024", ids.client_id_max_len),
+            ));
+        }
+        let extra = &ids.client_id_extra_chars;
+        if extra.len() > 32 || !extra.bytes().all(|b| b.is_ascii_graphic() && b != b',') {
+            out.push(violation(
+                "request_id.client_id_extra_chars",
+                "at most 32 characters, each visible ASCII but a comma".into(),
+            ));
+        }
+        out.extend(recipe_violations(
+            "request_id.request",
+            &ids.request,
+            SUCCESS,
+        ));
+        if let Some(pointer) = &ids.error_pointer
+            && (!pointer.starts_with('/') || pointer.len() > 1024)
+        {
+            out.push(violation(
+                "request_id.error_pointer",
+                "is not a JSON Pointer (`/`-prefixed tokens) of at most 1 KB".into(),
+            ));
         }
         out
     }

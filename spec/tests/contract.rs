@@ -582,3 +582,53 @@ fn a_hook_holds_stage_is_the_services_own_name() {
     let line = line_of(&text, "stage = \"Search Stage\"");
     assert!(msg.contains(&format!("line {line}")), "{msg}");
 }
+
+/// A service's request id (`[request_id]`, F4) is one the checker can judge: a header name, a
+/// kept length it can send, extra characters without the comma that joins two ids, a request it
+/// can send; and it is another service's, the reference's being `clauses.f4`.
+#[test]
+fn a_request_id_is_refused_unless_the_checker_can_judge_it() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let contract = Contract::from_toml(second, "second.toml").unwrap();
+    let ids = contract.request_id.as_ref().unwrap();
+    assert_eq!(
+        (ids.header.as_str(), ids.client_id_max_len),
+        ("X-Request-Id", 64)
+    );
+    for (declared, planted, field, says) in [
+        (
+            "client_id_max_len = 64",
+            "client_id_max_len = 0",
+            "client_id_max_len",
+            "within 1..=1024",
+        ),
+        (
+            "client_id_extra_chars = \"._-\"",
+            "client_id_extra_chars = \"._-,\"",
+            "client_id_extra_chars",
+            "but a comma",
+        ),
+        (
+            "header = \"X-Request-Id\"",
+            "header = \"X Request Id\"",
+            "header",
+            "not a header name",
+        ),
+    ] {
+        assert!(second.contains(declared), "{declared}");
+        let msg = refused(&second.replacen(declared, planted, 1));
+        assert!(
+            msg.contains(&format!("request_id.{field}")) && msg.contains(says),
+            "{msg}"
+        );
+    }
+    let reference = include_str!("../contract.toml");
+    let with_ids = format!(
+        "{reference}\n[request_id]\nheader = \"X-Request-Id\"\nclient_id_max_len = 8\nrequest = {{ method = \"GET\", path = \"/healthz\" }}\n"
+    );
+    let msg = refused(&with_ids);
+    assert!(
+        msg.contains("declares its request id in `clauses.f4`"),
+        "{msg}"
+    );
+}

@@ -6,7 +6,8 @@
 //! - the second service (`examples/rust-service`, axum), held through `plimsoll-tower`'s hook:
 //!   one more worker, another refusal status, a missing hint, a queue that starts the oldest
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
-//!   with every other's, a bad query served or refused with another code.
+//!   with every other's, a bad query served or refused with another code, a client's request id
+//!   kept whatever it is or none on an error answer.
 //!
 //! `plimsoll load` loads the second service's search pool from its contract alone (its hold
 //! recipe and hook, its `429`, its own busy series): it passes `burst` and `overload`, and fails
@@ -558,7 +559,7 @@ fn the_second_service_passes_its_own_contract() {
     let (code, report) = check_with(dir.path(), &url, &contract, &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}{}", failing(&report));
-    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2", "B2", "B3"] {
+    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2", "F4", "B2", "B3"] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -589,7 +590,12 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 9, "{verdicts:?}");
+    assert_eq!(judged, 10, "{verdicts:?}");
+    let f4 = verdict(&report, "F4")["observed"].to_string();
+    assert!(
+        f4.contains("carried X-Request-Id") && f4.contains("error bodies not judged"),
+        "{f4}"
+    );
     assert!(
         verdict(&report, "B3")["observed"]
             .as_str()
@@ -652,6 +658,32 @@ fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) 
         .collect();
     assert_eq!(failed, fails, "{what}: {why:#?}");
     report
+}
+
+/// A client's id kept whatever it is: the id one character too long, and the malformed one,
+/// come back unchanged.
+#[test]
+fn the_second_service_keeping_any_client_id_fails_f4() {
+    let config = plimsoll_example_service::Config {
+        request_ids: plimsoll_example_service::RequestIds::KeepsAnything,
+        ..Default::default()
+    };
+    let report = breaks("any client id kept", config, &["F4"]);
+    let reason = verdict(&report, "F4")["reason"].to_string();
+    assert!(reason.contains("an id one character too long"), "{reason}");
+}
+
+/// No request id on error answers: F4's own bad queries (`400`) carry none, so even an
+/// `--only F4` run sees it.
+#[test]
+fn the_second_service_without_ids_on_its_errors_fails_f4() {
+    let config = plimsoll_example_service::Config {
+        request_ids: plimsoll_example_service::RequestIds::MissingOnErrors,
+        ..Default::default()
+    };
+    let report = breaks("no id on errors", config, &["F4"]);
+    let reason = verdict(&report, "F4")["reason"].to_string();
+    assert!(reason.contains("had no X-Request-Id"), "{reason}");
 }
 
 /// One more search worker than declared: a burst sees three at once, and a probe of the full

@@ -433,7 +433,7 @@ impl Target {
             let mut all = self.violations.lock().unwrap_or_else(|e| e.into_inner());
             all.extend(reply.violations.iter().map(|v| format!("{id}: {v}")));
         }
-        let seen = Seen::of(&reply, self.request_id_header());
+        let seen = Seen::of(&reply, self.request_id_header(), self.request_id_pointer());
         self.seen
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -656,13 +656,24 @@ impl Target {
         &self.expected.hooks().header
     }
 
-    /// The contract's request id header (F4).
-    /// Empty when the contract declares no observability: no reply is then named by an id.
+    /// The contract's request id header (F4): the reference's, or `[request_id]`'s. Empty when
+    /// the contract declares neither: no reply is then named by an id.
     pub fn request_id_header(&self) -> &str {
-        self.expected
-            .observability
-            .as_ref()
-            .map_or("", |o| o.request_id_header.as_str())
+        match (&self.expected.observability, &self.expected.request_id) {
+            (Some(o), _) => &o.request_id_header,
+            (None, Some(ids)) => &ids.header,
+            (None, None) => "",
+        }
+    }
+
+    /// Where an error body repeats the request id (F4): the reference's `request_id` member,
+    /// or `[request_id]`'s `error_pointer`; None when the contract says nothing of it.
+    pub fn request_id_pointer(&self) -> Option<&str> {
+        match (&self.expected.observability, &self.expected.request_id) {
+            (Some(_), _) => Some("/request_id"),
+            (None, Some(ids)) => ids.error_pointer.as_deref(),
+            (None, None) => None,
+        }
     }
 
     /// The digitize pool's worker slots (T1).

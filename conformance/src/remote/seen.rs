@@ -18,7 +18,7 @@ pub struct Seen {
     /// line is the same field as one line per member). Exactly one, or which request it answers
     /// is ambiguous on the wire.
     pub header_ids: usize,
-    /// An error body's `request_id`, `code` and `failed_stage` (strings only).
+    /// An error body's request id, at its pointer (strings only).
     pub body_id: Option<String>,
     /// An error body's `code`.
     pub code: Option<String>,
@@ -38,22 +38,23 @@ fn ids_in(reply: &Reply, header: &str) -> usize {
 }
 
 impl Seen {
-    /// What F3 and F4 need of `reply`, whose request id header is `request_id_header`.
-    pub fn of(reply: &Reply, request_id_header: &str) -> Seen {
+    /// What F3 and F4 need of `reply`, whose request id travels in `header` and, in an error
+    /// body, at the JSON Pointer `body_id` (the reference's `/request_id`; none: not read).
+    pub fn of(reply: &Reply, header: &str, body_id: Option<&str>) -> Seen {
         let mut seen = Seen {
             status: reply.status,
-            header_id: reply.request_id(request_id_header),
-            header_ids: ids_in(reply, request_id_header),
+            header_id: reply.request_id(header),
+            header_ids: ids_in(reply, header),
             body_id: None,
             code: None,
             failed_stage: None,
         };
         if seen.is_error() {
             let body = reply.json();
-            let member = |name: &str| body.get(name).and_then(|v| v.as_str()).map(str::to_owned);
-            seen.body_id = member("request_id");
-            seen.code = member("code");
-            seen.failed_stage = member("failed_stage");
+            let member = |pointer: &str| body.pointer(pointer)?.as_str().map(str::to_owned);
+            seen.body_id = body_id.and_then(member);
+            seen.code = member("/code");
+            seen.failed_stage = member("/failed_stage");
         }
         seen
     }

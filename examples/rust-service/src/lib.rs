@@ -10,9 +10,9 @@
 //! carrying the IETF `RateLimit-Policy` and `RateLimit` fields) and `GET /lookup` (three workers
 //! and a queue of two started oldest first, each request served by calling a dependency at
 //! `LOOKUP_URL`, which holds its worker while it answers) — its own metrics at `/metrics`
-//! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), no
-//! served claim, and the test hook only through `plimsoll-tower`'s layer, inside each pool's
-//! limit.
+//! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), an
+//! `X-Request-Id` on every answer (a client's own when well-formed), no served claim, and the
+//! test hook only through `plimsoll-tower`'s layer, inside each pool's limit.
 //!
 //! It knows nothing of the contract that describes it (`examples/rust-service/contract.toml`):
 //! its limits are its own [`Config`], as nginx's are its configuration, and a configuration
@@ -26,6 +26,7 @@ mod memory;
 mod metrics;
 mod quota;
 mod refusal;
+mod request_id;
 mod validation;
 
 use std::collections::HashMap;
@@ -47,6 +48,7 @@ use refusal::Refusal;
 pub use http::StatusCode as Status;
 pub use lookup::Calling;
 pub use metrics::SeriesLie;
+pub use request_id::RequestIds;
 
 /// Serves the service with `config` on `listener` until the process ends.
 pub async fn serve(listener: tokio::net::TcpListener, config: &Config) -> std::io::Result<()> {
@@ -120,6 +122,8 @@ pub struct Config {
     pub metrics: bool,
     /// How the pools' series misreport what runs (a lying variant's), if they do.
     pub series_lie: Option<SeriesLie>,
+    /// How answers carry `X-Request-Id`.
+    pub request_ids: RequestIds,
 }
 
 impl Default for Config {
@@ -151,6 +155,7 @@ impl Default for Config {
             reports_memory_cap_mb: Some(256),
             metrics: true,
             series_lie: None,
+            request_ids: RequestIds::Checked,
         }
     }
 }
@@ -265,11 +270,13 @@ pub fn app(config: &Config) -> Router {
                 .layer(middleware::from_fn_with_state(pools.reports, admit))
                 .layer(middleware::from_fn_with_state(cap, memory::estimate)),
         );
-    if config.close_after_refusal {
+    let router = if config.close_after_refusal {
         router.layer(middleware::map_response(refusal::close_connection))
     } else {
         router
-    }
+    };
+    let ids = request_id::Ids::new(config.request_ids);
+    router.layer(middleware::from_fn_with_state(ids, request_id::stamp))
 }
 
 /// The pool's admission around a route: the request runs (and the hook holds it) with a

@@ -66,6 +66,10 @@ pub struct Contract {
     /// Every error code with its HTTP status: the only place a status is written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<ErrorSpec>,
+    /// The request id every answer carries, for a service without the reference surface (F4).
+    /// None: it promises none, and F4 is not applicable (the reference's is `clauses.f4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<RequestIds>,
     /// The headers and metrics the implementation exposes for black-box checks. None: it
     /// exposes none, and the checker cross-checks nothing (it judges by its own clock alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -242,6 +242,19 @@ pub struct Recipe {
 }
 
 impl Recipe {
+    /// `GET path`, with no header and no body, served `200`.
+    pub fn get(path: &str) -> Recipe {
+        Recipe {
+            method: "GET".into(),
+            path: path.to_owned(),
+            headers: BTreeMap::new(),
+            body: None,
+            body_file: None,
+            body_bytes: None,
+            status: ok_status(),
+        }
+    }
+
     /// The body as sent: the text, or the file's bytes once read. An error names a
     /// `body_file` that was not read (a contract parsed from text, not loaded from its file).
     pub fn body(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
@@ -252,6 +265,39 @@ impl Recipe {
                 "body_file `{file}` was not read: the contract was not loaded from its file"
             )),
             (None, None, _) => Ok(Vec::new().into()),
+        }
+    }
+}
+
+/// `[request_id]` (F4, for any service): the header every answer carries its request's id in,
+/// which ids a client may choose (kept when well-formed, replaced otherwise), a request the
+/// checker sends its ids on, and where an error answer's JSON body repeats the id. The reference
+/// surface declares its own in `clauses.f4` (a contract with `[api]` leaves this out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestIds {
+    /// The header the id travels in, both ways (`X-Request-Id`).
+    pub header: String,
+    /// A client's id longer than this (in bytes) is replaced; one this long is kept.
+    pub client_id_max_len: usize,
+    /// Characters a client's id may hold besides ASCII letters and digits (`._-`).
+    #[serde(default)]
+    pub client_id_extra_chars: String,
+    /// A request the checker sends with a client's id: one the service answers at once.
+    pub request: Recipe,
+    /// An RFC 6901 JSON Pointer to the id in an error answer's JSON body (`/request_id`),
+    /// which must repeat the header's. None: error bodies are not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_pointer: Option<String>,
+}
+
+impl RequestIds {
+    /// The rule an id is kept by: the clause value the reference declares in `clauses.f4`.
+    pub fn rule(&self) -> super::RequestId {
+        super::RequestId {
+            header: self.header.clone(),
+            client_id_max_len: self.client_id_max_len,
+            client_id_extra_chars: self.client_id_extra_chars.clone(),
         }
     }
 }

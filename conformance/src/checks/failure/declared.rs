@@ -14,7 +14,7 @@ use crate::remote::Target;
 
 /// How long the checker waits for one answer: bad input is refused before any work, so a
 /// service that takes longer has hung on it.
-const PATIENCE: Duration = Duration::from_secs(10);
+pub(super) const PATIENCE: Duration = Duration::from_secs(10);
 
 /// Every bad request the contract declares, with the pool that declares it.
 pub(super) fn declared(contract: &Contract) -> Vec<(&str, &BadRequest)> {
