@@ -59,6 +59,7 @@ impl Contract {
             self.rate_limit_violations(),
             self.bad_request_violations(),
             self.request_id_violations(),
+            self.server_timing_violations(),
             self.override_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -790,6 +791,42 @@ impl Contract {
             out.push(violation(
                 "request_id.error_pointer",
                 "is not a JSON Pointer (`/`-prefixed tokens) of at most 1 KB".into(),
+            ));
+        }
+        out
+    }
+
+    /// `[server_timing]` is another service's (the reference's is `[observability]`), a header
+    /// name and two distinct entry names, each a token.
+    fn server_timing_violations(&self) -> Vec<Violation> {
+        let Some(timing) = &self.server_timing else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if self.is_reference() {
+            out.push(violation(
+                "server_timing",
+                "the reference surface declares its Server-Timing in `[observability]`; \
+                 `[server_timing]` is for another service's contract"
+                    .into(),
+            ));
+        }
+        for (field, name) in [
+            ("header", &timing.header),
+            ("queue", &timing.queue),
+            ("run", &timing.run),
+        ] {
+            if !http_token(name) || name.len() > 256 {
+                out.push(violation(
+                    &format!("server_timing.{field}"),
+                    format!("`{name}` is not a token of at most 256 bytes"),
+                ));
+            }
+        }
+        if timing.queue == timing.run {
+            out.push(violation(
+                "server_timing.run",
+                "names the same entry as `queue`".into(),
             ));
         }
         out

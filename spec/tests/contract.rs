@@ -632,3 +632,31 @@ fn a_request_id_is_refused_unless_the_checker_can_judge_it() {
         "{msg}"
     );
 }
+
+/// A service's Server-Timing (`[server_timing]`, T1) names two distinct entries, and is another
+/// service's, the reference's being `[observability]`'s.
+#[test]
+fn a_server_timing_is_refused_unless_its_entries_are_two_tokens() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let declared = "queue = \"queue\"\nrun = \"run\"";
+    assert!(second.contains(declared));
+    let msg = refused(&second.replacen(declared, "queue = \"run\"\nrun = \"run\"", 1));
+    assert!(
+        msg.contains("server_timing.run") && msg.contains("the same entry"),
+        "{msg}"
+    );
+    let msg = refused(&second.replacen(declared, "queue = \"wait time\"\nrun = \"run\"", 1));
+    assert!(
+        msg.contains("server_timing.queue") && msg.contains("not a token"),
+        "{msg}"
+    );
+    let reference = include_str!("../contract.toml");
+    let with_timing = format!(
+        "{reference}\n[server_timing]\nheader = \"Server-Timing\"\nqueue = \"q\"\nrun = \"r\"\n"
+    );
+    let msg = refused(&with_timing);
+    assert!(
+        msg.contains("declares its Server-Timing in `[observability]`"),
+        "{msg}"
+    );
+}

@@ -7,7 +7,7 @@
 //!   one more worker, another refusal status, a missing hint, a queue that starts the oldest
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
 //!   with every other's, a bad query served or refused with another code, a client's request id
-//!   kept whatever it is or none on an error answer.
+//!   kept whatever it is or none on an error answer, no Server-Timing or one without the wait.
 //!
 //! `plimsoll load` loads the second service's search pool from its contract alone (its hold
 //! recipe and hook, its `429`, its own busy series): it passes `burst` and `overload`, and fails
@@ -586,6 +586,11 @@ fn the_second_service_passes_its_own_contract() {
             && t1.contains("saw 5 calls, at most 3 at once"),
         "{t1}"
     );
+    assert!(
+        t1.contains("search: Server-Timing: at most 2 running at once")
+            && t1.contains("reports: Server-Timing: at most 1 running at once"),
+        "{t1}"
+    );
     let judged = verdicts
         .iter()
         .filter(|(_, v)| v != "not_applicable")
@@ -658,6 +663,38 @@ fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) 
         .collect();
     assert_eq!(failed, fails, "{what}: {why:#?}");
     report
+}
+
+/// No Server-Timing, where the contract declares one: every served answer of T1's bursts lacks
+/// it.
+#[test]
+fn the_second_service_without_its_server_timing_fails_t1() {
+    let config = plimsoll_example_service::Config {
+        server_timing: plimsoll_example_service::ServerTiming::Off,
+        ..Default::default()
+    };
+    let report = breaks("no Server-Timing", config, &["T1"]);
+    let reason = verdict(&report, "T1")["reason"].to_string();
+    assert!(
+        reason.contains("carry no Server-Timing queue and run"),
+        "{reason}"
+    );
+}
+
+/// A Server-Timing that never reports a wait: the reports the client saw wait behind the held
+/// worker claim none.
+#[test]
+fn the_second_service_reporting_no_wait_fails_t1() {
+    let config = plimsoll_example_service::Config {
+        server_timing: plimsoll_example_service::ServerTiming::QueueZero,
+        ..Default::default()
+    };
+    let report = breaks("no wait in Server-Timing", config, &["T1"]);
+    let reason = verdict(&report, "T1")["reason"].to_string();
+    assert!(
+        reason.contains("claims 0 ms in the queue, but the client saw it wait"),
+        "{reason}"
+    );
 }
 
 /// A client's id kept whatever it is: the id one character too long, and the malformed one,

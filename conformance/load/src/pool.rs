@@ -191,7 +191,10 @@ fn lightest_request(contract: &Contract) -> RequestTemplate {
         ok_status: 200,
         refusal: refusal.and_then(|r| contract.refusal_answer(r)),
         request_id_header: Some(observability.request_id_header.clone()),
-        server_timing_header: Some(observability.server_timing_header.clone()),
+        server_timing: Some((
+            observability.server_timing_header.clone(),
+            observability.server_timing_metrics.clone(),
+        )),
         hint_header: refusal.and_then(|r| Some(r.hint.as_ref()?.header().to_owned())),
     }
 }
@@ -257,7 +260,8 @@ fn declared(
             ok_status: recipe.status,
             refusal: answer,
             request_id_header: None,
-            server_timing_header: None,
+            server_timing: (contract.server_timing.as_ref())
+                .map(|t| (t.header.clone(), vec![t.queue.clone(), t.run.clone()])),
             hint_header: hint.as_ref().map(|(header, _)| header.clone()),
         },
         own_hold_ms,

@@ -156,8 +156,9 @@ pub struct RequestTemplate {
     pub refusal: Option<plimsoll_spec::RefusalAnswer>,
     /// The header a request id is read from (non-served answers), if the contract names one.
     pub request_id_header: Option<String>,
-    /// The Server-Timing header read for `queue` and `run`, if the contract declares one.
-    pub server_timing_header: Option<String>,
+    /// The Server-Timing header and its entries (queue, then run), read for the time an
+    /// attempt waited and ran, if the contract declares them.
+    pub server_timing: Option<(String, Vec<String>)>,
     /// The header a refusal's hint travels in, if the refusal declares one.
     pub hint_header: Option<String>,
 }
@@ -208,10 +209,9 @@ impl RequestTemplate {
 
     /// Server-Timing `queue` and `run` of an answer, ms.
     pub fn server_timing(&self, headers: &reqwest::header::HeaderMap) -> Option<(f64, f64)> {
-        headers
-            .get(self.server_timing_header.as_deref()?)
-            .and_then(|v| v.to_str().ok())
-            .and_then(plimsoll_conformance::remote::parse_server_timing)
+        let (header, entries) = self.server_timing.as_ref()?;
+        let value = headers.get(header.as_str())?.to_str().ok()?;
+        plimsoll_conformance::remote::server_timing_of(value, entries)
     }
 }
 

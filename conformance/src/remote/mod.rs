@@ -405,11 +405,11 @@ impl Target {
         let headers = response.headers().clone();
         let body = body::read_capped(response, body::MAX_REPLY_BYTES).await?;
         let elapsed = sent.elapsed();
-        let timing = self.expected.observability.as_ref().and_then(|obs| {
+        let timing = self.server_timing_entries().and_then(|(header, entries)| {
             headers
-                .get(obs.server_timing_header.as_str())
+                .get(header)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| server_timing_of(v, &obs.server_timing_metrics))
+                .and_then(|v| server_timing_of(v, &entries))
         });
         let mut reply = Reply {
             status,
@@ -663,6 +663,16 @@ impl Target {
             (Some(o), _) => &o.request_id_header,
             (None, Some(ids)) => &ids.header,
             (None, None) => "",
+        }
+    }
+
+    /// The Server-Timing header and its entries (queue, then run), as the contract declares
+    /// them: the reference's `[observability]`, or `[server_timing]`; None when it declares none.
+    pub fn server_timing_entries(&self) -> Option<(&str, Vec<String>)> {
+        match (&self.expected.observability, &self.expected.server_timing) {
+            (Some(o), _) => Some((&o.server_timing_header, o.server_timing_metrics.clone())),
+            (None, Some(t)) => Some((&t.header, vec![t.queue.clone(), t.run.clone()])),
+            (None, None) => None,
         }
     }
 

@@ -11,7 +11,8 @@
 //! and a queue of two started oldest first, each request served by calling a dependency at
 //! `LOOKUP_URL`, which holds its worker while it answers) — its own metrics at `/metrics`
 //! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), an
-//! `X-Request-Id` on every answer (a client's own when well-formed), no served claim, and the
+//! `X-Request-Id` on every answer (a client's own when well-formed), `Server-Timing` on every
+//! served answer of a pool (`queue` and `run`), no served claim, and the
 //! test hook only through `plimsoll-tower`'s layer, inside each pool's limit.
 //!
 //! It knows nothing of the contract that describes it (`examples/rust-service/contract.toml`):
@@ -27,10 +28,12 @@ mod metrics;
 mod quota;
 mod refusal;
 mod request_id;
+mod timing;
 mod validation;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -49,6 +52,7 @@ pub use http::StatusCode as Status;
 pub use lookup::Calling;
 pub use metrics::SeriesLie;
 pub use request_id::RequestIds;
+pub use timing::ServerTiming;
 
 /// Serves the service with `config` on `listener` until the process ends.
 pub async fn serve(listener: tokio::net::TcpListener, config: &Config) -> std::io::Result<()> {
@@ -124,6 +128,8 @@ pub struct Config {
     pub series_lie: Option<SeriesLie>,
     /// How answers carry `X-Request-Id`.
     pub request_ids: RequestIds,
+    /// How a pool's served answers report their time in `Server-Timing`.
+    pub server_timing: ServerTiming,
 }
 
 impl Default for Config {
@@ -156,6 +162,7 @@ impl Default for Config {
             metrics: true,
             series_lie: None,
             request_ids: RequestIds::Checked,
+            server_timing: ServerTiming::Measured,
         }
     }
 }
@@ -231,6 +238,7 @@ pub fn app(config: &Config) -> Router {
     );
     let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calling);
     let cap = memory::MemoryCap(config.reports_memory_cap_mb);
+    let timed = config.server_timing;
     let mut router = Router::new();
     if config.metrics {
         router = router.route("/metrics", get(metrics::serve).with_state(pools.exposition));
@@ -240,7 +248,10 @@ pub fn app(config: &Config) -> Router {
             "/lookup",
             get(lookup::lookup)
                 .with_state(dependency)
-                .layer(middleware::from_fn_with_state(pools.lookups, admit)),
+                .layer(middleware::from_fn_with_state(
+                    (pools.lookups, timed),
+                    admit,
+                )),
         )
         .route(
             "/quota",
@@ -249,15 +260,15 @@ pub fn app(config: &Config) -> Router {
         )
         .route(
             "/tenant",
-            get(|| async { "tenant data\n" })
-                .layer(hold.clone())
-                .layer(middleware::from_fn_with_state(tenants, admit_tenant)),
+            get(|| async { "tenant data\n" }).layer(hold.clone()).layer(
+                middleware::from_fn_with_state((tenants, timed), admit_tenant),
+            ),
         )
         .route(
             "/search",
             get(|| async { "results\n" })
                 .layer(hold.clone())
-                .layer(middleware::from_fn_with_state(pools.search, admit))
+                .layer(middleware::from_fn_with_state((pools.search, timed), admit))
                 .layer(middleware::from_fn_with_state(
                     query_check,
                     validation::validate,
@@ -267,7 +278,10 @@ pub fn app(config: &Config) -> Router {
             "/reports",
             post(|body: String| async move { format!("report of {} bytes\n", body.len()) })
                 .layer(hold)
-                .layer(middleware::from_fn_with_state(pools.reports, admit))
+                .layer(middleware::from_fn_with_state(
+                    (pools.reports, timed),
+                    admit,
+                ))
                 .layer(middleware::from_fn_with_state(cap, memory::estimate)),
         );
     let router = if config.close_after_refusal {
@@ -280,12 +294,19 @@ pub fn app(config: &Config) -> Router {
 }
 
 /// The pool's admission around a route: the request runs (and the hook holds it) with a
-/// worker, or is refused.
-async fn admit(State(pool): State<Pool>, request: Request, next: Next) -> Response {
+/// worker, its answer reporting how long it waited and ran, or is refused.
+async fn admit(
+    State((pool, timing)): State<(Pool, ServerTiming)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let arrived = Instant::now();
     match pool.acquire().await {
         Ok(permit) => {
-            let response = next.run(request).await;
+            let started = Instant::now();
+            let mut response = next.run(request).await;
             drop(permit);
+            timing.stamp(&mut response, started - arrived, started.elapsed());
             response
         }
         Err(refusal) => refusal.into_response(),
@@ -341,12 +362,16 @@ impl Tenants {
 }
 
 /// `/tenant`'s admission: the request's key's pool.
-async fn admit_tenant(State(tenants): State<Tenants>, request: Request, next: Next) -> Response {
+async fn admit_tenant(
+    State((tenants, timing)): State<(Tenants, ServerTiming)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let key = request
         .headers()
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    admit(State(tenants.pool(&key)), request, next).await
+    admit(State((tenants.pool(&key), timing)), request, next).await
 }

@@ -70,6 +70,11 @@ pub struct Contract {
     /// None: it promises none, and F4 is not applicable (the reference's is `clauses.f4`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<RequestIds>,
+    /// The Server-Timing entries a served answer carries, for a service without the reference
+    /// surface (T1 cross-checks them). None: it reports none (the reference's are
+    /// `[observability]`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<ServerTiming>,
     /// The headers and metrics the implementation exposes for black-box checks. None: it
     /// exposes none, and the checker cross-checks nothing (it judges by its own clock alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]

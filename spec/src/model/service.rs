@@ -302,6 +302,22 @@ impl RequestIds {
     }
 }
 
+/// `[server_timing]` (T1, for any service): the Server-Timing entries a served answer reports
+/// its time waiting for a worker and its time running in, which T1 cross-checks against what
+/// the client saw (a request that ran at once reports little queue time, a queued one at least
+/// half a hold, `run` covers the hold, no more than the workers overlap). The reference
+/// surface declares its own in `[observability]` (a contract with `[api]` leaves this out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTiming {
+    /// The header (`Server-Timing`).
+    pub header: String,
+    /// The entry of the time spent waiting for a worker, in milliseconds as `dur` (`queue`).
+    pub queue: String,
+    /// The entry of the time spent running, in milliseconds as `dur` (`run`).
+    pub run: String,
+}
+
 /// A bad input (`[[pools.NAME.bad_requests]]`, F2): a request the service must refuse, and the
 /// answer it must get. The answer's status is the recipe's own `status` (a client error,
 /// 400–499: F2 holds that bad input is never a server error), so a bad request reads as any

@@ -110,8 +110,39 @@ pub fn service_md(contract: &Contract, source: &str) -> String {
     );
     let _ = writeln!(md, "{}\n", contract.contract.summary);
     service_section(&mut md, contract);
+    reports_section(&mut md, contract);
     tolerances_section(&mut md, contract);
     md
+}
+
+/// `## What the service reports`: its request id (F4) and Server-Timing (T1), if it declares
+/// them.
+fn reports_section(md: &mut String, contract: &Contract) {
+    let mut lines = Vec::new();
+    if let Some(ids) = &contract.request_id {
+        let extra = match ids.client_id_extra_chars.as_str() {
+            "" => String::new(),
+            chars => format!(" and `{chars}`"),
+        };
+        let body = ids.error_pointer.as_ref().map_or(String::new(), |p| {
+            format!(", and every error body repeats it at `{p}`")
+        });
+        lines.push(format!(
+            "- Every answer carries `{}`: a client's own id when it is 1 to {} letters, digits{extra}, \
+             else one of the service's{body} (F4; sent on `{} {}`).",
+            ids.header, ids.client_id_max_len, ids.request.method, ids.request.path
+        ));
+    }
+    if let Some(timing) = &contract.server_timing {
+        lines.push(format!(
+            "- Every served answer of a pool carries `{}` with `{}` (the time waited for a worker) \
+             and `{}` (the time run), in milliseconds (T1 cross-checks them).",
+            timing.header, timing.queue, timing.run
+        ));
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(md, "## What the service reports\n\n{}\n", lines.join("\n"));
+    }
 }
 
 /// `## Summary`: one row per clause, linking to its section.

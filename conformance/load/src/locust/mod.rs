@@ -267,7 +267,7 @@ fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, LocustErr
         "hook_header": t.hook.as_ref().map(|h| h.header.clone()),
         "hold_stage": t.hook.as_ref().map(|h| h.stage.clone()),
         "request_id_header": t.request_id_header.clone().unwrap_or_default(),
-        "server_timing_header": t.server_timing_header.clone().unwrap_or_default(),
+        "server_timing_header": t.server_timing.as_ref().map(|(header, _)| header.clone()),
         "retry_after_header": t.hint_header.clone().unwrap_or_default(),
     });
     let write = |name: &'static str, text: &str| {

@@ -29,7 +29,9 @@ pub const CHECK: Check = Check::clause(
      places answer after two (they waited), and the rest are refused. Claims are cross-checked: \
      the busy gauge, sampled throughout, peaks at the limit, the limit gauge says it, and every \
      200 carries a Server-Timing `queue` and `run` that agree with the client (no more than the \
-     limit running at once, queued ones reporting queue time, running ones not).",
+     limit running at once, queued ones reporting queue time, running ones not). Another \
+     service's pools get the same burst through their `hold`, and its `[server_timing]`, when \
+     declared, the same cross-check.",
     |t, c| Box::pin(t1(t, c)),
 )
 .covers(&["slot-lifetime", "server-timing", "metric-series"])
@@ -94,11 +96,10 @@ fn burst_hold(t: &Target, pool: Pool) -> Duration {
 fn judge_server_timing(
     t: &Target,
     c: &mut Ctx,
-    pool: Pool,
+    (pool, header): (&str, &str),
     b: &Burst,
     workers: usize,
 ) -> Option<usize> {
-    let header = t.server_timing_header().to_owned();
     let half = ms(b.hold) / 2.0;
     // The server measures inside the request; the client's wait includes the network.
     let slack_ms = 20.0;
@@ -112,7 +113,7 @@ fn judge_server_timing(
         let id = r
             .request_id(t.request_id_header())
             .unwrap_or_else(|| "(no id)".into());
-        let (q, run) = match r.server_timing(&header) {
+        let (q, run) = match r.server_timing(header) {
             Ok(v) => v,
             Err(e) => {
                 missing.push(format!("{id}: {e}"));
@@ -192,7 +193,8 @@ async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
     let b = burst(t, c, pool, pool.as_str(), n, hold).await;
     let gauge = watch.finish().await;
     b.require_capacity(c, &format!("{pool} burst"), workers, queue);
-    let overlap = judge_server_timing(t, c, pool, &b, workers);
+    let header = t.server_timing_header();
+    let overlap = judge_server_timing(t, c, (pool.as_str(), header), &b, workers);
     let busy = series(MetricName::WorkersBusy, pool);
     let gauge_note = match gauge {
         Ok((max, samples)) => {
@@ -342,6 +344,15 @@ async fn t1_held(
     }
     if let Some(d) = &held.dependency {
         judge_dependency_calls(t, c, name, d, (started, plan.workers + others)).await;
+    }
+    if let Some(declared) = &t.expected.server_timing {
+        let claims = (name, declared.header.as_str());
+        if let Some(n) = judge_server_timing(t, c, claims, &b, plan.workers) {
+            c.evidence.push(format!(
+                "{name}: {}: at most {n} running at once",
+                declared.header
+            ));
+        }
     }
     c.evidence.push(format!(
         "{name}: {} copies of `{} {}` held {} ms by {}: {}",
