@@ -60,6 +60,7 @@ impl Contract {
             self.bad_request_violations(),
             self.request_id_violations(),
             self.server_timing_violations(),
+            self.error_log_violations(),
             self.override_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -827,6 +828,41 @@ impl Contract {
             out.push(violation(
                 "server_timing.run",
                 "names the same entry as `queue`".into(),
+            ));
+        }
+        out
+    }
+
+    /// `[error_logs]` is another service's (the reference's is `clauses.f3`), joined to its
+    /// answers by the id `[request_id]` declares: its fields name `request_id`, at most 32 of
+    /// them, each 1 to 64 bytes.
+    fn error_log_violations(&self) -> Vec<Violation> {
+        let Some(logs) = &self.error_logs else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if self.is_reference() {
+            out.push(violation(
+                "error_logs",
+                "the reference surface declares its error lines in `clauses.f3`; `[error_logs]` \
+                 is for another service's contract"
+                    .into(),
+            ));
+        }
+        if self.request_id.is_none() {
+            out.push(violation(
+                "error_logs",
+                "a line is joined to its answer by the request id: declare `[request_id]` too"
+                    .into(),
+            ));
+        }
+        let named = logs.fields.iter().any(|f| f == "request_id");
+        let sized =
+            logs.fields.len() <= 32 && logs.fields.iter().all(|f| (1..=64).contains(&f.len()));
+        if !named || !sized {
+            out.push(violation(
+                "error_logs.fields",
+                "names `request_id` among at most 32 fields, each 1 to 64 bytes".into(),
             ));
         }
         out

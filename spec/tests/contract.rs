@@ -660,3 +660,22 @@ fn a_server_timing_is_refused_unless_its_entries_are_two_tokens() {
         "{msg}"
     );
 }
+
+/// A service's error log (`[error_logs]`, F3) names `request_id` among its fields and comes with
+/// the `[request_id]` its lines are joined by; the reference's is `clauses.f3`.
+#[test]
+fn an_error_log_is_refused_unless_its_lines_can_be_joined_to_their_answers() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let fields = "fields = [\"request_id\", \"error\"]";
+    assert!(second.contains(fields));
+    let msg = refused(&second.replacen(fields, "fields = [\"error\"]", 1));
+    assert!(
+        msg.contains("error_logs.fields") && msg.contains("names `request_id`"),
+        "{msg}"
+    );
+    let ids = "[request_id]\nheader = \"X-Request-Id\"\nclient_id_max_len = 64\n\
+               client_id_extra_chars = \"._-\"\nrequest = { method = \"GET\", path = \"/search\" }\n";
+    assert!(second.contains(ids));
+    let msg = refused(&second.replacen(ids, "", 1));
+    assert!(msg.contains("declare `[request_id]` too"), "{msg}");
+}

@@ -7,7 +7,8 @@
 //!   one more worker, another refusal status, a missing hint, a queue that starts the oldest
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
 //!   with every other's, a bad query served or refused with another code, a client's request id
-//!   kept whatever it is or none on an error answer, no Server-Timing or one without the wait.
+//!   kept whatever it is or none on an error answer, no Server-Timing or one without the wait,
+//!   error lines in plain text or none for a refusal.
 //!
 //! `plimsoll load` loads the second service's search pool from its contract alone (its hold
 //! recipe and hook, its `429`, its own busy series): it passes `burst` and `overload`, and fails
@@ -542,9 +543,21 @@ fn second(dir: &Path, config: plimsoll_example_service::Config) -> (String, std:
     std::fs::write(&contract, text.replace(LOOKUP_LISTEN, &listen)).unwrap();
     let url = second_service(plimsoll_example_service::Config {
         lookup_url: Some(format!("http://{listen}")),
+        error_log: Some(dir.join(SECOND_LOG)),
         ..config
     });
     (url, contract)
+}
+
+/// The second service's error log, in the test's folder.
+const SECOND_LOG: &str = "service.log";
+
+/// [`check_with`] for the second service started by [`second`] in `dir`: its error log read.
+fn check_second(dir: &Path, url: &str, contract: &Path, args: &[&str]) -> (Option<i32>, Value) {
+    let log = dir.join(SECOND_LOG);
+    let mut args = args.to_vec();
+    args.extend(["--server-log", log.to_str().unwrap()]);
+    check_with(dir, url, contract, &args)
 }
 
 /// The second service as its contract says: T1, T2 (LIFO) and T3 judged by the client's clock
@@ -556,10 +569,12 @@ fn second(dir: &Path, config: plimsoll_example_service::Config) -> (String, std:
 fn the_second_service_passes_its_own_contract() {
     let dir = tempfile::tempdir().unwrap();
     let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
-    let (code, report) = check_with(dir.path(), &url, &contract, &[]);
+    let (code, report) = check_second(dir.path(), &url, &contract, &[]);
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}{}", failing(&report));
-    for id in ["T1", "T2", "T3", "T4", "T5", "T6", "F2", "F4", "B2", "B3"] {
+    for id in [
+        "T1", "T2", "T3", "T4", "T5", "T6", "F2", "F3", "F4", "B2", "B3",
+    ] {
         assert_eq!(
             verdict(&report, id)["verdict"],
             "pass",
@@ -595,7 +610,9 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 10, "{verdicts:?}");
+    assert_eq!(judged, 11, "{verdicts:?}");
+    let f3 = verdict(&report, "F3")["observed"].to_string();
+    assert!(f3.contains(" 0 not JSON;"), "{f3}");
     let f4 = verdict(&report, "F4")["observed"].to_string();
     assert!(
         f4.contains("carried X-Request-Id") && f4.contains("error bodies not judged"),
@@ -650,7 +667,7 @@ fn breaks(what: &str, config: plimsoll_example_service::Config, fails: &[&str]) 
     let dir = tempfile::tempdir().unwrap();
     let (url, contract) = second(dir.path(), config);
     let only = fails.join(",");
-    let (code, report) = check_with(dir.path(), &url, &contract, &["--only", &only]);
+    let (code, report) = check_second(dir.path(), &url, &contract, &["--only", &only]);
     let failed: Vec<String> = verdicts(&report)
         .into_iter()
         .filter(|(_, v)| v == "fail")
@@ -693,6 +710,34 @@ fn the_second_service_reporting_no_wait_fails_t1() {
     let reason = verdict(&report, "T1")["reason"].to_string();
     assert!(
         reason.contains("claims 0 ms in the queue, but the client saw it wait"),
+        "{reason}"
+    );
+}
+
+/// Error lines in plain text where the contract says JSON.
+#[test]
+fn the_second_service_logging_plain_text_fails_f3() {
+    let config = plimsoll_example_service::Config {
+        error_lines: plimsoll_example_service::ErrorLines::Plain,
+        ..Default::default()
+    };
+    let report = breaks("plain-text error lines", config, &["F3"]);
+    let reason = verdict(&report, "F3")["reason"].to_string();
+    assert!(reason.contains("are not JSON objects"), "{reason}");
+}
+
+/// No error line for a refusal: F3's own burst past a held pool is refused, and those answers
+/// have no line.
+#[test]
+fn the_second_service_leaving_its_refusals_out_of_its_log_fails_f3() {
+    let config = plimsoll_example_service::Config {
+        error_lines: plimsoll_example_service::ErrorLines::SkipRefusals,
+        ..Default::default()
+    };
+    let report = breaks("no line for a refusal", config, &["F3"]);
+    let reason = verdict(&report, "F3")["reason"].to_string();
+    assert!(
+        reason.contains("no error line with its request_id"),
         "{reason}"
     );
 }

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod error_log;
 mod lookup;
 mod memory;
 mod metrics;
@@ -47,6 +48,7 @@ use plimsoll_tower::HoldLayer;
 use admission::Pool;
 use refusal::Refusal;
 
+pub use error_log::ErrorLines;
 /// The status type of [`Config::search_refusal`].
 pub use http::StatusCode as Status;
 pub use lookup::Calling;
@@ -56,7 +58,7 @@ pub use timing::ServerTiming;
 
 /// Serves the service with `config` on `listener` until the process ends.
 pub async fn serve(listener: tokio::net::TcpListener, config: &Config) -> std::io::Result<()> {
-    axum::serve(listener, app(config)).await
+    axum::serve(listener, app(config)?).await
 }
 
 /// The order a pool's waiting requests start in.
@@ -130,6 +132,10 @@ pub struct Config {
     pub request_ids: RequestIds,
     /// How a pool's served answers report their time in `Server-Timing`.
     pub server_timing: ServerTiming,
+    /// The file error answers are logged to, one line each (none: no error log).
+    pub error_log: Option<std::path::PathBuf>,
+    /// How the error lines are written.
+    pub error_lines: ErrorLines,
 }
 
 impl Default for Config {
@@ -163,6 +169,8 @@ impl Default for Config {
             series_lie: None,
             request_ids: RequestIds::Checked,
             server_timing: ServerTiming::Measured,
+            error_log: None,
+            error_lines: ErrorLines::Json,
         }
     }
 }
@@ -221,8 +229,8 @@ impl Pools {
 
 /// The service's routes, each pool's limit outside the hold hook, and `/search`'s validation
 /// and `/reports`' memory estimate outside their limits (a bad query or a report too large
-/// never takes a worker).
-pub fn app(config: &Config) -> Router {
+/// never takes a worker). Fails only when the error log cannot be opened.
+pub fn app(config: &Config) -> std::io::Result<Router> {
     let hold = HoldLayer::new(HeaderName::from_static("x-plimsoll-hook")).enabled(config.hooks);
     let pools = Pools::of(config);
     let query_check = validation::Validation {
@@ -289,8 +297,11 @@ pub fn app(config: &Config) -> Router {
     } else {
         router
     };
-    let ids = request_id::Ids::new(config.request_ids);
-    router.layer(middleware::from_fn_with_state(ids, request_id::stamp))
+    let log = (config.error_log.as_deref())
+        .map(|path| error_log::ErrorLog::open(path, config.error_lines))
+        .transpose()?;
+    let ids = request_id::Ids::new(config.request_ids, log);
+    Ok(router.layer(middleware::from_fn_with_state(ids, request_id::stamp)))
 }
 
 /// The pool's admission around a route: the request runs (and the hook holds it) with a

@@ -1,5 +1,6 @@
 //! The second service as a process: `PORT` (default 8081) on loopback; `PLIMSOLL_TEST_HOOKS=1`
-//! honours the hold hook; `LOOKUP_URL` is the dependency `/lookup` calls.
+//! honours the hold hook; `LOOKUP_URL` is the dependency `/lookup` calls; `ERROR_LOG` is the file
+//! its error lines are appended to.
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -9,6 +10,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok("1" | "true")
         ),
         lookup_url: std::env::var("LOOKUP_URL").ok(),
+        error_log: std::env::var_os("ERROR_LOG").map(Into::into),
         ..Default::default()
     };
     let port = std::env::var("PORT").unwrap_or_else(|_| "8081".into());

@@ -1,7 +1,7 @@
 //! `X-Request-Id` on every answer: a client's own id when it is 1 to 64 ASCII letters, digits,
 //! `.`, `_` or `-`, else one of the service's. Outermost, so refusals, bad queries and unknown
-//! routes carry it too. A lying variant keeps whatever a client sends, or leaves the id off its
-//! error answers.
+//! routes carry it too, and an error answer's line in the error log is written here, by its id.
+//! A lying variant keeps whatever a client sends, or leaves the id off its error answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +10,8 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderName, HeaderValue};
+
+use crate::error_log::ErrorLog;
 
 /// The header, both ways.
 pub const HEADER: HeaderName = HeaderName::from_static("x-request-id");
@@ -35,16 +37,19 @@ pub enum RequestIds {
 pub(crate) struct Ids {
     next: Arc<AtomicU64>,
     kind: RequestIds,
+    /// Where an error answer's line goes, with its id, if the service keeps an error log.
+    log: Option<ErrorLog>,
 }
 
 impl Ids {
-    pub(crate) fn new(kind: RequestIds) -> Ids {
+    pub(crate) fn new(kind: RequestIds, log: Option<ErrorLog>) -> Ids {
         let start = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
         Ids {
             next: Arc::new(AtomicU64::new(start)),
             kind,
+            log,
         }
     }
 
@@ -67,10 +72,13 @@ fn well_formed(id: &HeaderValue) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(b))
 }
 
-/// Stamps the answer to `request` with its id.
+/// Stamps the answer to `request` with its id, and logs it by that id when it is an error.
 pub(crate) async fn stamp(State(ids): State<Ids>, request: Request, next: Next) -> Response {
     let id = ids.choose(request.headers().get(&HEADER));
     let mut response = next.run(request).await;
+    if let (Some(log), Ok(text)) = (&ids.log, id.to_str()) {
+        log.write(text, response.status()).await;
+    }
     let error = response.status().is_client_error() || response.status().is_server_error();
     if !(error && ids.kind == RequestIds::MissingOnErrors) {
         response.headers_mut().insert(HEADER, id);
@@ -84,7 +92,7 @@ mod tests {
 
     #[test]
     fn a_client_id_is_kept_only_when_well_formed() {
-        let ids = Ids::new(RequestIds::Checked);
+        let ids = Ids::new(RequestIds::Checked, None);
         let kept = HeaderValue::from_static("abc.DEF_1-2");
         assert_eq!(ids.choose(Some(&kept)), kept);
         let long = HeaderValue::from_str(&"a".repeat(MAX_LEN + 1)).unwrap();
@@ -94,7 +102,7 @@ mod tests {
             assert!(well_formed(&chosen) && Some(&chosen) != sent, "{chosen:?}");
         }
         assert_ne!(ids.choose(None), ids.choose(None));
-        let lazy = Ids::new(RequestIds::KeepsAnything);
+        let lazy = Ids::new(RequestIds::KeepsAnything, None);
         assert_eq!(lazy.choose(Some(&spaced)), spaced);
     }
 }

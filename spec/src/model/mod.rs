@@ -70,6 +70,11 @@ pub struct Contract {
     /// None: it promises none, and F4 is not applicable (the reference's is `clauses.f4`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<RequestIds>,
+    /// The service's error log lines, for a service without the reference surface (F3): one
+    /// line per error answer, joined to it by its `request_id` member (the id `[request_id]`
+    /// declares). None: F3 is not applicable (the reference's are `clauses.f3`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_logs: Option<ErrorLogs>,
     /// The Server-Timing entries a served answer carries, for a service without the reference
     /// surface (T1 cross-checks them). None: it reports none (the reference's are
     /// `[observability]`'s).

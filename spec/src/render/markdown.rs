@@ -115,8 +115,8 @@ pub fn service_md(contract: &Contract, source: &str) -> String {
     md
 }
 
-/// `## What the service reports`: its request id (F4) and Server-Timing (T1), if it declares
-/// them.
+/// `## What the service reports`: its request id (F4), Server-Timing (T1) and error log (F3),
+/// if it declares them.
 fn reports_section(md: &mut String, contract: &Contract) {
     let mut lines = Vec::new();
     if let Some(ids) = &contract.request_id {
@@ -138,6 +138,14 @@ fn reports_section(md: &mut String, contract: &Contract) {
             "- Every served answer of a pool carries `{}` with `{}` (the time waited for a worker) \
              and `{}` (the time run), in milliseconds (T1 cross-checks them).",
             timing.header, timing.queue, timing.run
+        ));
+    }
+    if let Some(logs) = &contract.error_logs {
+        let fields: Vec<String> = logs.fields.iter().map(|f| format!("`{f}`")).collect();
+        lines.push(format!(
+            "- Every error answer has exactly one JSON line in the service's error log, carrying {} \
+             (F3; the checker reads the log with `--server-log FILE`).",
+            fields.join(", ")
         ));
     }
     if !lines.is_empty() {

@@ -14,8 +14,8 @@ use reqwest::header::CONTENT_TYPE;
 
 use super::Seen;
 use crate::checks::ctx::Ctx;
-use crate::checks::pool::{hold_first, hook};
-use crate::checks::registry::Check;
+use crate::checks::pool::{self, Held, hold_first, hook};
+use crate::checks::registry::{Check, reference_or_declared};
 use crate::remote::{Op, Target};
 
 /// F3's entry in the check registry: the evidence the docs print, and `f3`, which gathers it.
@@ -29,10 +29,24 @@ pub const CHECK: Check = Check::clause(
      `stage` and `error` are non-empty; `stage` is the response's `failed_stage` when the body \
      names one, `admission` for an overloaded refusal, `request` for any other 4xx (refused \
      before admission); `stack` is present, a non-empty backtrace when the contract's `stack` \
-     is on.",
+     is on. For another service, its `[error_logs]` lists the fields: each declared bad request, \
+     and a burst one past a held pool's workers and places (a refusal), are sent under \
+     client-chosen ids, and every error reply of the run must have exactly one line with its \
+     `request_id` carrying every field.",
     |t, c| Box::pin(f3(t, c)),
 )
+.applies_when(applies)
 .covers(&["error-line", "log-file"]);
+
+/// F3 judges the reference surface's error lines (`clauses.f3`), or any contract's
+/// `[error_logs]`.
+fn applies(contract: &plimsoll_spec::Contract) -> Result<(), String> {
+    reference_or_declared(
+        contract,
+        contract.error_logs.is_some(),
+        "the contract declares no error log (`[error_logs]`) and no reference API (`[api]`)",
+    )
+}
 
 /// The log's `stage` of an error refused before admission (bad input, a stalled upload).
 const STAGE_REQUEST: &str = "request";
@@ -59,7 +73,11 @@ pub fn expected_stage(seen: &Seen) -> Option<&str> {
 }
 
 async fn f3(t: &Arc<Target>, c: &mut Ctx) {
-    let f3 = t.expected.clauses().f3.value.clone();
+    let reference = t.expected.is_reference();
+    let f3 = match &t.expected.error_logs {
+        Some(declared) if !reference => declared.clone(),
+        _ => t.expected.clauses().f3.value.clone(),
+    };
     c.expected = format!(
         "every log line is JSON; exactly one line per error with {} (stage as the response says; stack {})",
         f3.fields.join(", "),
@@ -69,14 +87,18 @@ async fn f3(t: &Arc<Target>, c: &mut Ctx) {
         c.skip("needs --server-log FILE to read the implementation's log");
         return;
     };
-    provoke(t, c).await;
+    if reference {
+        provoke(t, c).await;
+    } else {
+        provoke_declared(t, c).await;
+    }
 
     let errors = errors_of_run(t);
     let Some(log) = Log::read(c, &log, &f3, &errors).await else {
         return;
     };
     log.require_json(c);
-    let judged = Judged::of(&log, &errors, &f3);
+    let judged = Judged::of(&log, &errors, (&f3, reference));
     judged.report(c, &log, errors.len());
 }
 
@@ -144,8 +166,9 @@ struct Judged {
 }
 
 impl Judged {
-    /// Joins each error reply to its error lines by request id and judges the one it must have.
-    fn of(log: &Log, errors: &[Seen], f3: &ErrorLogs) -> Judged {
+    /// Joins each error reply to its error lines by request id and judges the one it must have
+    /// (its `stage` too, for the reference, whose answers imply it).
+    fn of(log: &Log, errors: &[Seen], (f3, reference): (&ErrorLogs, bool)) -> Judged {
         let index = index(&log.lines, &f3.fields);
         let mut problems = Vec::new();
         let mut good = 0;
@@ -164,7 +187,7 @@ impl Judged {
             }
             match joined(&index, seen).as_slice() {
                 [] => problems.push(format!("{what}: no error line with its request_id")),
-                [line] => match judge_line(line, seen, f3) {
+                [line] => match judge_line(line, seen, f3, reference) {
                     Ok(()) => good += 1,
                     Err(why) => problems.push(format!("{what}: {why}; line {line}")),
                 },
@@ -274,6 +297,58 @@ async fn provoke(t: &Arc<Target>, c: &mut Ctx) {
     }
 }
 
+/// Errors of another service under client-chosen ids: each bad request its pools declare, once,
+/// and a full pool's refusal.
+async fn provoke_declared(t: &Arc<Target>, c: &mut Ctx) {
+    let header = t.request_id_header().to_owned();
+    let run = run_tag();
+    provoke_refusal(t, c, &header, &run).await;
+    for (i, (pool, bad)) in super::declared::declared(&t.expected)
+        .into_iter()
+        .enumerate()
+    {
+        let id = format!("f3-{run}-{i}");
+        let mut request = bad.request.clone();
+        request.headers.insert(header.clone(), id.clone());
+        match t.send_recipe(&request, super::declared::PATIENCE).await {
+            Ok(reply) => c.reply(t, id.as_str(), &reply),
+            Err(e) => c.fail(format!("{pool}: {}: {e}", bad.what)),
+        }
+    }
+}
+
+/// A full pool's refusal under client-chosen ids: the first pool the checker can hold, that
+/// refuses when its queue is full, gets a burst one larger than its workers and places.
+async fn provoke_refusal(t: &Arc<Target>, c: &mut Ctx, header: &str, run: &str) {
+    let contract = &t.expected;
+    let full = contract.pools.iter().find_map(|(name, spec)| {
+        let places = spec.queue.capacity.places()?;
+        spec.refusal.as_ref()?;
+        match pool::held(contract, name, spec) {
+            Held::Request(held) => Some((name, spec.workers + places + 1, held)),
+            Held::Hook(_) | Held::Not(_) => None,
+        }
+    });
+    let Some((pool, n, held)) = full else {
+        return;
+    };
+    let sends = (0..n).map(|i| {
+        let id = format!("f3-{run}-{pool}-{i}");
+        let held = held.with_header(header, &id);
+        async move { (id, pool::send_held(t, &held, BURST_LIMIT).await) }
+    });
+    for (id, reply) in futures_util::future::join_all(sends).await {
+        match reply {
+            Ok(reply) => c.reply(t, id, &reply),
+            Err(e) => c.fail(format!("{id}: {e}")),
+        }
+    }
+}
+
+/// How long a request of another service's refusal burst may take: its pool's held requests
+/// and their queue, well within.
+const BURST_LIMIT: Duration = Duration::from_secs(20);
+
 /// The log's lines in the contract's format (as JSON objects), and the (1-based) numbers of
 /// the lines that are not.
 fn parse(text: &str, format: LogLineFormat) -> (Vec<serde_json::Value>, Vec<usize>) {
@@ -337,7 +412,12 @@ fn joined<'a>(
 
 /// Whether one error line carries what the clause lists, with the stage the response implies.
 // `String`: the Err is the findings joined into the failure's text, never matched on.
-fn judge_line(line: &serde_json::Value, seen: &Seen, f3: &ErrorLogs) -> Result<(), String> {
+fn judge_line(
+    line: &serde_json::Value,
+    seen: &Seen,
+    f3: &ErrorLogs,
+    reference: bool,
+) -> Result<(), String> {
     let mut why = Vec::new();
     for field in &f3.fields {
         let value = line.get(field.as_str());
@@ -357,7 +437,7 @@ fn judge_line(line: &serde_json::Value, seen: &Seen, f3: &ErrorLogs) -> Result<(
             (_, Some(v)) => why.push(format!("`{field}` is {v}, not a non-empty string")),
         }
     }
-    if let (Some(want), Some(stage)) = (expected_stage(seen), line.get("stage"))
+    if let (true, Some(want), Some(stage)) = (reference, expected_stage(seen), line.get("stage"))
         && stage.as_str() != Some(want)
     {
         why.push(format!("`stage` is {stage}, the response implies `{want}`"));
@@ -424,25 +504,27 @@ mod tests {
     fn a_line_needs_every_field_non_empty_and_the_right_stage() {
         let s = seen(503, "stage_failed", Some("fill"));
         let good = json!({"request_id": "id-1", "stage": "fill", "error": "boom", "stack": ""});
-        assert_eq!(judge_line(&good, &s, &f3(false)), Ok(()));
+        assert_eq!(judge_line(&good, &s, &f3(false), true), Ok(()));
         let null_stage = json!({"request_id": "id-1", "stage": null, "error": "boom", "stack": ""});
-        assert!(judge_line(&null_stage, &s, &f3(false)).is_err());
+        assert!(judge_line(&null_stage, &s, &f3(false), true).is_err());
         let wrong_stage =
             json!({"request_id": "id-1", "stage": "segment", "error": "boom", "stack": ""});
         assert!(
-            judge_line(&wrong_stage, &s, &f3(false))
+            judge_line(&wrong_stage, &s, &f3(false), true)
                 .unwrap_err()
                 .contains("implies `fill`")
         );
+        // Another service's answers imply no stage: its lines' `stage`, if any, is its own.
+        assert_eq!(judge_line(&wrong_stage, &s, &f3(false), false), Ok(()));
         let empty_error = json!({"request_id": "id-1", "stage": "fill", "error": "", "stack": ""});
-        assert!(judge_line(&empty_error, &s, &f3(false)).is_err());
+        assert!(judge_line(&empty_error, &s, &f3(false), true).is_err());
         let no_stack = json!({"request_id": "id-1", "stage": "fill", "error": "boom"});
-        assert!(judge_line(&no_stack, &s, &f3(false)).is_err());
+        assert!(judge_line(&no_stack, &s, &f3(false), true).is_err());
         // Stack on: an empty stack is no backtrace.
-        assert!(judge_line(&good, &s, &f3(true)).is_err());
+        assert!(judge_line(&good, &s, &f3(true), true).is_err());
         let traced =
             json!({"request_id": "id-1", "stage": "fill", "error": "boom", "stack": "at x"});
-        assert_eq!(judge_line(&traced, &s, &f3(true)), Ok(()));
+        assert_eq!(judge_line(&traced, &s, &f3(true), true), Ok(()));
     }
 
     #[test]
