@@ -453,7 +453,8 @@ impl Subject {
 /// The most of a `/v1/contract` claim the checker reads (the honest one is about 40 kB).
 const MAX_CLAIM_BYTES: usize = 4 << 20;
 
-/// The target's claimed effective values (`GET /v1/contract`), reconciled with the contract:
+/// The target's claimed effective values (`GET /v1/contract`, or the path `[claim]` declares),
+/// reconciled with the contract:
 /// what the checks judge by, and what was adopted or refused on the way. Only an unreachable
 /// target stops the run; a claim that is no contract (a non-2xx answer, not JSON, not of the
 /// schema) is recorded as unreadable, fails the `contract` check, and the run goes on with the
@@ -464,7 +465,7 @@ pub async fn reconcile(
     contract: &Contract,
     allow_overrides: bool,
 ) -> Result<Reconciliation, Fatal> {
-    let Some(api) = &contract.api else {
+    let Some(path) = contract.claim_path() else {
         // No claim is declared: the contract's own values are judged, and only a target that
         // cannot be reached stops the run (any answer to its root says it can be).
         reachable(client, base).await?;
@@ -475,7 +476,6 @@ pub async fn reconcile(
             unreadable: None,
         });
     };
-    let path = &api.contract.path;
     let url = format!("{base}{path}");
     let response = client.get(&url).send().await.map_err(|e| {
         Fatal::Unreachable(format!("{base}: {}", crate::remote::body::with_causes(&e)))

@@ -51,6 +51,16 @@ impl Contract {
             .collect()
     }
 
+    /// Where the service serves its claim of its effective values: the reference's
+    /// `api.contract`, or `[claim]`'s; None when it serves none.
+    pub fn claim_path(&self) -> Option<&str> {
+        match (&self.api, &self.claim) {
+            (Some(api), _) => Some(&api.contract.path),
+            (None, Some(claim)) => Some(&claim.path),
+            (None, None) => None,
+        }
+    }
+
     /// The reference API. Only for a contract that [declares it](Contract::is_reference).
     pub fn api(&self) -> &Api {
         self.api.as_ref().expect(HELD_BY_THE_LOADER)

@@ -61,6 +61,7 @@ impl Contract {
             self.request_id_violations(),
             self.server_timing_violations(),
             self.error_log_violations(),
+            self.claim_violations(),
             self.override_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -865,6 +866,26 @@ impl Contract {
                 "names `request_id` among at most 32 fields, each 1 to 64 bytes".into(),
             ));
         }
+        out
+    }
+
+    /// `[claim]` is another service's (the reference's is `api.contract`), at a path the checker
+    /// can ask: one a `GET` recipe could have.
+    fn claim_violations(&self) -> Vec<Violation> {
+        let Some(claim) = &self.claim else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if self.is_reference() {
+            out.push(violation(
+                "claim",
+                "the reference surface serves its claim at `api.contract`; `[claim]` is for \
+                 another service's contract"
+                    .into(),
+            ));
+        }
+        let get = crate::model::Recipe::get(&claim.path);
+        out.extend(recipe_violations("claim", &get, SUCCESS));
         out
     }
 

@@ -679,3 +679,17 @@ fn an_error_log_is_refused_unless_its_lines_can_be_joined_to_their_answers() {
     let msg = refused(&second.replacen(ids, "", 1));
     assert!(msg.contains("declare `[request_id]` too"), "{msg}");
 }
+
+/// A service's served claim (`[claim]`) is at a path the checker can ask, and another
+/// service's: the reference serves its claim at `api.contract`.
+#[test]
+fn a_claim_is_refused_unless_the_checker_can_ask_for_it() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let path = "path = \"/contract\"";
+    assert!(second.contains(path));
+    let msg = refused(&second.replacen(path, "path = \"contract\"", 1));
+    assert!(msg.contains("claim.path"), "{msg}");
+    let reference = include_str!("../contract.toml");
+    let msg = refused(&format!("{reference}\n[claim]\npath = \"/claim\"\n"));
+    assert!(msg.contains("serves its claim at `api.contract`"), "{msg}");
+}

@@ -8,7 +8,7 @@
 //!   first where the contract says newest, one more queue place, one tenant's workers shared
 //!   with every other's, a bad query served or refused with another code, a client's request id
 //!   kept whatever it is or none on an error answer, no Server-Timing or one without the wait,
-//!   error lines in plain text or none for a refusal.
+//!   error lines in plain text or none for a refusal, a claim the contract does not allow.
 //!
 //! `plimsoll load` loads the second service's search pool from its contract alone (its hold
 //! recipe and hook, its `429`, its own busy series): it passes `burst` and `overload`, and fails
@@ -534,16 +534,30 @@ const LOOKUP_LISTEN: &str = "127.0.0.1:18093";
 /// 127.0.0.2 for a second client), so an ephemeral port taken by some test's request between
 /// the pick and the checker's listen cannot take it.
 fn second(dir: &Path, config: plimsoll_example_service::Config) -> (String, std::path::PathBuf) {
+    second_claiming(dir, config, |_| {})
+}
+
+/// [`second`], serving as its claim (`GET /contract`) its contract's JSON as `edit` leaves it:
+/// the contract file converted as any TOML-to-JSON tool would.
+fn second_claiming(
+    dir: &Path,
+    config: plimsoll_example_service::Config,
+    edit: impl FnOnce(&mut Value),
+) -> (String, std::path::PathBuf) {
     let free = std::net::TcpListener::bind("127.0.0.3:0").unwrap();
     let listen = free.local_addr().unwrap().to_string();
     drop(free);
     let text = std::fs::read_to_string(second_contract()).unwrap();
     assert!(text.contains(LOOKUP_LISTEN));
+    let text = text.replace(LOOKUP_LISTEN, &listen);
     let contract = dir.join("second.toml");
-    std::fs::write(&contract, text.replace(LOOKUP_LISTEN, &listen)).unwrap();
+    std::fs::write(&contract, &text).unwrap();
+    let mut claim: Value = toml::from_str(&text).unwrap();
+    edit(&mut claim);
     let url = second_service(plimsoll_example_service::Config {
         lookup_url: Some(format!("http://{listen}")),
         error_log: Some(dir.join(SECOND_LOG)),
+        claim: Some(claim.to_string()),
         ..config
     });
     (url, contract)
@@ -610,7 +624,9 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 11, "{verdicts:?}");
+    assert_eq!(judged, 12, "{verdicts:?}");
+    let claim = verdict(&report, "contract")["observed"].to_string();
+    assert!(claim.contains("identical to the contract"), "{claim}");
     let f3 = verdict(&report, "F3")["observed"].to_string();
     assert!(f3.contains(" 0 not JSON;"), "{f3}");
     let f4 = verdict(&report, "F4")["observed"].to_string();
@@ -711,6 +727,31 @@ fn the_second_service_reporting_no_wait_fails_t1() {
     assert!(
         reason.contains("claims 0 ms in the queue, but the client saw it wait"),
         "{reason}"
+    );
+}
+
+/// A claim of three search workers where the contract says two, and declares no override: the
+/// `contract` check refuses the claimed value and fails, and T1 judges the contract's own two
+/// (which the service runs).
+#[test]
+fn the_second_service_claiming_another_search_pool_fails_the_contract_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let three = |claim: &mut Value| claim["pools"]["search"]["workers"] = 3.into();
+    let config = plimsoll_example_service::Config::default();
+    let (url, contract) = second_claiming(dir.path(), config, three);
+    let (code, report) = check_second(dir.path(), &url, &contract, &["--only", "T1"]);
+    assert_eq!(code, Some(1), "{:?}", verdicts(&report));
+    let claim = verdict(&report, "contract");
+    assert_eq!(claim["verdict"], "fail", "{claim}");
+    assert!(
+        claim["reason"].to_string().contains("pools.search.workers"),
+        "{claim}"
+    );
+    assert_eq!(
+        verdict(&report, "T1")["verdict"],
+        "pass",
+        "{}",
+        failing(&report)
     );
 }
 

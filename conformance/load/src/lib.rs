@@ -44,7 +44,7 @@ use std::time::Duration;
 
 use plimsoll_spec::Contract;
 
-use plimsoll_conformance::checks::contract::contract_result;
+use plimsoll_conformance::checks::contract::contract_result_under;
 use plimsoll_conformance::observe::Observer;
 use plimsoll_conformance::remote::dependency::{Dependencies, Dependency, HoldTicket};
 use plimsoll_conformance::remote::process::ProcessSource;
@@ -311,7 +311,11 @@ async fn run_profile(
     };
 
     let mut results = if ctx.replicas.is_empty() {
-        vec![contract_result(&reconciliation, allow_overrides)]
+        vec![contract_result_under(
+            &ctx.contract,
+            &reconciliation,
+            allow_overrides,
+        )]
     } else {
         fleet::contract_results(&ctx, source, &reconciliation, allow_overrides).await?
     };

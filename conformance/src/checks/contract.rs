@@ -28,10 +28,25 @@ pub const CHECK: Check = Check::whole_run(
      tolerance, a status, a code, a stage list, a header name) is refused and fails this check, \
      and the checks keep the contract's own value. A claim that is not a readable contract fails \
      too. Adopted and refused differences are listed separately. The load generator's own \
-     `[load]` settings are never compared.",
+     `[load]` settings are never compared. Another service's claim is served at the path its \
+     `[claim]` declares, and judged the same way.",
     Run::Session,
 )
+.applies_when(applies)
 .covers(&["contract-endpoint"]);
+
+/// The claim is judged where the contract says one is served: the reference's contract
+/// endpoint, or any contract's `[claim]`.
+fn applies(contract: &plimsoll_spec::Contract) -> Result<(), String> {
+    match contract.claim_path() {
+        Some(_) => Ok(()),
+        None => Err(
+            "the contract declares no served claim (`[claim]`) and no reference API (`[api]`, \
+             whose contract endpoint serves one)"
+                .into(),
+        ),
+    }
+}
 
 /// `path: ours → theirs (ENV)`.
 pub fn adopted_line(a: &Adopted) -> String {
@@ -78,6 +93,25 @@ pub fn contract_result(r: &Reconciliation, allow_overrides: bool) -> CheckResult
             observed,
             verdict,
         )
+    }
+}
+
+/// [`contract_result`] for a run under `contract`, or not applicable, saying why, when the
+/// contract declares no served claim: a run that read none (`load`'s) reports no pass for it.
+pub fn contract_result_under(
+    contract: &plimsoll_spec::Contract,
+    r: &Reconciliation,
+    allow_overrides: bool,
+) -> CheckResult {
+    match applies(contract) {
+        Ok(()) => contract_result(r, allow_overrides),
+        Err(why) => CheckResult::new(
+            CHECK.id,
+            TITLE,
+            expected(allow_overrides),
+            "no claim read".into(),
+            Verdict::NotApplicable(why),
+        ),
     }
 }
 

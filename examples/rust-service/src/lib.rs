@@ -12,7 +12,8 @@
 //! `LOOKUP_URL`, which holds its worker while it answers) — its own metrics at `/metrics`
 //! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), an
 //! `X-Request-Id` on every answer (a client's own when well-formed), `Server-Timing` on every
-//! served answer of a pool (`queue` and `run`), no served claim, and the
+//! served answer of a pool (`queue` and `run`), its error lines in a file, the claim of its
+//! effective values it is given at `GET /contract`, and the
 //! test hook only through `plimsoll-tower`'s layer, inside each pool's limit.
 //!
 //! It knows nothing of the contract that describes it (`examples/rust-service/contract.toml`):
@@ -136,6 +137,9 @@ pub struct Config {
     pub error_log: Option<std::path::PathBuf>,
     /// How the error lines are written.
     pub error_lines: ErrorLines,
+    /// The claim of its effective values the service serves at `GET /contract`, as the
+    /// deployment gives it (its contract's JSON); none: no claim is served.
+    pub claim: Option<String>,
 }
 
 impl Default for Config {
@@ -171,6 +175,7 @@ impl Default for Config {
             server_timing: ServerTiming::Measured,
             error_log: None,
             error_lines: ErrorLines::Json,
+            claim: None,
         }
     }
 }
@@ -250,6 +255,11 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
     let mut router = Router::new();
     if config.metrics {
         router = router.route("/metrics", get(metrics::serve).with_state(pools.exposition));
+    }
+    if let Some(claim) = &config.claim {
+        let claim = claim.clone();
+        let json = [(http::header::CONTENT_TYPE, "application/json")];
+        router = router.route("/contract", get(move || async move { (json, claim) }));
     }
     let router = router
         .route(

@@ -1,6 +1,6 @@
 //! The second service as a process: `PORT` (default 8081) on loopback; `PLIMSOLL_TEST_HOOKS=1`
 //! honours the hold hook; `LOOKUP_URL` is the dependency `/lookup` calls; `ERROR_LOG` is the file
-//! its error lines are appended to.
+//! its error lines are appended to; `CLAIM_FILE` holds the claim it serves at `GET /contract`.
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -11,6 +11,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         lookup_url: std::env::var("LOOKUP_URL").ok(),
         error_log: std::env::var_os("ERROR_LOG").map(Into::into),
+        claim: match std::env::var_os("CLAIM_FILE") {
+            Some(path) => Some(std::fs::read_to_string(path)?),
+            None => None,
+        },
         ..Default::default()
     };
     let port = std::env::var("PORT").unwrap_or_else(|_| "8081".into());

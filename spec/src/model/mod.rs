@@ -70,6 +70,10 @@ pub struct Contract {
     /// None: it promises none, and F4 is not applicable (the reference's is `clauses.f4`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<RequestIds>,
+    /// Where a service without the reference surface serves its effective values (the
+    /// `contract` check). None: it serves none, and its contract's own values are judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
     /// The service's error log lines, for a service without the reference surface (F3): one
     /// line per error answer, joined to it by its `request_id` member (the id `[request_id]`
     /// declares). None: F3 is not applicable (the reference's are `clauses.f3`'s).

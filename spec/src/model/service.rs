@@ -302,6 +302,17 @@ impl RequestIds {
     }
 }
 
+/// `[claim]` (for any service): where the service serves its effective values, this contract's
+/// JSON with a deployment's overrides applied; the `contract` check compares it with the
+/// contract before any other request, and the checks judge by what it adopts. The reference
+/// surface serves its claim at `api.contract` (a contract with `[api]` leaves this out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// The path of the `GET` that answers the claim (`/contract`).
+    pub path: String,
+}
+
 /// `[server_timing]` (T1, for any service): the Server-Timing entries a served answer reports
 /// its time waiting for a worker and its time running in, which T1 cross-checks against what
 /// the client saw (a request that ran at once reports little queue time, a queued one at least

@@ -115,8 +115,8 @@ pub fn service_md(contract: &Contract, source: &str) -> String {
     md
 }
 
-/// `## What the service reports`: its request id (F4), Server-Timing (T1) and error log (F3),
-/// if it declares them.
+/// `## What the service reports`: its request id (F4), Server-Timing (T1), claim (`contract`)
+/// and error log (F3), if it declares them.
 fn reports_section(md: &mut String, contract: &Contract) {
     let mut lines = Vec::new();
     if let Some(ids) = &contract.request_id {
@@ -138,6 +138,13 @@ fn reports_section(md: &mut String, contract: &Contract) {
             "- Every served answer of a pool carries `{}` with `{}` (the time waited for a worker) \
              and `{}` (the time run), in milliseconds (T1 cross-checks them).",
             timing.header, timing.queue, timing.run
+        ));
+    }
+    if let Some(claim) = &contract.claim {
+        lines.push(format!(
+            "- `GET {}` answers the service's effective values, this contract's JSON with a \
+             deployment's overrides (the `contract` check compares them first).",
+            claim.path
         ));
     }
     if let Some(logs) = &contract.error_logs {
