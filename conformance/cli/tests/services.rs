@@ -2305,6 +2305,23 @@ fn the_second_service_passes_the_burst_profile_on_its_lookup_pool_held_by_its_de
     );
 }
 
+/// `--engine locust` loads the second service's search pool as goose does: Locust's master and
+/// two workers send the pool's request with its hook, tell its `429` by the refusal's JSON
+/// body, and the overload's verdicts pass.
+#[test]
+fn the_second_service_passes_the_overload_profile_on_locust() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
+    let target = (url.as_str(), contract.as_path());
+    let args = ["--duration", "4", "--engine", "locust"];
+    let (code, report) = load_with(dir.path(), target, ("search", "overload"), &args);
+    assert_eq!(code, Some(0), "{:?}{}", verdicts(&report), failing(&report));
+    let statuses = verdict(&report, "L-overload.statuses").to_string();
+    assert!(statuses.contains("429 refused"), "{statuses}");
+    let main = verdict(&report, "L-overload.refusals").to_string();
+    assert!(main.contains("Locust (2 workers) counted search"), "{main}");
+}
+
 /// One more search worker than declared: every burst wave admits three where the contract
 /// says two, and the service's own busy gauge says so too.
 #[test]

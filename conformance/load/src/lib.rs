@@ -204,16 +204,9 @@ fn expectations(profile: ProfileName, pool: &LoadedPool) -> Expectations {
     }
 }
 
-/// The pool `load` asks for under `expected`, on an engine that can load it: Locust loads the
-/// reference's alone (its locustfile reads a refusal's problem `code`, not its body).
+/// The pool `load` asks for under `expected`, with the profile's nominal hold (what a played
+/// dependency gives every call).
 fn loaded_pool(load: &LoadPlan, expected: &Contract) -> Result<LoadedPool, Fatal> {
-    if load.engine == plan::EngineName::Locust && !expected.is_reference() {
-        return Err(Fatal::Usage(format!(
-            "--engine locust drives the reference contract's pool only (its locustfile reads a \
-             refusal's problem `code`); load the contract `{}` with goose",
-            expected.contract.name
-        )));
-    }
     let l = &expected.load;
     let nominal_hold_ms = match load.profile {
         ProfileName::Burst => l.burst.hold_ms,

@@ -1,8 +1,9 @@
 """A `plimsoll load` profile for Locust, written by `plimsoll load --engine locust`.
 
 Every user does what a goose user of the same profile does: think an exponential time, send
-one digitize request asking the server to hold its slot for an exponential time (cut at the
-plan's cap), read the answer, and record the attempt. Some attempts are abandoned by their
+the loaded pool's request asking the server (through the pool's hook) to hold its slot for an
+exponential time cut at the plan's cap (or, for a pool that holds on its own, for its fixed
+time), read the answer, tell a refusal by the plan's rule, and record the attempt. Some attempts are abandoned by their
 client halfway through the hold (the soak profile). No attempt starts after the plan's
 duration. Workers send their records to the master (Locust's custom messages), which writes
 them to one JSON-lines file that plimsoll judges with the same verdicts as a goose run. The
@@ -25,6 +26,45 @@ BODY = bytes.fromhex(PLAN["body_hex"])
 MESSAGE = "plimsoll_attempts"
 
 state = {"t0": None, "batch": [], "out": None, "users": 0}
+
+
+def header(response, name):
+    """The answer's header `name`, if the plan names one and the answer carries it."""
+    return response.headers.get(name) if name else None
+
+
+def pointer(document, path):
+    """The value at an RFC 6901 JSON Pointer, or None when there is none."""
+    if path == "":
+        return document
+    for token in path.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(document, dict) and token in document:
+            document = document[token]
+        elif isinstance(document, list) and token.isdigit() and int(token) < len(document):
+            document = document[int(token)]
+        else:
+            return None
+    return document
+
+
+def refused(response):
+    """Whether an answer is the pool's refusal: its status and its body, by the plan's rule
+    (the rule plimsoll applies to goose's answers)."""
+    rule = PLAN["refusal"]
+    if rule is None or response.status_code != rule["status"]:
+        return False
+    body = rule["body"]
+    if "pointer" in body:
+        try:
+            return pointer(response.json(), body["pointer"]) == body["value"]
+        except Exception:
+            return False
+    if "text" in body:
+        return response.content == body["text"].encode()
+    if "contains" in body:
+        return body["contains"] in response.text
+    return True
 
 
 def flush(environment):
@@ -111,13 +151,15 @@ class Profile(HttpUser):
             gevent.sleep(max(0.0, deadline - time.time()))
             return
         gevent.sleep(think)
-        hold = min(round(self.rng.expovariate(1.0 / PLAN["mean_hold_ms"])), PLAN["hold_cap_ms"])
+        if PLAN["fixed_hold"]:
+            hold = round(PLAN["mean_hold_ms"])
+        else:
+            hold = min(round(self.rng.expovariate(1.0 / PLAN["mean_hold_ms"])), PLAN["hold_cap_ms"])
         abandon = PLAN["abandon_fraction"] > 0 and self.rng.random() < PLAN["abandon_fraction"]
         timeout = (PLAN["pre_hold_ms"] + hold / 2.0) / 1000.0 if abandon else 120.0
-        headers = {
-            "content-type": PLAN["content_type"],
-            PLAN["hook_header"]: f"hold={PLAN['hold_stage']}:{hold}",
-        }
+        headers = dict(PLAN["headers"])
+        if PLAN["hook"]:
+            headers[PLAN["hook"]["header"]] = f"hold={PLAN['hook']['stage']}:{hold}"
         sent = time.time()
         fields = dict(
             kind="attempt",
@@ -127,9 +169,9 @@ class Profile(HttpUser):
             abandon_planned=abandon,
         )
         try:
-            with self.client.post(
-                PLAN["path"], data=BODY, headers=headers, name="digitize",
-                timeout=max(timeout, 0.001), catch_response=True,
+            with self.client.request(
+                PLAN["method"], PLAN["path"], data=BODY or None, headers=headers,
+                name=PLAN["name"], timeout=max(timeout, 0.001), catch_response=True,
             ) as r:
                 latency = (time.time() - sent) * 1000.0
                 if r.status_code == 0:
@@ -140,16 +182,17 @@ class Profile(HttpUser):
                         r.success()
                 else:
                     fields.update(latency_ms=latency, outcome=r.status_code)
-                    if r.status_code != 200:
+                    if r.status_code != PLAN["ok_status"]:
                         try:
                             fields["code"] = r.json().get("code")
                         except Exception:
                             fields["code"] = None
-                        fields["retry_after"] = r.headers.get(PLAN["retry_after_header"])
-                        fields["request_id"] = r.headers.get(PLAN["request_id_header"])
+                        fields["refused"] = refused(r)
+                        fields["retry_after"] = header(r, PLAN["retry_after_header"])
+                        fields["request_id"] = header(r, PLAN["request_id_header"])
                         # Locust counts what the contract refuses as failures; plimsoll judges.
                         r.failure(f"{r.status_code} {fields['code']}")
-                    fields["server_timing"] = r.headers.get(PLAN["server_timing_header"])
+                    fields["server_timing"] = header(r, PLAN["server_timing_header"])
         except Exception as e:  # the client itself failed
             fields.update(latency_ms=(time.time() - sent) * 1000.0, outcome="error: " + repr(e))
         self.record(**fields)

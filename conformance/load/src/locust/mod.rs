@@ -237,11 +237,23 @@ impl Folder {
     }
 }
 
-/// The value of the template's header `name` (empty when it sends none).
-fn header(t: &RequestTemplate, name: &str) -> String {
-    (t.headers.iter())
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map_or_else(String::new, |(_, v)| v.clone())
+/// A refusal as the locustfile tells one from another answer: its status and what its body
+/// holds, the same rule `RefusalAnswer::mismatch` applies to goose's answers.
+fn refusal_rule(r: &plimsoll_spec::RefusalAnswer) -> serde_json::Value {
+    use plimsoll_spec::AnswerBody;
+    use plimsoll_spec::model::RefusalBody;
+    let body = match &r.body {
+        AnswerBody::Problem(code) => {
+            serde_json::json!({"pointer": "/code", "value": code.as_str()})
+        }
+        AnswerBody::Shape(RefusalBody::Json(c)) => {
+            serde_json::json!({"pointer": c.pointer, "value": c.value})
+        }
+        AnswerBody::Shape(RefusalBody::Text(t)) => serde_json::json!({"text": t.text}),
+        AnswerBody::Shape(RefusalBody::Contains(c)) => serde_json::json!({"contains": c.contains}),
+        AnswerBody::Any => serde_json::json!({}),
+    };
+    serde_json::json!({"status": r.status, "body": body})
 }
 
 /// Writes the locustfile and `plan.json` (every number of the run) into a fresh folder, so
@@ -261,14 +273,18 @@ fn write_folder(spec: &RunSpec, rate: &RateSettings) -> Result<Folder, LocustErr
         "hold_cap_ms": rate.hold_cap_ms,
         "abandon_fraction": spec.hold.abandon_fraction,
         "pre_hold_ms": spec.hold.pre_hold_ms,
+        "fixed_hold": matches!(spec.hold.hold, Hold::Fixed { .. }),
+        "name": t.name,
+        "method": t.method.as_str(),
         "path": t.path,
-        "content_type": header(t, "content-type"),
+        "headers": t.headers.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "body_hex": t.body.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-        "hook_header": t.hook.as_ref().map(|h| h.header.clone()),
-        "hold_stage": t.hook.as_ref().map(|h| h.stage.clone()),
-        "request_id_header": t.request_id_header.clone().unwrap_or_default(),
+        "hook": t.hook.as_ref().map(|h| serde_json::json!({"header": h.header, "stage": h.stage})),
+        "ok_status": t.ok_status,
+        "refusal": t.refusal.as_ref().map(refusal_rule),
+        "request_id_header": t.request_id_header,
         "server_timing_header": t.server_timing.as_ref().map(|(header, _)| header.clone()),
-        "retry_after_header": t.hint_header.clone().unwrap_or_default(),
+        "retry_after_header": t.hint_header,
     });
     let write = |name: &'static str, text: &str| {
         std::fs::write(dir.join(name), text).map_err(|source| LocustError::Write { name, source })
@@ -395,7 +411,8 @@ fn collect(
             log: folder.master_log(),
         });
     }
-    let (summary, counted) = csv_summary(&folder.path().join("locust_stats.csv"), engine);
+    let stats = folder.path().join("locust_stats.csv");
+    let (summary, counted) = csv_summary(&stats, engine, &spec.template);
     let summary = cross_checked(summary, counted, attempts.len())?;
     Ok(RunOutput {
         attempts,
@@ -465,9 +482,8 @@ fn tail(path: &PathBuf) -> String {
 }
 
 /// The workers' records: attempts (sent times relative to the run's start as the master saw
-/// it) and the think time the end of the run cut short. The locustfile records an answer's
-/// problem `code`, not its body, so a refusal is told by its status and that code: the
-/// reference's refusal, an error of its table, is nothing more (Locust loads it alone).
+/// it) and the think time the end of the run cut short. The locustfile tells a refusal by the
+/// template's rule (`refusal_rule`) and records whether the answer was one.
 fn read_attempts(
     path: &Path,
     template: &RequestTemplate,
@@ -509,13 +525,7 @@ fn read_attempts(
                     (_, Some(e)) => Outcome::Error(e.trim_start_matches("error: ").to_owned()),
                     _ => Outcome::Error("no outcome recorded".into()),
                 };
-                let refused = match &outcome {
-                    Outcome::Status(status) => {
-                        let body = serde_json::json!({ "code": r["code"] }).to_string();
-                        template.refused(*status, body.as_bytes())
-                    }
-                    _ => false,
-                };
+                let refused = r["refused"].as_bool().unwrap_or(false);
                 attempts.push(Attempt {
                     refused,
                     user,
@@ -529,9 +539,10 @@ fn read_attempts(
                     retry_after: text("retry_after"),
                     code: text("code"),
                     request_id: text("request_id"),
-                    timing: r["server_timing"]
-                        .as_str()
-                        .and_then(plimsoll_conformance::remote::parse_server_timing),
+                    timing: r["server_timing"].as_str().and_then(|v| {
+                        let (_, entries) = template.server_timing.as_ref()?;
+                        plimsoll_conformance::remote::server_timing_of(v, entries)
+                    }),
                 });
             }
             _ => {}
@@ -541,16 +552,22 @@ fn read_attempts(
     Ok((attempts, censored))
 }
 
-/// Locust's own counts from its CSV (`locust_stats.csv`), as one evidence line, and its
-/// request count.
-fn csv_summary(path: &Path, engine: &LocustEngine) -> (String, Option<usize>) {
+/// Locust's own counts of the template's requests from its CSV (`locust_stats.csv`), as one
+/// evidence line, and its request count.
+fn csv_summary(
+    path: &Path,
+    engine: &LocustEngine,
+    template: &RequestTemplate,
+) -> (String, Option<usize>) {
     let Ok(text) = std::fs::read_to_string(path) else {
         return (format!("Locust wrote no CSV at {}", path.display()), None);
     };
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
     let col = |name: &str| header.iter().position(|h| h.trim_matches('"') == name);
-    let row = lines.find(|l| l.contains("digitize")).unwrap_or_default();
+    let name = template.name.as_str();
+    let row = (lines.find(|l| l.split(',').nth(1).map(|c| c.trim_matches('"')) == Some(name)))
+        .unwrap_or_default();
     let cells: Vec<&str> = row.split(',').collect();
     let get = |name: &str| {
         col(name)
@@ -562,10 +579,11 @@ fn csv_summary(path: &Path, engine: &LocustEngine) -> (String, Option<usize>) {
         .parse::<f64>()
         .map_or("?".into(), |r| format!("{r:.1}"));
     let summary = format!(
-        "Locust ({} workers) counted digitize: {} requests, {} failures (what Locust calls failures: every answer but 200), median {} ms, p99 {} ms, {rate} req/s",
+        "Locust ({} workers) counted {name}: {} requests, {} failures (what Locust calls failures: every answer but {}), median {} ms, p99 {} ms, {rate} req/s",
         engine.expect_workers,
         get("Request Count"),
         get("Failure Count"),
+        template.ok_status,
         get("Median Response Time"),
         get("99%"),
     );
