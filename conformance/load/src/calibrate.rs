@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use plimsoll_conformance::remote::body::{MAX_REPLY_BYTES, read_capped};
 use plimsoll_conformance::session::Fatal;
 
 use super::verdicts::percentile;
@@ -36,7 +37,9 @@ pub(super) async fn calibrate(ctx: &Ctx<'_>, node: &Node) -> Result<Calibration,
             .map_err(|e| Fatal::Unreachable(format!("{}: {e}", node.base)))?;
         let status = response.status().as_u16();
         let timing = t.server_timing(response.headers());
-        let body = response.bytes().await.unwrap_or_default();
+        let body = read_capped(response, MAX_REPLY_BYTES)
+            .await
+            .map_err(|e| Fatal::Unreachable(format!("{}: {e}", node.base)))?;
         if status != t.ok_status {
             let code = super::run::problem_code(&body).unwrap_or_default();
             let reference = ctx.contract.is_reference();

@@ -207,13 +207,7 @@ fn expectations(profile: ProfileName, pool: &LoadedPool) -> Expectations {
 /// The pool `load` asks for under `expected`, with the profile's nominal hold (what a played
 /// dependency gives every call).
 fn loaded_pool(load: &LoadPlan, expected: &Contract) -> Result<LoadedPool, Fatal> {
-    let l = &expected.load;
-    let nominal_hold_ms = match load.profile {
-        ProfileName::Burst => l.burst.hold_ms,
-        ProfileName::Steady => l.steady.mean_hold_ms,
-        ProfileName::Overload => l.overload.mean_hold_ms,
-        ProfileName::Soak => l.soak.mean_hold_ms,
-    };
+    let nominal_hold_ms = load.profile.nominal_hold_ms(&expected.load);
     LoadedPool::choose(expected, load.pool.as_deref(), nominal_hold_ms)
 }
 

@@ -42,6 +42,18 @@ impl ProfileName {
         }
     }
 
+    /// The hold the profile asks of each request, from `[load]`: burst's fixed hold, or the rate
+    /// profile's exponential mean (what a slow request or a played dependency holds instead is
+    /// the pool's: `LoadedPool::hold`).
+    pub fn nominal_hold_ms(self, l: &plimsoll_spec::model::Load) -> u64 {
+        match self {
+            ProfileName::Burst => l.burst.hold_ms,
+            ProfileName::Steady => l.steady.mean_hold_ms,
+            ProfileName::Overload => l.overload.mean_hold_ms,
+            ProfileName::Soak => l.soak.mean_hold_ms,
+        }
+    }
+
     /// What the profile does and what it proves.
     pub fn about(self) -> &'static str {
         match self {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
+use plimsoll_conformance::remote::body::{BodyError, MAX_REPLY_BYTES, read_capped};
 use plimsoll_fault::rng::SplitMix64;
 
 use super::run::{
@@ -376,7 +377,8 @@ async fn read_answer(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    let body = response.bytes().await;
+    // A target that answers gigabytes costs a user at most the cap, and the attempt says why.
+    let body = read_capped(response, MAX_REPLY_BYTES).await;
     record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
     record.timing = t.server_timing(&headers);
     match body {
@@ -389,8 +391,10 @@ async fn read_answer(
                 record.retry_after = t.hint_header.as_deref().and_then(header);
             }
         }
-        Err(e) if record.abandon_planned && e.is_timeout() => record.outcome = Outcome::Abandoned,
-        Err(e) => record.outcome = Outcome::Error(format!("reading the body: {e}")),
+        Err(BodyError::Read(e)) if record.abandon_planned && e.is_timeout() => {
+            record.outcome = Outcome::Abandoned;
+        }
+        Err(e) => record.outcome = Outcome::Error(e.to_string()),
     }
     count_answer(shared, record)
 }

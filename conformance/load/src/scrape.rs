@@ -14,6 +14,7 @@ use plimsoll_spec::model::Series;
 use plimsoll_spec::{MetricName, Pool};
 use tokio_util::sync::CancellationToken;
 
+use plimsoll_conformance::remote::body::{MAX_REPLY_BYTES, read_capped};
 use plimsoll_conformance::remote::process::{
     FDS_METRIC, ProcessSource, RSS_METRIC, proc_fds, proc_rss_bytes,
 };
@@ -127,14 +128,15 @@ pub async fn read_metrics(
         path: url.to_owned(),
         source,
     };
-    let text = client
-        .get(url)
-        .send()
+    let response = client.get(url).send().await.map_err(failed)?;
+    // A target that answers gigabytes costs the reader at most the cap.
+    let body = read_capped(response, MAX_REPLY_BYTES)
         .await
-        .map_err(failed)?
-        .text()
-        .await
-        .map_err(failed)?;
+        .map_err(|source| MetricError::Body {
+            path: url.to_owned(),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&body);
     Ok(MetricsView::parse(&text, gauges))
 }
 

@@ -25,7 +25,7 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fata
         per_wave = admit + c;
     }
     let waves = load.waves.unwrap_or(b.waves).max(1) as usize;
-    let hold_ms = ctx.pool.fixed_hold_ms(b.hold_ms);
+    let hold_ms = ctx.pool.fixed_hold_ms(load.profile.nominal_hold_ms(l));
     println!(
         "plimsoll load burst: {waves} waves of {per_wave} requests at once (hold {hold_ms} ms) against {}; expecting {admit} admitted per wave",
         ctx.target.base

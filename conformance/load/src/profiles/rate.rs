@@ -40,22 +40,11 @@ impl Plan {
     fn new(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration) -> Result<Plan, Fatal> {
         fleet::check_size(ctx)?;
         let l = ctx.section();
-        let (factor, mean_hold_ms, duration_s, abandon_fraction) = match load.profile {
-            ProfileName::Steady => (
-                l.steady.load_factor,
-                l.steady.mean_hold_ms,
-                l.steady.duration_s,
-                0.0,
-            ),
-            ProfileName::Overload => (
-                l.overload.load_factor,
-                l.overload.mean_hold_ms,
-                l.overload.duration_s,
-                0.0,
-            ),
+        let (factor, duration_s, abandon_fraction) = match load.profile {
+            ProfileName::Steady => (l.steady.load_factor, l.steady.duration_s, 0.0),
+            ProfileName::Overload => (l.overload.load_factor, l.overload.duration_s, 0.0),
             ProfileName::Soak => (
                 l.soak.load_factor,
-                l.soak.mean_hold_ms,
                 l.soak.duration_s,
                 l.soak.cancel_fraction,
             ),
@@ -63,7 +52,7 @@ impl Plan {
         };
         let factor = load.load_factor.unwrap_or(factor);
         // A slow request holds for its own time, whatever the profile's mean.
-        let mean_hold_ms = ctx.pool.fixed_hold_ms(mean_hold_ms);
+        let mean_hold_ms = ctx.pool.fixed_hold_ms(load.profile.nominal_hold_ms(l));
         let duration = Duration::from_secs_f64(load.duration.unwrap_or(duration_s as f64).max(1.0));
         let (c, k, r) = (ctx.expect.workers, ctx.expect.queue, ctx.replica_count());
         // Capacity counts the pipeline's own time on top of the hold; a fleet's is every
