@@ -39,6 +39,6 @@ impl ConnectionPolicy for ContractConnections {
     }
 
     fn max_connections(&self, contract: &Connections) -> Option<usize> {
-        Some(contract.max_connections as usize)
+        contract.max_connections.map(|n| n as usize)
     }
 }

@@ -89,6 +89,14 @@ impl Contract {
         self.connections.as_ref().expect(HELD_BY_THE_LOADER)
     }
 
+    /// The connection cap, which a reference contract must declare. Only for a contract that
+    /// [declares `[api]`](Contract::is_reference).
+    pub fn connection_cap(&self) -> usize {
+        self.connections()
+            .max_connections
+            .expect(HELD_BY_THE_LOADER) as usize
+    }
+
     /// The upload bounds. Only for a contract that [declares `[api]`](Contract::is_reference).
     pub fn upload(&self) -> &Upload {
         self.upload.as_ref().expect(HELD_BY_THE_LOADER)

@@ -62,6 +62,8 @@ impl Contract {
             self.server_timing_violations(),
             self.error_log_violations(),
             self.claim_violations(),
+            self.connection_violations(),
+            self.upload_violations(),
             self.override_violations(),
             self.range_violations(),
             self.connection_cap_violations(),
@@ -260,12 +262,9 @@ impl Contract {
                 100,
                 3_600_000,
             );
-            range(
-                "connections.max_connections",
-                c.max_connections.into(),
-                1,
-                1_000_000,
-            );
+            if let Some(cap) = c.max_connections {
+                range("connections.max_connections", cap.into(), 1, 1_000_000);
+            }
         }
         if let Some(u) = &self.upload {
             range("upload.read_timeout_ms", u.read_timeout_ms, 1, 86_400_000);
@@ -307,7 +306,7 @@ impl Contract {
             .filter(|p| !p.routes.is_empty())
             .map(|p| u64::from(p.workers) + u64::from(p.queue.capacity.places().unwrap_or(0)))
             .sum();
-        let Some(cap) = self.connections.as_ref().map(|c| c.max_connections) else {
+        let Some(cap) = self.connections.as_ref().and_then(|c| c.max_connections) else {
             return Vec::new();
         };
         if u64::from(cap) > held {
@@ -887,6 +886,51 @@ impl Contract {
         let get = crate::model::Recipe::get(&claim.path);
         out.extend(recipe_violations("claim", &get, SUCCESS));
         out
+    }
+
+    /// `[connections]` is one B4 can judge: the reference surface caps its connections and
+    /// asks `api.healthz`; another service's contract names the request a kept connection
+    /// asks (its cap may be left out).
+    fn connection_violations(&self) -> Vec<Violation> {
+        let Some(c) = &self.connections else {
+            return Vec::new();
+        };
+        match (self.is_reference(), &c.request) {
+            (true, Some(_)) => vec![violation(
+                "connections.request",
+                "the reference surface's connections ask `api.healthz`; `request` is for \
+                 another service's contract"
+                    .into(),
+            )],
+            (true, None) if c.max_connections.is_none() => vec![violation(
+                "connections.max_connections",
+                "the reference server caps its connections: declare the cap".into(),
+            )],
+            (true, None) => Vec::new(),
+            (false, Some(request)) => recipe_violations("connections.request", request, SUCCESS),
+            (false, None) => vec![violation(
+                "connections",
+                "B4 keeps connections open with a request answered at once whatever the pools \
+                 hold: declare it as `request` (a health path, such as `GET /healthz`)"
+                    .into(),
+            )],
+        }
+    }
+
+    /// `[upload]` is the reference surface's: B5's budget and B1's upload timeout are judged
+    /// with the reference routes' bodies (their `max_upload_bytes`), which another service's
+    /// contract has no way to declare yet. Refused rather than left unjudged: a declared bound
+    /// no check reads would read as a promise kept.
+    fn upload_violations(&self) -> Vec<Violation> {
+        if self.upload.is_none() || self.is_reference() {
+            return Vec::new();
+        }
+        vec![violation(
+            "upload",
+            "is judged (B5, B1's upload timeout) with the reference API's upload routes alone; \
+             a contract without `[api]` cannot declare it yet"
+                .into(),
+        )]
     }
 
     /// Every override of a pool or a section names one scalar field of its table, and no

@@ -29,7 +29,7 @@ fn embedded_contract_is_valid_and_carries_the_seed_values() {
     assert_eq!(digitize.memory_cap_mb, Some(1024));
     assert_eq!(c.cancellation().stop_within_ms, 1000);
     assert_eq!(c.connections().head_timeout_ms, 10_000);
-    assert_eq!(c.connections().max_connections, 512);
+    assert_eq!(c.connections().max_connections, Some(512));
     assert_eq!(c.upload().budget_mb, 1024);
     assert_eq!(c.pools["relay"].workers, 8);
     assert_eq!(c.pools["relay"].queue.capacity.places(), None);
@@ -692,4 +692,31 @@ fn a_claim_is_refused_unless_the_checker_can_ask_for_it() {
     let reference = include_str!("../contract.toml");
     let msg = refused(&format!("{reference}\n[claim]\npath = \"/claim\"\n"));
     assert!(msg.contains("serves its claim at `api.contract`"), "{msg}");
+}
+
+/// A service's connection bounds (`[connections]`, B4) name the request a connection the checker
+/// keeps asks; the reference's asks `api.healthz` and declares its cap. `[upload]` is the
+/// reference's alone: no check could judge another service's.
+#[test]
+fn connection_bounds_are_refused_unless_b4_can_judge_them() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let request = "request = { method = \"GET\", path = \"/healthz\" }\n\n[tolerances]";
+    assert!(second.contains(request));
+    let msg = refused(&second.replacen(request, "\n[tolerances]", 1));
+    assert!(msg.contains("declare it as `request`"), "{msg}");
+    let unaskable = "request = { method = \"GET\", path = \"healthz\" }\n\n[tolerances]";
+    let msg = refused(&second.replacen(request, unaskable, 1));
+    assert!(msg.contains("connections.request.path"), "{msg}");
+    let msg = refused(&format!(
+        "{second}\n[upload]\nread_timeout_ms = 1000\nbudget_mb = 64\n"
+    ));
+    assert!(msg.contains("upload routes alone"), "{msg}");
+    let reference = include_str!("../contract.toml");
+    let cap = "max_connections = 512\n";
+    assert!(reference.contains(cap));
+    let msg = refused(&reference.replacen(cap, "", 1));
+    assert!(msg.contains("declare the cap"), "{msg}");
+    let asked = "max_connections = 512\nrequest = { method = \"GET\", path = \"/healthz\" }\n";
+    let msg = refused(&reference.replacen(cap, asked, 1));
+    assert!(msg.contains("ask `api.healthz`"), "{msg}");
 }

@@ -93,6 +93,8 @@ struct Conf {
     req_status: u16,
     /// `keepalive_timeout`.
     keepalive: &'static str,
+    /// `client_header_timeout`.
+    header_timeout: &'static str,
     /// `limit_req_zone`'s key.
     req_key: &'static str,
     /// `limit_conn_zone`'s key.
@@ -109,7 +111,8 @@ const AS_CONTRACTED: Conf = Conf {
     burst: 3,
     nodelay: false,
     req_status: 429,
-    keepalive: "75s",
+    keepalive: "2s",
+    header_timeout: "2s",
     req_key: "$binary_remote_addr",
     conn_key: "$server_name",
     error_page: "",
@@ -135,6 +138,7 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
         .replace("@NODELAY@", if conf.nodelay { "nodelay" } else { "" })
         .replace("@REQ_STATUS@", &conf.req_status.to_string())
         .replace("@KEEPALIVE@", conf.keepalive)
+        .replace("@HEADER_TIMEOUT@", conf.header_timeout)
         .replace("@REQ_KEY@", conf.req_key)
         .replace("@CONN_KEY@", conf.conn_key)
         .replace("@ERROR_PAGE@", conf.error_page)
@@ -300,8 +304,17 @@ fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_app
             .contains("another client address: 200"),
         "{t4}"
     );
+    let b4 = verdict(&report, "B4");
+    assert_eq!(b4["verdict"], "pass", "{b4}");
+    assert!(
+        b4["observed"]
+            .as_str()
+            .unwrap()
+            .contains("no connection cap declared: not judged"),
+        "{b4}"
+    );
     for result in report["results"].as_array().unwrap() {
-        if ["T1", "T3", "T4", "T6"].contains(&result["id"].as_str().unwrap()) {
+        if ["T1", "T3", "T4", "T6", "B4"].contains(&result["id"].as_str().unwrap()) {
             continue;
         }
         assert_eq!(result["verdict"], "not_applicable", "{result}");
@@ -418,6 +431,35 @@ fn nginx_closing_its_connections_fails_t6() {
     assert!(
         t6.to_string().contains("where the contract says `kept`"),
         "{t6}"
+    );
+}
+
+/// nginx waiting twice the contract's head timeout for a new connection's request head
+/// (`client_header_timeout 4s`) fails B4: a silent connection is still open when the checker
+/// gives up on it, half a second past the contract's timeout and its tolerance.
+#[test]
+fn nginx_with_a_longer_header_timeout_fails_b4() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = Conf {
+        header_timeout: "4s",
+        ..AS_CONTRACTED
+    };
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &slow_upstream());
+    let (code, report) = check_with(
+        dir.path(),
+        &url,
+        &example("contract.toml"),
+        &["--only", "B4"],
+    );
+    let b4 = verdict(&report, "B4");
+    assert_eq!(code, Some(1), "{b4}");
+    assert_eq!(b4["verdict"], "fail", "{b4}");
+    assert!(
+        b4["reason"]
+            .as_str()
+            .unwrap()
+            .contains("a silent connection was still open 2800 ms later"),
+        "{b4}"
     );
 }
 
@@ -587,7 +629,7 @@ fn the_second_service_passes_its_own_contract() {
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}{}", failing(&report));
     for id in [
-        "T1", "T2", "T3", "T4", "T5", "T6", "F2", "F3", "F4", "B2", "B3",
+        "T1", "T2", "T3", "T4", "T5", "T6", "F2", "F3", "F4", "B2", "B3", "B4",
     ] {
         assert_eq!(
             verdict(&report, id)["verdict"],
@@ -624,7 +666,13 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 12, "{verdicts:?}");
+    assert_eq!(judged, 13, "{verdicts:?}");
+    let b4 = verdict(&report, "B4")["observed"].to_string();
+    assert!(
+        b4.contains("GET /healthz 200")
+            && b4.contains("connection 257 closed unanswered after 256 filled"),
+        "{b4}"
+    );
     let claim = verdict(&report, "contract")["observed"].to_string();
     assert!(claim.contains("identical to the contract"), "{claim}");
     let f3 = verdict(&report, "F3")["observed"].to_string();
@@ -673,6 +721,41 @@ fn the_second_service_passes_its_own_contract() {
             .contains("RateLimit fields as declared on every answer"),
         "{}",
         verdict(&report, "T4")
+    );
+}
+
+/// The second service without a head timer keeps a silent connection open for ever: B4 fails,
+/// naming it.
+#[test]
+fn the_second_service_without_its_head_timeout_fails_b4() {
+    let config = plimsoll_example_service::Config {
+        connections: plimsoll_example_service::Bounds {
+            head_timeout: None,
+            ..plimsoll_example_service::Config::default().connections
+        },
+        ..Default::default()
+    };
+    let report = breaks("no head timeout", config, &["B4"]);
+    let why = verdict(&report, "B4")["reason"].to_string();
+    assert!(why.contains("a silent connection was still open"), "{why}");
+}
+
+/// The second service serving one more connection than its contract's cap fails B4, naming the
+/// connection served past it.
+#[test]
+fn the_second_service_with_one_more_connection_fails_b4() {
+    let config = plimsoll_example_service::Config {
+        connections: plimsoll_example_service::Bounds {
+            max_connections: Some(257),
+            ..plimsoll_example_service::Config::default().connections
+        },
+        ..Default::default()
+    };
+    let report = breaks("257 connections", config, &["B4"]);
+    let why = verdict(&report, "B4")["reason"].to_string();
+    assert!(
+        why.contains("connection 257 was served with 256 already open"),
+        "{why}"
     );
 }
 

@@ -18,6 +18,9 @@ use crate::verdict::Manifest;
 /// Connections the proxy forwards at once, above the contract's connection cap: B4 opens one
 /// past the cap, and the checker's other requests run beside it.
 const PROXY_HEADROOM: usize = 64;
+/// The connections the proxy forwards at once for a contract that promises no cap: far more
+/// than any check opens.
+const UNCAPPED: usize = 1024;
 
 /// The proxy a faulted run goes through, the base URL that reaches the target through it, and
 /// what the fault adds to the checks' bounds.
@@ -84,7 +87,12 @@ async fn through(
         .ok_or_else(|| usage(format!("{base} has no address")))?;
     let options = ProxyOptions {
         seed,
-        max_connections: expected.connections().max_connections as usize + PROXY_HEADROOM,
+        max_connections: expected
+            .connections
+            .as_ref()
+            .and_then(|c| c.max_connections)
+            .map_or(UNCAPPED, |cap| cap as usize)
+            + PROXY_HEADROOM,
     };
     let proxy = FaultProxy::start(upstream, *fault, options)
         .await

@@ -215,9 +215,9 @@ pub async fn idle(t: &Target, recipe: &Recipe, limit: Duration) -> Result<Idle, 
     }
 }
 
-/// Sends `recipe` on `sender`'s connection and reads the whole answer: its status, whether it
-/// said `Connection: close`, and its body.
-async fn send(
+/// Sends `recipe` on `sender`'s connection and reads the whole answer (at most a reply's cap):
+/// its status, whether it said `Connection: close`, and its body. B4 asks its probe with it.
+pub async fn send(
     sender: &mut SendRequest<Full<Bytes>>,
     recipe: &Recipe,
     host: &str,

@@ -13,7 +13,8 @@
 //! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), an
 //! `X-Request-Id` on every answer (a client's own when well-formed), `Server-Timing` on every
 //! served answer of a pool (`queue` and `run`), its error lines in a file, the claim of its
-//! effective values it is given at `GET /contract`, and the
+//! effective values it is given at `GET /contract`, `GET /healthz` answered at once, its
+//! connections bounded (a request head within two seconds, 256 served at once), and the
 //! test hook only through `plimsoll-tower`'s layer, inside each pool's limit.
 //!
 //! It knows nothing of the contract that describes it (`examples/rust-service/contract.toml`):
@@ -23,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod connections;
 mod error_log;
 mod lookup;
 mod memory;
@@ -49,6 +51,7 @@ use plimsoll_tower::HoldLayer;
 use admission::Pool;
 use refusal::Refusal;
 
+pub use connections::Bounds;
 pub use error_log::ErrorLines;
 /// The status type of [`Config::search_refusal`].
 pub use http::StatusCode as Status;
@@ -59,7 +62,7 @@ pub use timing::ServerTiming;
 
 /// Serves the service with `config` on `listener` until the process ends.
 pub async fn serve(listener: tokio::net::TcpListener, config: &Config) -> std::io::Result<()> {
-    axum::serve(listener, app(config)?).await
+    connections::serve(listener, app(config)?, config.connections).await
 }
 
 /// The order a pool's waiting requests start in.
@@ -140,6 +143,8 @@ pub struct Config {
     /// The claim of its effective values the service serves at `GET /contract`, as the
     /// deployment gives it (its contract's JSON); none: no claim is served.
     pub claim: Option<String>,
+    /// Its connections' head timeout and cap.
+    pub connections: Bounds,
 }
 
 impl Default for Config {
@@ -176,6 +181,10 @@ impl Default for Config {
             error_log: None,
             error_lines: ErrorLines::Json,
             claim: None,
+            connections: Bounds {
+                head_timeout: Some(std::time::Duration::from_secs(2)),
+                max_connections: Some(256),
+            },
         }
     }
 }
@@ -252,7 +261,7 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
     let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calling);
     let cap = memory::MemoryCap(config.reports_memory_cap_mb);
     let timed = config.server_timing;
-    let mut router = Router::new();
+    let mut router = Router::new().route("/healthz", get(|| async { "ok\n" }));
     if config.metrics {
         router = router.route("/metrics", get(metrics::serve).with_state(pools.exposition));
     }

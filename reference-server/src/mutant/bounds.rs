@@ -200,7 +200,7 @@ impl ConnectionPolicy for NoHeadTimeout {
     }
 
     fn max_connections(&self, contract: &Connections) -> Option<usize> {
-        Some(contract.max_connections as usize)
+        contract.max_connections.map(|n| n as usize)
     }
 }
 
@@ -229,6 +229,6 @@ impl ConnectionPolicy for HeadTimeoutTooShort {
     }
 
     fn max_connections(&self, contract: &Connections) -> Option<usize> {
-        Some(contract.max_connections as usize)
+        contract.max_connections.map(|n| n as usize)
     }
 }

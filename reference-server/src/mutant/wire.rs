@@ -28,7 +28,7 @@ impl ConnectionPolicy for IdleHeadTimer {
     }
 
     fn max_connections(&self, contract: &Connections) -> Option<usize> {
-        Some(contract.max_connections as usize)
+        contract.max_connections.map(|n| n as usize)
     }
 
     fn io(&self, stream: TcpStream, contract: &Connections) -> Box<dyn ConnectionIo> {
@@ -137,7 +137,7 @@ impl ConnectionPolicy for ResetUnnoticed {
     }
 
     fn max_connections(&self, contract: &Connections) -> Option<usize> {
-        Some(contract.max_connections as usize)
+        contract.max_connections.map(|n| n as usize)
     }
 
     fn io(&self, stream: TcpStream, _contract: &Connections) -> Box<dyn ConnectionIo> {

@@ -832,8 +832,18 @@ pub struct Connections {
     /// A complete request head must arrive within this time of the connection opening or of
     /// its previous response ending (so it also bounds an idle keep-alive connection).
     pub head_timeout_ms: u64,
-    /// Connections served at once; one more is closed at once, unanswered.
-    pub max_connections: u32,
+    /// Connections served at once; one more is closed at once, unanswered. None: the service
+    /// promises no cap (nginx's `worker_connections` closes an idle connection to take a new
+    /// one, which is no cap a client can rely on), and B4 judges the head timeout alone. The
+    /// reference surface declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u32>,
+    /// What a connection B4 keeps open asks, answered at once whatever the pools hold (a
+    /// health path): the idle keep-alive probe's request, the one asked on fresh connections
+    /// meanwhile, and the one each connection of the cap's fill asks. Required in a contract
+    /// without the reference surface, whose is `api.healthz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Recipe>,
     /// Environment variables that replace a field at deployment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,

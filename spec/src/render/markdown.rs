@@ -333,9 +333,12 @@ fn refusals_and_bounds(md: &mut String, contract: &Contract) {
     }
     let mut bounds = Vec::new();
     if let Some(c) = &contract.connections {
+        let cap = c.max_connections.map_or("no cap promised".to_owned(), |n| {
+            format!("at most {n} at once")
+        });
         bounds.push(format!(
-            "Connections: a request head within {} ms, at most {} at once.",
-            c.head_timeout_ms, c.max_connections
+            "Connections: a request head within {} ms, {cap}.",
+            c.head_timeout_ms
         ));
     }
     if let Some(u) = &contract.upload {

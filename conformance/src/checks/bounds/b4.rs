@@ -1,24 +1,28 @@
 //! B4: connections are bounded — a silent, a half-sent and an idle keep-alive connection are
 //! each closed at the head timeout (not before, not much after), and past the connection cap one
 //! more is closed at once, unanswered, while the open ones keep being served. Judged by what the
-//! client's own sockets see; the server reports nothing for this clause.
+//! client's own sockets see; the server reports nothing for this clause. For any contract that
+//! declares `[connections]`: a kept connection asks the contract's request (`api.healthz` on the
+//! reference surface, `connections.request` elsewhere), and a contract that promises no cap has
+//! its head timeout judged alone.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http_body_util::{BodyExt as _, Empty};
+use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use plimsoll_spec::ClauseId;
+use plimsoll_spec::model::Recipe;
+use plimsoll_spec::{ClauseId, Contract};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::registry::Check;
-use crate::remote::Target;
+use crate::checks::registry::{Check, reference_or_declared};
+use crate::remote::{Target, connection};
 
 /// B4's entry in the check registry: the evidence the docs print, and `b4`, which gathers it.
 pub const CHECK: Check = Check::clause(
@@ -39,7 +43,17 @@ pub const CHECK: Check = Check::clause(
      from its connection's opening: the timer bounds the head as a whole.",
     |t, c| Box::pin(b4(t, c)),
 )
+.applies_when(applies)
 .covers(&["connection-bounds"]);
+
+/// B4 judges the reference surface's bounds and any contract's `[connections]`.
+fn applies(contract: &Contract) -> Result<(), String> {
+    reference_or_declared(
+        contract,
+        contract.connections.is_some(),
+        "the contract declares no connection bounds (`[connections]`: a head timeout, a cap)",
+    )
+}
 
 /// How long a connection past the cap may take to be closed, and a freed place to serve again.
 const PROMPT: Duration = Duration::from_secs(1);
@@ -51,19 +65,24 @@ const WAVE: usize = 32;
 const RETRY_EVERY: Duration = Duration::from_millis(100);
 
 async fn b4(t: &Arc<Target>, c: &mut Ctx) {
-    let b4 = &t.expected.connections();
+    let Some(b4) = t.expected.connections.as_ref() else {
+        return;
+    };
     let head = Duration::from_millis(b4.head_timeout_ms);
     let late = t.bound(plimsoll_fault::Bound::CloseLate);
     // How early a close may come: timer granularity (the server's timer starts after our
     // connect), and a latency fault's jitter.
     let early = t.bound(plimsoll_fault::Bound::CloseEarly);
-    let cap = b4.max_connections as usize;
+    let cap = b4.max_connections.map(|n| n as usize);
     c.expected = format!(
-        "silent, half-sent and idle connections closed {}–{} ms after opening or answering; connection {} closed unanswered within {} ms; open ones still served; a freed place served again",
+        "silent, half-sent and idle connections closed {}–{} ms after opening or answering; {}",
         b4.head_timeout_ms,
         (head + late).as_millis(),
-        cap + 1,
-        PROMPT.as_millis()
+        cap.map_or("no connection cap promised".to_owned(), |cap| format!(
+            "connection {} closed unanswered within {} ms; open ones still served; a freed place served again",
+            cap + 1,
+            PROMPT.as_millis()
+        ))
     );
     let Some(at) = Endpoint::of(t) else {
         c.skip(format!(
@@ -75,13 +94,18 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
 
     // First, while every place is free: after the cap's fill, closes still on their way leave
     // a new connection refused for a moment.
-    let trickled = super::trickle::head(t, c).await;
+    let trickled = super::trickle::head(t, c, &at.probe.path).await;
     let (closes, never_closed) = head_timeouts(t, c, &at, head, (early, late)).await;
-    let room = Room {
-        cap,
-        left_open: never_closed,
+    let cap_note = match cap {
+        Some(cap) => {
+            let room = Room {
+                cap,
+                left_open: never_closed,
+            };
+            connection_cap(c, &at, room, head).await
+        }
+        None => "no connection cap declared: not judged".to_owned(),
     };
-    let cap_note = connection_cap(c, &at, room, head).await;
     c.observed = format!("{closes}; {cap_note}");
     if let Some(note) = trickled {
         c.observed = format!("{}; {note}", c.observed);
@@ -93,38 +117,50 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
 type Closed = Result<Option<Duration>, ProbeError>;
 
 /// Where B4's raw connections go and what they send, all from the contract: the target's address
-/// and `Host`, the health path an answered connection asks (what is answered at once, whatever
-/// the pools hold), and the request line and content type a half-sent head starts with.
+/// and `Host`, the request an answered connection asks (answered at once, whatever the pools
+/// hold), and the request head a half-sent connection stops in.
 #[derive(Debug, Clone)]
 struct Endpoint {
     addr: SocketAddr,
     host: String,
-    healthz: String,
-    pool_path: String,
-    pool_content_type: String,
+    /// The reference's health path, or the contract's `connections.request`.
+    probe: Recipe,
+    /// A request head cut before its end.
+    partial_head: Vec<u8>,
 }
 
 impl Endpoint {
     /// The target's, when it is plain HTTP.
     fn of(t: &Target) -> Option<Endpoint> {
         let (addr, host) = t.raw_address()?;
-        let api = t.expected.api();
+        let contract = &t.expected;
+        let (probe, partial_head) = if contract.is_reference() {
+            // A pool request that never finishes its head.
+            let api = contract.api();
+            let head = format!(
+                "POST {} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {}\r\n",
+                api.digitize.path, api.digitize.content_types[0]
+            );
+            (Recipe::get(&api.healthz.path), head.into_bytes())
+        } else {
+            let probe = contract.connections.as_ref()?.request.clone()?;
+            let head = format!(
+                "{} {} HTTP/1.1\r\nHost: {host}\r\n",
+                probe.method, probe.path
+            );
+            (probe, head.into_bytes())
+        };
         Some(Endpoint {
             addr,
             host,
-            healthz: api.healthz.path.clone(),
-            pool_path: api.digitize.path.clone(),
-            pool_content_type: api.digitize.content_types[0].clone(),
+            probe,
+            partial_head,
         })
     }
 
-    /// A request head cut before its end: a pool request that never finishes its head.
-    fn partial_head(&self) -> Vec<u8> {
-        format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {}\r\n",
-            self.pool_path, self.host, self.pool_content_type
-        )
-        .into_bytes()
+    /// The probe request as the evidence names it (`GET /healthz`).
+    fn asked(&self) -> String {
+        format!("{} {}", self.probe.method, self.probe.path)
     }
 }
 
@@ -140,10 +176,10 @@ enum ProbeError {
     /// The HTTP/1 client could not start on the connection.
     #[error("HTTP/1 handshake: {0}")]
     Handshake(hyper::Error),
-    /// The health path answered, but not 200.
+    /// The probe request answered, but not with its status.
     #[error("{path} answered {status}")]
     Status {
-        /// The contract's health path.
+        /// The probe request (`GET /healthz`).
         path: String,
         /// What it answered.
         status: u16,
@@ -172,7 +208,11 @@ impl IdleConnections {
     fn open(at: &Endpoint, give_up: Duration) -> IdleConnections {
         IdleConnections {
             silent: tokio::spawn(closed_after(at.addr, None, give_up)),
-            half: tokio::spawn(closed_after(at.addr, Some(at.partial_head()), give_up)),
+            half: tokio::spawn(closed_after(
+                at.addr,
+                Some(at.partial_head.clone()),
+                give_up,
+            )),
             idle: tokio::spawn(idle_closed_after(at.clone(), give_up)),
         }
     }
@@ -193,12 +233,12 @@ async fn head_timeouts(
 ) -> (String, usize) {
     let give_up = head + late + Duration::from_millis(500);
     let connections = IdleConnections::open(at, give_up);
-    let healthz = healthz_meanwhile(t, &connections, head + late).await;
+    let healthz = healthz_meanwhile(t, at, &connections, head + late).await;
     let failed = healthz.iter().filter(|ok| !**ok).count();
     c.require(failed == 0, || {
         format!(
             "{} failed {failed} of {} times while idle connections were open",
-            at.healthz,
+            at.asked(),
             healthz.len()
         )
     });
@@ -216,19 +256,21 @@ async fn head_timeouts(
         notes.push(judge_close(c, label, closed, head, (early, late), give_up));
     }
     let note = format!(
-        "silent / half-sent / idle connections: {}; {} 200 {} of {} times meanwhile",
+        "silent / half-sent / idle connections: {}; {} {} {} of {} times meanwhile",
         notes.join(" / "),
-        at.healthz,
+        at.asked(),
+        at.probe.status,
         healthz.len() - failed,
         healthz.len()
     );
     (note, never_closed)
 }
 
-/// Asks the health path on fresh connections every quarter second until `until` passed or every idle
-/// connection saw its close: whether each was answered 200.
+/// Asks the probe request on fresh connections every quarter second until `until` passed or
+/// every idle connection saw its close: whether each was answered with its status.
 async fn healthz_meanwhile(
     t: &Target,
+    at: &Endpoint,
     connections: &IdleConnections,
     until: Duration,
 ) -> Vec<bool> {
@@ -236,12 +278,8 @@ async fn healthz_meanwhile(
     let start = Instant::now();
     while start.elapsed() < until && !connections.all_finished() {
         let ok = matches!(
-            t.client
-                .get(t.url(&t.expected.api().healthz.path))
-                .timeout(PROMPT)
-                .send()
-                .await,
-            Ok(r) if r.status().as_u16() == 200
+            t.send_recipe(&at.probe, PROMPT).await,
+            Ok(reply) if reply.status == at.probe.status
         );
         healthz.push(ok);
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -323,15 +361,15 @@ async fn closed_after(addr: SocketAddr, first: Option<Vec<u8>>, give_up: Duratio
 async fn idle_closed_after(at: Endpoint, give_up: Duration) -> Closed {
     let mut held = open(at.addr).await?;
     match ask(&mut held.sender, &at).await {
-        Asked::Answered(200) => {}
+        Asked::Answered(status) if status == at.probe.status => {}
         Asked::Answered(status) => {
             return Err(ProbeError::Status {
-                path: at.healthz,
+                path: at.asked(),
                 status,
             });
         }
-        Asked::Closed => return Err(ProbeError::Closed(at.healthz)),
-        Asked::Stalled => return Err(ProbeError::Stalled(at.healthz)),
+        Asked::Closed => return Err(ProbeError::Closed(at.asked())),
+        Asked::Stalled => return Err(ProbeError::Stalled(at.asked())),
     }
     let answered = Instant::now();
     Ok(tokio::time::timeout(give_up, &mut held.closed)
@@ -342,7 +380,7 @@ async fn idle_closed_after(at: Endpoint, give_up: Duration) -> Closed {
 
 /// One open client connection: its request handle and the task that ends when it closes.
 struct Held {
-    sender: SendRequest<Empty<Bytes>>,
+    sender: SendRequest<Full<Bytes>>,
     closed: JoinHandle<()>,
 }
 
@@ -373,32 +411,14 @@ enum Asked {
     Stalled,
 }
 
-/// Asks the health path on `sender`'s connection.
-async fn ask(sender: &mut SendRequest<Empty<Bytes>>, at: &Endpoint) -> Asked {
-    let request = hyper::Request::get(at.healthz.as_str())
-        .header(hyper::header::HOST, at.host.as_str())
-        .body(Empty::new());
-    let Ok(request) = request else {
-        // A health path that is no request target: nothing can be asked on it.
-        return Asked::Closed;
-    };
-    let exchange = async {
-        if sender.ready().await.is_err() {
-            return Asked::Closed;
-        }
-        match sender.send_request(request).await {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                // Read the body to its end so the connection is idle, not mid-answer.
-                let _ = response.into_body().collect().await;
-                Asked::Answered(status)
-            }
-            Err(_) => Asked::Closed,
-        }
-    };
-    tokio::time::timeout(PROMPT, exchange)
-        .await
-        .unwrap_or(Asked::Stalled)
+/// Asks the probe request on `sender`'s connection, reading its answer to the end (within the
+/// checker's reply cap) so the connection is idle, not mid-answer.
+async fn ask(sender: &mut SendRequest<Full<Bytes>>, at: &Endpoint) -> Asked {
+    match tokio::time::timeout(PROMPT, connection::send(sender, &at.probe, &at.host)).await {
+        Ok(Ok((status, ..))) => Asked::Answered(status),
+        Ok(Err(_)) => Asked::Closed,
+        Err(_) => Asked::Stalled,
+    }
 }
 
 /// Fills the cap in waves; the next must be closed unanswered, the open ones
@@ -422,7 +442,11 @@ async fn connection_cap(c: &mut Ctx, at: &Endpoint, room: Room, head: Duration) 
     }
     let still_served = still_served(&mut held, at).await;
     c.require(still_served, || {
-        "at the cap, a request on an open connection was not answered 200".to_owned()
+        format!(
+            "at the cap, {} on an open connection was not answered {}",
+            at.asked(),
+            at.probe.status
+        )
     });
     let served_again = served_again(&mut held, at).await;
     c.require(served_again.is_some(), || {
@@ -699,10 +723,13 @@ async fn one_more(
     Step::Next
 }
 
-/// Whether, at the cap, a request on the first connection still open is answered 200.
+/// Whether, at the cap, a request on the first connection still open is answered with the
+/// probe's status.
 async fn still_served(held: &mut [Held], at: &Endpoint) -> bool {
     match held.iter_mut().find(|h| !h.closed.is_finished()) {
-        Some(h) => matches!(ask(&mut h.sender, at).await, Asked::Answered(200)),
+        Some(h) => {
+            matches!(ask(&mut h.sender, at).await, Asked::Answered(s) if s == at.probe.status)
+        }
         None => false,
     }
 }
@@ -715,7 +742,8 @@ async fn served_again(held: &mut Vec<Held>, at: &Endpoint) -> Option<Duration> {
     let freed = Instant::now();
     loop {
         if let Ok(mut next) = open(at.addr).await
-            && let Asked::Answered(200) = ask(&mut next.sender, at).await
+            && let Asked::Answered(status) = ask(&mut next.sender, at).await
+            && status == at.probe.status
         {
             held.push(next);
             return Some(freed.elapsed());
@@ -786,9 +814,8 @@ mod tests {
                 &Endpoint {
                     addr,
                     host: "127.0.0.1".into(),
-                    healthz: "/healthz".into(),
-                    pool_path: "/v1/digitize".into(),
-                    pool_content_type: "image/png".into(),
+                    probe: Recipe::get("/healthz"),
+                    partial_head: b"POST /v1/digitize HTTP/1.1\r\n".to_vec(),
                 },
                 Room {
                     cap: 512,

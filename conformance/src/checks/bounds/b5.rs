@@ -221,7 +221,7 @@ fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
         ));
         return None;
     }
-    let cap = t.expected.connections().max_connections as usize;
+    let cap = t.expected.connection_cap();
     if sizes.len() + 4 > cap {
         c.skip(format!(
             "{} stalled uploads, a chunked one and 3 probes need more connections than the cap of {cap}",

@@ -225,9 +225,10 @@ async fn within(t: &Arc<Target>, c: &mut Ctx, slowest: f64, read_timeout: Durati
 /// B4 under a trickle: a request head that cannot arrive within the head timeout at the fault's
 /// fastest rate must be closed at the head timeout from the connection's opening, unanswered.
 /// `None` when the fault does not trickle the upstream.
-pub(super) async fn head(t: &Target, c: &mut Ctx) -> Option<String> {
+/// The head asks `path` (the request B4's kept connections ask).
+pub(super) async fn head(t: &Target, c: &mut Ctx, path: &str) -> Option<String> {
     let (slowest, fastest) = rates(t)?;
-    let timeout = Duration::from_millis(t.expected.connections().head_timeout_ms);
+    let timeout = Duration::from_millis(t.expected.connections.as_ref()?.head_timeout_ms);
     let bytes = past(timeout, fastest);
     if bytes > MAX_HEAD {
         return Some(format!(
@@ -238,7 +239,7 @@ pub(super) async fn head(t: &Target, c: &mut Ctx) -> Option<String> {
     let Some((addr, host)) = t.raw_address() else {
         return Some("trickled head: not applicable, the target is not plain http://".into());
     };
-    let head = padded_head(&t.expected.api().healthz.path, &host, bytes as usize);
+    let head = padded_head(path, &host, bytes as usize);
     let (early, late) = (t.bound(Bound::CloseEarly), t.bound(Bound::CloseLate));
     let give_up = timeout.max(crossing(bytes, slowest)) + late + Duration::from_secs(1);
     let what = format!(
@@ -293,7 +294,7 @@ fn judge_head(
     format!("trickled head: closed after {at:.0} ms")
 }
 
-/// A `GET path` head (the contract's health path) of about `bytes` bytes: padded with header
+/// A `GET path` head (the path B4's kept connections ask) of about `bytes` bytes: padded with header
 /// lines of at most [`LINE`] bytes, the blank line last.
 fn padded_head(path: &str, host: &str, bytes: usize) -> Vec<u8> {
     let mut head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n");

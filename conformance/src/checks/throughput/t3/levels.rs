@@ -105,7 +105,7 @@ pub(super) async fn fire(
             }
         }
     }
-    let cap = t.expected.connections().max_connections as usize;
+    let cap = t.expected.connection_cap();
     fail_many(
         c,
         &format!(
@@ -284,7 +284,7 @@ pub(super) fn judge_level(
 /// How many requests the checker may have open at once beside what both pools hold: the
 /// connection cap less every worker and queue place and a few for the checker's probes.
 fn crowd_room(t: &Target) -> usize {
-    let cap = t.expected.connections().max_connections as usize;
+    let cap = t.expected.connection_cap();
     cap.saturating_sub(held_by_pools(t) + 4).max(1)
 }
 
