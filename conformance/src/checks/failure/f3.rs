@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use image::ImageFormat;
-use plimsoll_spec::model::{ErrorLogs, LogLineFormat};
+use plimsoll_spec::model::ErrorLogs;
 use plimsoll_spec::{ClauseId, ErrorCode, HookDirective, Pool};
 use reqwest::header::CONTENT_TYPE;
 
 use super::Seen;
+use super::server_log::{self, ServerLog};
 use crate::checks::ctx::Ctx;
 use crate::checks::pool::{self, Held, hold_first, hook};
 use crate::checks::registry::{Check, reference_or_declared};
@@ -94,10 +95,10 @@ async fn f3(t: &Arc<Target>, c: &mut Ctx) {
     }
 
     let errors = errors_of_run(t);
-    let Some(log) = Log::read(c, &log, &f3, &errors).await else {
+    let Some(log) = read(c, &log, &f3, &errors).await else {
         return;
     };
-    log.require_json(c);
+    require_json(c, &log);
     let judged = Judged::of(&log, &errors, (&f3, reference));
     judged.report(c, &log, errors.len());
 }
@@ -113,48 +114,41 @@ fn errors_of_run(t: &Target) -> Vec<Seen> {
         .collect()
 }
 
-/// The server log as read: its lines as JSON objects, and the (1-based) numbers of those that
-/// are not.
-struct Log {
-    lines: Vec<serde_json::Value>,
-    bad: Vec<usize>,
+/// Reads the log, waiting (bounded) until every error has a line: a log may be written a
+/// little after the reply. None when the file cannot be read (a failure is recorded).
+async fn read(c: &mut Ctx, path: &Path, f3: &ErrorLogs, errors: &[Seen]) -> Option<ServerLog> {
+    let wanted = errors.iter().flat_map(ids).map(str::to_owned).collect();
+    let mut log = ServerLog::new(path.to_owned(), f3.format, &f3.fields, wanted);
+    let started = Instant::now();
+    loop {
+        let out_of_time = started.elapsed() >= LOG_WAIT;
+        if let Err(e) = log.poll(out_of_time) {
+            c.fail(format!(
+                "cannot read the server log {}: {e}",
+                path.display()
+            ));
+            return None;
+        }
+        let complete = errors
+            .iter()
+            .all(|s| !joined(&log.by_id, s).is_empty() || ids(s).is_empty());
+        if out_of_time || complete {
+            // The last line, if its newline is still to come.
+            let _ = log.poll(true);
+            return Some(log);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
-impl Log {
-    /// Reads the log, waiting (bounded) until every error has a line: a log may be written a
-    /// little after the reply. None when the file cannot be read (a failure is recorded).
-    async fn read(c: &mut Ctx, log: &Path, f3: &ErrorLogs, errors: &[Seen]) -> Option<Log> {
-        let started = Instant::now();
-        loop {
-            let text = match std::fs::read_to_string(log) {
-                Ok(text) => text,
-                Err(e) => {
-                    c.fail(format!("cannot read the server log {}: {e}", log.display()));
-                    return None;
-                }
-            };
-            let (lines, bad) = parse(&text, f3.format);
-            let index = index(&lines, &f3.fields);
-            let complete = errors
-                .iter()
-                .all(|s| !joined(&index, s).is_empty() || ids(s).is_empty());
-            if complete || started.elapsed() >= LOG_WAIT {
-                return Some(Log { lines, bad });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Every line of the log is a JSON object.
-    fn require_json(&self, c: &mut Ctx) {
-        c.require(self.bad.is_empty(), || {
-            format!(
-                "{} of {} log lines are not JSON objects (first: line {})",
-                self.bad.len(),
-                self.bad.len() + self.lines.len(),
-                self.bad[0]
-            )
-        });
+/// Every line of the log is a JSON object.
+fn require_json(c: &mut Ctx, log: &ServerLog) {
+    if let Some(first) = log.first_bad {
+        c.fail(format!(
+            "{} of {} log lines are not JSON objects (first: line {first})",
+            log.bad,
+            log.bad + log.json
+        ));
     }
 }
 
@@ -168,8 +162,8 @@ struct Judged {
 impl Judged {
     /// Joins each error reply to its error lines by request id and judges the one it must have
     /// (its `stage` too, for the reference, whose answers imply it).
-    fn of(log: &Log, errors: &[Seen], (f3, reference): (&ErrorLogs, bool)) -> Judged {
-        let index = index(&log.lines, &f3.fields);
+    fn of(log: &ServerLog, errors: &[Seen], (f3, reference): (&ErrorLogs, bool)) -> Judged {
+        let index = &log.by_id;
         let mut problems = Vec::new();
         let mut good = 0;
         for seen in errors {
@@ -185,7 +179,7 @@ impl Judged {
                 ));
                 continue;
             }
-            match joined(&index, seen).as_slice() {
+            match joined(index, seen).as_slice() {
                 [] => problems.push(format!("{what}: no error line with its request_id")),
                 [line] => match judge_line(line, seen, f3, reference) {
                     Ok(()) => good += 1,
@@ -202,7 +196,7 @@ impl Judged {
 
     /// Fails on any problem (the first named, the first few as evidence) and says how the run's
     /// `errors` error replies fared.
-    fn report(&self, c: &mut Ctx, log: &Log, errors: usize) {
+    fn report(&self, c: &mut Ctx, log: &ServerLog, errors: usize) {
         let Judged { good, problems } = self;
         if !problems.is_empty() {
             c.fail(format!(
@@ -219,10 +213,18 @@ impl Judged {
                 .map(|p| p.chars().take(400).collect()),
         );
         c.observed = format!(
-            "{} JSON lines, {} not JSON; {good} of {} error replies of the run have exactly one valid line",
-            log.lines.len(),
-            log.bad.len(),
-            errors
+            "{} JSON lines, {} not JSON; {good} of {} error replies of the run have exactly one valid line{}",
+            log.json,
+            log.bad,
+            errors,
+            if log.capped {
+                format!(
+                    "; the log passed {} MB, and the rest was not read",
+                    server_log::MAX_BYTES >> 20
+                )
+            } else {
+                String::new()
+            }
         );
     }
 }
@@ -349,45 +351,6 @@ async fn provoke_refusal(t: &Arc<Target>, c: &mut Ctx, header: &str, run: &str) 
 /// and their queue, well within.
 const BURST_LIMIT: Duration = Duration::from_secs(20);
 
-/// The log's lines in the contract's format (as JSON objects), and the (1-based) numbers of
-/// the lines that are not.
-fn parse(text: &str, format: LogLineFormat) -> (Vec<serde_json::Value>, Vec<usize>) {
-    let mut lines = Vec::new();
-    let mut bad = Vec::new();
-    for (n, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        match format.parse(line) {
-            Some(members) => lines.push(serde_json::Value::Object(members)),
-            None => bad.push(n + 1),
-        }
-    }
-    (lines, bad)
-}
-
-/// Error lines by request id: lines with a `request_id` that carry any other field of the
-/// clause (an access line carries the id alone, and is not an error line).
-fn index<'a>(
-    lines: &'a [serde_json::Value],
-    fields: &[String],
-) -> HashMap<&'a str, Vec<&'a serde_json::Value>> {
-    let mut out: HashMap<&str, Vec<&serde_json::Value>> = HashMap::new();
-    for line in lines {
-        let Some(id) = line.get("request_id").and_then(|v| v.as_str()) else {
-            continue;
-        };
-        if fields
-            .iter()
-            .any(|f| f != "request_id" && line.get(f.as_str()).is_some())
-        {
-            out.entry(id).or_default().push(line);
-        }
-    }
-    out
-}
-
 /// The ids an error reply is known by: its header's and its body's.
 fn ids(seen: &Seen) -> Vec<&str> {
     let mut ids: Vec<&str> = [seen.header_id.as_deref(), seen.body_id.as_deref()]
@@ -401,12 +364,12 @@ fn ids(seen: &Seen) -> Vec<&str> {
 
 /// The error lines of one reply (by either of its ids).
 fn joined<'a>(
-    index: &HashMap<&str, Vec<&'a serde_json::Value>>,
+    index: &'a HashMap<String, Vec<serde_json::Value>>,
     seen: &Seen,
 ) -> Vec<&'a serde_json::Value> {
     ids(seen)
         .into_iter()
-        .flat_map(|id| index.get(id).into_iter().flatten().copied())
+        .flat_map(|id| index.get(id).into_iter().flatten())
         .collect()
 }
 
@@ -525,25 +488,5 @@ mod tests {
         let traced =
             json!({"request_id": "id-1", "stage": "fill", "error": "boom", "stack": "at x"});
         assert_eq!(judge_line(&traced, &s, &f3(true), true), Ok(()));
-    }
-
-    #[test]
-    fn access_lines_do_not_count_and_duplicates_do() {
-        let f = f3(false);
-        let lines = vec![
-            json!({"request_id": "id-1", "status": 503, "message": "request"}),
-            json!({"request_id": "id-1", "stage": "fill", "error": "boom", "stack": ""}),
-            json!({"request_id": "id-2", "stage": "request", "error": "x", "stack": ""}),
-            json!({"request_id": "id-2", "stage": "request", "error": "x", "stack": ""}),
-        ];
-        let index = index(&lines, &f.fields);
-        assert_eq!(
-            joined(&index, &seen(503, "stage_failed", Some("fill"))).len(),
-            1
-        );
-        let mut two = seen(400, "empty_body", None);
-        two.header_id = Some("id-2".into());
-        two.body_id = Some("id-2".into());
-        assert_eq!(joined(&index, &two).len(), 2);
     }
 }

@@ -8,5 +8,6 @@ pub mod f3;
 pub mod f4;
 pub mod input;
 pub mod routes;
+pub mod server_log;
 
 pub use crate::remote::Seen;
