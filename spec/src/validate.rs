@@ -63,6 +63,7 @@ impl Contract {
             self.error_log_violations(),
             self.claim_violations(),
             self.connection_violations(),
+            self.failure_violations(),
             self.upload_violations(),
             self.override_violations(),
             self.range_violations(),
@@ -917,6 +918,50 @@ impl Contract {
         }
     }
 
+    /// A pool's `failure` (F1) is one the checker can provoke: the pool is held by a dependency
+    /// the checker plays (which fails a call), the answer is a server error, its body a shape
+    /// the checker can match. The reference surface's failures are `clauses.F1`'s (its hooks).
+    fn failure_violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        for (name, pool) in &self.pools {
+            let Some(failure) = &pool.failure else {
+                continue;
+            };
+            let at = format!("pools.{name}.failure");
+            if self.is_reference() {
+                out.push(violation(
+                    &at,
+                    "the reference surface's failures are `clauses.F1`'s, provoked by its hook; \
+                     a pool's `failure` is for another service's contract"
+                        .into(),
+                ));
+            }
+            if pool
+                .hold
+                .as_ref()
+                .and_then(|h| h.dependency.as_ref())
+                .is_none()
+            {
+                out.push(violation(
+                    &at,
+                    "the checker provokes the failure as the dependency the pool is held by: \
+                     declare `hold.dependency`"
+                        .into(),
+                ));
+            }
+            if !(500..=599).contains(&failure.status) {
+                out.push(violation(
+                    &format!("{at}.status"),
+                    format!("{} is not a server error (500-599)", failure.status),
+                ));
+            }
+            if let Some(body) = &failure.body {
+                out.extend(body_shape_violations(&format!("{at}.body"), body));
+            }
+        }
+        out
+    }
+
     /// `[upload]` is the reference surface's: B5's budget and B1's upload timeout are judged
     /// with the reference routes' bodies (their `max_upload_bytes`), which another service's
     /// contract has no way to declare yet. Refused rather than left unjudged: a declared bound
@@ -1185,8 +1230,8 @@ fn out_of_range(ranges: Vec<(String, u64, u64, u64)>) -> Vec<Violation> {
         .collect()
 }
 
-/// A refusal's body shape goes with a bare `status` (an `error`'s body is its table's), within
-/// bounded sizes, its pointer a JSON Pointer and its `contains` not empty.
+/// A refusal's body shape goes with a bare `status` (an `error`'s body is its table's), and is
+/// one the checker can match ([`body_shape_violations`]).
 fn refusal_body_violations(field: &str, refusal: &Refusal, body: &RefusalBody) -> Vec<Violation> {
     let mut out = Vec::new();
     if refusal.error.is_some() {
@@ -1195,6 +1240,14 @@ fn refusal_body_violations(field: &str, refusal: &Refusal, body: &RefusalBody) -
             "goes with `status`: an `error` refusal's body is its [[errors]] problem+json".into(),
         ));
     }
+    out.extend(body_shape_violations(field, body));
+    out
+}
+
+/// A declared body shape (a refusal's, a failure's) within bounded sizes, its pointer a JSON
+/// Pointer and its `contains` not empty.
+fn body_shape_violations(field: &str, body: &RefusalBody) -> Vec<Violation> {
+    let mut out = Vec::new();
     if body.declared_text().len() > MAX_BODY_TEXT {
         out.push(violation(
             field,

@@ -720,3 +720,24 @@ fn connection_bounds_are_refused_unless_b4_can_judge_them() {
     let msg = refused(&reference.replacen(cap, asked, 1));
     assert!(msg.contains("ask `api.healthz`"), "{msg}");
 }
+
+/// A pool's `failure` (F1) is one the checker can provoke: the pool is held by a dependency the
+/// checker plays, and the answer is a server error; the reference's failures are `clauses.F1`'s.
+#[test]
+fn a_failure_is_refused_unless_the_checker_can_provoke_it() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let failure = "[pools.lookup.failure]\nstatus = 502\n";
+    assert!(second.contains(failure));
+    let msg = refused(&second.replacen(failure, "[pools.lookup.failure]\nstatus = 404\n", 1));
+    assert!(
+        msg.contains("pools.lookup.failure.status") && msg.contains("not a server error"),
+        "{msg}"
+    );
+    let on_search = format!("{second}\n[pools.search.failure]\nstatus = 502\n");
+    let msg = refused(&on_search);
+    assert!(msg.contains("declare `hold.dependency`"), "{msg}");
+    let empty = "body = { contains = \"lookup failed\" }";
+    assert!(second.contains(empty));
+    let msg = refused(&second.replacen(empty, "body = { contains = \"\" }", 1));
+    assert!(msg.contains("pools.lookup.failure.body.contains"), "{msg}");
+}

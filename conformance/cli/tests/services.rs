@@ -629,7 +629,7 @@ fn the_second_service_passes_its_own_contract() {
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}{}", failing(&report));
     for id in [
-        "T1", "T2", "T3", "T4", "T5", "T6", "F2", "F3", "F4", "B2", "B3", "B4",
+        "T1", "T2", "T3", "T4", "T5", "T6", "F1", "F2", "F3", "F4", "B2", "B3", "B4",
     ] {
         assert_eq!(
             verdict(&report, id)["verdict"],
@@ -666,7 +666,13 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 13, "{verdicts:?}");
+    assert_eq!(judged, 14, "{verdicts:?}");
+    let f1 = verdict(&report, "F1")["observed"].to_string();
+    assert!(
+        f1.contains("lookup: a failed call to LOOKUP_URL at ")
+            && f1.contains(" answered 502 after 1 call(s); served again after: 200"),
+        "{f1}"
+    );
     let b4 = verdict(&report, "B4")["observed"].to_string();
     assert!(
         b4.contains("GET /healthz 200")
@@ -722,6 +728,19 @@ fn the_second_service_passes_its_own_contract() {
         "{}",
         verdict(&report, "T4")
     );
+}
+
+/// The second service answering a failed lookup from its cache, `200`, hides the failure its
+/// contract says it reports: F1 fails, naming the answer.
+#[test]
+fn the_second_service_hiding_a_failed_lookup_fails_f1() {
+    let config = plimsoll_example_service::Config {
+        lookup_on_failure: plimsoll_example_service::OnFailure::Cached,
+        ..Default::default()
+    };
+    let report = breaks("a failed lookup served from the cache", config, &["F1"]);
+    let why = verdict(&report, "F1")["reason"].to_string();
+    assert!(why.contains("answered 200, the contract says 502"), "{why}");
 }
 
 /// The second service without a head timer keeps a silent connection open for ever: B4 fails,

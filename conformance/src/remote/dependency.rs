@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use plimsoll_spec::model::DependencyHold;
 
-pub use super::upstream::{HoldBook, HoldTicket};
+pub use super::upstream::{FailTicket, HoldBook, HoldTicket};
 use super::upstream::{Upstream, Visit};
 
 /// A dependency the checker plays: listening where the contract says, holding calls by its
@@ -33,6 +33,12 @@ impl Dependency {
     /// Opens a hold of `hold` for the calls that arrive while the ticket lives.
     pub fn hold(&self, hold: Duration) -> HoldTicket {
         self.book.hold(hold)
+    }
+
+    /// Fails every call, at once with `500`, while the ticket lives (F1 provoking a pool's
+    /// failure).
+    pub fn fail(&self) -> FailTicket {
+        self.book.fail()
     }
 
     /// The service's calls that arrived at or after `origin`, in arrival order.

@@ -12,6 +12,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,8 @@ pub const ID_HEADER: &str = "x-plimsoll-upstream-id";
 const MAX_VISITS: usize = 10_000;
 /// The id a service's own call to the checker's dependency is recorded under.
 pub const DEPENDENCY_CALL: &str = "call";
+/// What a failed dependency call is answered with (`500`).
+pub const FAILED_CALL: &str = "the checker, playing this dependency, fails the call\n";
 /// Connections served at once; more wait in the kernel's backlog.
 const MAX_CONNECTIONS: usize = 256;
 /// The most a path can ask for: a hold or gap, chunks, bytes per chunk.
@@ -143,10 +146,13 @@ impl Ask {
     }
 }
 
-/// The holds of the held requests in flight: what a dependency's call is held for.
+/// The holds of the held requests in flight: what a dependency's call is held for; and whether
+/// calls fail (F1 provoking a pool's failure).
 #[derive(Debug, Default)]
 pub struct HoldBook {
     open: Mutex<Vec<Duration>>,
+    /// Failure tickets alive: while any is, every call is answered `500` at once.
+    failing: AtomicUsize,
 }
 
 impl HoldBook {
@@ -161,6 +167,17 @@ impl HoldBook {
             book: self.clone(),
             hold,
         }
+    }
+
+    /// Fails every call, at once with `500`, until the ticket is dropped.
+    pub fn fail(self: &Arc<Self>) -> FailTicket {
+        self.failing.fetch_add(1, Ordering::SeqCst);
+        FailTicket { book: self.clone() }
+    }
+
+    /// Whether calls fail now.
+    pub fn failing(&self) -> bool {
+        self.failing.load(Ordering::SeqCst) > 0
     }
 
     /// The longest hold open now; zero when none is (a plain request is answered at once).
@@ -182,6 +199,18 @@ impl Drop for HoldTicket {
         if let Some(i) = open.iter().position(|h| *h == self.hold) {
             open.swap_remove(i);
         }
+    }
+}
+
+/// Calls fail while this lives ([`HoldBook::fail`]).
+#[derive(Debug)]
+pub struct FailTicket {
+    book: Arc<HoldBook>,
+}
+
+impl Drop for FailTicket {
+    fn drop(&mut self) {
+        self.book.failing.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -425,6 +454,14 @@ type Body = BoxBody<Bytes, Infallible>;
 /// Answers one request as its path asks: hold, then the body chunk by chunk.
 async fn answer(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
+    if let (None, Some(holds)) = (Ask::parse(path), &shared.holds)
+        && holds.failing()
+    {
+        // A failed call: seen (its visit begins and ends now), answered at once.
+        let _call = shared.arrive(DEPENDENCY_CALL);
+        let text = Bytes::from_static(FAILED_CALL.as_bytes());
+        return plain(StatusCode::INTERNAL_SERVER_ERROR, Full::new(text).boxed());
+    }
     let ask = match (Ask::parse(path), &shared.holds) {
         (Some(ask), _) => Some(ask),
         (None, Some(holds)) => Some(Ask::new(DEPENDENCY_CALL).held(holds.longest().min(MAX_WAIT))),

@@ -9,7 +9,8 @@
 //! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s, its answers
 //! carrying the IETF `RateLimit-Policy` and `RateLimit` fields) and `GET /lookup` (three workers
 //! and a queue of two started oldest first, each request served by calling a dependency at
-//! `LOOKUP_URL`, which holds its worker while it answers) — its own metrics at `/metrics`
+//! `LOOKUP_URL`, which holds its worker while it answers, and answered `502` when that call
+//! fails) — its own metrics at `/metrics`
 //! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), an
 //! `X-Request-Id` on every answer (a client's own when well-formed), `Server-Timing` on every
 //! served answer of a pool (`queue` and `run`), its error lines in a file, the claim of its
@@ -55,7 +56,7 @@ pub use connections::Bounds;
 pub use error_log::ErrorLines;
 /// The status type of [`Config::search_refusal`].
 pub use http::StatusCode as Status;
-pub use lookup::Calling;
+pub use lookup::{Calling, OnFailure};
 pub use metrics::SeriesLie;
 pub use request_id::RequestIds;
 pub use timing::ServerTiming;
@@ -125,6 +126,8 @@ pub struct Config {
     pub lookup_url: Option<String>,
     /// How `/lookup` calls its dependency (awaited, unless a variant breaks it).
     pub lookup_calling: Calling,
+    /// What a lookup whose call failed answers (`502`, unless a variant hides the failure).
+    pub lookup_on_failure: OnFailure,
     /// The memory a `/reports` request may need, in MB, estimated from its range before it
     /// takes a worker (none: every report is run).
     pub reports_memory_cap_mb: Option<u64>,
@@ -173,6 +176,7 @@ impl Default for Config {
             lookup_queue: 2,
             lookup_url: None,
             lookup_calling: Calling::Awaited,
+            lookup_on_failure: OnFailure::BadGateway,
             reports_memory_cap_mb: Some(256),
             metrics: true,
             series_lie: None,
@@ -258,19 +262,14 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
         config.quota_advertised,
         config.quota_refusal_body,
     );
-    let dependency = lookup::Lookup::new(config.lookup_url.clone(), config.lookup_calling);
+    let dependency = lookup::Lookup::new(
+        config.lookup_url.clone(),
+        config.lookup_calling,
+        config.lookup_on_failure,
+    );
     let cap = memory::MemoryCap(config.reports_memory_cap_mb);
     let timed = config.server_timing;
-    let mut router = Router::new().route("/healthz", get(|| async { "ok\n" }));
-    if config.metrics {
-        router = router.route("/metrics", get(metrics::serve).with_state(pools.exposition));
-    }
-    if let Some(claim) = &config.claim {
-        let claim = claim.clone();
-        let json = [(http::header::CONTENT_TYPE, "application/json")];
-        router = router.route("/contract", get(move || async move { (json, claim) }));
-    }
-    let router = router
+    let router = reporting(config, pools.exposition)
         .route(
             "/lookup",
             get(lookup::lookup)
@@ -321,6 +320,21 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
         .transpose()?;
     let ids = request_id::Ids::new(config.request_ids, log);
     Ok(router.layer(middleware::from_fn_with_state(ids, request_id::stamp)))
+}
+
+/// The routes that report on the service rather than serve it: its health, its metrics and the
+/// claim it is given.
+fn reporting(config: &Config, exposition: metrics::Metrics) -> Router {
+    let mut router = Router::new().route("/healthz", get(|| async { "ok\n" }));
+    if config.metrics {
+        router = router.route("/metrics", get(metrics::serve).with_state(exposition));
+    }
+    if let Some(claim) = &config.claim {
+        let claim = claim.clone();
+        let json = [(http::header::CONTENT_TYPE, "application/json")];
+        router = router.route("/contract", get(move || async move { (json, claim) }));
+    }
+    router
 }
 
 /// The pool's admission around a route: the request runs (and the hook holds it) with a

@@ -32,20 +32,33 @@ pub enum Calling {
     GivesUpAfter(Duration),
 }
 
+/// What a lookup whose call failed answers: as it should, or a broken variant's way, which
+/// F1 must catch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// `502` with a line of text saying the lookup failed.
+    #[default]
+    BadGateway,
+    /// The cached answer, `200`, as if the lookup had succeeded: the failure hidden.
+    Cached,
+}
+
 /// Where a lookup goes: the dependency's base URL, if the service was given one.
 #[derive(Clone)]
 pub(crate) struct Lookup {
     client: reqwest::Client,
     url: Option<String>,
     calling: Calling,
+    on_failure: OnFailure,
 }
 
 impl Lookup {
-    pub(crate) fn new(url: Option<String>, calling: Calling) -> Lookup {
+    pub(crate) fn new(url: Option<String>, calling: Calling, on_failure: OnFailure) -> Lookup {
         Lookup {
             client: reqwest::Client::new(),
             url: url.map(|u| u.trim_end_matches('/').to_owned()),
             calling,
+            on_failure,
         }
     }
 }
@@ -73,9 +86,12 @@ pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
         },
         Calling::Awaited | Calling::Cached => call.await, // Cached returned above
     };
-    match answer {
-        Ok(n) => format!("found ({n} bytes)\n").into_response(),
-        Err(e) => (StatusCode::BAD_GATEWAY, format!("lookup failed: {e}\n")).into_response(),
+    match (answer, lookup.on_failure) {
+        (Ok(n), _) => format!("found ({n} bytes)\n").into_response(),
+        (Err(e), OnFailure::BadGateway) => {
+            (StatusCode::BAD_GATEWAY, format!("lookup failed: {e}\n")).into_response()
+        }
+        (Err(_), OnFailure::Cached) => CACHED.into_response(),
     }
 }
 

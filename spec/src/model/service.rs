@@ -69,6 +69,11 @@ pub struct PoolSpec {
     /// any error (400–599), its code optional, as a bad request's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub over_cap: Vec<BadRequest>,
+    /// What the pool answers when the dependency it is held by (`hold.dependency`) fails: F1
+    /// as data, judged for any service, the checker (as that dependency) failing a call. None:
+    /// the contract promises nothing of a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<DependencyFailure>,
     /// The pool's own series in the service's Prometheus exposition, as the service names them
     /// (T1 cross-checks them against what the client saw). None: the service exposes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,6 +203,21 @@ impl DependencyHold {
     pub fn url(&self) -> String {
         format!("http://{}", self.listen)
     }
+}
+
+/// F1 for a pool held by a dependency the checker plays: the answer a request gets when its
+/// call to the dependency fails (the checker answers the call `500`), as a refusal's answer is
+/// declared. A service that hides the failure (a stale answer served as fresh, a `200` with an
+/// error inside) or reports it otherwise than it promises fails F1.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DependencyFailure {
+    /// The status the request is answered with: a server error (500–599).
+    pub status: u16,
+    /// What the answer's body is, declared as a refusal's: a JSON string at a pointer, an
+    /// exact text, or a text it contains. None: any body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<RefusalBody>,
 }
 
 /// A hook header a service honours by holding the request for the time it names.
@@ -895,6 +915,7 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
             "deadline_ms" | "reference_ms" => Some(ClauseId::B1),
             "memory_cap_mb" => Some(ClauseId::B2),
             "bad_requests" => Some(ClauseId::F2),
+            "failure" => Some(ClauseId::F1),
             "cancellation" => Some(ClauseId::B3),
             _ => None,
         },

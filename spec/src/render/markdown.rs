@@ -248,6 +248,16 @@ fn service_section(md: &mut String, contract: &Contract) {
         );
     }
     md.push('\n');
+    for (name, p) in &contract.pools {
+        if let Some(f) = &p.failure {
+            let body = (f.body.as_ref()).map_or("any body".to_owned(), |b| b.words());
+            let _ = writeln!(
+                md,
+                "Pool `{name}`, when its dependency fails: {}, {body}.\n",
+                f.status
+            );
+        }
+    }
     rate_limits(md, contract);
     refusals_and_bounds(md, contract);
 }

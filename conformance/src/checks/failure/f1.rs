@@ -1,12 +1,13 @@
-//! F1: a failing or panicking stage answers the exact body and leaves nothing behind.
+//! F1: a failing or panicking stage answers the exact body and leaves nothing behind; for any
+//! contract, a pool whose dependency fails answers as it declares ([`super::failed_call`]).
 
 use std::sync::Arc;
 
-use plimsoll_spec::{ClauseId, ErrorCode, HookDirective, Pool};
+use plimsoll_spec::{ClauseId, Contract, ErrorCode, HookDirective, Pool};
 
 use crate::checks::ctx::Ctx;
 use crate::checks::pool::{capacity_recovered, hook, no_temp_files, plain_request_succeeds};
-use crate::checks::registry::Check;
+use crate::checks::registry::{Check, reference_or_declared};
 use crate::remote::{Op, Target};
 
 /// F1's entry in the check registry: the evidence the docs print, and `f1`, which gathers it.
@@ -16,12 +17,39 @@ pub const CHECK: Check = Check::clause(
      {status:stage_failed} `stage_failed` naming the failing stage and exactly the stages \
      before it, with every member the clause lists present (the text ones not empty); no temp \
      file remains, the next \
-     request succeeds, and every slot admits work again.",
+     request succeeds, and every slot admits work again. For any contract, each pool held by a \
+     dependency the checker plays that declares its `failure`: the checker, as the dependency, \
+     answers the pool's call 500, and the request must get the declared status and body after \
+     its call arrived; the pool's next request must then be served.",
     |t, c| Box::pin(f1(t, c)),
 )
+.applies_when(applies)
 .covers(&["hook-fail", "failure-cleanup", "temp-folder"]);
 
+/// F1 judges the reference surface's stages, which its hook fails, and any pool's declared
+/// answer to a failing dependency.
+fn applies(contract: &Contract) -> Result<(), String> {
+    reference_or_declared(
+        contract,
+        !super::failed_call::declared(contract).is_empty(),
+        "the contract declares no failure the checker can provoke (`pools.NAME.failure`, for a \
+         pool held by a dependency) and no reference API (`[api]`, whose stages its hook fails)",
+    )
+}
+
 async fn f1(t: &Arc<Target>, c: &mut Ctx) {
+    if t.expected.is_reference() {
+        stages_fail(t, c).await;
+    }
+    if super::failed_call::declared(&t.expected).is_empty() {
+        return;
+    }
+    let part = super::failed_call::judge(t, c).await;
+    c.add_part(part);
+}
+
+/// The reference surface: a `fail` and a `panic` hook at every stage of both pools.
+async fn stages_fail(t: &Arc<Target>, c: &mut Ctx) {
     let code = ErrorCode::StageFailed;
     c.expected = format!(
         "{} {code} with the failing stage and exactly the stages before it; no temp files; next request fine",

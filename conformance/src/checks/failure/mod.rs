@@ -6,6 +6,7 @@ pub mod f1;
 pub mod f2;
 pub mod f3;
 pub mod f4;
+mod failed_call;
 pub mod input;
 pub mod routes;
 pub mod server_log;
