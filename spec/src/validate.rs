@@ -522,6 +522,7 @@ impl Contract {
                 )),
                 _ => {}
             }
+            out.extend(self.deadline_answer_violations(name, pool));
             let q = &pool.queue;
             match (q.timeout_ms, &q.timeout_answer) {
                 (Some(_), Some(answer)) if !self.refusals.contains_key(answer) => {
@@ -546,6 +547,37 @@ impl Contract {
             }
         }
         out
+    }
+
+    /// A pool's deadline answer (B1): another service's deadline comes with the answer it gets
+    /// (a key of [refusals]); the reference surface's is its `timeout` error.
+    fn deadline_answer_violations(
+        &self,
+        name: &str,
+        pool: &crate::model::PoolSpec,
+    ) -> Vec<Violation> {
+        let at = |f: &str| format!("pools.{name}.{f}");
+        match (self.is_reference(), pool.deadline_ms, &pool.deadline_answer) {
+            (true, _, Some(_)) => vec![violation(
+                &at("deadline_answer"),
+                "the reference surface answers its deadlines with its `timeout` error; \
+                 `deadline_answer` is for another service's contract"
+                    .into(),
+            )],
+            (false, Some(_), None) | (false, None, Some(_)) => vec![violation(
+                &at("deadline_ms"),
+                "a deadline is `deadline_ms` with its `deadline_answer` (a key of [refusals]), \
+                 both or neither"
+                    .into(),
+            )],
+            (false, Some(_), Some(answer)) if !self.refusals.contains_key(answer) => {
+                vec![violation(
+                    &at("deadline_answer"),
+                    format!("`{answer}` is not a key of [refusals]"),
+                )]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Every refusal answers either an error of `[[errors]]` or a status of its own (a

@@ -741,3 +741,28 @@ fn a_failure_is_refused_unless_the_checker_can_provoke_it() {
     let msg = refused(&second.replacen(empty, "body = { contains = \"\" }", 1));
     assert!(msg.contains("pools.lookup.failure.body.contains"), "{msg}");
 }
+
+/// Another service's deadline (B1) comes with its answer, a key of `[refusals]`; the
+/// reference's deadlines are answered with its `timeout` error.
+#[test]
+fn a_deadline_is_refused_without_its_answer() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let answer = "deadline_answer = \"timed_out\"\n";
+    assert!(second.contains(answer));
+    let msg = refused(&second.replacen(answer, "", 1));
+    assert!(
+        msg.contains("pools.lookup.deadline_ms") && msg.contains("both or neither"),
+        "{msg}"
+    );
+    let msg = refused(&second.replacen(answer, "deadline_answer = \"late\"\n", 1));
+    assert!(msg.contains("`late` is not a key of [refusals]"), "{msg}");
+    let reference = include_str!("../contract.toml");
+    let deadline = "deadline_ms = 60000\n";
+    assert!(reference.contains(deadline));
+    let planted = "deadline_ms = 60000\ndeadline_answer = \"overloaded\"\n";
+    let msg = refused(&reference.replacen(deadline, planted, 1));
+    assert!(
+        msg.contains("answers its deadlines with its `timeout` error"),
+        "{msg}"
+    );
+}

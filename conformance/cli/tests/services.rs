@@ -629,7 +629,7 @@ fn the_second_service_passes_its_own_contract() {
     let verdicts = verdicts(&report);
     assert_eq!(code, Some(0), "{verdicts:?}{}", failing(&report));
     for id in [
-        "T1", "T2", "T3", "T4", "T5", "T6", "F1", "F2", "F3", "F4", "B2", "B3", "B4",
+        "T1", "T2", "T3", "T4", "T5", "T6", "F1", "F2", "F3", "F4", "B1", "B2", "B3", "B4",
     ] {
         assert_eq!(
             verdict(&report, id)["verdict"],
@@ -666,7 +666,12 @@ fn the_second_service_passes_its_own_contract() {
         .iter()
         .filter(|(_, v)| v != "not_applicable")
         .count();
-    assert_eq!(judged, 14, "{verdicts:?}");
+    assert_eq!(judged, 15, "{verdicts:?}");
+    let b1 = verdict(&report, "B1")["observed"].to_string();
+    assert!(
+        b1.contains("lookup: answered 504 after") && b1.contains("served again after: 200"),
+        "{b1}"
+    );
     let f1 = verdict(&report, "F1")["observed"].to_string();
     assert!(
         f1.contains("lookup: a failed call to LOOKUP_URL at ")
@@ -727,6 +732,22 @@ fn the_second_service_passes_its_own_contract() {
             .contains("RateLimit fields as declared on every answer"),
         "{}",
         verdict(&report, "T4")
+    );
+}
+
+/// The second service without its lookup deadline serves a lookup held past it: B1 fails,
+/// naming the answer and its time.
+#[test]
+fn the_second_service_without_its_lookup_deadline_fails_b1() {
+    let config = plimsoll_example_service::Config {
+        lookup_deadline: None,
+        ..Default::default()
+    };
+    let report = breaks("no lookup deadline", config, &["B1"]);
+    let why = verdict(&report, "B1")["reason"].to_string();
+    assert!(
+        why.contains("answered 200 after") && why.contains("not the deadline's answer"),
+        "{why}"
     );
 }
 

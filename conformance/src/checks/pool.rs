@@ -91,6 +91,34 @@ impl HeldRequest {
         }
     }
 
+    /// The request `hold` declares, held `beyond` past the pool's deadline: by its hook or its
+    /// dependency (a slow request takes only its own time, which the deadline leaves room
+    /// for). None without a deadline or such a hold.
+    pub fn past_deadline(
+        hold: &plimsoll_spec::model::Hold,
+        spec: &plimsoll_spec::model::PoolSpec,
+        beyond: Duration,
+    ) -> Option<Self> {
+        let least = Duration::from_millis(spec.deadline_ms?) + beyond;
+        match (&hold.hook, &hold.dependency) {
+            (Some(hook), _) => {
+                let mut request = hold.request.clone();
+                request.headers.insert(
+                    hook.header.clone(),
+                    self::hold(&hook.stage, least.as_millis() as u64),
+                );
+                Some(HeldRequest {
+                    request,
+                    hold: least,
+                    by: hook.header.clone(),
+                    dependency: None,
+                })
+            }
+            (None, Some(d)) => Some(Self::by_dependency(hold, d, least)),
+            (None, None) => None,
+        }
+    }
+
     /// `hold`'s request, held for `least` by the checker answering the service's call to `d`
     /// that late.
     fn by_dependency(

@@ -286,17 +286,29 @@ fn hint(out: &mut String, r: &super::RefusalSeen) {
     }
 }
 
+/// The refusal a deadline's answer is drafted as.
+const DEADLINE_ANSWER: &str = "timed_out";
+
 /// `[refusals.refused]`: the status with its evidence, and the body, hint, rate-limit headers
-/// and connection as comments; an empty `[refusals]` when none was seen.
+/// and connection as comments; an empty `[refusals]` when none was seen. Then the deadline's
+/// answer, when one was seen.
 fn refusal(out: &mut String, f: &Findings) {
-    let Some(r) = f.refusal.as_ref().filter(|_| !above(f)) else {
-        out.push_str("[refusals]\n\n");
-        return;
-    };
-    out.push_str("[refusals.refused]\n");
-    status(out, r, ("T3", f.refusal_latency_ms));
-    hint(out, r);
-    refusal_rest(out, r, f.connection.as_ref());
+    match f.refusal.as_ref().filter(|_| !above(f)) {
+        Some(r) => {
+            out.push_str("[refusals.refused]\n");
+            status(out, r, ("T3", f.refusal_latency_ms));
+            hint(out, r);
+            refusal_rest(out, r, f.connection.as_ref());
+        }
+        None => out.push_str("[refusals]\n\n"),
+    }
+    if let Some(DeadlineSeen::Answered { status, .. }) = &f.deadline {
+        let _ = writeln!(
+            out,
+            "[refusals.{DEADLINE_ANSWER}]\n\
+             status = {status}  # the deadline's answer (B1), seen once; its body is not declared: any body\n"
+        );
+    }
 }
 
 /// A refusal's `status` with its evidence: how many refusals had it, the slowest against
@@ -379,15 +391,17 @@ fn inline_body(body: &RefusalBody) -> String {
     }
 }
 
-/// The pool's `deadline_ms` when a deadline answered the held request (rounded to 10 ms, the
-/// client's count from its sending: the service's starts a little later), or a comment saying
+/// The pool's `deadline_ms` when a deadline answered the held request (rounded down to 10 ms:
+/// the client counts from its sending, the service a little later, so the client's count is
+/// never short of the deadline) with its answer, `[refusals.timed_out]`, or a comment saying
 /// what was seen instead.
 fn deadline(out: &mut String, seen: Option<&DeadlineSeen>) {
     let _ = match seen {
         Some(DeadlineSeen::Answered { status, after }) => writeln!(
             out,
-            "deadline_ms = {}  # answered {status} after {:.0} ms, before its hold ended (one request, by the client's clock); confidence medium",
-            (after.as_millis() as u64).div_ceil(10) * 10,
+            "deadline_ms = {}  # answered {status} after {:.0} ms, before its hold ended (one request, by the client's clock); confidence medium\n\
+             deadline_answer = \"{DEADLINE_ANSWER}\"  # [refusals.{DEADLINE_ANSWER}] below",
+            after.as_millis() as u64 / 10 * 10,
             ms(*after)
         ),
         Some(DeadlineSeen::NoneWithin(within)) => writeln!(

@@ -9,8 +9,8 @@
 //! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s, its answers
 //! carrying the IETF `RateLimit-Policy` and `RateLimit` fields) and `GET /lookup` (three workers
 //! and a queue of two started oldest first, each request served by calling a dependency at
-//! `LOOKUP_URL`, which holds its worker while it answers, and answered `502` when that call
-//! fails) — its own metrics at `/metrics`
+//! `LOOKUP_URL`, which holds its worker while it answers, answered `502` when that call
+//! fails and `504` four seconds after it arrived) — its own metrics at `/metrics`
 //! (`pool_busy`, `pool_waiting`, `pool_workers`, `pool_refused_total`, by pool), an
 //! `X-Request-Id` on every answer (a client's own when well-formed), `Server-Timing` on every
 //! served answer of a pool (`queue` and `run`), its error lines in a file, the claim of its
@@ -128,6 +128,9 @@ pub struct Config {
     pub lookup_calling: Calling,
     /// What a lookup whose call failed answers (`502`, unless a variant hides the failure).
     pub lookup_on_failure: OnFailure,
+    /// How long a lookup may take from its arrival at the pool, its wait included, before it is
+    /// answered `504` (none: as long as its dependency takes).
+    pub lookup_deadline: Option<std::time::Duration>,
     /// The memory a `/reports` request may need, in MB, estimated from its range before it
     /// takes a worker (none: every report is run).
     pub reports_memory_cap_mb: Option<u64>,
@@ -177,6 +180,7 @@ impl Default for Config {
             lookup_url: None,
             lookup_calling: Calling::Awaited,
             lookup_on_failure: OnFailure::BadGateway,
+            lookup_deadline: Some(std::time::Duration::from_secs(4)),
             reports_memory_cap_mb: Some(256),
             metrics: true,
             series_lie: None,
@@ -277,6 +281,10 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
                 .layer(middleware::from_fn_with_state(
                     (pools.lookups, timed),
                     admit,
+                ))
+                .layer(middleware::from_fn_with_state(
+                    config.lookup_deadline,
+                    lookup::deadline,
                 )),
         )
         .route(

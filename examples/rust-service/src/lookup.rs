@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 
@@ -92,6 +93,23 @@ pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
             (StatusCode::BAD_GATEWAY, format!("lookup failed: {e}\n")).into_response()
         }
         (Err(_), OnFailure::Cached) => CACHED.into_response(),
+    }
+}
+
+/// B1: a lookup not answered `deadline` after it reached the pool (its wait for a worker
+/// included: this sits outside the pool's admission) is answered `504`; its call, and its worker
+/// or its place, are dropped with it. None: a lookup takes as long as its dependency does.
+pub(crate) async fn deadline(
+    State(deadline): State<Option<Duration>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(deadline) = deadline else {
+        return next.run(request).await;
+    };
+    match tokio::time::timeout(deadline, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => (StatusCode::GATEWAY_TIMEOUT, "lookup timed out\n").into_response(),
     }
 }
 

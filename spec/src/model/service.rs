@@ -30,6 +30,11 @@ pub struct PoolSpec {
     /// it the pool's timeout answer (B1). None: no deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
+    /// What a request past `deadline_ms` is answered: a key of `[refusals]` (its status, body
+    /// and hint), as a queue timeout's is. Another service's contract names it with its
+    /// deadline; the reference surface's is its `timeout` error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_answer: Option<String>,
     /// The documented duration of the pool's reference workload, which the deadline must leave
     /// room for (B1's `headroom_factor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -912,7 +917,7 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
                 Some(ClauseId::T5)
             }
             "queue" => Some(ClauseId::T2),
-            "deadline_ms" | "reference_ms" => Some(ClauseId::B1),
+            "deadline_ms" | "deadline_answer" | "reference_ms" => Some(ClauseId::B1),
             "memory_cap_mb" => Some(ClauseId::B2),
             "bad_requests" => Some(ClauseId::F2),
             "failure" => Some(ClauseId::F1),

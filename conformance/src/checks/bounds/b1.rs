@@ -1,12 +1,13 @@
 //! B1: the contract's timeout status at the deadline (counted from admission, queue time
 //! included), naming the stage, with the slot back and the temp files gone; and a stalled
-//! upload answered by its own read timeout without ever holding a worker slot.
+//! upload answered by its own read timeout without ever holding a worker slot. For any
+//! contract, each pool's declared deadline and its answer ([`super::deadline`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use plimsoll_spec::{ClauseId, ErrorCode, MetricName, Pool, Stage};
+use plimsoll_spec::{ClauseId, Contract, ErrorCode, MetricName, Pool, Stage};
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE};
 
 use crate::checks::ctx::{Ctx, ms, worst_and_median};
@@ -14,7 +15,7 @@ use crate::checks::pool::{
     Pending, TaskError, capacity_recovered, counter, hold, hold_in, join_all, rose, settle,
     spawn_in,
 };
-use crate::checks::registry::Check;
+use crate::checks::registry::{Check, reference_or_declared};
 use crate::remote::{Op, Reply, Target};
 
 /// B1's entry in the check registry: the evidence the docs print, and `b1`, which gathers it.
@@ -33,9 +34,15 @@ pub const CHECK: Check = Check::clause(
      request at once and every queue place admits one that waits (no place lost). Under a \
      fault that trickles the request's bytes (`--fault trickle`, a bandwidth limit), an upload \
      that cannot arrive within 1.5 times the upload read timeout must still get \
-     {status:upload_timeout} at the bound: the timer is a total one, not restarted by every read.",
+     {status:upload_timeout} at the bound: the timer is a total one, not restarted by every read. \
+     For any contract, each pool with a `deadline_ms`, its `deadline_answer` and a hold that can \
+     outlast it (its hook, or a dependency the checker plays): one request held half a second \
+     past the deadline and its tolerance must get the declared answer no earlier than the \
+     deadline and no later than the tolerance after it, and the pool's request must then be \
+     served.",
     |t, c| Box::pin(b1(t, c)),
 )
+.applies_when(applies)
 .covers(&[
     "slot-lifetime",
     "hook-hold",
@@ -416,7 +423,32 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
     )
 }
 
+/// B1 judges the reference surface's deadlines and stalled uploads, and any pool's declared
+/// deadline the checker can hold a request past.
+fn applies(contract: &Contract) -> Result<(), String> {
+    reference_or_declared(
+        contract,
+        !super::deadline::deadlined(contract).is_empty(),
+        "the contract declares no deadline the checker can hold a request past \
+         (`pools.NAME.deadline_ms` with its `deadline_answer`, for a pool held by a hook or a \
+         dependency) and no reference API (`[api]`)",
+    )
+}
+
 async fn b1(t: &Arc<Target>, c: &mut Ctx) {
+    if t.expected.is_reference() {
+        reference_deadlines(t, c).await;
+    }
+    if super::deadline::deadlined(&t.expected).is_empty() {
+        return;
+    }
+    let part = super::deadline::judge(t, c).await;
+    c.add_part(part);
+}
+
+/// The reference surface: held stages past both pools' deadlines, queue time included, and a
+/// stalled upload.
+async fn reference_deadlines(t: &Arc<Target>, c: &mut Ctx) {
     let late = t.bound(plimsoll_fault::Bound::TimeoutLate).as_millis() as u64;
     let stop = t.stop_within();
     c.expected = format!(

@@ -7,6 +7,7 @@ pub mod b2;
 pub mod b3;
 pub mod b4;
 pub mod b5;
+mod deadline;
 mod disconnect;
 mod over_cap;
 mod trickle;
