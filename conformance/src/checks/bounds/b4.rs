@@ -37,7 +37,9 @@ pub const CHECK: Check = Check::clause(
      within a second (not served, not left waiting in the accept backlog); one refused below the \
      cap is retried for up to a second, since a place held by a connection closed just before \
      may take a moment to free. At the cap, a request on an open connection must still be \
-     answered, and after one is closed a new connection must be served within a second. Under \
+     answered, and after one is closed a new connection must be served within a second; once \
+     all are closed, 32 fresh connections at once (or the cap, if smaller) must be served within \
+     two seconds (the places freed). Under \
      a fault that trickles the request's bytes (`--fault trickle`), a request head that cannot \
      arrive within 1.5 times the head timeout must be closed unanswered at the head timeout \
      from its connection's opening: the timer bounds the head as a whole.",
@@ -456,11 +458,21 @@ async fn connection_cap(c: &mut Ctx, at: &Endpoint, room: Room, head: Duration) 
         )
     });
     drop(held);
+    let room = WAVE.min(cap);
+    let freed = places_freed(at, room).await;
+    c.require(freed.is_some(), || {
+        format!(
+            "after the cap's connections closed, {room} fresh connections at once were not all \
+             served within {} ms: the closed connections' places were not freed",
+            (PROMPT * 2).as_millis()
+        )
+    });
     format!(
-        "connection {refused_at} closed unanswered after {cap} filled in {:.0} ms; open ones served: {}; freed place served again {}",
+        "connection {refused_at} closed unanswered after {cap} filled in {:.0} ms; open ones served: {}; freed place served again {}; {room} at once served {}",
         ms(filled),
         if still_served { "yes" } else { "no" },
-        served_again.map_or("never".to_owned(), |d| format!("after {:.0} ms", ms(d)))
+        served_again.map_or("never".to_owned(), |d| format!("after {:.0} ms", ms(d))),
+        freed.map_or("never".to_owned(), |d| format!("after {:.0} ms", ms(d)))
     )
 }
 
@@ -731,6 +743,33 @@ async fn still_served(held: &mut [Held], at: &Endpoint) -> bool {
             matches!(ask(&mut h.sender, at).await, Asked::Answered(s) if s == at.probe.status)
         }
         None => false,
+    }
+}
+
+/// Once the cap's connections are closed, opens `n` fresh connections at once until all are
+/// served (a close takes a moment to reach the server, and the next check needs the places
+/// free): how long after the closes, or `None` if not within twice [`PROMPT`].
+async fn places_freed(at: &Endpoint, n: usize) -> Option<Duration> {
+    let closed = Instant::now();
+    loop {
+        let tasks: Vec<JoinHandle<Opened>> = (0..n)
+            .map(|_| tokio::spawn(open_and_ask(at.clone())))
+            .collect();
+        let mut served = 0;
+        for task in tasks {
+            if let Ok((Ok(_), Asked::Answered(status))) = task.await
+                && status == at.probe.status
+            {
+                served += 1;
+            }
+        }
+        if served == n {
+            return Some(closed.elapsed());
+        }
+        if closed.elapsed() >= PROMPT * 2 {
+            return None;
+        }
+        tokio::time::sleep(RETRY_EVERY).await;
     }
 }
 
