@@ -64,6 +64,7 @@ impl Contract {
             self.claim_violations(),
             self.connection_violations(),
             self.failure_violations(),
+            self.temp_files_violations(),
             self.upload_violations(),
             self.override_violations(),
             self.range_violations(),
@@ -990,6 +991,36 @@ impl Contract {
             if let Some(body) = &failure.body {
                 out.extend(body_shape_violations(&format!("{at}.body"), body));
             }
+        }
+        out
+    }
+
+    /// `[temp_files]` is another service's (the reference's is its rule `temp-folder`), named
+    /// by an environment variable a shell can set.
+    fn temp_files_violations(&self) -> Vec<Violation> {
+        let Some(temp) = &self.temp_files else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if self.is_reference() {
+            out.push(violation(
+                "temp_files",
+                "the reference surface keeps its temp folder by its rule `temp-folder`; \
+                 `[temp_files]` is for another service's contract"
+                    .into(),
+            ));
+        }
+        let name_ok = (1..=256).contains(&temp.env.len())
+            && !temp.env.starts_with(|c: char| c.is_ascii_digit())
+            && temp
+                .env
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !name_ok {
+            out.push(violation(
+                "temp_files.env",
+                format!("`{}` is not an environment variable's name", temp.env),
+            ));
         }
         out
     }

@@ -700,11 +700,11 @@ fn a_claim_is_refused_unless_the_checker_can_ask_for_it() {
 #[test]
 fn connection_bounds_are_refused_unless_b4_can_judge_them() {
     let second = include_str!("../../examples/rust-service/contract.toml");
-    let request = "request = { method = \"GET\", path = \"/healthz\" }\n\n[tolerances]";
+    let request = "max_connections = 256\nrequest = { method = \"GET\", path = \"/healthz\" }\n";
     assert!(second.contains(request));
-    let msg = refused(&second.replacen(request, "\n[tolerances]", 1));
+    let msg = refused(&second.replacen(request, "max_connections = 256\n", 1));
     assert!(msg.contains("declare it as `request`"), "{msg}");
-    let unaskable = "request = { method = \"GET\", path = \"healthz\" }\n\n[tolerances]";
+    let unaskable = "max_connections = 256\nrequest = { method = \"GET\", path = \"healthz\" }\n";
     let msg = refused(&second.replacen(request, unaskable, 1));
     assert!(msg.contains("connections.request.path"), "{msg}");
     let msg = refused(&format!(
@@ -765,4 +765,18 @@ fn a_deadline_is_refused_without_its_answer() {
         msg.contains("answers its deadlines with its `timeout` error"),
         "{msg}"
     );
+}
+
+/// A service's temp folder (`[temp_files]`) is named by an environment variable, and is another
+/// service's: the reference keeps its own by its rule `temp-folder`.
+#[test]
+fn temp_files_are_refused_unless_named_by_a_variable_of_another_service() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let env = "env = \"TEMP_DIR\"";
+    assert!(second.contains(env));
+    let msg = refused(&second.replacen(env, "env = \"TEMP DIR\"", 1));
+    assert!(msg.contains("temp_files.env"), "{msg}");
+    let reference = include_str!("../contract.toml");
+    let msg = refused(&format!("{reference}\n[temp_files]\nenv = \"TEMP_DIR\"\n"));
+    assert!(msg.contains("rule `temp-folder`"), "{msg}");
 }

@@ -596,9 +596,12 @@ fn second_claiming(
     std::fs::write(&contract, &text).unwrap();
     let mut claim: Value = toml::from_str(&text).unwrap();
     edit(&mut claim);
+    let temp = dir.join(SECOND_TEMP);
+    std::fs::create_dir_all(&temp).unwrap();
     let url = second_service(plimsoll_example_service::Config {
         lookup_url: Some(format!("http://{listen}")),
         error_log: Some(dir.join(SECOND_LOG)),
+        temp_dir: Some(temp),
         claim: Some(claim.to_string()),
         ..config
     });
@@ -607,12 +610,17 @@ fn second_claiming(
 
 /// The second service's error log, in the test's folder.
 const SECOND_LOG: &str = "service.log";
+/// The second service's temp folder (`TEMP_DIR`), in the test's folder.
+const SECOND_TEMP: &str = "tmp";
 
-/// [`check_with`] for the second service started by [`second`] in `dir`: its error log read.
+/// [`check_with`] for the second service started by [`second`] in `dir`: its error log and its
+/// temp folder read.
 fn check_second(dir: &Path, url: &str, contract: &Path, args: &[&str]) -> (Option<i32>, Value) {
     let log = dir.join(SECOND_LOG);
+    let temp = dir.join(SECOND_TEMP);
     let mut args = args.to_vec();
     args.extend(["--server-log", log.to_str().unwrap()]);
+    args.extend(["--temp-dir", temp.to_str().unwrap()]);
     check_with(dir, url, contract, &args)
 }
 
@@ -669,13 +677,16 @@ fn the_second_service_passes_its_own_contract() {
     assert_eq!(judged, 15, "{verdicts:?}");
     let b1 = verdict(&report, "B1")["observed"].to_string();
     assert!(
-        b1.contains("lookup: answered 504 after") && b1.contains("served again after: 200"),
+        b1.contains("lookup: answered 504 after")
+            && b1.contains("temp folder empty; served again after: 200"),
         "{b1}"
     );
     let f1 = verdict(&report, "F1")["observed"].to_string();
     assert!(
         f1.contains("lookup: a failed call to LOOKUP_URL at ")
-            && f1.contains(" answered 502 after 1 call(s); served again after: 200"),
+            && f1.contains(
+                " answered 502 after 1 call(s), temp folder empty; served again after: 200"
+            ),
         "{f1}"
     );
     let b4 = verdict(&report, "B4")["observed"].to_string();
@@ -733,6 +744,19 @@ fn the_second_service_passes_its_own_contract() {
         "{}",
         verdict(&report, "T4")
     );
+}
+
+/// The second service leaving a failed lookup's temp file behind fails F1, naming the file, with
+/// `--temp-dir` reading the folder its contract's `[temp_files]` declares.
+#[test]
+fn the_second_service_leaving_a_failed_lookup_s_temp_file_fails_f1() {
+    let config = plimsoll_example_service::Config {
+        leak_temp_on_failure: true,
+        ..Default::default()
+    };
+    let report = breaks("a failed lookup's temp file kept", config, &["F1"]);
+    let why = verdict(&report, "F1")["reason"].to_string();
+    assert!(why.contains("temp files left: [\\\".tmp"), "{why}");
 }
 
 /// The second service without its lookup deadline serves a lookup held past it: B1 fails,

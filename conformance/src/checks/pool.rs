@@ -680,6 +680,25 @@ pub async fn no_temp_files(t: &Target, c: &mut Ctx, label: &str) {
     }
 }
 
+/// For another service that declares `[temp_files]`: its temp folder (`--temp-dir`) holds
+/// nothing the check's requests left once `label` ended; in words, for the observation. None
+/// when the contract declares no temp files. Without `--temp-dir` nothing is judged of them, and
+/// the words say so.
+pub fn declared_temp_left(t: &Target, c: &mut Ctx, label: &str) -> Option<String> {
+    let declared = t.expected.temp_files.as_ref()?;
+    Some(match c.temp_left(t) {
+        Some(entries) if entries.is_empty() => "temp folder empty".to_owned(),
+        Some(entries) => {
+            c.fail(format!("{label}: temp files left: {entries:?}"));
+            format!("{} temp file(s) left", entries.len())
+        }
+        None => format!(
+            "temp folder not read (give --temp-dir, the folder the service was given in {})",
+            declared.env
+        ),
+    })
+}
+
 /// Records one failure for many alike findings: the first two, and how many more.
 pub fn fail_many(c: &mut Ctx, what: &str, items: &[String]) {
     if items.is_empty() {

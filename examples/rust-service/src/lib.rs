@@ -131,6 +131,10 @@ pub struct Config {
     /// How long a lookup may take from its arrival at the pool, its wait included, before it is
     /// answered `504` (none: as long as its dependency takes).
     pub lookup_deadline: Option<std::time::Duration>,
+    /// The folder lookups spool their answers in (none: the system's temp folder).
+    pub temp_dir: Option<std::path::PathBuf>,
+    /// Whether a lookup whose call failed leaves its temp file behind (a broken variant's).
+    pub leak_temp_on_failure: bool,
     /// The memory a `/reports` request may need, in MB, estimated from its range before it
     /// takes a worker (none: every report is run).
     pub reports_memory_cap_mb: Option<u64>,
@@ -181,6 +185,8 @@ impl Default for Config {
             lookup_calling: Calling::Awaited,
             lookup_on_failure: OnFailure::BadGateway,
             lookup_deadline: Some(std::time::Duration::from_secs(4)),
+            temp_dir: None,
+            leak_temp_on_failure: false,
             reports_memory_cap_mb: Some(256),
             metrics: true,
             series_lie: None,
@@ -266,11 +272,7 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
         config.quota_advertised,
         config.quota_refusal_body,
     );
-    let dependency = lookup::Lookup::new(
-        config.lookup_url.clone(),
-        config.lookup_calling,
-        config.lookup_on_failure,
-    );
+    let dependency = lookups(config);
     let cap = memory::MemoryCap(config.reports_memory_cap_mb);
     let timed = config.server_timing;
     let router = reporting(config, pools.exposition)
@@ -328,6 +330,19 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
         .transpose()?;
     let ids = request_id::Ids::new(config.request_ids, log);
     Ok(router.layer(middleware::from_fn_with_state(ids, request_id::stamp)))
+}
+
+/// How `/lookup` reaches its dependency, and where it spools the answers.
+fn lookups(config: &Config) -> lookup::Lookup {
+    let spool = lookup::Spool {
+        dir: (config.temp_dir.clone()).unwrap_or_else(std::env::temp_dir),
+        keep_on_failure: config.leak_temp_on_failure,
+    };
+    lookup::Lookup::new(
+        config.lookup_url.clone(),
+        (config.lookup_calling, config.lookup_on_failure),
+        spool,
+    )
 }
 
 /// The routes that report on the service rather than serve it: its health, its metrics and the

@@ -1,7 +1,9 @@
 //! `GET /lookup`: a request served by calling a dependency, the service's `LOOKUP_URL`. The
 //! worker is held for as long as the dependency takes to answer — which is how the checker,
 //! playing that dependency, holds one without any hook in the service. A client that goes away
-//! ends its request's call: the handler is dropped, and the call with it.
+//! ends its request's call: the handler is dropped, and the call with it. The answer is spooled
+//! to a temporary file in the service's temp folder (`TEMP_DIR`), removed when the lookup ends,
+//! however it ends: answered, failed, cut by its deadline or left by its client.
 
 use std::time::Duration;
 
@@ -44,24 +46,41 @@ pub enum OnFailure {
     Cached,
 }
 
-/// Where a lookup goes: the dependency's base URL, if the service was given one.
+/// Where a lookup goes: the dependency's base URL, if the service was given one, and where
+/// its answer is spooled.
 #[derive(Clone)]
 pub(crate) struct Lookup {
     client: reqwest::Client,
     url: Option<String>,
     calling: Calling,
     on_failure: OnFailure,
+    spool: Spool,
 }
 
 impl Lookup {
-    pub(crate) fn new(url: Option<String>, calling: Calling, on_failure: OnFailure) -> Lookup {
+    pub(crate) fn new(
+        url: Option<String>,
+        (calling, on_failure): (Calling, OnFailure),
+        spool: Spool,
+    ) -> Lookup {
         Lookup {
             client: reqwest::Client::new(),
             url: url.map(|u| u.trim_end_matches('/').to_owned()),
             calling,
             on_failure,
+            spool,
         }
     }
+}
+
+/// The temp folder a lookup's answer is spooled in, and whether a failed call's file is kept
+/// (a broken variant's leak, which F1 must catch).
+#[derive(Debug, Clone)]
+pub(crate) struct Spool {
+    /// The folder (the service's `TEMP_DIR`, else the system's).
+    pub(crate) dir: std::path::PathBuf,
+    /// Whether the file of a call that failed is left behind.
+    pub(crate) keep_on_failure: bool,
 }
 
 /// A lookup answered without the dependency.
@@ -76,7 +95,11 @@ pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
     let Some(url) = &lookup.url else {
         return (StatusCode::BAD_GATEWAY, "no LOOKUP_URL configured\n").into_response();
     };
-    let call = fetch(lookup.client.clone(), format!("{url}/entries"));
+    let call = fetch(
+        lookup.client.clone(),
+        format!("{url}/entries"),
+        lookup.spool.clone(),
+    );
     let answer = match lookup.calling {
         Calling::Detached => tokio::spawn(call)
             .await
@@ -113,15 +136,32 @@ pub(crate) async fn deadline(
     }
 }
 
-/// Reads the dependency's answer, at most [`MAX_ANSWER`] bytes of it; its length.
-async fn fetch(client: reqwest::Client, url: String) -> Result<usize, String> {
-    let mut response = client.get(&url).send().await.map_err(|e| e.to_string())?;
+/// Spools the dependency's answer, at most [`MAX_ANSWER`] bytes of it, to a temporary file
+/// removed when this ends (however it ends: its future dropped too); the answer's length.
+async fn fetch(client: reqwest::Client, url: String, spool: Spool) -> Result<usize, String> {
+    let mut file = tempfile::NamedTempFile::new_in(&spool.dir).map_err(|e| e.to_string())?;
+    let read = spooled(&client, &url, file.as_file_mut()).await;
+    if read.is_err() && spool.keep_on_failure {
+        let _ = file.keep();
+    }
+    read
+}
+
+/// Reads the dependency's answer into `file`: its length.
+async fn spooled(
+    client: &reqwest::Client,
+    url: &str,
+    file: &mut std::fs::File,
+) -> Result<usize, String> {
+    use std::io::Write as _;
+    let mut response = client.get(url).send().await.map_err(|e| e.to_string())?;
     if !response.status().is_success() {
         return Err(format!("the dependency answered {}", response.status()));
     }
     let mut n = 0;
     while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
         n += chunk.len();
+        file.write_all(&chunk).map_err(|e| e.to_string())?;
         if n > MAX_ANSWER {
             return Err(format!(
                 "the dependency's answer exceeds {MAX_ANSWER} bytes"

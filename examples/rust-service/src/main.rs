@@ -1,6 +1,7 @@
 //! The second service as a process: `PORT` (default 8081) on loopback; `PLIMSOLL_TEST_HOOKS=1`
 //! honours the hold hook; `LOOKUP_URL` is the dependency `/lookup` calls; `ERROR_LOG` is the file
-//! its error lines are appended to; `CLAIM_FILE` holds the claim it serves at `GET /contract`.
+//! its error lines are appended to; `CLAIM_FILE` holds the claim it serves at `GET /contract`;
+//! `TEMP_DIR` is the folder lookups spool their answers in.
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -10,6 +11,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok("1" | "true")
         ),
         lookup_url: std::env::var("LOOKUP_URL").ok(),
+        temp_dir: std::env::var_os("TEMP_DIR").map(Into::into),
         error_log: std::env::var_os("ERROR_LOG").map(Into::into),
         claim: match std::env::var_os("CLAIM_FILE") {
             Some(path) => Some(std::fs::read_to_string(path)?),

@@ -84,6 +84,12 @@ pub struct Contract {
     /// `[observability]`'s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timing: Option<ServerTiming>,
+    /// Where a service without the reference surface keeps its requests' temporary files, all
+    /// removed when their request ends, however it ends (F1's failures, B1's deadlines, B3's
+    /// disconnects read the folder with `--temp-dir`). None: it promises nothing of them (the
+    /// reference's is rule `temp-folder`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_files: Option<TempFiles>,
     /// The headers and metrics the implementation exposes for black-box checks. None: it
     /// exposes none, and the checker cross-checks nothing (it judges by its own clock alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]

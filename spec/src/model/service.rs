@@ -338,6 +338,19 @@ pub struct Claim {
     pub path: String,
 }
 
+/// `[temp_files]` (for any service): the folder a service keeps its requests' temporary files
+/// in, given at deployment by an environment variable, every file removed when its request
+/// ends, however it ends. The checker reads the folder (`--temp-dir`, the same folder) after
+/// the endings it provokes: a failed dependency call (F1), a deadline (B1), a client gone (B3).
+/// The reference surface's is its rule `temp-folder` (a contract with `[api]` leaves this out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TempFiles {
+    /// The environment variable the service reads the folder from (`TEMP_DIR`), for whoever
+    /// starts it; the checker is given the same folder with `--temp-dir`.
+    pub env: String,
+}
+
 /// `[server_timing]` (T1, for any service): the Server-Timing entries a served answer reports
 /// its time waiting for a worker and its time running in, which T1 cross-checks against what
 /// the client saw (a request that ran at once reports little queue time, a queued one at least

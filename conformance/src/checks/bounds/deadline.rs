@@ -4,7 +4,8 @@
 //! past the deadline: it must be answered as declared no earlier than the deadline and no later
 //! than the tolerance after it, on the checker's clock; then the pool's own request must be
 //! served (the timed-out request gave its worker back). A service without a deadline, or with a
-//! longer one, answers the held request late, or served, and fails.
+//! longer one, answers the held request late, or served, and fails; so does one that leaves a
+//! temp file of the cut request behind when its contract declares `[temp_files]`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use plimsoll_spec::Contract;
 use plimsoll_spec::model::Refusal;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::pool::{HeldRequest, send_held};
+use crate::checks::pool::{HeldRequest, declared_temp_left, send_held};
 use crate::remote::Target;
 
 /// How far past the deadline and its tolerance the request is held: an answer within the
@@ -112,12 +113,16 @@ async fn one(t: &Arc<Target>, c: &mut Ctx, pool: &Deadlined<'_>, late: Duration)
                     )
                 });
             }
-            format!(
+            let answered = format!(
                 "{}: answered {} after {:.0} ms",
                 pool.name,
                 reply.status,
                 ms(took)
-            )
+            );
+            match declared_temp_left(t, c, &label) {
+                Some(temp) => format!("{answered}, {temp}"),
+                None => answered,
+            }
         }
         Err(e) => {
             c.fail(format!("{label}: {e}"));

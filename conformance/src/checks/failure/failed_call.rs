@@ -4,7 +4,8 @@
 //! call reached the dependency (an error made up without calling proves nothing of the
 //! failure path); then, the dependency answering again, the pool's next request must be
 //! served. A service that hides the failure (a cached answer served as fresh) or reports it
-//! otherwise than it promises fails here.
+//! otherwise than it promises fails here, and so does one that leaves a temp file of the failed
+//! request behind when its contract declares `[temp_files]` (read with `--temp-dir`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use plimsoll_spec::Contract;
 use plimsoll_spec::model::{DependencyFailure, DependencyHold, Recipe};
 
 use crate::checks::ctx::Ctx;
+use crate::checks::pool::declared_temp_left;
 use crate::remote::Target;
 
 /// How long the checker waits for one answer: a failed call is answered at once, so a request
@@ -117,6 +119,10 @@ async fn one(t: &Arc<Target>, c: &mut Ctx, d: &Declared<'_>) -> String {
             c.fail(format!("{name}: {e}"));
             "no answer".to_owned()
         }
+    };
+    let failed = match declared_temp_left(t, c, &name) {
+        Some(temp) => format!("{failed}, {temp}"),
+        None => failed,
     };
     let after = format!("{pool}: its request after the failure");
     let again = match t.send_recipe(d.request, PATIENCE).await {
