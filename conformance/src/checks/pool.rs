@@ -70,19 +70,7 @@ impl HeldRequest {
             return None;
         }
         match (&hold.hook, hold.at_least_ms) {
-            (Some(hook), _) => {
-                let mut request = hold.request.clone();
-                request.headers.insert(
-                    hook.header.clone(),
-                    self::hold(&hook.stage, least.as_millis() as u64),
-                );
-                Some(HeldRequest {
-                    request,
-                    hold: least,
-                    by: hook.header.clone(),
-                    dependency: None,
-                })
-            }
+            (Some(hook), _) => Some(Self::by_hook(hold, hook, least)),
             (None, Some(ms)) if Duration::from_millis(ms) >= least => Some(Self::of(hold, spec)),
             (None, _) => hold
                 .dependency
@@ -101,21 +89,28 @@ impl HeldRequest {
     ) -> Option<Self> {
         let least = Duration::from_millis(spec.deadline_ms?) + beyond;
         match (&hold.hook, &hold.dependency) {
-            (Some(hook), _) => {
-                let mut request = hold.request.clone();
-                request.headers.insert(
-                    hook.header.clone(),
-                    self::hold(&hook.stage, least.as_millis() as u64),
-                );
-                Some(HeldRequest {
-                    request,
-                    hold: least,
-                    by: hook.header.clone(),
-                    dependency: None,
-                })
-            }
+            (Some(hook), _) => Some(Self::by_hook(hold, hook, least)),
             (None, Some(d)) => Some(Self::by_dependency(hold, d, least)),
             (None, None) => None,
+        }
+    }
+
+    /// `hold`'s request, held for `least` by its hook's directive.
+    fn by_hook(
+        hold: &plimsoll_spec::model::Hold,
+        hook: &plimsoll_spec::model::HookHold,
+        least: Duration,
+    ) -> Self {
+        let mut request = hold.request.clone();
+        request.headers.insert(
+            hook.header.clone(),
+            self::hold(&hook.stage, least.as_millis() as u64),
+        );
+        HeldRequest {
+            request,
+            hold: least,
+            by: hook.header.clone(),
+            dependency: None,
         }
     }
 
@@ -137,26 +132,14 @@ impl HeldRequest {
     /// The request `hold` declares, holding for its own `at_least_ms` or, by its hook or its
     /// dependency, for [`HOOK_HOLD`] (a fifth of the pool's deadline when that is shorter).
     pub fn of(hold: &plimsoll_spec::model::Hold, spec: &plimsoll_spec::model::PoolSpec) -> Self {
-        let mut request = hold.request.clone();
         let chosen = spec
             .deadline_ms
             .map_or(HOOK_HOLD, |d| HOOK_HOLD.min(Duration::from_millis(d / 5)));
         match (&hold.hook, hold.at_least_ms, &hold.dependency) {
-            (Some(hook), _, _) => {
-                request.headers.insert(
-                    hook.header.clone(),
-                    self::hold(&hook.stage, chosen.as_millis() as u64),
-                );
-                HeldRequest {
-                    request,
-                    hold: chosen,
-                    by: hook.header.clone(),
-                    dependency: None,
-                }
-            }
+            (Some(hook), _, _) => Self::by_hook(hold, hook, chosen),
             (None, None, Some(d)) => Self::by_dependency(hold, d, chosen),
             (None, at_least, _) => HeldRequest {
-                request,
+                request: hold.request.clone(),
                 hold: Duration::from_millis(at_least.unwrap_or_default()),
                 by: "a slow request".into(),
                 dependency: None,
