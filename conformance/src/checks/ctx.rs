@@ -41,7 +41,33 @@ pub struct Ctx {
     temp_noted: bool,
 }
 
+/// How much earlier than its bound a timed answer may come (T5's queue timeout, B1's deadline):
+/// the checker's clock starts when it sends, a little before the service's.
+pub const EARLY: Duration = Duration::from_millis(5);
+
 impl Ctx {
+    /// Requires an answer `took` after its sending to come at `bound` (named `what` in the
+    /// failure: "the 4000 ms deadline"), no more than [`EARLY`] before it and no more than
+    /// `late` after it.
+    pub fn require_on_time(
+        &mut self,
+        label: &str,
+        took: Duration,
+        (bound, what): (Duration, &str),
+        late: Duration,
+    ) {
+        self.require(took + EARLY >= bound, || {
+            format!("{label}: timed out after {:.0} ms, before {what}", ms(took))
+        });
+        self.require(took <= bound + late, || {
+            format!(
+                "{label}: timed out after {:.0} ms, later than {what} and the {} ms tolerance",
+                ms(took),
+                late.as_millis()
+            )
+        });
+    }
+
     /// Adds a judged part's words to what the check expected and observed: after the parts
     /// judged before it (`; `), or alone when it is the first (a check that judges the
     /// reference surface and then what any contract declares, such as F2, B2 and B3).

@@ -20,9 +20,6 @@ use crate::remote::Target;
 /// How far past the deadline and its tolerance the request is held: an answer within the
 /// tolerance cannot be the hold's own end.
 const MARGIN: Duration = Duration::from_millis(500);
-/// How much earlier than the deadline an answer may come (the checker's clock starts before the
-/// request reaches the pool).
-const EARLY: Duration = Duration::from_millis(10);
 
 /// One pool B1 can judge: its deadline, the answer past it and the request held past it.
 pub(super) struct Deadlined<'c> {
@@ -97,21 +94,8 @@ async fn one(t: &Arc<Target>, c: &mut Ctx, pool: &Deadlined<'_>, late: Duration)
                 )
             });
             if right {
-                c.require(took + EARLY >= pool.deadline, || {
-                    format!(
-                        "{label}: timed out after {:.0} ms, before the {} ms deadline",
-                        ms(took),
-                        pool.deadline.as_millis()
-                    )
-                });
-                c.require(took <= pool.deadline + late, || {
-                    format!(
-                        "{label}: timed out after {:.0} ms, later than the {} ms deadline and the {} ms tolerance",
-                        ms(took),
-                        pool.deadline.as_millis(),
-                        late.as_millis()
-                    )
-                });
+                let what = format!("the {} ms deadline", pool.deadline.as_millis());
+                c.require_on_time(&label, took, (pool.deadline, &what), late);
             }
             let answered = format!(
                 "{}: answered {} after {:.0} ms",

@@ -32,8 +32,6 @@ pub const CHECK: Check = Check::clause(
 const FILL: Duration = Duration::from_millis(100);
 /// How much longer than the timeout and its tolerance the workers are held.
 const MARGIN: Duration = Duration::from_millis(400);
-/// How much sooner than the timeout an answer may come, for the two clocks' granularity.
-const EARLY: Duration = Duration::from_millis(5);
 
 /// T5 judges every pool whose queue timeout it can outlast with a held worker.
 fn applies(contract: &Contract) -> Result<(), String> {
@@ -135,22 +133,8 @@ async fn judge(t: &Arc<Target>, c: &mut Ctx, pool: &TimedPool<'_>, late: Duratio
                     pool.timeout.as_millis()
                 )
             }) {
-                c.require(took + EARLY >= pool.timeout, || {
-                    format!(
-                        "{label}: timed out after {:.0} ms, before the queue timeout of {} ms",
-                        ms(took),
-                        pool.timeout.as_millis()
-                    )
-                });
-                c.require(took <= pool.timeout + late, || {
-                    format!(
-                        "{label}: timed out after {:.0} ms, later than {} ms and the {} ms \
-                         tolerance",
-                        ms(took),
-                        pool.timeout.as_millis(),
-                        late.as_millis()
-                    )
-                });
+                let what = format!("the queue timeout of {} ms", pool.timeout.as_millis());
+                c.require_on_time(&label, took, (pool.timeout, &what), late);
             }
             format!(
                 "{}: answered {} after {:.0} ms",
