@@ -89,7 +89,7 @@ impl AppState {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let shutdown = CancellationToken::new();
-        let budget_mb = config.contract.upload().budget_mb;
+        let budget_mb = config.contract.upload_budget_mb();
         let upload_budget = UploadBudget::new(
             config
                 .components()

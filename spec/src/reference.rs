@@ -101,4 +101,10 @@ impl Contract {
     pub fn upload(&self) -> &Upload {
         self.upload.as_ref().expect(HELD_BY_THE_LOADER)
     }
+
+    /// The upload budget in MB, which a reference contract must declare. Only for a contract
+    /// that [declares `[api]`](Contract::is_reference).
+    pub fn upload_budget_mb(&self) -> u64 {
+        self.upload().budget_mb.expect(HELD_BY_THE_LOADER)
+    }
 }

@@ -270,7 +270,12 @@ impl Contract {
         }
         if let Some(u) = &self.upload {
             range("upload.read_timeout_ms", u.read_timeout_ms, 1, 86_400_000);
-            range("upload.budget_mb", u.budget_mb, 1, 1 << 24);
+            if let Some(budget) = u.budget_mb {
+                range("upload.budget_mb", budget, 1, 1 << 24);
+            }
+            if let Some(max) = u.max_body_bytes {
+                range("upload.max_body_bytes", max, 1, MAX_BODY_BYTES);
+            }
         }
         range("tolerances.trials", self.tolerances.trials.into(), 1, 100);
         out_of_range(ranges)
@@ -327,9 +332,12 @@ impl Contract {
     /// endpoint's `max_upload_bytes`) plus one largest upload being read must fit the upload
     /// budget: otherwise the budget, not the pools, would refuse requests the pools can take.
     fn upload_budget_violations(&self) -> Vec<Violation> {
+        // A budget left out is `upload_violations`' to name.
+        let Some(budget_mb) = self.upload().budget_mb else {
+            return Vec::new();
+        };
         let needed = self.upload_budget_floor_bytes();
-        let budget = self.upload().budget_mb.saturating_mul(1 << 20);
-        if budget >= needed {
+        if budget_mb.saturating_mul(1 << 20) >= needed {
             return Vec::new();
         }
         vec![violation(
@@ -337,7 +345,7 @@ impl Contract {
             format!(
                 "{} MB is below the bodies the pools can hold (workers + queue of both job \
                  pools at their max_upload_bytes) plus one largest upload: {} MB",
-                self.upload().budget_mb,
+                budget_mb,
                 needed.div_ceil(1 << 20)
             ),
         )]
@@ -1025,20 +1033,63 @@ impl Contract {
         out
     }
 
-    /// `[upload]` is the reference surface's: B5's budget and B1's upload timeout are judged
-    /// with the reference routes' bodies (their `max_upload_bytes`), which another service's
-    /// contract has no way to declare yet. Refused rather than left unjudged: a declared bound
-    /// no check reads would read as a promise kept.
+    /// `[upload]`: the reference surface's has its budget (B5) and answers with its own errors
+    /// on `api.digitize`; another service's names the request its bodies go to, the answers
+    /// by keys of `[refusals]`, and no budget (B5 fills one with the reference routes' bodies).
     fn upload_violations(&self) -> Vec<Violation> {
-        if self.upload.is_none() || self.is_reference() {
+        let Some(u) = &self.upload else {
             return Vec::new();
+        };
+        if self.is_reference() {
+            return reference_upload_violations(u);
         }
-        vec![violation(
-            "upload",
-            "is judged (B5, B1's upload timeout) with the reference API's upload routes alone; \
-             a contract without `[api]` cannot declare it yet"
-                .into(),
-        )]
+        let mut out = Vec::new();
+        if u.budget_mb.is_some() {
+            out.push(violation(
+                "upload.budget_mb",
+                "B5 fills the budget with the reference API's uploads; a contract without \
+                 `[api]` cannot declare one yet"
+                    .into(),
+            ));
+        }
+        match &u.request {
+            Some(request) => {
+                out.extend(recipe_violations("upload.request", request, SUCCESS));
+                let body = request.body().map_or(0, |b| b.len() as u64);
+                if u.max_body_bytes.is_some_and(|max| body > max) {
+                    out.push(violation(
+                        "upload.request.body",
+                        "is longer than `max_body_bytes`: the checker grows it to the limit".into(),
+                    ));
+                }
+            }
+            None => out.push(violation(
+                "upload",
+                "the checker sends its bodies to a route of the service: declare it as \
+                 `request` (its body is grown with trailing spaces)"
+                    .into(),
+            )),
+        }
+        for (field, key) in [
+            ("read_timeout_answer", &u.read_timeout_answer),
+            ("too_large", &u.too_large),
+        ] {
+            if let Some(key) = key.as_ref().filter(|k| !self.refusals.contains_key(*k)) {
+                out.push(violation(
+                    &format!("upload.{field}"),
+                    format!("`{key}` is not a key of [refusals]"),
+                ));
+            }
+        }
+        if u.max_body_bytes.is_some() != u.too_large.is_some() {
+            out.push(violation(
+                "upload.max_body_bytes",
+                "a largest body is `max_body_bytes` with its `too_large` answer (a key of \
+                 [refusals]), both or neither"
+                    .into(),
+            ));
+        }
+        out
     }
 
     /// Every override of a pool or a section names one scalar field of its table, and no
@@ -1124,6 +1175,38 @@ type Statuses = (std::ops::RangeInclusive<u16>, &'static str);
 
 /// A served request's: a success.
 const SUCCESS: Statuses = (200..=299, "a success status");
+
+/// The largest body an `[upload]` may declare: the checker sends one byte more, streamed, and
+/// a gigabyte is already seconds of a CI job.
+const MAX_BODY_BYTES: u64 = 1 << 30;
+
+/// The reference surface's `[upload]`: its budget, and none of another service's fields (its
+/// route is `api.digitize`, its answers are its errors, its largest bodies `max_upload_bytes`).
+fn reference_upload_violations(u: &crate::model::Upload) -> Vec<Violation> {
+    let mut out = Vec::new();
+    if u.budget_mb.is_none() {
+        out.push(violation(
+            "upload.budget_mb",
+            "the reference server holds its bodies within a budget: declare it".into(),
+        ));
+    }
+    for (field, set) in [
+        ("request", u.request.is_some()),
+        ("read_timeout_answer", u.read_timeout_answer.is_some()),
+        ("max_body_bytes", u.max_body_bytes.is_some()),
+        ("too_large", u.too_large.is_some()),
+    ] {
+        if set {
+            out.push(violation(
+                &format!("upload.{field}"),
+                "the reference surface's uploads are `api.digitize`'s, answered with its errors; \
+                 this field is for another service's contract"
+                    .into(),
+            ));
+        }
+    }
+    out
+}
 
 /// A bad request's: a client error.
 const CLIENT_ERROR: Statuses = (400..=499, "a client error status (400-499)");

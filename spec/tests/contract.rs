@@ -30,7 +30,7 @@ fn embedded_contract_is_valid_and_carries_the_seed_values() {
     assert_eq!(c.cancellation().stop_within_ms, 1000);
     assert_eq!(c.connections().head_timeout_ms, 10_000);
     assert_eq!(c.connections().max_connections, Some(512));
-    assert_eq!(c.upload().budget_mb, 1024);
+    assert_eq!(c.upload_budget_mb(), 1024);
     assert_eq!(c.pools["relay"].workers, 8);
     assert_eq!(c.pools["relay"].queue.capacity.places(), None);
     assert_eq!(c.retry_after().header, "Retry-After");
@@ -695,8 +695,7 @@ fn a_claim_is_refused_unless_the_checker_can_ask_for_it() {
 }
 
 /// A service's connection bounds (`[connections]`, B4) name the request a connection the checker
-/// keeps asks; the reference's asks `api.healthz` and declares its cap. `[upload]` is the
-/// reference's alone: no check could judge another service's.
+/// keeps asks; the reference's asks `api.healthz` and declares its cap.
 #[test]
 fn connection_bounds_are_refused_unless_b4_can_judge_them() {
     let second = include_str!("../../examples/rust-service/contract.toml");
@@ -707,10 +706,6 @@ fn connection_bounds_are_refused_unless_b4_can_judge_them() {
     let unaskable = "max_connections = 256\nrequest = { method = \"GET\", path = \"healthz\" }\n";
     let msg = refused(&second.replacen(request, unaskable, 1));
     assert!(msg.contains("connections.request.path"), "{msg}");
-    let msg = refused(&format!(
-        "{second}\n[upload]\nread_timeout_ms = 1000\nbudget_mb = 64\n"
-    ));
-    assert!(msg.contains("upload routes alone"), "{msg}");
     let reference = include_str!("../contract.toml");
     let cap = "max_connections = 512\n";
     assert!(reference.contains(cap));
@@ -719,6 +714,59 @@ fn connection_bounds_are_refused_unless_b4_can_judge_them() {
     let asked = "max_connections = 512\nrequest = { method = \"GET\", path = \"/healthz\" }\n";
     let msg = refused(&reference.replacen(cap, asked, 1));
     assert!(msg.contains("ask `api.healthz`"), "{msg}");
+}
+
+/// Another service's `[upload]` names the request its bodies go to, its answers by keys of
+/// `[refusals]` and a largest body with its answer or neither; the budget (B5) and those fields
+/// are each the reference's or the other's alone.
+#[test]
+fn an_upload_is_refused_unless_its_checks_can_judge_it() {
+    let second = include_str!("../../examples/rust-service/contract.toml");
+    let max = "max_body_bytes = 65536\n";
+    assert!(second.contains(max));
+    let msg = refused(&second.replacen(max, "max_body_bytes = 65536\nbudget_mb = 64\n", 1));
+    assert!(
+        msg.contains("upload.budget_mb") && msg.contains("B5 fills"),
+        "{msg}"
+    );
+    let msg = refused(&second.replacen(max, "", 1));
+    assert!(
+        msg.contains("upload.max_body_bytes") && msg.contains("both or neither"),
+        "{msg}"
+    );
+    let msg = refused(&second.replacen(max, "max_body_bytes = 4\n", 1));
+    assert!(
+        msg.contains("upload.request.body") && msg.contains("longer"),
+        "{msg}"
+    );
+    let msg = refused(&second.replacen(max, "max_body_bytes = 1099511627776\n", 1));
+    assert!(msg.contains("upload.max_body_bytes"), "{msg}");
+    let answer = "read_timeout_answer = \"body_timeout\"\n";
+    assert!(second.contains(answer));
+    let msg = refused(&second.replacen(answer, "read_timeout_answer = \"slow\"\n", 1));
+    assert!(msg.contains("`slow` is not a key of [refusals]"), "{msg}");
+    let request = second
+        .lines()
+        .find(|l| {
+            l.starts_with("request = { method = \"POST\", path = \"/reports\"")
+                && !l.contains("status")
+        })
+        .unwrap();
+    let msg = refused(&second.replacen(&format!("{request}\n"), "", 1));
+    assert!(msg.contains("declare it as `request`"), "{msg}");
+    let reference = include_str!("../contract.toml");
+    let budget = "budget_mb = 1024\n";
+    assert!(reference.contains(budget));
+    let msg = refused(&reference.replacen(budget, "", 1));
+    assert!(
+        msg.contains("upload.budget_mb") && msg.contains("declare it"),
+        "{msg}"
+    );
+    let msg = refused(&reference.replacen(budget, "budget_mb = 1024\nmax_body_bytes = 10\n", 1));
+    assert!(
+        msg.contains("upload.max_body_bytes") && msg.contains("another service"),
+        "{msg}"
+    );
 }
 
 /// A pool's `failure` (F1) is one the checker can provoke: the pool is held by a dependency the

@@ -676,7 +676,8 @@ fn docs_renders_any_contract_with_what_check_judges_of_it() {
         "| `api` | `GET /api` | 5/s | 3 | `delay` | per client address | `rate_limited` |",
         "Refusal `rate_limited`: 429 with a body containing `\"<title>429 Too Many Requests</title>\"`, no hint, its connection kept.",
         "| T4 | Rate limit | judged |",
-        "| B1 | Deadline | not applicable: the contract declares no deadline the checker can hold",
+        "| B1 | Deadline | judged |",
+        "| B2 | Memory cap | not applicable: the contract declares no request over a memory cap",
     ] {
         assert!(text.contains(line), "{line:?} not in:\n{text}");
     }

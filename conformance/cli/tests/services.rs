@@ -101,6 +101,10 @@ struct Conf {
     conn_key: &'static str,
     /// Directives of the server block in place of nginx's own error pages (empty: nginx's).
     error_page: &'static str,
+    /// `client_max_body_size` of /upload.
+    body_max: &'static str,
+    /// `client_body_timeout` of /upload.
+    body_timeout: &'static str,
 }
 
 /// What examples/nginx/contract.toml says.
@@ -116,6 +120,8 @@ const AS_CONTRACTED: Conf = Conf {
     req_key: "$binary_remote_addr",
     conn_key: "$server_name",
     error_page: "",
+    body_max: "64k",
+    body_timeout: "2s",
 };
 
 /// nginx from the example's configuration with `conf`'s values, in front of `upstream`.
@@ -142,6 +148,8 @@ fn nginx(dir: &Path, conf: Conf, upstream: &str) -> (Process, String) {
         .replace("@REQ_KEY@", conf.req_key)
         .replace("@CONN_KEY@", conf.conn_key)
         .replace("@ERROR_PAGE@", conf.error_page)
+        .replace("@BODY_MAX@", conf.body_max)
+        .replace("@BODY_TIMEOUT@", conf.body_timeout)
         .replace("@UPSTREAM@", upstream)
         .replace("@PORT@", &port.to_string());
     (
@@ -313,8 +321,25 @@ fn nginx_passes_its_own_contract_and_every_clause_it_does_not_declare_is_not_app
             .contains("no connection cap declared: not judged"),
         "{b4}"
     );
+    let f2 = verdict(&report, "F2");
+    assert_eq!(f2["verdict"], "pass", "{f2}");
+    assert!(
+        f2["observed"].as_str().unwrap().contains(
+            "`POST /upload`: 65536 with its Content-Length 200, 65537 with its Content-Length 413, 65537 chunked 413"
+        ),
+        "{f2}"
+    );
+    let b1 = verdict(&report, "B1");
+    assert_eq!(b1["verdict"], "pass", "{b1}");
+    assert!(
+        b1["observed"]
+            .as_str()
+            .unwrap()
+            .contains("stalled body closed unanswered after"),
+        "{b1}"
+    );
     for result in report["results"].as_array().unwrap() {
-        if ["T1", "T3", "T4", "T6", "B4"].contains(&result["id"].as_str().unwrap()) {
+        if ["T1", "T3", "T4", "T6", "B1", "B4", "F2"].contains(&result["id"].as_str().unwrap()) {
             continue;
         }
         assert_eq!(result["verdict"], "not_applicable", "{result}");
@@ -461,6 +486,59 @@ fn nginx_with_a_longer_header_timeout_fails_b4() {
             .contains("a silent connection was still open 2800 ms later"),
         "{b4}"
     );
+}
+
+/// nginx taking bodies twice the size its contract declares (`client_max_body_size 128k`) fails
+/// F2: the body one byte over the declared largest is served.
+#[test]
+fn nginx_with_a_larger_body_size_fails_f2() {
+    let conf = Conf {
+        body_max: "128k",
+        ..AS_CONTRACTED
+    };
+    let f2 = nginx_variant_fails(conf, "F2");
+    assert!(
+        f2["reason"]
+            .as_str()
+            .unwrap()
+            .contains("a body of 65537 bytes, with its Content-Length, over the 65536-byte largest body: answered 200, not the refusal's 413"),
+        "{f2}"
+    );
+}
+
+/// nginx waiting twice as long for a stalled body (`client_body_timeout 4s`) fails B1: the
+/// connection is closed later than the contract's timeout and its tolerance.
+#[test]
+fn nginx_with_a_longer_body_timeout_fails_b1() {
+    let conf = Conf {
+        body_timeout: "4s",
+        ..AS_CONTRACTED
+    };
+    let b1 = nginx_variant_fails(conf, "B1");
+    assert!(
+        b1["reason"]
+            .as_str()
+            .unwrap()
+            .contains("later than the 2000 ms read timeout and the 300 ms tolerance"),
+        "{b1}"
+    );
+}
+
+/// nginx configured as `conf`, checked with its contract for `clause` alone: the run fails, and
+/// so does the clause. Returns the clause's result.
+fn nginx_variant_fails(conf: Conf, clause: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let (_nginx, url) = nginx(&dir.path().join("nginx"), conf, &slow_upstream());
+    let (code, report) = check_with(
+        dir.path(),
+        &url,
+        &example("contract.toml"),
+        &["--only", clause],
+    );
+    let result = verdict(&report, clause).clone();
+    assert_eq!(code, Some(1), "{result}");
+    assert_eq!(result["verdict"], "fail", "{result}");
+    result
 }
 
 /// The nginx contract with its `slow` pool limited per client address, as a team whose nginx
@@ -678,7 +756,9 @@ fn the_second_service_passes_its_own_contract() {
     let b1 = verdict(&report, "B1")["observed"].to_string();
     assert!(
         b1.contains("lookup: answered 504 after")
-            && b1.contains("temp folder empty; served again after: 200"),
+            && b1.contains("temp folder empty; served again after: 200")
+            && b1.contains("stalled body answered 408 after")
+            && b1.contains("; served after: 200"),
         "{b1}"
     );
     let f1 = verdict(&report, "F1")["observed"].to_string();
@@ -724,7 +804,7 @@ fn the_second_service_passes_its_own_contract() {
         verdict(&report, "F2")["observed"]
             .as_str()
             .unwrap()
-            .contains("3 of 3 declared bad requests answered as declared"),
+            .contains("3 of 3 declared bad requests answered as declared; `POST /reports`: 65536 with its Content-Length 200, 65537 with its Content-Length 413, 65537 chunked 413"),
         "{}",
         verdict(&report, "F2")
     );
@@ -771,6 +851,46 @@ fn the_second_service_without_its_lookup_deadline_fails_b1() {
     let why = verdict(&report, "B1")["reason"].to_string();
     assert!(
         why.contains("answered 200 after") && why.contains("not the deadline's answer"),
+        "{why}"
+    );
+}
+
+/// The second service taking report bodies twice the size its contract declares fails F2: the
+/// body one byte over the declared largest is served, declared or chunked.
+#[test]
+fn the_second_service_taking_larger_bodies_fails_f2() {
+    let config = plimsoll_example_service::Config {
+        report_bodies: plimsoll_example_service::Bodies {
+            max_bytes: 128 * 1024,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let report = breaks("bodies of 128 KiB taken", config, &["F2"]);
+    let why = verdict(&report, "F2")["reason"].to_string();
+    assert!(
+        why.contains(
+            "a body of 65537 bytes, chunked, over the 65536-byte largest body: answered 200"
+        ),
+        "{why}"
+    );
+}
+
+/// The second service without a read timeout for report bodies never ends a stalled one: B1
+/// fails, saying the checker gave up.
+#[test]
+fn the_second_service_without_a_body_read_timeout_fails_b1() {
+    let config = plimsoll_example_service::Config {
+        report_bodies: plimsoll_example_service::Bodies {
+            read_timeout: None,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let report = breaks("no body read timeout", config, &["B1"]);
+    let why = verdict(&report, "B1")["reason"].to_string();
+    assert!(
+        why.contains("not ended within 4300 ms (the checker gave up)"),
         "{why}"
     );
 }

@@ -9,6 +9,7 @@ pub mod ctx;
 pub mod pool;
 pub mod refusal;
 pub mod registry;
+pub(crate) mod upload;
 
 pub mod api;
 pub mod bounds;

@@ -378,6 +378,22 @@ impl Target {
         recipe: &plimsoll_spec::model::Recipe,
         limit: Duration,
     ) -> Result<Reply, RequestError> {
+        let mut request = self.recipe_head(client, recipe, limit)?;
+        let body = recipe.body().map_err(RequestError::Recipe)?;
+        if recipe.body.is_some() || recipe.body_file.is_some() {
+            request = request.body(body.into_owned());
+        }
+        self.send(request, Op::Other).await
+    }
+
+    /// `recipe`'s method, path and headers from `client`, giving up after `limit`; its body is
+    /// the caller's (a recipe as written, or an upload grown from it).
+    pub fn recipe_head(
+        &self,
+        client: &reqwest::Client,
+        recipe: &plimsoll_spec::model::Recipe,
+        limit: Duration,
+    ) -> Result<reqwest::RequestBuilder, RequestError> {
         let method = reqwest::Method::from_bytes(recipe.method.as_bytes())
             .map_err(|e| RequestError::Recipe(format!("method `{}`: {e}", recipe.method)))?;
         let mut request = client
@@ -386,11 +402,7 @@ impl Target {
         for (name, value) in &recipe.headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        let body = recipe.body().map_err(RequestError::Recipe)?;
-        if recipe.body.is_some() || recipe.body_file.is_some() {
-            request = request.body(body.into_owned());
-        }
-        self.send(request, Op::Other).await
+        Ok(request)
     }
 
     /// Sends, reads the whole reply, and validates it.

@@ -3,7 +3,9 @@
 //! `GET /search` (two workers, no queue, refusing `429` with a small JSON body and
 //! `Retry-After: 1`; a bad query refused `400` with `{"code":"invalid_query"}` before it takes
 //! a worker), `POST /reports` (one worker and a queue of three started newest first,
-//! LIFO, refusing `503` with plain text when full or after two seconds' wait) and `GET /tenant` (one worker for each `X-Api-Key`
+//! LIFO, refusing `503` with plain text when full or after two seconds' wait; its body read
+//! before it takes a worker, at most 64 KiB, else `413`, and answered `408` when it stalls for
+//! two seconds) and `GET /tenant` (one worker for each `X-Api-Key`
 //! value, so one tenant's saturation never refuses another's) — and a rate limit, `GET /quota`
 //! (five a second for each `X-Api-Key` value, a burst of two more served at once, the rest
 //! refused `429` with `Retry-After: 1`: a keyed token bucket of `governor`'s, its answers
@@ -25,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod body;
 mod connections;
 mod error_log;
 mod lookup;
@@ -52,6 +55,7 @@ use plimsoll_tower::HoldLayer;
 use admission::Pool;
 use refusal::Refusal;
 
+pub use body::Bodies;
 pub use connections::Bounds;
 pub use error_log::ErrorLines;
 /// The status type of [`Config::search_refusal`].
@@ -155,6 +159,8 @@ pub struct Config {
     pub claim: Option<String>,
     /// Its connections' head timeout and cap.
     pub connections: Bounds,
+    /// How `/reports`' bodies are read: at most 64 KiB, none stalled for two seconds.
+    pub report_bodies: Bodies,
 }
 
 impl Default for Config {
@@ -199,6 +205,7 @@ impl Default for Config {
                 head_timeout: Some(std::time::Duration::from_secs(2)),
                 max_connections: Some(256),
             },
+            report_bodies: Bodies::default(),
         }
     }
 }
@@ -318,7 +325,11 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
                     (pools.reports, timed),
                     admit,
                 ))
-                .layer(middleware::from_fn_with_state(cap, memory::estimate)),
+                .layer(middleware::from_fn_with_state(cap, memory::estimate))
+                .layer(middleware::from_fn_with_state(
+                    config.report_bodies,
+                    body::read,
+                )),
         );
     let router = if config.close_after_refusal {
         router.layer(middleware::map_response(refusal::close_connection))

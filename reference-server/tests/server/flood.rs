@@ -110,7 +110,7 @@ async fn b5_a_flood_of_stalled_uploads_stays_within_the_upload_budget() {
         .await,
     );
     let contract = &s.state().config.contract;
-    let budget = contract.upload().budget_mb << 20;
+    let budget = contract.upload_budget_mb() << 20;
     let limit = contract.api().export.max_upload_bytes;
     let addr = s.server.server().addr;
     let before = rss_bytes();

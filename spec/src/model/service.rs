@@ -887,17 +887,42 @@ pub struct Connections {
     pub overrides: Vec<Override>,
 }
 
-/// `[upload]`: request bodies, read before admission (B1's upload timeout) and held within a
-/// budget (B5).
+/// `[upload]`: request bodies, read within a time (B1's upload timeout), held within a budget
+/// (B5, the reference surface's), and for another service sent to a route of its own with a
+/// largest size (F2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Upload {
-    /// A body that has not fully arrived within this time of its head is answered
-    /// `upload_timeout` and never holds a worker (B1).
+    /// A body that stops arriving is ended this long after its last byte (the reference's
+    /// timer is a total one: within this time of its head): answered `upload_timeout` by the
+    /// reference surface and never holding a worker, `read_timeout_answer` or a closed
+    /// connection by another service (B1).
     pub read_timeout_ms: u64,
     /// Bodies being read, queued or running, all requests together; an upload that would go
-    /// past it is refused before its body is read (B5).
-    pub budget_mb: u64,
+    /// past it is refused before its body is read (B5). The reference surface's, which it must
+    /// declare: B5 fills it with the reference routes' bodies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_mb: Option<u64>,
+    /// The request whose body the checker grows and stalls: its route, headers and status; its
+    /// body, followed by spaces (trailing whitespace, which JSON and text ignore) up to the size
+    /// a trial needs. Required in a contract without the reference surface, whose uploads are
+    /// `api.digitize`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Recipe>,
+    /// What a body stalled past `read_timeout_ms` is answered: a key of `[refusals]`. None: the
+    /// connection is closed unanswered (nginx's `client_body_timeout`). Another service's only;
+    /// the reference surface answers `upload_timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_timeout_answer: Option<String>,
+    /// The largest body `request`'s route takes: one of this size is served with the request's
+    /// status, one a byte larger is answered `too_large`, with a `Content-Length` or chunked
+    /// (F2). Another service's only; the reference surface's are `api.*.max_upload_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_body_bytes: Option<u64>,
+    /// What a body over `max_body_bytes` is answered: a key of `[refusals]`. With
+    /// `max_body_bytes`, both or neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub too_large: Option<String>,
     /// Environment variables that replace a field at deployment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,
@@ -946,7 +971,8 @@ pub fn judged_by(path: &str, relay_pool: bool) -> Option<ClauseId> {
             ..,
         ] => Some(ClauseId::T4),
         ["connections", "head_timeout_ms" | "max_connections"] => Some(ClauseId::B4),
-        ["upload", "read_timeout_ms"] => Some(ClauseId::B1),
+        ["upload", "read_timeout_ms" | "read_timeout_answer"] => Some(ClauseId::B1),
+        ["upload", "max_body_bytes" | "too_large"] => Some(ClauseId::F2),
         ["upload", "budget_mb"] => Some(ClauseId::B5),
         _ => None,
     }

@@ -352,14 +352,45 @@ fn refusals_and_bounds(md: &mut String, contract: &Contract) {
         ));
     }
     if let Some(u) = &contract.upload {
-        bounds.push(format!(
-            "Uploads: read within {} ms, {} MB of bodies held at once.",
-            u.read_timeout_ms, u.budget_mb
-        ));
+        bounds.push(upload_bounds(contract, u));
     }
     if !bounds.is_empty() {
         let _ = writeln!(md, "{}\n", bounds.join(" "));
     }
+}
+
+/// The `[upload]` section in a sentence: what a stalled body gets, the largest body and what one
+/// larger gets, the budget.
+fn upload_bounds(contract: &Contract, u: &crate::model::Upload) -> String {
+    let answer = |key: &Option<String>| match key.as_deref() {
+        Some(key) => format!("answered as refusal `{key}`"),
+        None => "its connection closed unanswered".to_owned(),
+    };
+    let mut words = if contract.is_reference() {
+        format!(
+            "Uploads: a body not read within {} ms of its head is answered `upload_timeout`.",
+            u.read_timeout_ms
+        )
+    } else {
+        format!(
+            "Uploads: a body that sends nothing for {} ms is ended, {}.",
+            u.read_timeout_ms,
+            answer(&u.read_timeout_answer)
+        )
+    };
+    if let (Some(max), Some(request)) = (u.max_body_bytes, &u.request) {
+        let _ = write!(
+            words,
+            " `{} {}` takes bodies of at most {max} bytes, a larger one {}.",
+            request.method,
+            request.path,
+            answer(&u.too_large)
+        );
+    }
+    if let Some(budget) = u.budget_mb {
+        let _ = write!(words, " {budget} MB of bodies held at once.");
+    }
+    words
 }
 
 /// `## Error codes`: the error body's shape and every code with its status.

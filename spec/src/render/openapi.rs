@@ -255,7 +255,7 @@ impl<'a> Parts<'a> {
             "pool": pool.as_str(),
             "declaration": contract.pool_spec(pool),
             "refusal": contract.refusal(pool),
-            "upload": { "read_timeout_ms": contract.upload().read_timeout_ms, "budget_mb": contract.upload().budget_mb },
+            "upload": { "read_timeout_ms": contract.upload().read_timeout_ms, "budget_mb": contract.upload_budget_mb() },
             "F1": c.f1.value,
             "F2": c.f2.value,
             "F3": c.f3.value,

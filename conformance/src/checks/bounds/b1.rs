@@ -1,7 +1,8 @@
 //! B1: the contract's timeout status at the deadline (counted from admission, queue time
 //! included), naming the stage, with the slot back and the temp files gone; and a stalled
 //! upload answered by its own read timeout without ever holding a worker slot. For any
-//! contract, each pool's declared deadline and its answer ([`super::deadline`]).
+//! contract, each pool's declared deadline and its answer ([`super::deadline`]), and its
+//! upload's read timeout ([`super::stalled_body`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,7 +40,10 @@ pub const CHECK: Check = Check::clause(
      outlast it (its hook, or a dependency the checker plays): one request held half a second \
      past the deadline and its tolerance must get the declared answer no earlier than the \
      deadline and no later than the tolerance after it, and the pool's request must then be \
-     served.",
+     served. Where its `[upload]` declares a read timeout, a body of its request that stops \
+     after a prefix must be ended as declared (its `read_timeout_answer`, or the connection \
+     closed unanswered) no earlier than the timeout and no later than the tolerance after it, \
+     and the request sent whole must then be served.",
     |t, c| Box::pin(b1(t, c)),
 )
 .applies_when(applies)
@@ -428,10 +432,10 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
 fn applies(contract: &Contract) -> Result<(), String> {
     reference_or_declared(
         contract,
-        !super::deadline::deadlined(contract).is_empty(),
+        !super::deadline::deadlined(contract).is_empty() || super::stalled_body::applies(contract),
         "the contract declares no deadline the checker can hold a request past \
          (`pools.NAME.deadline_ms` with its `deadline_answer`, for a pool held by a hook or a \
-         dependency) and no reference API (`[api]`)",
+         dependency), no upload read timeout (`[upload]`) and no reference API (`[api]`)",
     )
 }
 
@@ -439,11 +443,14 @@ async fn b1(t: &Arc<Target>, c: &mut Ctx) {
     if t.expected.is_reference() {
         reference_deadlines(t, c).await;
     }
-    if super::deadline::deadlined(&t.expected).is_empty() {
-        return;
+    if !super::deadline::deadlined(&t.expected).is_empty() {
+        let part = super::deadline::judge(t, c).await;
+        c.add_part(part);
     }
-    let part = super::deadline::judge(t, c).await;
-    c.add_part(part);
+    if super::stalled_body::applies(&t.expected) {
+        let part = super::stalled_body::judge(t, c).await;
+        c.add_part(part);
+    }
 }
 
 /// The reference surface: held stages past both pools' deadlines, queue time included, and a

@@ -138,7 +138,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
     let Some(plan) = plan(t, c) else { return };
     c.expected = format!(
         "with {} MB of uploads stalled ({} of them chunked), a {}-byte upload refused {overloaded} within {} ms before its body; a small digitize 200; afterwards the same upload admitted",
-        t.expected.upload().budget_mb - 1,
+        t.expected.upload_budget_mb() - 1,
         plan.chunked.unwrap_or(0) >> 20,
         plan.large,
         refusal.as_millis()
@@ -184,7 +184,7 @@ async fn b5(t: &Arc<Target>, c: &mut Ctx) {
 /// The uploads that fill the budget, or `None` (the check skipped, saying why) when the target
 /// or the adopted values leave no way to fill it here.
 fn plan(t: &Target, c: &mut Ctx) -> Option<Plan> {
-    let budget = t.expected.upload().budget_mb << 20;
+    let budget = t.expected.upload_budget_mb() << 20;
     let (digitize, export) = (&t.expected.api().digitize, &t.expected.api().export);
     let large = digitize.max_upload_bytes;
     let Some((addr, host)) = t.raw_address() else {
@@ -373,7 +373,7 @@ fn judge_memory(t: &Target, c: &mut Ctx, before: Option<u64>, held: Option<u64>)
             ProcessSource::Unavailable(why) => format!("memory not read: {why}"),
         };
     };
-    let budget = t.expected.upload().budget_mb << 20;
+    let budget = t.expected.upload_budget_mb() << 20;
     let grew = held.saturating_sub(before);
     c.require(grew <= budget + MEMORY_ALLOWANCE, || {
         format!(

@@ -10,4 +10,5 @@ pub mod b5;
 mod deadline;
 mod disconnect;
 mod over_cap;
+mod stalled_body;
 mod trickle;

@@ -32,7 +32,10 @@ pub const CHECK: Check = Check::clause(
      around its tokens, `+`, leading zeros and an empty directive, or whose integer parameter is \
      spelt `6.0`, `6e0` or ` +6`, must be answered 200. For any contract, each bad request a \
      pool declares (`pools.NAME.bad_requests`) is sent as written and must get its declared \
-     status, and its code at its JSON Pointer when one is declared.",
+     status, and its code at its JSON Pointer when one is declared; and where its `[upload]` \
+     declares a largest body (`max_body_bytes`), the upload's request grown with trailing \
+     spaces to exactly that size must be served with the request's status, and one byte \
+     larger must get the `too_large` answer, sent with a `Content-Length` and sent chunked.",
     |t, c| Box::pin(f2(t, c)),
 )
 .applies_when(applies)
@@ -49,9 +52,10 @@ pub const CHECK: Check = Check::clause(
 fn applies(contract: &Contract) -> Result<(), String> {
     reference_or_declared(
         contract,
-        !super::declared::declared(contract).is_empty(),
-        "the contract declares no bad request (`[[pools.NAME.bad_requests]]`) and no reference \
-         API (`[api]`, whose bad inputs the checker builds)",
+        !super::declared::declared(contract).is_empty() || super::body_size::applies(contract),
+        "the contract declares no bad request (`[[pools.NAME.bad_requests]]`), no largest body \
+         (`upload.max_body_bytes`) and no reference API (`[api]`, whose bad inputs the checker \
+         builds)",
     )
 }
 
@@ -143,11 +147,14 @@ async fn f2(t: &Arc<Target>, c: &mut Ctx) {
     if t.expected.is_reference() {
         reference_inputs(t, c).await;
     }
-    if super::declared::declared(&t.expected).is_empty() {
-        return;
+    if !super::declared::declared(&t.expected).is_empty() {
+        let part = super::declared::judge(t, c).await;
+        c.add_part(part);
     }
-    let part = super::declared::judge(t, c).await;
-    c.add_part(part);
+    if super::body_size::applies(&t.expected) {
+        let part = super::body_size::judge(t, c).await;
+        c.add_part(part);
+    }
 }
 
 /// The bad inputs the checker builds for the reference surface, and the acceptable variations

@@ -1,6 +1,7 @@
 //! Failure semantics (F1–F4): what a failing stage answers, one code per kind of bad input,
 //! one log line per error, and a request id on everything.
 
+mod body_size;
 mod declared;
 pub mod f1;
 pub mod f2;
