@@ -756,7 +756,7 @@ fn the_second_service_passes_its_own_contract() {
     let b1 = verdict(&report, "B1")["observed"].to_string();
     assert!(
         b1.contains("lookup: answered 504 after")
-            && b1.contains("temp folder empty; served again after: 200")
+            && b1.contains("temp folder empty; served again after: 200; 3 at once, all calling together, 3 served")
             && b1.contains("stalled body answered 408 after")
             && b1.contains("; served after: 200"),
         "{b1}"
@@ -765,7 +765,7 @@ fn the_second_service_passes_its_own_contract() {
     assert!(
         f1.contains("lookup: a failed call to LOOKUP_URL at ")
             && f1.contains(
-                " answered 502 after 1 call(s), temp folder empty; served again after: 200"
+                " answered 502 after 1 call(s), temp folder empty; served again after: 200; 3 at once, all calling together, 3 served"
             ),
         "{f1}"
     );
@@ -788,7 +788,11 @@ fn the_second_service_passes_its_own_contract() {
         verdict(&report, "B3")["observed"]
             .as_str()
             .unwrap()
-            .starts_with("lookup, leaving at once: the call closed after"),
+            .starts_with("lookup, leaving at once: the call closed after")
+            && verdict(&report, "B3")["observed"]
+                .as_str()
+                .unwrap()
+                .contains(" ms, temp folder empty; lookup, leaving "),
         "{}",
         verdict(&report, "B3")
     );
@@ -831,12 +835,44 @@ fn the_second_service_passes_its_own_contract() {
 #[test]
 fn the_second_service_leaving_a_failed_lookup_s_temp_file_fails_f1() {
     let config = plimsoll_example_service::Config {
-        leak_temp_on_failure: true,
+        temp_leak: plimsoll_example_service::TempLeak::OnFailure,
         ..Default::default()
     };
     let report = breaks("a failed lookup's temp file kept", config, &["F1"]);
     let why = verdict(&report, "F1")["reason"].to_string();
     assert!(why.contains("temp files left: [\\\".tmp"), "{why}");
+}
+
+/// The second service answering a failed lookup as contracted but never giving its worker back
+/// fails F1: after the failure, three lookups at once find two workers.
+#[test]
+fn the_second_service_losing_a_worker_on_a_failed_lookup_fails_f1() {
+    let config = plimsoll_example_service::Config {
+        lookup_on_failure: plimsoll_example_service::OnFailure::LosesWorker,
+        ..Default::default()
+    };
+    let report = breaks("a failed lookup's worker lost", config, &["F1"]);
+    let why = verdict(&report, "F1")["reason"].to_string();
+    assert!(
+        why.contains("lookup: every worker after the failure: 3 requests sent at once did not all call LOOKUP_URL"),
+        "{why}"
+    );
+}
+
+/// The second service leaving a lookup's spooled file behind when its client goes away fails B3,
+/// naming the file: the call closed within the bound, the file did not go with it.
+#[test]
+fn the_second_service_leaving_a_dropped_lookup_s_temp_file_fails_b3() {
+    let config = plimsoll_example_service::Config {
+        temp_leak: plimsoll_example_service::TempLeak::OnDisconnect,
+        ..Default::default()
+    };
+    let report = breaks("a dropped lookup's temp file kept", config, &["B3"]);
+    let why = verdict(&report, "B3")["reason"].to_string();
+    assert!(
+        why.contains("lookup, leaving at once: temp files left: [\\\".tmp"),
+        "{why}"
+    );
 }
 
 /// The second service without its lookup deadline serves a lookup held past it: B1 fails,

@@ -116,7 +116,7 @@ impl HeldRequest {
 
     /// `hold`'s request, held for `least` by the checker answering the service's call to `d`
     /// that late.
-    fn by_dependency(
+    pub fn by_dependency(
         hold: &plimsoll_spec::model::Hold,
         d: &plimsoll_spec::model::DependencyHold,
         least: Duration,
@@ -680,6 +680,104 @@ pub fn declared_temp_left(t: &Target, c: &mut Ctx, label: &str) -> Option<String
             declared.env
         ),
     })
+}
+
+/// `recipe` sent once more after a trial (a failure, a cut, a stalled body), giving up after
+/// `limit`: it must be answered its own status. Returns the status, or "no answer".
+pub async fn served_again(
+    t: &Target,
+    c: &mut Ctx,
+    label: &str,
+    recipe: &plimsoll_spec::model::Recipe,
+    limit: Duration,
+) -> String {
+    match t.send_recipe(recipe, limit).await {
+        Ok(reply) => {
+            c.reply(t, label, &reply);
+            c.require(reply.status == recipe.status, || {
+                format!("{label} answered {}, not {}", reply.status, recipe.status)
+            });
+            reply.status.to_string()
+        }
+        Err(e) => {
+            c.fail(format!("{label}: {e}"));
+            "no answer".to_owned()
+        }
+    }
+}
+
+/// How long each of [`every_worker_calls`]' requests is held: long enough for all of them to
+/// reach the dependency together, short enough to be a fraction of any check.
+const EVERY_WORKER_HOLD: Duration = Duration::from_millis(600);
+
+/// Every worker of a pool held by a dependency the checker plays takes a request again (after a
+/// failed call, a cut deadline): as many requests as the pool has workers, sent at once and held
+/// at the dependency, must all be calling it together within two seconds, then each be served.
+/// A failure path that lost a worker (a permit never given back) leaves a call short, the last
+/// request waiting. None for a pool held otherwise, whose running requests the checker cannot
+/// count from its own end.
+pub async fn every_worker_calls(
+    t: &Arc<Target>,
+    c: &mut Ctx,
+    label: &str,
+    spec: &plimsoll_spec::model::PoolSpec,
+) -> Option<String> {
+    let hold = spec.hold.as_ref()?;
+    let declared = hold.dependency.as_ref()?;
+    let dependency = match t.dependencies.get(declared).await {
+        Ok(d) => d,
+        Err(e) => {
+            c.fail(format!("{label}: {e}"));
+            return Some("every worker: not judged".into());
+        }
+    };
+    let workers = spec.workers as usize;
+    let held = HeldRequest::by_dependency(hold, declared, EVERY_WORKER_HOLD);
+    let tasks: Vec<_> = (0..workers)
+        .map(|_| spawn_held(t, &held, Duration::from_secs(10)))
+        .collect();
+    let together = dependency
+        .wait_calls(Duration::from_secs(2), |n| n >= workers)
+        .await;
+    let mut served = 0;
+    for answer in join_all(tasks).await {
+        match answer {
+            Ok(reply) if reply.status == held.request.status => served += 1,
+            Ok(reply) => c.fail(format!(
+                "{label}: one of {workers} requests at once answered {}, not {}",
+                reply.status, held.request.status
+            )),
+            Err(e) => c.fail(format!("{label}: one of {workers} requests at once: {e}")),
+        }
+    }
+    if together.is_err() {
+        c.fail(format!(
+            "{label}: {workers} requests sent at once did not all call {} together within 2000 \
+             ms: a worker did not come back",
+            dependency.name()
+        ));
+    }
+    let at_once = if together.is_ok() { "all" } else { "not all" };
+    Some(format!(
+        "{workers} at once, {at_once} calling together, {served} served"
+    ))
+}
+
+/// [`declared_temp_left`] once the folder has had until `by` to empty: a file removed as its
+/// work stops (a dropped handler's) races the checker's look by microseconds, and what the
+/// contract promises is the bound, not the first look. Polled every 10 ms, so a folder that
+/// empties in time costs no more than that.
+pub async fn declared_temp_left_by(
+    t: &Target,
+    c: &mut Ctx,
+    label: &str,
+    by: Instant,
+) -> Option<String> {
+    t.expected.temp_files.as_ref()?;
+    while Instant::now() < by && !c.temp_left(t).is_none_or(|left| left.is_empty()) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    declared_temp_left(t, c, label)
 }
 
 /// Records one failure for many alike findings: the first two, and how many more.

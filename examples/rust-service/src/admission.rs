@@ -144,6 +144,15 @@ impl Pool {
         Ok(Permit(self.clone()))
     }
 
+    /// Takes a free worker for good, as a failure path that never gives its worker back does
+    /// (a broken variant's; the contract's pools lose none).
+    pub(crate) fn lose_worker(&self) {
+        let mut slots = self.slots();
+        if slots.busy < self.0.workers {
+            slots.busy += 1;
+        }
+    }
+
     /// Hands the worker to the next live waiting request in the pool's order, or frees it.
     fn release(&self) {
         let mut slots = self.slots();

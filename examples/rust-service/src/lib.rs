@@ -60,7 +60,7 @@ pub use connections::Bounds;
 pub use error_log::ErrorLines;
 /// The status type of [`Config::search_refusal`].
 pub use http::StatusCode as Status;
-pub use lookup::{Calling, OnFailure};
+pub use lookup::{Calling, OnFailure, TempLeak};
 pub use metrics::SeriesLie;
 pub use request_id::RequestIds;
 pub use timing::ServerTiming;
@@ -137,8 +137,8 @@ pub struct Config {
     pub lookup_deadline: Option<std::time::Duration>,
     /// The folder lookups spool their answers in (none: the system's temp folder).
     pub temp_dir: Option<std::path::PathBuf>,
-    /// Whether a lookup whose call failed leaves its temp file behind (a broken variant's).
-    pub leak_temp_on_failure: bool,
+    /// Which lookups leave their temp file behind (none, unless a variant breaks it).
+    pub temp_leak: TempLeak,
     /// The memory a `/reports` request may need, in MB, estimated from its range before it
     /// takes a worker (none: every report is run).
     pub reports_memory_cap_mb: Option<u64>,
@@ -192,7 +192,7 @@ impl Default for Config {
             lookup_on_failure: OnFailure::BadGateway,
             lookup_deadline: Some(std::time::Duration::from_secs(4)),
             temp_dir: None,
-            leak_temp_on_failure: false,
+            temp_leak: TempLeak::Never,
             reports_memory_cap_mb: Some(256),
             metrics: true,
             series_lie: None,
@@ -279,7 +279,7 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
         config.quota_advertised,
         config.quota_refusal_body,
     );
-    let dependency = lookups(config);
+    let dependency = lookups(config, pools.lookups.clone());
     let cap = memory::MemoryCap(config.reports_memory_cap_mb);
     let timed = config.server_timing;
     let router = reporting(config, pools.exposition)
@@ -343,16 +343,17 @@ pub fn app(config: &Config) -> std::io::Result<Router> {
     Ok(router.layer(middleware::from_fn_with_state(ids, request_id::stamp)))
 }
 
-/// How `/lookup` reaches its dependency, and where it spools the answers.
-fn lookups(config: &Config) -> lookup::Lookup {
+/// How `/lookup` reaches its dependency, where it spools the answers, and the pool it runs in.
+fn lookups(config: &Config, pool: Pool) -> lookup::Lookup {
     let spool = lookup::Spool {
         dir: (config.temp_dir.clone()).unwrap_or_else(std::env::temp_dir),
-        keep_on_failure: config.leak_temp_on_failure,
+        leak: config.temp_leak,
     };
     lookup::Lookup::new(
         config.lookup_url.clone(),
         (config.lookup_calling, config.lookup_on_failure),
         spool,
+        pool,
     )
 }
 

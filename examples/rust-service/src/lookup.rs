@@ -12,6 +12,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 
+use crate::admission::Pool;
+
 /// The most of a dependency's answer the service reads: a lookup's answer is small, and a
 /// dependency that sends more cannot grow the service's memory.
 const MAX_ANSWER: usize = 64 * 1024;
@@ -44,6 +46,9 @@ pub enum OnFailure {
     BadGateway,
     /// The cached answer, `200`, as if the lookup had succeeded: the failure hidden.
     Cached,
+    /// `502` as contracted, but a worker of the pool taken for good: a failure path that never
+    /// gives its worker back.
+    LosesWorker,
 }
 
 /// Where a lookup goes: the dependency's base URL, if the service was given one, and where
@@ -55,6 +60,8 @@ pub(crate) struct Lookup {
     calling: Calling,
     on_failure: OnFailure,
     spool: Spool,
+    /// The pool the lookups run in (a worker of which [`OnFailure::LosesWorker`] loses).
+    pool: Pool,
 }
 
 impl Lookup {
@@ -62,6 +69,7 @@ impl Lookup {
         url: Option<String>,
         (calling, on_failure): (Calling, OnFailure),
         spool: Spool,
+        pool: Pool,
     ) -> Lookup {
         Lookup {
             client: reqwest::Client::new(),
@@ -69,18 +77,31 @@ impl Lookup {
             calling,
             on_failure,
             spool,
+            pool,
         }
     }
 }
 
-/// The temp folder a lookup's answer is spooled in, and whether a failed call's file is kept
-/// (a broken variant's leak, which F1 must catch).
+/// The temp folder a lookup's answer is spooled in, and which files are kept (a broken
+/// variant's leak, which F1 or B3 must catch).
 #[derive(Debug, Clone)]
 pub(crate) struct Spool {
     /// The folder (the service's `TEMP_DIR`, else the system's).
     pub(crate) dir: std::path::PathBuf,
-    /// Whether the file of a call that failed is left behind.
-    pub(crate) keep_on_failure: bool,
+    /// Which lookups' files are left behind.
+    pub(crate) leak: TempLeak,
+}
+
+/// Which lookups leave their spooled file behind: none, unless a variant breaks the contract's
+/// `[temp_files]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TempLeak {
+    /// None: every file is removed when its lookup ends, however it ends.
+    Never,
+    /// A lookup whose call failed (F1 must catch it).
+    OnFailure,
+    /// A lookup dropped mid-call, its client gone (B3 must catch it).
+    OnDisconnect,
 }
 
 /// A lookup answered without the dependency.
@@ -112,7 +133,10 @@ pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
     };
     match (answer, lookup.on_failure) {
         (Ok(n), _) => format!("found ({n} bytes)\n").into_response(),
-        (Err(e), OnFailure::BadGateway) => {
+        (Err(e), on_failure @ (OnFailure::BadGateway | OnFailure::LosesWorker)) => {
+            if on_failure == OnFailure::LosesWorker {
+                lookup.pool.lose_worker();
+            }
             (StatusCode::BAD_GATEWAY, format!("lookup failed: {e}\n")).into_response()
         }
         (Err(_), OnFailure::Cached) => CACHED.into_response(),
@@ -140,8 +164,15 @@ pub(crate) async fn deadline(
 /// removed when this ends (however it ends: its future dropped too); the answer's length.
 async fn fetch(client: reqwest::Client, url: String, spool: Spool) -> Result<usize, String> {
     let mut file = tempfile::NamedTempFile::new_in(&spool.dir).map_err(|e| e.to_string())?;
+    if spool.leak == TempLeak::OnDisconnect {
+        // Removed by hand once the call ends: a lookup dropped mid-call never gets there.
+        let (mut kept, path) = file.keep().map_err(|e| e.to_string())?;
+        let read = spooled(&client, &url, &mut kept).await;
+        let _ = std::fs::remove_file(path);
+        return read;
+    }
     let read = spooled(&client, &url, file.as_file_mut()).await;
-    if read.is_err() && spool.keep_on_failure {
+    if read.is_err() && spool.leak == TempLeak::OnFailure {
         let _ = file.keep();
     }
     read

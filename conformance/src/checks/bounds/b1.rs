@@ -40,7 +40,8 @@ pub const CHECK: Check = Check::clause(
      outlast it (its hook, or a dependency the checker plays): one request held half a second \
      past the deadline and its tolerance must get the declared answer no earlier than the \
      deadline and no later than the tolerance after it, and the pool's request must then be \
-     served. Where its `[upload]` declares a read timeout, a body of its request that stops \
+     served (and, for a pool held by a dependency, as many requests as it has workers, sent at \
+     once, must all call the dependency together within two seconds and be served). Where its `[upload]` declares a read timeout, a body of its request that stops \
      after a prefix must be ended as declared (its `read_timeout_answer`, or the connection \
      closed unanswered) no earlier than the timeout and no later than the tolerance after it, \
      and the request sent whole must then be served.",

@@ -34,7 +34,8 @@ pub const CHECK: Check = Check::clause(
      call must close within `stop_within_ms`, seen at the dependency; then another, dropped two \
      bounds after its call arrived, whose call must still be open and the request unanswered \
      when the client leaves (a call the service ends on its own stops nothing) and close within \
-     the bound after.",
+     the bound after. With `[temp_files]` and `--temp-dir`, no file of either request may be \
+     left in the folder by the bound.",
     |t, c| Box::pin(b3(t, c)),
 )
 .applies_when(applies)

@@ -14,7 +14,9 @@ use plimsoll_spec::Contract;
 use plimsoll_spec::model::Refusal;
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::pool::{HeldRequest, declared_temp_left, send_held};
+use crate::checks::pool::{
+    HeldRequest, declared_temp_left, every_worker_calls, send_held, served_again,
+};
 use crate::remote::Target;
 
 /// How far past the deadline and its tolerance the request is held: an answer within the
@@ -28,6 +30,7 @@ pub(super) struct Deadlined<'c> {
     answer: &'c Refusal,
     held: HeldRequest,
     plain: &'c plimsoll_spec::model::Recipe,
+    spec: &'c plimsoll_spec::model::PoolSpec,
 }
 
 /// Every pool of another service's contract with a deadline, its answer, and a hold that can
@@ -44,6 +47,7 @@ pub(super) fn deadlined(contract: &Contract) -> Vec<Deadlined<'_>> {
                 answer: contract.refusals.get(spec.deadline_answer.as_ref()?)?,
                 held: HeldRequest::past_deadline(hold, spec, beyond)?,
                 plain: &hold.request,
+                spec,
             })
         })
         .collect()
@@ -114,21 +118,10 @@ async fn one(t: &Arc<Target>, c: &mut Ctx, pool: &Deadlined<'_>, late: Duration)
         }
     };
     let after = format!("{}: its request after the deadline", pool.name);
-    let again = match t.send_recipe(pool.plain, limit).await {
-        Ok(reply) => {
-            c.reply(t, &after, &reply);
-            c.require(reply.status == pool.plain.status, || {
-                format!(
-                    "{after} answered {}, not {}",
-                    reply.status, pool.plain.status
-                )
-            });
-            reply.status.to_string()
-        }
-        Err(e) => {
-            c.fail(format!("{after}: {e}"));
-            "no answer".to_owned()
-        }
-    };
-    format!("{seen}; served again after: {again}")
+    let again = served_again(t, c, &after, pool.plain, limit).await;
+    let every = format!("{}: every worker after the deadline", pool.name);
+    match every_worker_calls(t, c, &every, pool.spec).await {
+        Some(every) => format!("{seen}; served again after: {again}; {every}"),
+        None => format!("{seen}; served again after: {again}"),
+    }
 }

@@ -7,7 +7,9 @@
 //! The client leaves twice, at once and two bounds after the call ([`LEAVES`]), and the call
 //! must still be open, the request unanswered, when it does: a call the service ends on its own
 //! (a timeout of its own) could seem stopped within the bound of one leave, never of both.
-//! Nothing the service reports is read: the call's end is seen on the checker's own clock.
+//! Nothing the service reports is read: the call's end is seen on the checker's own clock. A
+//! contract that declares `[temp_files]` has the folder read too (`--temp-dir`): the request's
+//! files must be gone by the same bound.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,8 +18,9 @@ use plimsoll_spec::Contract;
 use plimsoll_spec::model::{Cancellation, DependencyHold, Hold, PoolSpec};
 
 use crate::checks::ctx::{Ctx, ms};
-use crate::checks::pool::{HeldRequest, spawn_held};
+use crate::checks::pool::{HeldRequest, declared_temp_left_by, spawn_held};
 use crate::remote::Target;
+use crate::remote::dependency::Dependency;
 
 /// How long the checker waits for the service's call to reach the dependency once the request
 /// is sent: a request that starts at once calls well within this.
@@ -150,6 +153,19 @@ async fn judge_leave(
     task.abort();
     let gone = Instant::now();
     let _ = task.await;
+    call_end(t, c, name, &dependency, (gone, bound, long)).await
+}
+
+/// After the client went away at `gone`: the call must close within `bound`, and the request's
+/// temp files be gone by then; a call that outlives it is waited out (at most `long`), so the
+/// next check finds the dependency idle. Returns the end in words.
+async fn call_end(
+    t: &Target,
+    c: &mut Ctx,
+    name: &str,
+    dependency: &Dependency,
+    (gone, bound, long): (Instant, Duration, Duration),
+) -> String {
     let ended = dependency.wait_calls(bound, |n| n == 0).await;
     let after = gone.elapsed();
     match ended {
@@ -159,7 +175,11 @@ async fn judge_leave(
                 dependency.name(),
                 ms(after)
             ));
-            format!("{name}: the call closed after {:.0} ms", ms(after))
+            let closed = format!("{name}: the call closed after {:.0} ms", ms(after));
+            match declared_temp_left_by(t, c, name, gone + bound).await {
+                Some(temp) => format!("{closed}, {temp}"),
+                None => closed,
+            }
         }
         Err(_) => {
             c.fail(format!(
@@ -169,7 +189,6 @@ async fn judge_leave(
                 after.as_millis(),
                 bound.as_millis()
             ));
-            // Wait out the call, so the next check finds the dependency idle.
             let _ = dependency.wait_calls(long, |n| n == 0).await;
             format!("{name}: the call outlived the client")
         }

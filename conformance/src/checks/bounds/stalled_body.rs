@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use plimsoll_spec::Contract;
 
 use crate::checks::ctx::{Ctx, ms};
+use crate::checks::pool::served_again;
 use crate::checks::upload::{self, Framing, Uploads};
 use crate::remote::{Op, Target};
 
@@ -44,7 +45,8 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
         timeout.as_millis()
     );
     let seen = stalled(t, c, &uploads, (timeout, late)).await;
-    let again = served_after(t, c, &uploads).await;
+    let label = "the upload's request after the stalled body";
+    let again = served_again(t, c, label, uploads.request, Duration::from_secs(10)).await;
     (
         expected,
         format!("stalled body {seen}; served after: {again}"),
@@ -121,30 +123,6 @@ async fn stalled(
         (Err(_), None) => {
             on_time(c);
             format!("closed unanswered after {:.0} ms", ms(took))
-        }
-    }
-}
-
-/// The upload's request as written, after the stall: it must be served.
-async fn served_after(t: &Target, c: &mut Ctx, uploads: &Uploads<'_>) -> String {
-    let label = "the upload's request after the stalled body";
-    match t
-        .send_recipe(uploads.request, Duration::from_secs(10))
-        .await
-    {
-        Ok(reply) => {
-            c.reply(t, label, &reply);
-            c.require(reply.status == uploads.request.status, || {
-                format!(
-                    "{label}: answered {}, not {}",
-                    reply.status, uploads.request.status
-                )
-            });
-            reply.status.to_string()
-        }
-        Err(e) => {
-            c.fail(format!("{label}: {e}"));
-            "no answer".into()
         }
     }
 }

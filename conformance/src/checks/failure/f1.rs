@@ -20,7 +20,9 @@ pub const CHECK: Check = Check::clause(
      request succeeds, and every slot admits work again. For any contract, each pool held by a \
      dependency the checker plays that declares its `failure`: the checker, as the dependency, \
      answers the pool's call 500, and the request must get the declared status and body after \
-     its call arrived; the pool's next request must then be served.",
+     its call arrived; the pool's next request must then be served, and as many requests as \
+     the pool has workers, sent at once, must all call the dependency together within two \
+     seconds and be served (no worker lost on the failure path).",
     |t, c| Box::pin(f1(t, c)),
 )
 .applies_when(applies)

@@ -3,7 +3,8 @@
 //! the pool's call `500`; the request must get the declared status and body, and only after its
 //! call reached the dependency (an error made up without calling proves nothing of the
 //! failure path); then, the dependency answering again, the pool's next request must be
-//! served. A service that hides the failure (a cached answer served as fresh) or reports it
+//! served, and as many requests as it has workers must all call the dependency at once (a
+//! failure path that loses a worker leaves one short). A service that hides the failure (a cached answer served as fresh) or reports it
 //! otherwise than it promises fails here, and so does one that leaves a temp file of the failed
 //! request behind when its contract declares `[temp_files]` (read with `--temp-dir`).
 
@@ -11,10 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plimsoll_spec::Contract;
-use plimsoll_spec::model::{DependencyFailure, DependencyHold, Recipe};
+use plimsoll_spec::model::{DependencyFailure, DependencyHold, PoolSpec, Recipe};
 
 use crate::checks::ctx::Ctx;
-use crate::checks::pool::declared_temp_left;
+use crate::checks::pool::{declared_temp_left, every_worker_calls, served_again};
 use crate::remote::Target;
 
 /// How long the checker waits for one answer: a failed call is answered at once, so a request
@@ -24,6 +25,7 @@ const PATIENCE: Duration = Duration::from_secs(10);
 /// One pool's declared failure: the pool, what it must answer, its request and its dependency.
 pub(super) struct Declared<'c> {
     pool: &'c str,
+    spec: &'c PoolSpec,
     failure: &'c DependencyFailure,
     request: &'c Recipe,
     dependency: &'c DependencyHold,
@@ -37,6 +39,7 @@ pub(super) fn declared(contract: &Contract) -> Vec<Declared<'_>> {
             let hold = spec.hold.as_ref()?;
             Some(Declared {
                 pool,
+                spec,
                 failure: spec.failure.as_ref()?,
                 request: &hold.request,
                 dependency: hold.dependency.as_ref()?,
@@ -125,22 +128,14 @@ async fn one(t: &Arc<Target>, c: &mut Ctx, d: &Declared<'_>) -> String {
         None => failed,
     };
     let after = format!("{pool}: its request after the failure");
-    let again = match t.send_recipe(d.request, PATIENCE).await {
-        Ok(reply) => {
-            c.reply(t, &after, &reply);
-            let want = d.request.status;
-            c.require(reply.status == want, || {
-                format!("{after} answered {}, not {want}", reply.status)
-            });
-            reply.status.to_string()
-        }
-        Err(e) => {
-            c.fail(format!("{after}: {e}"));
-            "no answer".to_owned()
-        }
-    };
-    format!(
+    let again = served_again(t, c, &after, d.request, PATIENCE).await;
+    let every = format!("{pool}: every worker after the failure");
+    let failed = format!(
         "{pool}: a failed call to {} {failed}; served again after: {again}",
         dependency.name()
-    )
+    );
+    match every_worker_calls(t, c, &every, d.spec).await {
+        Some(every) => format!("{failed}; {every}"),
+        None => failed,
+    }
 }
