@@ -24,6 +24,9 @@ pub struct Bounds {
     pub head_timeout: Option<Duration>,
     /// Connections served at once (none: every connection is served, a broken variant's).
     pub max_connections: Option<usize>,
+    /// Whether a closed connection's place is freed (not: the cap shrinks with every close, a
+    /// broken variant's).
+    pub frees_places: bool,
 }
 
 /// Accepts connections on `listener` and serves `app` on each, within `bounds`, until the
@@ -49,7 +52,7 @@ pub async fn serve(listener: TcpListener, app: Router, bounds: Bounds) -> std::i
             },
         };
         let _ = stream.set_nodelay(true);
-        tokio::spawn(serve_one(stream, app.clone(), bounds.head_timeout, place));
+        tokio::spawn(serve_one(stream, app.clone(), bounds, place));
     }
 }
 
@@ -57,15 +60,18 @@ pub async fn serve(listener: TcpListener, app: Router, bounds: Bounds) -> std::i
 async fn serve_one(
     stream: tokio::net::TcpStream,
     app: Router,
-    head_timeout: Option<Duration>,
-    _place: Option<OwnedSemaphorePermit>,
+    bounds: Bounds,
+    place: Option<OwnedSemaphorePermit>,
 ) {
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(head_timeout);
+        .header_read_timeout(bounds.head_timeout);
     let service = TowerToHyperService::new(app);
     let _ = builder
         .serve_connection(TokioIo::new(stream), service)
         .await;
+    if !bounds.frees_places {
+        std::mem::forget(place);
+    }
 }

@@ -204,6 +204,7 @@ impl Default for Config {
             connections: Bounds {
                 head_timeout: Some(std::time::Duration::from_secs(2)),
                 max_connections: Some(256),
+                frees_places: true,
             },
             report_bodies: Bodies::default(),
         }

@@ -35,6 +35,9 @@ pub enum Calling {
     /// whose work ends on its own, which a disconnect shortly after its call seems to stop
     /// (B3 must see it end before the client left, at a later leave).
     GivesUpAfter(Duration),
+    /// No call: every lookup is answered `502` at once, as a failed call is, a failure made up
+    /// without the dependency (F1 must see no call).
+    FailsUncalled,
 }
 
 /// What a lookup whose call failed answers: as it should, or a broken variant's way, which
@@ -110,8 +113,12 @@ const CACHED: &str = "found (cached)\n";
 /// Answers a lookup with what the dependency answered at `/entries`: `200` and its size, or
 /// `502` when it failed or none is configured.
 pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
-    if lookup.calling == Calling::Cached {
-        return CACHED.into_response();
+    match lookup.calling {
+        Calling::Cached => return CACHED.into_response(),
+        Calling::FailsUncalled => {
+            return (StatusCode::BAD_GATEWAY, "lookup failed: not called\n").into_response();
+        }
+        _ => {}
     }
     let Some(url) = &lookup.url else {
         return (StatusCode::BAD_GATEWAY, "no LOOKUP_URL configured\n").into_response();
@@ -129,7 +136,8 @@ pub(crate) async fn lookup(State(lookup): State<Lookup>) -> Response {
             Ok(answer) => answer,
             Err(_) => return CACHED.into_response(),
         },
-        Calling::Awaited | Calling::Cached => call.await, // Cached returned above
+        // Cached and FailsUncalled returned above.
+        Calling::Awaited | Calling::Cached | Calling::FailsUncalled => call.await,
     };
     match (answer, lookup.on_failure) {
         (Ok(n), _) => format!("found ({n} bytes)\n").into_response(),
