@@ -339,6 +339,24 @@ impl plimsoll_engine::job::CheckpointObserver for StopInsideSerialize {
 /// no body — so the server answers B1's 504 or lets the client go, never half a design.
 #[test]
 fn a_cancellation_or_a_deadline_inside_the_serializers_loop_stops_the_job_at_serialize() {
+    // 300 mm wide: ~45K stitches, a dozen blocks of writing on the job's thread; past the
+    // counting pass (one checkpoint per 16,384 stitches) at its 6th checkpoint.
+    stops_inside_serialize(300.0, 6);
+}
+
+/// The same with a design long enough to be written by two threads (600 mm wide: ~225K
+/// stitches, over `serialize`'s two-thread threshold): the job's thread passes a checkpoint for
+/// every block either thread starts, so it stops at the same count a one-thread writer would,
+/// the helper with it, and no half-written body comes out.
+#[test]
+fn a_cancellation_or_a_deadline_stops_serialize_written_by_two_threads() {
+    // 14 checkpoints of counting, then ~55 blocks of writing: the 24th is inside the writing.
+    stops_inside_serialize(600.0, 24);
+}
+
+/// Digitizes the poster at `width_mm` with the job cancelled, then with its deadline held past,
+/// at `serialize`'s `at`-th checkpoint: the job must stop there, at `serialize`.
+fn stops_inside_serialize(width_mm: f64, at: u64) {
     let image = png(&poster(300, 200));
     for deadline_case in [false, true] {
         let root = tempfile::tempdir().unwrap();
@@ -347,16 +365,14 @@ fn a_cancellation_or_a_deadline_inside_the_serializers_loop_stops_the_job_at_ser
             cfg.deadline = Instant::now() + Duration::from_secs(2);
         }
         let observer = Arc::new(StopInsideSerialize {
-            // Past the counting pass (one checkpoint per 16,384 stitches): inside the writing.
-            at: 6,
+            at,
             cancel: (!deadline_case).then(|| cfg.cancel.clone()),
             deadline: deadline_case.then_some(cfg.deadline),
             state: Default::default(),
         });
         let mut ctx = JobContext::new(cfg).unwrap();
         ctx.observe(observer.clone());
-        // 300 mm wide: ~45K stitches, a dozen blocks of writing.
-        let err = failed(digitize(&mut ctx, &image, &params(300.0)));
+        let err = failed(digitize(&mut ctx, &image, &params(width_mm)));
         let expected = if deadline_case {
             Interrupt::DeadlineExceeded
         } else {
@@ -367,7 +383,7 @@ fn a_cancellation_or_a_deadline_inside_the_serializers_loop_stops_the_job_at_ser
         assert_eq!(err.completed_stages, DIGITIZE[..5]);
         // Stopped where it was told: a cancel at that checkpoint, a deadline at the next (the
         // held checkpoint read its clock before it was held).
-        let stopped_at = if deadline_case { 7 } else { 6 };
+        let stopped_at = if deadline_case { at + 1 } else { at };
         let (stage, checkpoints) = *observer.state.lock().unwrap();
         assert_eq!((stage, checkpoints), (Some(Stage::Serialize), stopped_at));
         drop(ctx);
