@@ -66,6 +66,16 @@ impl Contract {
         }
     }
 
+    /// A refusal's answer in words, as the checks' expectations print it: its status and, when
+    /// it declares one, its body's shape (`504 with the text "lookup timed out\n"`).
+    pub fn refusal_words(&self, refusal: &crate::model::Refusal) -> String {
+        let status = self.refusal_status(refusal).unwrap_or(0);
+        match &refusal.body {
+            Some(body) => format!("{status} with {}", body.words()),
+            None => status.to_string(),
+        }
+    }
+
     /// The `Retry-After` hint of the contract's refusals (T3): the first refusal that carries
     /// one. The reference implementation refuses with one hint for every pool.
     pub fn retry_after(&self) -> &crate::model::RetryAfter {

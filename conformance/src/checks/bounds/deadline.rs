@@ -59,13 +59,11 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
     let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
     let (mut expected, mut observed) = (Vec::new(), Vec::new());
     for pool in deadlined(&t.expected) {
-        let status = t.expected.refusal_status(pool.answer).unwrap_or(0);
-        let body =
-            (pool.answer.body.as_ref()).map_or(String::new(), |b| format!(" with {}", b.words()));
         expected.push(format!(
-            "{}: a request held past its {} ms deadline answered {status}{body} within {} ms of it; served again after",
+            "{}: a request held past its {} ms deadline answered {} within {} ms of it; served again after",
             pool.name,
             pool.deadline.as_millis(),
+            t.expected.refusal_words(pool.answer),
             late.as_millis()
         ));
         observed.push(one(t, c, &pool, late).await);

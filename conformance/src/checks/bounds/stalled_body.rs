@@ -32,10 +32,7 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
     let timeout = Duration::from_millis(uploads.upload.read_timeout_ms);
     let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
     let ending = match uploads.stalled {
-        Some(answer) => format!(
-            "answered {}",
-            t.expected.refusal_status(answer).unwrap_or(0)
-        ),
+        Some(answer) => format!("answered {}", t.expected.refusal_words(answer)),
         None => "its connection closed unanswered".to_owned(),
     };
     let expected = format!(

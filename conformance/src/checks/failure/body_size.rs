@@ -28,10 +28,10 @@ pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
     let Some((max, answer)) = uploads.too_large else {
         return Default::default();
     };
-    let status = t.expected.refusal_status(answer).unwrap_or(0);
+    let refused = t.expected.refusal_words(answer);
     let route = format!("`{} {}`", uploads.request.method, uploads.request.path);
     let expected = format!(
-        "{route}: a body of {max} bytes served {}; one of {} bytes answered {status}, with a \
+        "{route}: a body of {max} bytes served {}; one of {} bytes answered {refused}, with a \
          Content-Length and chunked",
         uploads.request.status,
         max + 1

@@ -83,16 +83,11 @@ async fn t5(t: &Arc<Target>, c: &mut Ctx) {
     let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
     let (mut expected, mut observed) = (Vec::new(), Vec::new());
     for pool in timed_pools(&t.expected) {
-        let status = t.expected.refusal_status(pool.answer).unwrap_or(0);
-        let body = pool
-            .answer
-            .body
-            .as_ref()
-            .map_or(String::new(), |b| format!(" with {}", b.words()));
         expected.push(format!(
-            "{}: a request waiting past {} ms answered {status}{body} within {} ms of it",
+            "{}: a request waiting past {} ms answered {} within {} ms of it",
             pool.name,
             pool.timeout.as_millis(),
+            t.expected.refusal_words(pool.answer),
             late.as_millis()
         ));
         observed.push(judge(t, c, &pool, late).await);

@@ -341,6 +341,20 @@ mod tests {
     use super::*;
     use crate::job::JobConfig;
 
+    /// A job with a minute and a gigabyte, its temp dir under `root`.
+    fn job(root: &std::path::Path) -> JobContext {
+        JobContext::new(JobConfig {
+            cancel: Default::default(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            memory_cap_bytes: 1 << 30,
+            upload_bytes: 0,
+            temp_root: root.to_path_buf(),
+            hooks: Vec::new(),
+            progress: Default::default(),
+        })
+        .unwrap()
+    }
+
     /// Every digit count, both signs and the extremes, with every command: the bytes are
     /// serde_json's, and as many as were counted (else `serialize` fails).
     #[test]
@@ -388,16 +402,7 @@ mod tests {
             stitches,
         };
         let root = tempfile::tempdir().unwrap();
-        let ctx = JobContext::new(JobConfig {
-            cancel: Default::default(),
-            deadline: Instant::now() + Duration::from_secs(60),
-            memory_cap_bytes: 1 << 30,
-            upload_bytes: 0,
-            temp_root: root.path().to_path_buf(),
-            hooks: Vec::new(),
-            progress: Default::default(),
-        })
-        .unwrap();
+        let ctx = job(root.path());
         assert_eq!(
             String::from_utf8(serialize(&ctx, &design).unwrap()).unwrap(),
             serde_json::to_string(&design).unwrap()
@@ -430,16 +435,7 @@ mod tests {
             stitches,
         };
         let root = tempfile::tempdir().unwrap();
-        let ctx = JobContext::new(JobConfig {
-            cancel: Default::default(),
-            deadline: Instant::now() + Duration::from_secs(60),
-            memory_cap_bytes: 1 << 30,
-            upload_bytes: 0,
-            temp_root: root.path().to_path_buf(),
-            hooks: Vec::new(),
-            progress: Default::default(),
-        })
-        .unwrap();
+        let ctx = job(root.path());
         assert_eq!(
             serialize(&ctx, &design).unwrap(),
             serde_json::to_vec(&design).unwrap()
