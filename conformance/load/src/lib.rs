@@ -24,6 +24,7 @@
 
 pub mod bench;
 mod calibrate;
+pub mod connection;
 pub mod fleet;
 pub mod locust;
 pub mod plan;

@@ -183,7 +183,7 @@ fn lightest_request(contract: &Contract) -> RequestTemplate {
             api.path, p.width_mm.min, p.density_mm.max, p.colors.min
         ),
         headers: vec![("content-type".into(), api.content_types[0].clone())],
-        body: plimsoll_conformance::remote::sample_png(),
+        body: plimsoll_conformance::remote::sample_png().into(),
         hook: Some(Hook {
             header: contract.hooks().header.clone(),
             stage: contract.load.hold_stage.as_str().to_owned(),
@@ -252,7 +252,7 @@ fn declared(
             method,
             path: recipe.path.clone(),
             headers: recipe.headers.clone().into_iter().collect(),
-            body: body.into_owned(),
+            body: body.into_owned().into(),
             hook: hold.hook.as_ref().map(|hook| Hook {
                 header: hook.header.clone(),
                 stage: hook.stage.as_str().to_owned(),

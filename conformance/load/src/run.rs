@@ -1,6 +1,7 @@
 //! One run of a profile, whichever engine drives it: what it is asked to do ([`RunSpec`]) and
 //! what it hands to the verdicts ([`RunOutput`]).
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use plimsoll_fault::rng::SplitMix64;
@@ -59,6 +60,9 @@ pub fn keep_alive(contract: &plimsoll_spec::Contract) -> Duration {
 /// second, below the idle timeouts servers commonly ship with (nginx's `keepalive_timeout` is
 /// 75 s, Go's and hyper's have none), so a reconnect costs a little and no request is lost.
 pub const UNDECLARED_KEEP_ALIVE: Duration = Duration::from_secs(1);
+
+/// The `User-Agent` of the generator's requests.
+pub const USER_AGENT: &str = concat!("plimsoll/", env!("CARGO_PKG_VERSION"));
 
 /// How a run paces its attempts.
 pub enum RunKind {
@@ -145,8 +149,9 @@ pub struct RequestTemplate {
     pub path: String,
     /// Headers sent with every attempt (its `Content-Type` among them), by name.
     pub headers: Vec<(String, String)>,
-    /// The body sent: small, so the hold is most of the request's time.
-    pub body: Vec<u8>,
+    /// The body sent: small, so the hold is most of the request's time; shared by every
+    /// attempt.
+    pub body: bytes::Bytes,
     /// The hook that holds the request's worker: `HEADER: hold=STAGE:MS`; None: the request
     /// holds its worker on its own, for the time its contract declares.
     pub hook: Option<Hook>,
@@ -173,25 +178,39 @@ pub struct Hook {
 }
 
 impl RequestTemplate {
-    /// `builder` (a request to [`path`](Self::path) with [`method`](Self::method)) with the
-    /// headers, the body and, with a hook, the hook asking the server to hold the request's
-    /// worker for `hold_ms` (a slow request holds for its own time, whatever `hold_ms`).
-    pub fn fill(&self, builder: reqwest::RequestBuilder, hold_ms: u64) -> reqwest::RequestBuilder {
-        let builder = self
-            .headers
-            .iter()
-            .fold(builder, |b, (name, value)| b.header(name, value));
-        let builder = match &self.hook {
-            Some(hook) => builder.header(
-                hook.header.as_str(),
-                format!("hold={}:{hold_ms}", hook.stage),
-            ),
-            None => builder,
-        };
-        builder.body(self.body.clone())
+    /// The headers an attempt sends: the template's (its `Content-Type` among them) and, with
+    /// a hook, the hook asking the server to hold the request's worker for `hold_ms` (a slow
+    /// request holds for its own time, whatever `hold_ms`).
+    fn headers(&self, hold_ms: u64) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
+        let hook = (self.hook.as_ref()).map(|h| {
+            (
+                h.header.as_str(),
+                format!("hold={}:{hold_ms}", h.stage).into(),
+            )
+        });
+        (self.headers.iter())
+            .map(|(name, value)| (name.as_str(), Cow::Borrowed(value.as_str())))
+            .chain(hook)
     }
 
-    /// The whole request to the server at `base`, held for `hold_ms`.
+    /// The request as a goose user's own connection sends it
+    /// ([`UserConnection`](super::connection::UserConnection): `uri` is origin-form, the
+    /// connection adds `Host`), held for `hold_ms`.
+    pub fn http_request(
+        &self,
+        uri: &http::Uri,
+        hold_ms: u64,
+    ) -> Result<super::connection::OutgoingRequest, http::Error> {
+        let builder = http::Request::builder()
+            .method(self.method.clone())
+            .uri(uri.clone())
+            .header(http::header::USER_AGENT, USER_AGENT);
+        (self.headers(hold_ms))
+            .fold(builder, |b, (name, value)| b.header(name, value.as_ref()))
+            .body(http_body_util::Full::new(self.body.clone()))
+    }
+
+    /// The whole request to the server at `base` through `client`, held for `hold_ms`.
     pub fn request(
         &self,
         client: &reqwest::Client,
@@ -199,7 +218,12 @@ impl RequestTemplate {
         hold_ms: u64,
     ) -> reqwest::RequestBuilder {
         let url = format!("{base}{}", self.path);
-        self.fill(client.request(self.method.clone(), url), hold_ms)
+        (self.headers(hold_ms))
+            .fold(
+                client.request(self.method.clone(), url),
+                |b, (name, value)| b.header(name, value.as_ref()),
+            )
+            .body(self.body.clone())
     }
 
     /// Whether an answer (`status`, `body`) is the pool's refusal.

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
-use plimsoll_conformance::remote::body::{BodyError, MAX_REPLY_BYTES, read_capped};
+use plimsoll_conformance::remote::body::MAX_REPLY_BYTES;
 use plimsoll_fault::rng::SplitMix64;
 
+use super::connection::{Answer, ExchangeError, Target, UserConnection};
 use super::run::{
     Attempt, DrainWait, HoldPlan, Outcome, RequestTemplate, RunKind, RunOutput, RunSpec,
     problem_code,
@@ -38,6 +39,8 @@ pub struct LiveCounts {
 
 struct Shared {
     t0: Instant,
+    /// The request's URI, parsed once.
+    uri: http::Uri,
     seed: u64,
     draws: AtomicU64,
     template: RequestTemplate,
@@ -79,6 +82,9 @@ pub enum GooseFailure {
     /// The thread goose runs on could not start, or ended without an answer.
     #[error("goose's thread: {0}")]
     Thread(String),
+    /// The target's URL or the request's path cannot be sent to.
+    #[error("{0}")]
+    Target(String),
 }
 
 impl From<GooseError> for GooseFailure {
@@ -90,8 +96,8 @@ impl From<GooseError> for GooseFailure {
     }
 }
 
-/// Abandoned requests set their own timeout; nothing else may take this long.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Abandoned requests set their own timeout; no other exchange may take this long.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The configuration every run shares: users started at once, no controllers, quiet.
 pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> GooseConfiguration {
@@ -104,8 +110,6 @@ pub fn base_configuration(host: &str, users: usize, report: Option<String>) -> G
     c.quiet = 1;
     c.no_print_metrics = true;
     c.report_file = report.into_iter().collect();
-    // Abandoned requests set their own timeout; nothing else may take this long.
-    c.timeout = Some(REQUEST_TIMEOUT.as_secs().to_string());
     c
 }
 
@@ -141,8 +145,11 @@ pub async fn run(
             }
         }
     };
+    let target = Target::new(&spec.host).map_err(GooseFailure::Target)?;
+    let uri = Target::uri(&spec.template.path).map_err(GooseFailure::Target)?;
     let shared = Arc::new(Shared {
         t0,
+        uri,
         seed: spec.seed,
         draws: AtomicU64::new(0),
         template: spec.template,
@@ -158,15 +165,12 @@ pub async fn run(
         let shared = tx.clone();
         Box::pin(async move { attempt(user, &shared).await })
     });
-    let keep_alive = shared.keep_alive;
-    let client: TransactionFunction =
-        Arc::new(move |user| Box::pin(async move { own_client(user, keep_alive).await }));
     let name = shared.template.name.clone();
     let scenario = Scenario::new(&name)
-        .register_transaction(Transaction::new(client).set_on_start())
+        .register_transaction(own_connection(target, shared.keep_alive))
         .register_transaction(Transaction::new(function).set_name(&name));
     let started = Instant::now();
-    let metrics = on_goose_thread(move || async move {
+    let metrics = on_goose_runtime(move || async move {
         Ok(GooseAttack::initialize_with_config(config)?
             .register_scenario(scenario)
             .execute()
@@ -188,16 +192,17 @@ pub async fn run(
     })
 }
 
-/// Runs the goose attack `attack` makes on a runtime of its own: one thread whose
-/// current-thread runtime runs every goose user, its connections and goose's own bookkeeping.
+/// Runs the goose attack `attack` makes on a runtime of its own, started on a thread of its
+/// own, with a worker thread per core: every goose user, driving its own connection
+/// ([`UserConnection`]), and goose's own bookkeeping run there, apart from the command's runtime.
 ///
-/// On the command's multi-threaded runtime a user's task, its connection's task and goose's
-/// parent task wake each other across threads for every request: `bench_loadgen` measured
-/// goose at a median 0.42 of wrk's rate there and 0.52 on this thread, all else equal
-/// (docs/benchmarks.md). The profiles ask for a few hundred requests a second, far below one
-/// thread's ceiling. If the caller stops waiting (the run is cut short),
-/// the attack is dropped with its runtime, so no user outlives the run.
-pub(crate) async fn on_goose_thread<T, F, Fut>(attack: F) -> Result<T, GooseFailure>
+/// Each user's task does all of its exchange's work (no connection task to wake), so users
+/// spread over the workers as wrk's connections over its threads: `bench_loadgen` measured the
+/// same users at a median 0.80 of wrk's rate on one current-thread runtime and 0.88 on two
+/// workers (docs/benchmarks.md). The profiles ask for a few hundred requests a second, far
+/// below either. If the caller stops waiting (the run is cut short), the attack is dropped with
+/// its runtime, so no user outlives the run.
+pub(crate) async fn on_goose_runtime<T, F, Fut>(attack: F) -> Result<T, GooseFailure>
 where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, GooseFailure>> + 'static,
@@ -207,9 +212,12 @@ where
     // Dropped with this future: the attack's thread then stops.
     let (_keep_going, stopped) = tokio::sync::oneshot::channel::<()>();
     std::thread::Builder::new()
-        .name("goose".into())
+        .name("goose-attack".into())
         .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread()
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let result = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("goose")
                 .enable_all()
                 .build()
             {
@@ -231,14 +239,30 @@ where
         .unwrap_or_else(|_| Err(GooseFailure::Thread("it ended without an answer".into())))
 }
 
-/// Gives the user goose's client settings but with idle connections dropped after
-/// `keep_alive`, before a conforming server may close them.
-pub(crate) async fn own_client(user: &mut GooseUser, keep_alive: Duration) -> TransactionResult {
-    let builder = reqwest::Client::builder()
-        .user_agent(concat!("plimsoll/", env!("CARGO_PKG_VERSION")))
-        .timeout(REQUEST_TIMEOUT)
-        .pool_idle_timeout(keep_alive);
-    user.set_client_builder(builder).await.map_err(Box::new)
+/// The transaction that gives each user its own connection to `target`
+/// ([`UserConnection`]), idle connections dropped after `keep_alive`, before a conforming
+/// server may close them: run once, when the user starts.
+pub(crate) fn own_connection(target: Target, keep_alive: Duration) -> Transaction {
+    let function: TransactionFunction = Arc::new(move |user| {
+        let connection = UserConnection::new(target.clone(), keep_alive);
+        Box::pin(async move {
+            user.set_session_data(connection);
+            Ok(())
+        })
+    });
+    Transaction::new(function).set_on_start()
+}
+
+/// The user's own connection, which [`own_connection`] set when it started.
+pub(crate) fn connection_of(
+    user: &mut GooseUser,
+) -> Result<&mut UserConnection, Box<TransactionError>> {
+    user.get_session_data_mut::<UserConnection>()
+        .ok_or_else(|| {
+            Box::new(TransactionError::Custom(
+                "the user has no connection".into(),
+            ))
+        })
 }
 
 /// One goose transaction: (think or line up), send, read, record.
@@ -249,19 +273,31 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
     let Some(think_ms) = pace(shared, &mut rng).await else {
         return Ok(());
     };
-    let planned = plan_request(user, shared, &mut rng)?;
+    let (hold_ms, abandon_after) = shared.hold.draw(&mut rng);
+    let request = shared.template.http_request(&shared.uri, hold_ms);
     shared.live.sent.fetch_add(1, Ordering::Relaxed);
     let sent = Instant::now();
     let sent_ms = (sent - shared.t0).as_secs_f64() * 1000.0;
-    let mut goose = user.request(planned.request).await?;
+    let limit = abandon_after.unwrap_or(REQUEST_TIMEOUT);
+    let answer = match request {
+        Ok(request) => {
+            (connection_of(user)?)
+                .exchange(request, MAX_REPLY_BYTES, limit)
+                .await
+        }
+        Err(e) => Err(ExchangeError::Send(format!(
+            "the request could not be built: {e}"
+        ))),
+    };
+    let took = sent.elapsed();
     let mut record = Attempt {
         user: user.weighted_users_index,
         wave,
         sent_ms,
-        latency_ms: 0.0,
+        latency_ms: took.as_secs_f64() * 1000.0,
         think_ms,
-        hold_ms: planned.hold_ms,
-        abandon_planned: planned.abandon_after.is_some(),
+        hold_ms,
+        abandon_planned: abandon_after.is_some(),
         outcome: Outcome::Error(String::new()),
         retry_after: None,
         code: None,
@@ -269,17 +305,24 @@ async fn attempt(user: &mut GooseUser, shared: &Shared) -> TransactionResult {
         request_id: None,
         timing: None,
     };
-    let expected = match goose.response {
-        Ok(response) => read_answer(shared, &mut record, response, sent).await,
-        Err(e) => no_answer(shared, &mut record, &e, sent),
+    let expected = match answer {
+        Ok(answer) => read_answer(shared, &mut record, answer),
+        Err(e) => no_answer(shared, &mut record, &e),
     };
     let failure = (!expected).then(|| failure_tag(&record));
+    let status = record.status();
     keep(shared, record, wave);
     // goose's own report counts the pool's refusals and planned abandonment as expected.
-    match failure {
-        None => user.set_success(&mut goose.request),
-        Some(tag) => user.set_failure(&tag, &mut goose.request, None, None),
-    }
+    let t = &shared.template;
+    user.record_custom_request_duration(
+        t.method.as_str(),
+        &t.name,
+        took,
+        expected,
+        status,
+        failure.as_deref(),
+    )
+    .await
 }
 
 /// Waits before an attempt as the profile paces it (a think, or the burst's barrier), so the
@@ -323,76 +366,26 @@ async fn pace(shared: &Shared, rng: &mut SplitMix64) -> Option<f64> {
     }
 }
 
-/// The request of one attempt and the hold it asks for, drawn after the pacing so each
-/// attempt's random stream is the same whatever the timing.
-struct PlannedRequest<'a> {
-    request: GooseRequest<'a>,
-    hold_ms: u64,
-    /// When the client gives up on it, if it is to be abandoned.
-    abandon_after: Option<Duration>,
-}
-
-/// Builds the template's request with a drawn hold (and timeout, for an abandoned one), so
-/// every attempt sends the same thing but for its hold.
-fn plan_request<'a>(
-    user: &GooseUser,
-    shared: &'a Shared,
-    rng: &mut SplitMix64,
-) -> Result<PlannedRequest<'a>, Box<TransactionError>> {
-    let (hold_ms, abandon_after) = shared.hold.draw(rng);
-    let t = &shared.template;
-    let method = goose::goose::goose_method_from_method(t.method.clone())?;
-    let mut builder = t.fill(user.get_request_builder(&method, &t.path)?, hold_ms);
-    if let Some(after) = abandon_after {
-        builder = builder.timeout(after);
-    }
-    let request = GooseRequest::builder()
-        .method(method)
-        .path(t.path.as_str())
-        .name(t.name.as_str())
-        .set_request_builder(builder)
-        .build();
-    Ok(PlannedRequest {
-        request,
-        hold_ms,
-        abandon_after,
-    })
-}
-
 /// Reads an HTTP answer into `record` (status, and for any other than the served one its code,
 /// whether it is the pool's refusal, and its headers), so the verdicts see what the client saw;
 /// whether it is an expected answer (served or refused).
-async fn read_answer(
-    shared: &Shared,
-    record: &mut Attempt,
-    response: reqwest::Response,
-    sent: Instant,
-) -> bool {
+fn read_answer(shared: &Shared, record: &mut Attempt, answer: Answer) -> bool {
     let t = &shared.template;
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
     let header = |name: &str| {
-        headers
-            .get(name)
+        (answer.headers.get(name))
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    // A target that answers gigabytes costs a user at most the cap, and the attempt says why.
-    let body = read_capped(response, MAX_REPLY_BYTES).await;
-    record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
-    record.timing = t.server_timing(&headers);
-    match body {
+    record.timing = t.server_timing(&answer.headers);
+    match &answer.body {
         Ok(body) => {
-            record.outcome = Outcome::Status(status);
-            if status != t.ok_status {
-                record.code = problem_code(&body);
-                record.refused = t.refused(status, &body);
+            record.outcome = Outcome::Status(answer.status);
+            if answer.status != t.ok_status {
+                record.code = problem_code(body);
+                record.refused = t.refused(answer.status, body);
                 record.request_id = t.request_id_header.as_deref().and_then(header);
                 record.retry_after = t.hint_header.as_deref().and_then(header);
             }
-        }
-        Err(BodyError::Read(e)) if record.abandon_planned && e.is_timeout() => {
-            record.outcome = Outcome::Abandoned;
         }
         Err(e) => record.outcome = Outcome::Error(e.to_string()),
     }
@@ -417,8 +410,7 @@ fn count_answer(shared: &Shared, record: &Attempt) -> bool {
 
 /// Records an attempt that got no answer: planned abandonment is expected, anything else is
 /// an error the verdicts name.
-fn no_answer(shared: &Shared, record: &mut Attempt, e: &reqwest::Error, sent: Instant) -> bool {
-    record.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+fn no_answer(shared: &Shared, record: &mut Attempt, e: &ExchangeError) -> bool {
     if record.abandon_planned && e.is_timeout() {
         record.outcome = Outcome::Abandoned;
         true
