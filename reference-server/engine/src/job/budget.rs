@@ -55,13 +55,12 @@ impl Budget {
 #[derive(Debug)]
 #[must_use = "the charge is released as soon as it is dropped"]
 pub struct Charge<'a> {
-    /// The job charged; its budget holds the bytes, and its checkpoint is at hand for work
-    /// done under the charge (a buffer copied as it grows).
+    /// The job charged; its budget holds the bytes.
     pub(super) ctx: &'a super::JobContext,
     pub(super) bytes: u64,
 }
 
-impl Charge<'_> {
+impl<'a> Charge<'a> {
     /// The bytes this charge holds against the budget.
     pub fn bytes(&self) -> u64 {
         self.bytes
@@ -79,11 +78,10 @@ impl Charge<'_> {
         Ok(())
     }
 
-    /// The charging job's [`JobContext::checkpoint`](super::JobContext::checkpoint), for work
-    /// done under the charge that may take longer than the checkpoint interval (copying a
-    /// buffer of tens of megabytes as it grows).
-    pub fn checkpoint(&self) -> Result<(), Interrupt> {
-        self.ctx.checkpoint()
+    /// The job charged, whose checkpoint is at hand for work done under the charge (a buffer
+    /// of tens of megabytes copied as it grows: `pipeline::reserve_charged`).
+    pub(crate) fn job(&self) -> &'a super::JobContext {
+        self.ctx
     }
 
     /// Grows the amount held by `bytes`.

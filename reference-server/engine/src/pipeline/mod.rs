@@ -20,6 +20,7 @@
 
 pub mod decode;
 pub mod fill;
+mod halves;
 mod nearest;
 pub mod quantize;
 pub mod segment;
@@ -137,6 +138,20 @@ pub(crate) fn reserve_charged<T: Clone>(
     charge: &mut Charge<'_>,
     others: u64,
 ) -> Result<(), Interrupt> {
+    let job = charge.job();
+    reserve_ticked(v, additional, charge, others, &mut || job.checkpoint())
+}
+
+/// [`reserve_charged`], calling `go_on` between the slices of a copy instead of the job's
+/// checkpoint: for a half of a stage's work on a helper thread, which must not call the job's
+/// context ([`halves`]).
+pub(crate) fn reserve_ticked<T: Clone>(
+    v: &mut Vec<T>,
+    additional: usize,
+    charge: &mut Charge<'_>,
+    others: u64,
+    go_on: &mut dyn FnMut() -> Result<(), Interrupt>,
+) -> Result<(), Interrupt> {
     let needed = v.len().saturating_add(additional);
     if needed <= v.capacity() {
         return Ok(());
@@ -151,7 +166,7 @@ pub(crate) fn reserve_charged<T: Clone>(
     let mut grown = Vec::with_capacity(new_cap);
     for slice in v.chunks((GROW_SLICE_BYTES / size_of::<T>().max(1)).max(1)) {
         grown.extend_from_slice(slice);
-        charge.checkpoint()?;
+        go_on()?;
     }
     *v = grown;
     Ok(())
@@ -176,20 +191,31 @@ pub const PIXELS_PER_MS: u64 = 25_000;
 pub const STITCHES_PER_MS: u64 = 4_000;
 
 /// Calls [`JobContext::checkpoint`] once per `every` units of work, so hot loops pay for a
-/// clock read only every few thousand pixels.
+/// clock read only every few thousand pixels; or, for a half of a stage's work on two threads,
+/// the half's own `go_on` ([`halves`]).
 pub(crate) struct Ticker<'a> {
-    ctx: &'a JobContext,
+    go_on: Box<dyn FnMut() -> Result<(), Interrupt> + 'a>,
     every: u64,
     done: u64,
 }
 
 impl<'a> Ticker<'a> {
     pub(crate) fn new(ctx: &'a JobContext, every: u64) -> Self {
+        Ticker::calling(move || ctx.checkpoint(), every)
+    }
+
+    /// A ticker that calls `go_on` where [`new`](Self::new)'s checkpoints.
+    pub(crate) fn calling(go_on: impl FnMut() -> Result<(), Interrupt> + 'a, every: u64) -> Self {
         Ticker {
-            ctx,
+            go_on: Box::new(go_on),
             every,
             done: 0,
         }
+    }
+
+    /// Checkpoints now, whatever the work since the last one (between the slices of a copy).
+    pub(crate) fn now(&mut self) -> Result<(), Interrupt> {
+        (self.go_on)()
     }
 
     #[inline]
@@ -197,7 +223,7 @@ impl<'a> Ticker<'a> {
         self.done += work;
         if self.done >= self.every {
             self.done = 0;
-            self.ctx.checkpoint()?;
+            (self.go_on)()?;
         }
         Ok(())
     }

@@ -14,20 +14,20 @@
 //! 2. each stitch is then written in place ([`Writer`]: digits from a two-digit table, every
 //!    copy of a length known when compiled), in blocks of [`BLOCK`] stitches with a checkpoint
 //!    per block (B3), as the counting pass has too;
-//! 3. a design of [`PARALLEL_FROM`] stitches or more is written by two threads, each into its
-//!    own part of the buffer, split where the counting pass says the first half's text ends
-//!    ([`write_stitches`]): the job's thread still passes one checkpoint per block, and the
-//!    helper stops at its next block once the job is interrupted.
+//! 3. a design of [`PARALLEL_FROM`] stitches or more is counted and written by two threads
+//!    ([`in_two_halves`]): each half counted by its own, then each half written into its own
+//!    part of the buffer, split where the first half's text ends ([`write_stitches`]); the job's
+//!    thread still passes one checkpoint per block, and the helper stops at its next block once
+//!    the job is interrupted.
 //!
 //! On the benchmark's 4 MP poster (714K stitches, 24 MB) this takes ~6 ms (~10 on one thread)
 //! where serde_json took ~30 ms on the same 2-core machine (docs/benchmarks.md).
 
-use std::cell::Cell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use plimsoll_spec::{Design, Stitch, StitchCommand};
 
+use super::halves::{GoOn, in_two_halves};
 use super::vec_bytes;
 use crate::job::{Interrupt, JobContext, StageError};
 
@@ -88,103 +88,68 @@ struct Counted {
 }
 
 /// Counts `stitches`' text, checkpointing between blocks of [`COUNT_BLOCK`]; a design of
-/// [`PARALLEL_FROM`] stitches or more is split in two halves at a block's start.
+/// [`PARALLEL_FROM`] stitches or more is split in two halves at a block's start, each counted by
+/// its own thread ([`in_two_halves`]).
 fn count(ctx: &JobContext, stitches: &[Stitch]) -> Result<Counted, Interrupt> {
-    let split = match stitches.len() {
-        n if n >= PARALLEL_FROM => n / 2 / COUNT_BLOCK * COUNT_BLOCK,
-        n => n,
-    };
-    let (mut len, mut first_len) = (0, None);
-    for (i, block) in stitches.chunks(COUNT_BLOCK).enumerate() {
-        ctx.checkpoint()?;
-        if i * COUNT_BLOCK == split {
-            first_len = Some(len + split - 1);
-        }
-        len += block.iter().map(stitch_len).sum::<usize>();
+    let n = stitches.len();
+    if n < PARALLEL_FROM {
+        let len = text_len(stitches, &mut || ctx.checkpoint())?;
+        return Ok(Counted {
+            len,
+            split: n,
+            first_len: len + n.saturating_sub(1),
+        });
     }
-    let first_len = first_len.unwrap_or(len + stitches.len().saturating_sub(1));
+    let split = n / 2 / COUNT_BLOCK * COUNT_BLOCK;
+    let (first, second) = stitches.split_at(split);
+    let (first_text, second_text) = in_two_halves(
+        ctx,
+        |go_on| text_len(first, go_on),
+        |go_on| text_len(second, go_on),
+    )?;
     Ok(Counted {
-        len,
+        len: first_text + second_text,
         split,
-        first_len,
+        first_len: first_text + split - 1,
     })
 }
 
-/// How long the job's thread sleeps between looks at the helper once its own half is written: a
-/// small part of a block's time, so a checkpoint is never far.
-const WAIT: std::time::Duration = std::time::Duration::from_micros(50);
+/// The text of `stitches` without commas, asking `go_on` before each block of [`COUNT_BLOCK`].
+fn text_len(stitches: &[Stitch], go_on: GoOn<'_>) -> Result<usize, Interrupt> {
+    let mut len = 0;
+    for block in stitches.chunks(COUNT_BLOCK) {
+        go_on()?;
+        len += block.iter().map(stitch_len).sum::<usize>();
+    }
+    Ok(len)
+}
 
 /// The fewest stitches written by two threads: below it, starting the second thread costs about
 /// what it saves.
 const PARALLEL_FROM: usize = 16 * BLOCK;
 
 /// Writes `stitches`, comma-separated, into `text`, which is exactly their length. A design
-/// `counted` split in two is written by two threads: the job's own writes the first half with a
-/// checkpoint before each of its blocks and one for each block the helper starts, and a scoped
-/// helper writes the second half into the other part of the buffer, stopping between blocks once
-/// the job has been interrupted; its half done, the job's thread keeps to its checkpoints until
-/// the helper's is. So the job passes one checkpoint per block whichever thread writes it, and
-/// no stretch without one is longer than a block (B3). The bytes are the same either way: each
-/// writer must end exactly at its part's end, as counted.
+/// `counted` split in two is written by two threads ([`in_two_halves`]): the job's own writes
+/// the first half, a scoped helper the second into the other part of the buffer, and the job
+/// passes one checkpoint per block whichever thread writes it (B3). The bytes are the same
+/// either way: each writer must end exactly at its part's end, as counted.
 fn write_stitches(
     ctx: &JobContext,
     text: &mut [MaybeUninit<u8>],
     stitches: &[Stitch],
     counted: &Counted,
-) -> Result<(), StageError> {
+) -> Result<(), Interrupt> {
     if counted.split == stitches.len() {
-        return Ok(write_part(text, stitches, false, &mut || ctx.checkpoint())?);
+        return write_part(text, stitches, false, &mut || ctx.checkpoint());
     }
     let (first, second) = stitches.split_at(counted.split);
     let (left, right) = text.split_at_mut(counted.first_len);
-    let stop = AtomicBool::new(false);
-    let helper_blocks = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let helper = scope.spawn(|| {
-            let mut go_on = || {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(Interrupt::Cancelled);
-                }
-                helper_blocks.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            };
-            write_part(right, second, true, &mut go_on).is_ok()
-        });
-        // The job's thread checkpoints for the helper's blocks too, as they start: the job
-        // passes one checkpoint per block whichever thread writes it.
-        let check = || {
-            ctx.checkpoint()
-                .inspect_err(|_| stop.store(true, Ordering::Relaxed))
-        };
-        let seen = Cell::new(0);
-        let catch_up = || {
-            let started = helper_blocks.load(Ordering::Relaxed);
-            while seen.get() < started {
-                check()?;
-                seen.set(seen.get() + 1);
-            }
-            Ok::<(), Interrupt>(())
-        };
-        let mut own = || check().and_then(|()| catch_up());
-        let mut written = write_part(left, first, false, &mut own);
-        // Its half done, it waits for the helper's, still at its checkpoints.
-        while written.is_ok() && !helper.is_finished() {
-            std::thread::sleep(WAIT);
-            written = catch_up();
-        }
-        let helped = helper
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let written = written.and_then(|()| catch_up());
-        match (written, helped) {
-            (Err(interrupt), _) => Err(interrupt.into()),
-            (Ok(()), true) => Ok(()),
-            // The helper stops only when the job's thread has been interrupted.
-            (Ok(()), false) => Err(StageError::failed(
-                "serialising the design failed: its second half stopped on its own",
-            )),
-        }
-    })
+    in_two_halves(
+        ctx,
+        |go_on| write_part(left, first, false, go_on),
+        |go_on| write_part(right, second, true, go_on),
+    )?;
+    Ok(())
 }
 
 /// Writes `stitches` into `part` front to back, each but the first after a comma (the first too
@@ -194,7 +159,7 @@ fn write_part(
     part: &mut [MaybeUninit<u8>],
     stitches: &[Stitch],
     leading_comma: bool,
-    go_on: &mut dyn FnMut() -> Result<(), Interrupt>,
+    go_on: GoOn<'_>,
 ) -> Result<(), Interrupt> {
     let mut w = Writer { buf: part, at: 0 };
     for (b, block) in stitches.chunks(BLOCK).enumerate() {

@@ -297,25 +297,25 @@ fn long_loops_reach_a_checkpoint_every_few_milliseconds() {
     }
 }
 
-/// Stops the job from inside `serialize`'s loop, at its `at`-th checkpoint (the counting pass
-/// takes the first few, the writing the rest): cancels its token, or holds that checkpoint until
-/// the deadline has passed, as a slow stretch of writing would.
+/// Stops the job from inside `stage`, at its `at`-th checkpoint: cancels its token, or holds
+/// that checkpoint until the deadline has passed, as a slow stretch of work would.
 #[derive(Debug)]
-struct StopInsideSerialize {
+struct StopInside {
+    stage: Stage,
     at: u64,
     cancel: Option<CancellationToken>,
     deadline: Option<Instant>,
     state: std::sync::Mutex<(Option<Stage>, u64)>,
 }
 
-impl plimsoll_engine::job::CheckpointObserver for StopInsideSerialize {
+impl plimsoll_engine::job::CheckpointObserver for StopInside {
     fn stage_started(&self, stage: Stage) {
         *self.state.lock().unwrap() = (Some(stage), 0);
     }
 
     fn checkpoint(&self) {
         let mut state = self.state.lock().unwrap();
-        if state.0 != Some(Stage::Serialize) {
+        if state.0 != Some(self.stage) {
             return;
         }
         state.1 += 1;
@@ -354,17 +354,39 @@ fn a_cancellation_or_a_deadline_stops_serialize_written_by_two_threads() {
     stops_inside_serialize(600.0, 24);
 }
 
+/// `quantize` counts and maps an image of 512K pixels or more with two threads, a half of its
+/// rows each (issue 39): a cancellation or a deadline in either pass stops the job at the same
+/// checkpoint a one-thread pass would, named as `quantize`, the helper with it.
+#[test]
+fn a_cancellation_or_a_deadline_stops_quantize_on_two_threads_in_either_pass() {
+    // 1 MP: 64 checkpoints of counting (one per 16,384 pixels, either half), a few in the
+    // median cut, then as many of mapping: the 20th is inside the histogram, the 110th inside
+    // the mapping.
+    let image = png(&poster(1024, 1024));
+    for at in [20, 110] {
+        stops_inside(Stage::Quantize, &image, 300.0, at);
+    }
+}
+
 /// Digitizes the poster at `width_mm` with the job cancelled, then with its deadline held past,
 /// at `serialize`'s `at`-th checkpoint: the job must stop there, at `serialize`.
 fn stops_inside_serialize(width_mm: f64, at: u64) {
-    let image = png(&poster(300, 200));
+    stops_inside(Stage::Serialize, &png(&poster(300, 200)), width_mm, at);
+}
+
+/// Digitizes `image` at `width_mm` with the job cancelled, then with its deadline held past, at
+/// `stage`'s `at`-th checkpoint: the job must stop there, at `stage`, after the stages before
+/// it, with nothing left behind.
+fn stops_inside(stage: Stage, image: &[u8], width_mm: f64, at: u64) {
+    let before = DIGITIZE.iter().position(|s| *s == stage).unwrap();
     for deadline_case in [false, true] {
         let root = tempfile::tempdir().unwrap();
         let mut cfg = config(root.path());
         if deadline_case {
             cfg.deadline = Instant::now() + Duration::from_secs(2);
         }
-        let observer = Arc::new(StopInsideSerialize {
+        let observer = Arc::new(StopInside {
+            stage,
             at,
             cancel: (!deadline_case).then(|| cfg.cancel.clone()),
             deadline: deadline_case.then_some(cfg.deadline),
@@ -372,20 +394,20 @@ fn stops_inside_serialize(width_mm: f64, at: u64) {
         });
         let mut ctx = JobContext::new(cfg).unwrap();
         ctx.observe(observer.clone());
-        let err = failed(digitize(&mut ctx, &image, &params(width_mm)));
+        let err = failed(digitize(&mut ctx, image, &params(width_mm)));
         let expected = if deadline_case {
             Interrupt::DeadlineExceeded
         } else {
             Interrupt::Cancelled
         };
         assert_eq!(err.kind, JobErrorKind::Interrupted(expected));
-        assert_eq!(err.failed_stage, Stage::Serialize);
-        assert_eq!(err.completed_stages, DIGITIZE[..5]);
+        assert_eq!(err.failed_stage, stage);
+        assert_eq!(err.completed_stages, DIGITIZE[..before]);
         // Stopped where it was told: a cancel at that checkpoint, a deadline at the next (the
         // held checkpoint read its clock before it was held).
         let stopped_at = if deadline_case { at + 1 } else { at };
-        let (stage, checkpoints) = *observer.state.lock().unwrap();
-        assert_eq!((stage, checkpoints), (Some(Stage::Serialize), stopped_at));
+        let (seen, checkpoints) = *observer.state.lock().unwrap();
+        assert_eq!((seen, checkpoints), (Some(stage), stopped_at));
         drop(ctx);
         assert!(is_empty_dir(root.path()));
     }
