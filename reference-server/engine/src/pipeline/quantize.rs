@@ -11,7 +11,7 @@
 //! 12.6 → 6.4 ms at 4 MP, 62 → 51 ms at 16 MP on the benchmark's poster, docs/benchmarks.md; the
 //! runs unchanged). An image of [`PARALLEL_FROM`] pixels or more has both passes done by two
 //! threads, half of its rows each (`pipeline::halves`), the helper's runs appended after the
-//! job thread's (about 28 → 17 ms at 16 MP on a quiet machine; the runs unchanged).
+//! job thread's (28 → 17 ms at 16 MP in `bench_digitize`; the runs unchanged).
 //!
 //! Transparent pixels (alpha < 128) are background: neither counted nor stitched.
 
