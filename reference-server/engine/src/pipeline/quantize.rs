@@ -69,8 +69,8 @@ const TRANSPARENT: u32 = u32::MAX;
 const CHUNK: usize = 4096;
 /// Pixels between checkpoints, as the passes tick them.
 const TICK: u64 = 16 * 1024;
-/// The fewest pixels whose histogram two threads count, a half each: below it, starting the
-/// second thread costs about what it saves.
+/// The fewest pixels whose passes two threads share, half of the rows each: below it, starting
+/// the second thread costs about what it saves.
 const PARALLEL_FROM: u64 = 512 * 1024;
 
 trait Sample: Copy + PartialEq + Sync {
