@@ -219,20 +219,17 @@ fn run<T: Sample, const C: usize>(
     let (palette, lut) = median_cut(ctx, hist.occupied(), usize::from(colors))?;
     let mut raster = Raster::new(ctx, mid)?;
     if halves {
-        let below = Raster::new(ctx, image.height as usize - mid)?;
+        let mut below = Raster::new(ctx, image.height as usize - mid)?;
         let lut = &lut;
-        let (mut above, below) = in_two_halves(
+        let ((), below) = in_two_halves(
             ctx,
             |go_on| raster.map_rows::<T, C>(top, row_len, lut, &mut Ticker::calling(go_on, TICK)),
             |go_on| {
-                let mut below = below;
                 below.map_rows::<T, C>(bottom, row_len, lut, &mut Ticker::calling(go_on, TICK))?;
                 Ok(below)
             },
-        )
-        .map(|((), below)| (raster, below))?;
-        above.append(below, &mut Ticker::new(ctx, TICK))?;
-        raster = above;
+        )?;
+        raster.append(below, &mut Ticker::new(ctx, TICK))?;
     } else {
         raster.map_rows::<T, C>(samples, row_len, &lut, &mut Ticker::new(ctx, TICK))?;
     }
