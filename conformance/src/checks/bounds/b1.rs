@@ -180,15 +180,21 @@ async fn past_the_deadline(t: &Arc<Target>, c: &mut Ctx, count: usize, elapsed: 
         }
         remaining -= batch;
         released_after_timeouts(t, c, pool, stop).await;
+        // The export trial, while still held, may keep its temp files: they are judged once
+        // nothing is in flight (its deadline can outlast a batch's, or its upload arrive late).
+        if export.as_ref().is_none_or(|e| e.task.is_finished()) {
+            no_temp_left(t, c);
+        }
     }
     if let Some(ExportTrial { held, task }) = export {
         let answer = task.await.unwrap_or_else(|e| Err(TaskError::Join(e)));
         held.judge(t, c, "export", answer, elapsed);
+        no_temp_left(t, c);
     }
 }
 
 /// After a batch of timeouts: the busy gauge agrees the slots came back within `stop` (a
-/// cross-check), and no temp file remains.
+/// cross-check).
 async fn released_after_timeouts(t: &Target, c: &mut Ctx, pool: Pool, stop: Duration) {
     match t
         .wait_metric(MetricName::WorkersBusy, pool, stop, |v| {
@@ -205,6 +211,10 @@ async fn released_after_timeouts(t: &Target, c: &mut Ctx, pool: Pool, stop: Dura
             stop.as_millis()
         )),
     }
+}
+
+/// After timeouts, with nothing in flight: no temp file remains.
+fn no_temp_left(t: &Target, c: &mut Ctx) {
     if let Some(entries) = c.temp_left(t) {
         c.require(entries.is_empty(), || {
             format!("temp files left after the timeout: {entries:?}")
