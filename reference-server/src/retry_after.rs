@@ -2,6 +2,7 @@
 //! and asks it for the delay a refused client is told. The reference estimator is the p50 of the
 //! last N samples, in whole seconds; [`RetryAfterPolicy`] is the seam that chooses it per pool.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -52,6 +53,10 @@ pub(crate) fn whole_seconds(wait: Duration, min_seconds: u64, max_seconds: u64) 
 pub(crate) struct RetryAfterEstimator {
     estimator: Estimator,
     window: VecDeque<Duration>,
+    /// The window's order statistic, kept until the next sample: a flood asks for it once per
+    /// refusal (a copy and a sort of the window, under the pool's lock), and between two
+    /// samples it cannot change.
+    statistic: Cell<Option<Duration>>,
     capacity: usize,
     min_seconds: u64,
     empty_seconds: u64,
@@ -67,6 +72,7 @@ impl RetryAfterEstimator {
         RetryAfterEstimator {
             estimator,
             window: VecDeque::with_capacity(capacity),
+            statistic: Cell::new(None),
             capacity: capacity.max(1),
             min_seconds,
             empty_seconds,
@@ -87,6 +93,7 @@ impl WaitEstimator for RetryAfterEstimator {
             self.window.pop_front();
         }
         self.window.push_back(wait);
+        self.statistic.set(None);
     }
 
     /// The advertised delay: the nearest-rank median of the window, rounded up to whole
@@ -99,10 +106,14 @@ impl WaitEstimator for RetryAfterEstimator {
                 .empty_seconds
                 .clamp(self.min_seconds, max_seconds.max(self.min_seconds));
         }
-        let wait = self
-            .estimator
-            .of(self.window.iter().copied())
-            .unwrap_or_default();
+        let wait = self.statistic.get().unwrap_or_else(|| {
+            let wait = self
+                .estimator
+                .of(self.window.iter().copied())
+                .unwrap_or_default();
+            self.statistic.set(Some(wait));
+            wait
+        });
         whole_seconds(wait, self.min_seconds, max_seconds)
     }
 
@@ -153,5 +164,27 @@ mod tests {
         }
         assert_eq!(e.len(), 4);
         assert_eq!(e.retry_after_seconds(60), 2);
+    }
+
+    /// The statistic kept between samples is the window's own: every sample recorded after an
+    /// answer moves the next answer as it would a fresh estimator's.
+    #[test]
+    fn every_answer_is_the_window_as_it_is_now() {
+        let mut kept = RetryAfterEstimator::new(Estimator::P50, 4, 1, 1);
+        let mut recorded = Vec::new();
+        for wait in [30_000, 1_200, 1_200, 5_500, 2_100, 2_100, 9_000, 100] {
+            kept.record(ms(wait));
+            recorded.push(wait);
+            let mut fresh = RetryAfterEstimator::new(Estimator::P50, 4, 1, 1);
+            for &w in &recorded {
+                fresh.record(ms(w));
+            }
+            for max in [1, 3, 60] {
+                assert_eq!(
+                    kept.retry_after_seconds(max),
+                    fresh.retry_after_seconds(max)
+                );
+            }
+        }
     }
 }
