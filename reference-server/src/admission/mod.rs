@@ -49,6 +49,11 @@ pub struct PoolSpec {
 pub struct Refused {
     /// The Retry-After the 503 carries, in seconds (T3).
     pub retry_after_s: u64,
+    /// The slots held when it was refused (the answer's detail), read under the refusal's own
+    /// lock: no second trip to the pool's lock.
+    pub busy: usize,
+    /// The requests queued when it was refused, read likewise.
+    pub queued: usize,
 }
 
 struct Waiter {
@@ -156,6 +161,8 @@ impl WorkerPool {
                     retry_after_s: st
                         .estimator
                         .retry_after_seconds(self.spec.max_retry_after_s),
+                    busy: st.busy,
+                    queued: st.queue.len(),
                 });
             }
             let (tx, rx) = oneshot::channel();
@@ -169,12 +176,16 @@ impl WorkerPool {
         match rx.await {
             Ok(permit) => Ok(permit),
             // Only possible if the waiter was removed without a permit, which release never does.
-            Err(_) => Err(Refused {
-                retry_after_s: self
-                    .lock()
-                    .estimator
-                    .retry_after_seconds(self.spec.max_retry_after_s),
-            }),
+            Err(_) => {
+                let st = self.lock();
+                Err(Refused {
+                    retry_after_s: st
+                        .estimator
+                        .retry_after_seconds(self.spec.max_retry_after_s),
+                    busy: st.busy,
+                    queued: st.queue.len(),
+                })
+            }
         }
     }
 

@@ -79,7 +79,7 @@ pub(super) async fn dispatch(conn: &Arc<Connection>, envelope: Envelope) {
             drop(admit);
             match admitted {
                 Ok(permit) => run(&conn, envelope, hold, permit).await,
-                Err(Refused { retry_after_s }) => {
+                Err(Refused { retry_after_s, .. }) => {
                     let code = ErrorCode::Overloaded;
                     let status = conn.state.config.contract.error(code).status;
                     let frame = frames::error(

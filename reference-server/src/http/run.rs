@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::disconnect::DisconnectGuard;
 use super::timing::Timing;
-use crate::admission::{Admitted, Denied, Entry, Slot};
+use crate::admission::{Admitted, Denied, Entry, Refused, Slot};
 use crate::error::{ApiError, ErrorKind};
 use crate::state::AppState;
 use crate::upload::{Received, Upload};
@@ -142,16 +142,17 @@ async fn admit(
         }
         Err(Denied::QueueTimeout) => Err(job.timed_out(Stage::Queue, Vec::new())),
         // clause: T3 — 503 overloaded with Retry-After, answered at once
-        Err(Denied::Full(refused)) => {
-            let (busy, queued) = state.pool(job.pool).load();
-            Err(ErrorKind::Overloaded {
-                retry_after_s: refused.retry_after_s,
-                detail: format!(
-                    "all {busy} {} workers are busy and {queued} requests are queued; retry after {} s",
-                    job.pool, refused.retry_after_s
-                ),
-            })
-        }
+        Err(Denied::Full(Refused {
+            retry_after_s,
+            busy,
+            queued,
+        })) => Err(ErrorKind::Overloaded {
+            retry_after_s,
+            detail: format!(
+                "all {busy} {} workers are busy and {queued} requests are queued; retry after {retry_after_s} s",
+                job.pool
+            ),
+        }),
     }
 }
 
