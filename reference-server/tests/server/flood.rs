@@ -15,7 +15,7 @@ use super::*;
 /// Uploads at once: half declare their length, half are chunked.
 const UPLOADS: usize = 240;
 /// The most resident memory may grow beyond the budget: the server's own buffers (hyper's read
-/// buffers, one per connection), the test's client and allocator slack.
+/// buffers, one per connection), the test's clients (one shared piece) and allocator slack.
 const ALLOWANCE_MB: u64 = 256;
 /// How long one `/healthz` may take during the flood. It proves the server stays alive, not a
 /// latency (no clause bounds `/healthz`): 240 clients pushing 2 GB through loopback in this same
@@ -32,9 +32,17 @@ struct Seen {
     sent: u64,
 }
 
-/// Writes a near-limit body in pieces and stops 1 MB short of its end (or when the server has
-/// answered); then waits for the answer, up to `wait`.
-async fn flood_one(addr: std::net::SocketAddr, limit: u64, chunked: bool, wait: Duration) -> Seen {
+/// Writes a near-limit body in pieces of `piece` and stops 1 MB short of its end (or when the
+/// server has answered); then waits for the answer, up to `wait`. Every client writes the same
+/// piece: the resident memory judged is this process's, and 240 pieces of their own (240 MB)
+/// were most of the allowance, so the server's buffers passed it once.
+async fn flood_one(
+    addr: std::net::SocketAddr,
+    limit: u64,
+    chunked: bool,
+    wait: Duration,
+    piece: Arc<[u8]>,
+) -> Seen {
     let Ok(stream) = TcpStream::connect(addr).await else {
         return Seen {
             status: None,
@@ -64,7 +72,6 @@ async fn flood_one(addr: std::net::SocketAddr, limit: u64, chunked: bool, wait: 
             .nth(1)
             .and_then(|s| s.parse::<u16>().ok())
     });
-    let piece = vec![b' '; PIECE];
     let frame = format!("{PIECE:x}\r\n");
     let mut sent = 0;
     let _ = tx.write_all(head.as_bytes()).await;
@@ -116,6 +123,7 @@ async fn b5_a_flood_of_stalled_uploads_stays_within_the_upload_budget() {
     let before = rss_bytes();
     let started = Instant::now();
 
+    let piece: Arc<[u8]> = vec![b' '; PIECE].into();
     let clients: Vec<_> = (0..UPLOADS)
         .map(|i| {
             tokio::spawn(flood_one(
@@ -123,6 +131,7 @@ async fn b5_a_flood_of_stalled_uploads_stays_within_the_upload_budget() {
                 limit,
                 i % 2 == 1,
                 read_timeout + Duration::from_secs(4),
+                piece.clone(),
             ))
         })
         .collect();
