@@ -58,7 +58,7 @@ impl Bound {
         Duration::from_millis(match self {
             Bound::RefusalLatency => contract.tolerances.refusal_latency_ms,
             Bound::TimeoutLate | Bound::CloseLate => contract.tolerances.timeout_late_ms,
-            Bound::StopWithin => contract.cancellation().stop_within_ms,
+            Bound::StopWithin => stop_within_ms(contract),
             Bound::CloseEarly => CLOSE_EARLY_SLACK_MS,
         })
     }
@@ -228,6 +228,20 @@ impl Adjustments {
             added => format!("{base} ms + {added} ms injected"),
         }
     }
+}
+
+/// B3's bound: the digitize pool's on the reference surface; in another service's contract the
+/// longest any pool declares (`cancellation.stop_within_ms`), and 0 where none declares one
+/// (nothing then waits for a stop). Each pool's own check adds the fault's share to its own.
+fn stop_within_ms(contract: &Contract) -> u64 {
+    if contract.is_reference() {
+        return contract.cancellation().stop_within_ms;
+    }
+    (contract.pools.values())
+        .filter_map(|p| p.cancellation.as_ref())
+        .map(|c| c.stop_within_ms)
+        .max()
+        .unwrap_or(0)
 }
 
 /// The worst one-way delay the fault adds to `direction`.

@@ -214,6 +214,13 @@ impl Target {
         self.adjustments.bound(bound, &self.expected)
     }
 
+    /// A pool's own stop bound (its `cancellation.stop_within_ms`, B3) as the run's fault
+    /// widens it: a client's leaving crosses the fault before the server can see it.
+    pub fn stop_bound(&self, stop_within_ms: u64) -> Duration {
+        Duration::from_millis(stop_within_ms)
+            + self.adjustments.added(plimsoll_fault::Bound::StopWithin)
+    }
+
     /// The target whose process the checker can read through `process`.
     pub fn with_process(mut self, process: process::ProcessSource) -> Target {
         self.process = process;
