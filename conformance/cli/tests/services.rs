@@ -890,6 +890,24 @@ fn the_second_service_without_its_lookup_deadline_fails_b1() {
     );
 }
 
+/// Under a latency fault that adds more than the contract's tolerance (300 ms) to a timeout's
+/// answer (200 ms each way), the second service's deadline (B1), disconnect (B3) and queue
+/// timeout (T5) are judged against the bounds the fault widens, as the reference's are, and
+/// pass. (A fault against another service's contract once panicked the checker: the stop
+/// bound's base was read from the digitize pool.)
+#[test]
+fn the_second_service_passes_its_deadlines_under_a_latency_wider_than_the_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, contract) = second(dir.path(), plimsoll_example_service::Config::default());
+    let args = ["--only", "B1,B3,T5", "--fault", "latency:latency=200"];
+    let (code, report) = check_second(dir.path(), &url, &contract, &args);
+    assert_eq!(code, Some(0), "{}", failing(&report));
+    for id in ["B1", "B3", "T5"] {
+        let v = verdict(&report, id);
+        assert_eq!(v["verdict"], "pass", "{v}");
+    }
+}
+
 /// The second service taking report bodies twice the size its contract declares fails F2: the
 /// body one byte over the declared largest is served, declared or chunked.
 #[test]

@@ -443,7 +443,12 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
 fn applies(contract: &Contract) -> Result<(), String> {
     reference_or_declared(
         contract,
-        !super::deadline::deadlined(contract).is_empty() || super::stalled_body::applies(contract),
+        !super::deadline::deadlined(
+            contract,
+            Duration::from_millis(contract.tolerances.timeout_late_ms),
+        )
+        .is_empty()
+            || super::stalled_body::applies(contract),
         "the contract declares no deadline the checker can hold a request past \
          (`pools.NAME.deadline_ms` with its `deadline_answer`, for a pool held by a hook or a \
          dependency), no upload read timeout (`[upload]`) and no reference API (`[api]`)",
@@ -454,7 +459,9 @@ async fn b1(t: &Arc<Target>, c: &mut Ctx) {
     if t.expected.is_reference() {
         reference_deadlines(t, c).await;
     }
-    if !super::deadline::deadlined(&t.expected).is_empty() {
+    if !super::deadline::deadlined(&t.expected, t.bound(plimsoll_fault::Bound::TimeoutLate))
+        .is_empty()
+    {
         let part = super::deadline::judge(t, c).await;
         c.add_part(part);
     }

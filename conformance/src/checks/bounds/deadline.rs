@@ -33,10 +33,10 @@ pub(super) struct Deadlined<'c> {
     spec: &'c plimsoll_spec::model::PoolSpec,
 }
 
-/// Every pool of another service's contract with a deadline, its answer, and a hold that can
-/// outlast it.
-pub(super) fn deadlined(contract: &Contract) -> Vec<Deadlined<'_>> {
-    let beyond = Duration::from_millis(contract.tolerances.timeout_late_ms) + MARGIN;
+/// Every pool of another service's contract with a deadline, its answer, and a hold that
+/// outlasts it by more than `late` (the tolerance as the run's fault adjusts it).
+pub(super) fn deadlined(contract: &Contract, late: Duration) -> Vec<Deadlined<'_>> {
+    let beyond = late + MARGIN;
     (contract.pools.iter())
         .filter(|_| !contract.is_reference())
         .filter_map(|(name, spec)| {
@@ -56,9 +56,9 @@ pub(super) fn deadlined(contract: &Contract) -> Vec<Deadlined<'_>> {
 /// Holds one request of each such pool past its deadline and judges its answer. Returns what
 /// was expected and what was observed, in words.
 pub(super) async fn judge(t: &Arc<Target>, c: &mut Ctx) -> (String, String) {
-    let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
     let (mut expected, mut observed) = (Vec::new(), Vec::new());
-    for pool in deadlined(&t.expected) {
+    for pool in deadlined(&t.expected, late) {
         expected.push(format!(
             "{}: a request held past its {} ms deadline answered {} within {} ms of it; served again after",
             pool.name,

@@ -35,7 +35,12 @@ const MARGIN: Duration = Duration::from_millis(400);
 
 /// T5 judges every pool whose queue timeout it can outlast with a held worker.
 fn applies(contract: &Contract) -> Result<(), String> {
-    if timed_pools(contract).is_empty() {
+    if timed_pools(
+        contract,
+        Duration::from_millis(contract.tolerances.timeout_late_ms),
+    )
+    .is_empty()
+    {
         return Err(
             "no pool with a queue timeout (`queue.timeout_ms`) whose workers the checker can \
              hold longer than it (a `hold` by a hook, or a slow request at least that slow)"
@@ -56,9 +61,10 @@ struct TimedPool<'c> {
     waiter: HeldRequest,
 }
 
-/// Every pool of `contract` T5 can judge.
-fn timed_pools(contract: &Contract) -> Vec<TimedPool<'_>> {
-    let late = Duration::from_millis(contract.tolerances.timeout_late_ms);
+/// Every pool of `contract` T5 can judge, its holder held past the timeout by more than `late`
+/// (the tolerance as the run's fault adjusts it), so the holder's own end cannot pass for the
+/// waiter's answer.
+fn timed_pools(contract: &Contract, late: Duration) -> Vec<TimedPool<'_>> {
     contract
         .pools
         .iter()
@@ -80,9 +86,23 @@ fn timed_pools(contract: &Contract) -> Vec<TimedPool<'_>> {
 
 /// T5 against every pool it can judge, one after another.
 async fn t5(t: &Arc<Target>, c: &mut Ctx) {
-    let late = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    let late = t.bound(plimsoll_fault::Bound::TimeoutLate);
+    let pools = timed_pools(&t.expected, late);
+    // A fault's wider tolerance can leave a pool's holders no room before its deadline: that
+    // pool cannot be judged under it (a skip), rather than passing unjudged.
+    let raw = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    for pool in timed_pools(&t.expected, raw) {
+        if !pools.iter().any(|p| p.name == pool.name) {
+            c.skip(format!(
+                "{}: cannot judge under this fault: its holders cannot outlast the {} ms queue timeout and the {} ms tolerance the fault widens it to",
+                pool.name,
+                pool.timeout.as_millis(),
+                late.as_millis()
+            ));
+        }
+    }
     let (mut expected, mut observed) = (Vec::new(), Vec::new());
-    for pool in timed_pools(&t.expected) {
+    for pool in pools {
         expected.push(format!(
             "{}: a request waiting past {} ms answered {} within {} ms of it",
             pool.name,
