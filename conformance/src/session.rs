@@ -40,6 +40,9 @@ pub struct SubjectPlan {
     pub temp_dir: Option<PathBuf>,
     /// The implementation's process id, to read its memory and open files from /proc.
     pub pid: Option<u32>,
+    /// Certificate authorities (a PEM file) trusted for an `https://` target besides the
+    /// system's roots.
+    pub ca_file: Option<PathBuf>,
     /// How long the whole run may take before it is stopped, its reports marked incomplete.
     pub timeout: Duration,
 }
@@ -53,6 +56,7 @@ impl Default for SubjectPlan {
             allow_overrides: false,
             temp_dir: None,
             pid: None,
+            ca_file: None,
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
         }
     }

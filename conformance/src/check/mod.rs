@@ -52,9 +52,6 @@ pub struct CheckPlan {
     pub seed: u64,
     /// An earlier run to compare the figures with.
     pub baseline: BaselinePlan,
-    /// Certificate authorities (a PEM file) trusted for an `https://` target besides the
-    /// system's roots.
-    pub ca_file: Option<PathBuf>,
 }
 
 /// The scaled values, `NAME=VALUE` lines (`conformance/scaled.env`, which the scripts that gate a
@@ -113,7 +110,7 @@ async fn run_suite(
     if subject.upstream.is_some() {
         return bridge::run_suite(run, &judging, source, subject).await;
     }
-    let trust = Trust::load(plan.ca_file.as_deref()).map_err(Fatal::Usage)?;
+    let trust = Trust::load(plan.subject.ca_file.as_deref()).map_err(Fatal::Usage)?;
     // The opening requests (`/v1/contract`) are answered at once by any honest target. No
     // connection is kept idle after them: a service whose limit counts connections would give
     // one a worker for the whole run.

@@ -44,34 +44,54 @@ pub enum Op {
 }
 
 /// Certificate authorities the checker trusts for an `https://` target besides the system's
-/// roots (`check --ca-file`).
+/// roots (`--ca-file` of `check` and `load`): for reqwest's clients, and as DER for the load
+/// runner's own connections (rustls).
 #[derive(Debug, Clone, Default)]
-pub struct Trust(Vec<reqwest::Certificate>);
+pub struct Trust {
+    certificates: Vec<reqwest::Certificate>,
+    roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
 
 impl Trust {
     /// The authorities of a PEM file (one or more certificates), or none without a file. The
     /// error says which file and why, for a usage error.
     pub fn load(path: Option<&std::path::Path>) -> Result<Trust, String> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
         let Some(path) = path else {
             return Ok(Trust::default());
         };
+        let bad = |e: &dyn std::fmt::Display| {
+            format!("--ca-file {}: not PEM certificates: {e}", path.display())
+        };
         let pem = std::fs::read(path).map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
-        let certificates = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("--ca-file {}: not PEM certificates: {e}", path.display()))?;
-        if certificates.is_empty() {
+        let roots = CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(&e))?;
+        if roots.is_empty() {
             return Err(format!(
                 "--ca-file {}: no certificate in it",
                 path.display()
             ));
         }
-        Ok(Trust(certificates))
+        let certificates = (roots.iter())
+            .map(|der| reqwest::Certificate::from_der(der))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(&e))?;
+        Ok(Trust {
+            certificates,
+            roots,
+        })
     }
 
     /// `builder` trusting these authorities too.
     pub fn apply(&self, builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
-        self.0
-            .iter()
-            .fold(builder, |b, c| b.add_root_certificate(c.clone()))
+        (self.certificates.iter()).fold(builder, |b, c| b.add_root_certificate(c.clone()))
+    }
+
+    /// These authorities as DER, for a TLS client of rustls' own.
+    pub fn roots(&self) -> &[rustls::pki_types::CertificateDer<'static>] {
+        &self.roots
     }
 }
 

@@ -60,10 +60,6 @@ pub struct CheckArgs {
     /// readable at the start).
     #[arg(long, value_name = "FILE", help_heading = "Target")]
     pub server_log: Option<PathBuf>,
-    /// Trust the certificate authorities in FILE (PEM) for an `https://` target, besides the
-    /// system's own roots: a target whose certificate none of them signed is unreachable.
-    #[arg(long, value_name = "FILE", help_heading = "Target")]
-    pub ca_file: Option<PathBuf>,
     /// Play the relay on ADDR for a bridge that dials its relay (seed 003's direction): the
     /// relay checks take the socket the bridge dials instead of dialling the target's relay
     /// endpoint. The embedded server's bridge always dials the checker (on a free loopback port

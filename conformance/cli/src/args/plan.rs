@@ -25,6 +25,7 @@ impl SubjectArgs {
             allow_overrides: self.allow_overrides,
             temp_dir: self.temp_dir.clone(),
             pid: self.pid,
+            ca_file: self.ca_file.clone(),
             timeout: Duration::from_secs(self.timeout.unwrap_or(DEFAULT_TIMEOUT_S)),
         }
     }
@@ -55,7 +56,6 @@ impl CheckArgs {
             fault: self.fault,
             seed: self.seed,
             baseline: self.baseline.plan(),
-            ca_file: self.ca_file.clone(),
         }
     }
 

@@ -26,6 +26,10 @@ pub struct SubjectArgs {
     /// from /proc.
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// Trust the certificate authorities in FILE (PEM) for an `https://` target, besides the
+    /// system's own roots: a target whose certificate none of them signed is unreachable.
+    #[arg(long, value_name = "FILE", help_heading = "Target")]
+    pub ca_file: Option<PathBuf>,
     /// Stop the whole run after this many seconds (default 1800), writing the reports asked
     /// for, marked incomplete (exit code 2). A stop signal (Ctrl-C, SIGTERM) does the same at
     /// once.
