@@ -1787,6 +1787,47 @@ fn an_https_target_is_checked_with_its_ca_file() {
     assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
 }
 
+/// `plimsoll load` against the same `https://` target: with `--ca-file` the burst profile's
+/// users (each on a TLS connection of its own) and its reads of the exposition trust the
+/// authority and the profile passes as over plain HTTP; without it the target is unreachable
+/// (exit 2); with Locust's engine `--ca-file` is refused as a usage error (exit 2), since
+/// Locust's users trust Python's store.
+#[test]
+fn the_burst_profile_loads_an_https_target_with_its_ca_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(&dir.path().join("tls"));
+    let (upstream, contract) = second(dir.path(), plimsoll_example_service::Config::default());
+    let (_nginx, url) = tls_proxy(&dir.path().join("nginx"), &cert, &key, &upstream);
+    let target = (url.as_str(), contract.as_path());
+    let ca = ca.to_str().unwrap();
+    let burst = ("search", "burst");
+    let (code, report) = load_with(
+        dir.path(),
+        target,
+        burst,
+        &["--waves", "2", "--ca-file", ca],
+    );
+    assert_eq!(code, Some(0), "{}", failing(&report));
+    let observed = verdict(&report, "L-burst")["observed"].to_string();
+    assert!(
+        observed.contains("admitted per wave 2/8, 2/8"),
+        "{observed}"
+    );
+    let (code, _) = load_with(dir.path(), target, burst, &["--waves", "2"]);
+    assert_eq!(
+        code,
+        Some(2),
+        "an untrusted certificate is an unreachable target"
+    );
+    let locust = ["--waves", "2", "--ca-file", ca, "--engine", "locust"];
+    let (code, _) = load_with(dir.path(), target, burst, &locust);
+    assert_eq!(
+        code,
+        Some(2),
+        "--ca-file with Locust's engine is a usage error"
+    );
+}
+
 /// `plimsoll discover --target URL --route ROUTE ARGS… -o DRAFT`: its exit code and what it
 /// said on stderr. Killed after two minutes.
 fn discover(url: &str, route: &str, args: &[&str], draft: &Path) -> (Option<i32>, String) {

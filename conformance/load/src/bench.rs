@@ -29,7 +29,8 @@ pub async fn saturate(
 ) -> Result<(u64, f64), GooseFailure> {
     let mut config = base_configuration(host, users, None);
     config.run_time = Some((duration.as_secs() + 1).to_string());
-    let target = Target::new(host).map_err(GooseFailure::Target)?;
+    let target = Target::new(host, &plimsoll_conformance::remote::Trust::default())
+        .map_err(GooseFailure::Target)?;
     let uri = Target::uri(path).map_err(GooseFailure::Target)?;
     let count = Arc::new(AtomicU64::new(0));
     let first: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());

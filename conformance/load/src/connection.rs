@@ -26,8 +26,9 @@ use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder, MaybeHttpsStream};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
+use plimsoll_conformance::remote::Trust;
 use plimsoll_conformance::remote::body::with_causes;
-use rustls_platform_verifier::ConfigVerifierExt;
+use rustls_platform_verifier::Verifier;
 use tokio::net::TcpStream;
 use tower::ServiceExt;
 
@@ -47,8 +48,9 @@ pub struct Target {
 
 impl Target {
     /// The target at `base` (`http://` or `https://`; an `https://` target's certificate is
-    /// verified as the platform does, as reqwest's client would).
-    pub fn new(base: &str) -> Result<Target, String> {
+    /// verified as the platform does, as reqwest's client would, the authorities of `trust`
+    /// added to the platform's).
+    pub fn new(base: &str, trust: &Trust) -> Result<Target, String> {
         let origin: Uri = base
             .parse()
             .map_err(|e| format!("the target {base:?} is no URL: {e}"))?;
@@ -56,8 +58,15 @@ impl Target {
             .authority()
             .ok_or_else(|| format!("the target {base:?} names no host"))?;
         let host = HeaderValue::from_str(authority.as_str()).map_err(|e| e.to_string())?;
-        let tls = rustls::ClientConfig::with_platform_verifier()
-            .map_err(|e| format!("no TLS configuration: {e}"))?;
+        let tls = rustls::ClientConfig::builder();
+        let verifier = Verifier::new_with_extra_roots(
+            trust.roots().iter().cloned(),
+            tls.crypto_provider().clone(),
+        )
+        .map_err(|e| format!("no TLS configuration: {e}"))?;
+        let tls = (tls.dangerous())
+            .with_custom_certificate_verifier(std::sync::Arc::new(verifier))
+            .with_no_client_auth();
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -348,7 +357,7 @@ mod tests {
     }
 
     fn user(base: &str, keep_alive: Duration) -> UserConnection {
-        UserConnection::new(Target::new(base).unwrap(), keep_alive)
+        UserConnection::new(Target::new(base, &Trust::default()).unwrap(), keep_alive)
     }
 
     #[tokio::test]

@@ -47,6 +47,7 @@ use plimsoll_spec::Contract;
 
 use plimsoll_conformance::checks::contract::contract_result_under;
 use plimsoll_conformance::observe::Observer;
+use plimsoll_conformance::remote::Trust;
 use plimsoll_conformance::remote::dependency::{Dependencies, Dependency, HoldTicket};
 use plimsoll_conformance::remote::process::ProcessSource;
 use plimsoll_conformance::session::{self, ContractSource, Fatal, Opening, Partial, Subject};
@@ -138,6 +139,8 @@ struct Ctx<'o> {
     /// Fleet mode: how the balancer picks a replica (the prediction's model).
     balancer: Option<prediction::Balancer>,
     client: reqwest::Client,
+    /// The authorities `--ca-file` adds, for the users' own connections.
+    trust: Trust,
     /// The contract the verdicts hold the target to (its own values where allowed), with the
     /// checker's `[load]` section.
     contract: Contract,
@@ -231,14 +234,23 @@ async fn play_dependency(pool: &LoadedPool) -> Result<Option<Played>, Fatal> {
 /// A dependency the checker plays, and its hold open for the run.
 type Played = (std::sync::Arc<Dependency>, HoldTicket);
 
-/// The run's client and its opening: the target's claim reconciled with the contract, and the
-/// manifest of a load run.
+/// The run's client, the authorities it trusts (`--ca-file`, for the users' own connections
+/// too) and its opening: the target's claim reconciled with the contract, and the manifest of
+/// a load run.
 async fn open(
     load: &LoadPlan,
     source: &ContractSource,
     subject: &Subject,
-) -> Result<(reqwest::Client, Opening), Fatal> {
-    let client = reqwest::Client::builder()
+) -> Result<(reqwest::Client, Trust, Opening), Fatal> {
+    if load.subject.ca_file.is_some() && load.engine == EngineName::Locust {
+        // Locust's users are Python's, with Python's trust store: a run would be all errors.
+        return Err(Fatal::Usage(
+            "--ca-file is for goose's users (the default engine); Locust's trust its own store"
+                .into(),
+        ));
+    }
+    let trust = Trust::load(load.subject.ca_file.as_deref()).map_err(Fatal::Usage)?;
+    let client = (trust.apply(reqwest::Client::builder()))
         .timeout(Duration::from_secs(120))
         .build()
         .map_err(|e| Fatal::Unreachable(e.to_string()))?;
@@ -256,7 +268,22 @@ async fn open(
     manifest.seed = load.seed;
     manifest.target = subject.url.clone();
     manifest.mode = subject.mode().as_str().into();
-    Ok((client, opening))
+    Ok((client, trust, opening))
+}
+
+/// The `contract` result: the target's claim against the contract, or in fleet mode each
+/// replica's.
+async fn contract_results(
+    ctx: &Ctx<'_>,
+    source: &ContractSource,
+    reconciliation: &plimsoll_spec::Reconciliation,
+    allow_overrides: bool,
+) -> Result<Vec<CheckResult>, Fatal> {
+    if ctx.replicas.is_empty() {
+        let one = contract_result_under(&ctx.contract, reconciliation, allow_overrides);
+        return Ok(vec![one]);
+    }
+    fleet::contract_results(ctx, source, reconciliation, allow_overrides).await
 }
 
 async fn run_profile(
@@ -270,7 +297,7 @@ async fn run_profile(
         .baseline
         .load()
         .map_err(|e| Fatal::Usage(e.to_string()))?;
-    let (client, opening) = open(load, source, subject).await?;
+    let (client, trust, opening) = open(load, source, subject).await?;
     let Opening {
         reconciliation,
         allow_overrides,
@@ -291,6 +318,7 @@ async fn run_profile(
             .collect(),
         balancer: load.balancer,
         client,
+        trust,
         expect: expectations(load.profile, &pool),
         pool,
         contract: expected,
@@ -298,15 +326,7 @@ async fn run_profile(
         observer: run.observer,
     };
 
-    let mut results = if ctx.replicas.is_empty() {
-        vec![contract_result_under(
-            &ctx.contract,
-            &reconciliation,
-            allow_overrides,
-        )]
-    } else {
-        fleet::contract_results(&ctx, source, &reconciliation, allow_overrides).await?
-    };
+    let mut results = contract_results(&ctx, source, &reconciliation, allow_overrides).await?;
     for r in &results {
         ctx.print(r);
         partial.finished(r);

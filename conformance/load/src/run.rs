@@ -43,6 +43,8 @@ pub struct RunSpec {
     pub engine: Engine,
     /// How long a user keeps an idle connection for its next request ([`keep_alive`]).
     pub keep_alive: Duration,
+    /// The authorities `--ca-file` adds for an `https://` host.
+    pub trust: plimsoll_conformance::remote::Trust,
 }
 
 /// How long the generator keeps an idle connection: half of B4's `head_timeout_ms`, the time

@@ -145,7 +145,7 @@ pub async fn run(
             }
         }
     };
-    let target = Target::new(&spec.host).map_err(GooseFailure::Target)?;
+    let target = Target::new(&spec.host, &spec.trust).map_err(GooseFailure::Target)?;
     let uri = Target::uri(&spec.template.path).map_err(GooseFailure::Target)?;
     let shared = Arc::new(Shared {
         t0,

@@ -51,6 +51,7 @@ pub(crate) async fn run(load: &LoadPlan, ctx: &Ctx<'_>) -> Result<Profiled, Fata
         report: load.goose_report(),
         engine: load.engine(),
         keep_alive: keep_alive(&ctx.contract),
+        trust: ctx.trust.clone(),
         kind: RunKind::Burst {
             waves,
             drain: Box::new(drain),

@@ -258,6 +258,7 @@ fn run_spec(load: &LoadPlan, ctx: &Ctx<'_>, cal: &Calibration, plan: &Plan) -> R
         report: load.goose_report(),
         engine: load.engine(),
         keep_alive: keep_alive(&ctx.contract),
+        trust: ctx.trust.clone(),
         kind: RunKind::Rate {
             mean_think_ms: plan.think_s * 1000.0,
             duration: plan.duration,
