@@ -1741,6 +1741,16 @@ fn tls_proxy(dir: &Path, cert: &Path, key: &Path, upstream: &str) -> (Process, S
     )
 }
 
+/// The second service (default configuration) behind nginx's TLS, its files in `dir`: the
+/// test authority's PEM (for `--ca-file`), the `https://` URL, the service's contract, and nginx
+/// (stopped when dropped).
+fn https_second(dir: &Path) -> (std::path::PathBuf, String, std::path::PathBuf, Process) {
+    let (ca, cert, key) = certificates(&dir.join("tls"));
+    let (upstream, contract) = second(dir, plimsoll_example_service::Config::default());
+    let (nginx, url) = tls_proxy(&dir.join("nginx"), &cert, &key, &upstream);
+    (ca, url, contract, nginx)
+}
+
 /// An `https://` target: the second service behind TLS, its certificate signed by a test
 /// authority. With `--ca-file` naming that authority the run judges and passes as over plain
 /// HTTP; without it the target is unreachable (exit 2, the certificate named as the reason),
@@ -1748,9 +1758,7 @@ fn tls_proxy(dir: &Path, cert: &Path, key: &Path, upstream: &str) -> (Process, S
 #[test]
 fn an_https_target_is_checked_with_its_ca_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = certificates(&dir.path().join("tls"));
-    let (upstream, contract) = second(dir.path(), plimsoll_example_service::Config::default());
-    let (_nginx, url) = tls_proxy(&dir.path().join("nginx"), &cert, &key, &upstream);
+    let (ca, url, contract, _nginx) = https_second(dir.path());
     let run = |ca_file: Option<&Path>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsoll"));
         cmd.args([
@@ -1795,9 +1803,7 @@ fn an_https_target_is_checked_with_its_ca_file() {
 #[test]
 fn the_burst_profile_loads_an_https_target_with_its_ca_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = certificates(&dir.path().join("tls"));
-    let (upstream, contract) = second(dir.path(), plimsoll_example_service::Config::default());
-    let (_nginx, url) = tls_proxy(&dir.path().join("nginx"), &cert, &key, &upstream);
+    let (ca, url, contract, _nginx) = https_second(dir.path());
     let target = (url.as_str(), contract.as_path());
     let ca = ca.to_str().unwrap();
     let burst = ("search", "burst");
