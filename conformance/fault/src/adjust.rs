@@ -53,8 +53,8 @@ impl Bound {
         Bound::CloseEarly,
     ];
 
-    /// The contract's value of this bound.
-    fn base(self, contract: &Contract) -> Duration {
+    /// The contract's value of this bound, before any fault adds to it.
+    pub fn base(self, contract: &Contract) -> Duration {
         Duration::from_millis(match self {
             Bound::RefusalLatency => contract.tolerances.refusal_latency_ms,
             Bound::TimeoutLate | Bound::CloseLate => contract.tolerances.timeout_late_ms,

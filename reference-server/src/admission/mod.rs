@@ -157,13 +157,7 @@ impl WorkerPool {
             // clause: T3 — refused at once, never after waiting for a slot
             if st.queue.len() >= self.spec.queue_capacity {
                 st.refused.push(arrived);
-                return Err(Refused {
-                    retry_after_s: st
-                        .estimator
-                        .retry_after_seconds(self.spec.max_retry_after_s),
-                    busy: st.busy,
-                    queued: st.queue.len(),
-                });
+                return Err(self.refusal(&st));
             }
             let (tx, rx) = oneshot::channel();
             let id = st.next_id;
@@ -176,16 +170,16 @@ impl WorkerPool {
         match rx.await {
             Ok(permit) => Ok(permit),
             // Only possible if the waiter was removed without a permit, which release never does.
-            Err(_) => {
-                let st = self.lock();
-                Err(Refused {
-                    retry_after_s: st
-                        .estimator
-                        .retry_after_seconds(self.spec.max_retry_after_s),
-                    busy: st.busy,
-                    queued: st.queue.len(),
-                })
-            }
+            Err(_) => Err(self.refusal(&self.lock())),
+        }
+    }
+
+    /// The refusal `st` gives: its Retry-After and its load, read under the caller's lock.
+    fn refusal(&self, st: &State) -> Refused {
+        Refused {
+            retry_after_s: (st.estimator).retry_after_seconds(self.spec.max_retry_after_s),
+            busy: st.busy,
+            queued: st.queue.len(),
         }
     }
 

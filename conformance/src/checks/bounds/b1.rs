@@ -443,11 +443,8 @@ async fn queue_time_and_stall(t: &Arc<Target>, c: &mut Ctx, elapsed: &mut Vec<f6
 fn applies(contract: &Contract) -> Result<(), String> {
     reference_or_declared(
         contract,
-        !super::deadline::deadlined(
-            contract,
-            Duration::from_millis(contract.tolerances.timeout_late_ms),
-        )
-        .is_empty()
+        !super::deadline::deadlined(contract, plimsoll_fault::Bound::TimeoutLate.base(contract))
+            .is_empty()
             || super::stalled_body::applies(contract),
         "the contract declares no deadline the checker can hold a request past \
          (`pools.NAME.deadline_ms` with its `deadline_answer`, for a pool held by a hook or a \

@@ -35,12 +35,7 @@ const MARGIN: Duration = Duration::from_millis(400);
 
 /// T5 judges every pool whose queue timeout it can outlast with a held worker.
 fn applies(contract: &Contract) -> Result<(), String> {
-    if timed_pools(
-        contract,
-        Duration::from_millis(contract.tolerances.timeout_late_ms),
-    )
-    .is_empty()
-    {
+    if timed_pools(contract, plimsoll_fault::Bound::TimeoutLate.base(contract)).is_empty() {
         return Err(
             "no pool with a queue timeout (`queue.timeout_ms`) whose workers the checker can \
              hold longer than it (a `hold` by a hook, or a slow request at least that slow)"
@@ -90,7 +85,7 @@ async fn t5(t: &Arc<Target>, c: &mut Ctx) {
     let pools = timed_pools(&t.expected, late);
     // A fault's wider tolerance can leave a pool's holders no room before its deadline: that
     // pool cannot be judged under it (a skip), rather than passing unjudged.
-    let raw = Duration::from_millis(t.expected.tolerances.timeout_late_ms);
+    let raw = plimsoll_fault::Bound::TimeoutLate.base(&t.expected);
     for pool in timed_pools(&t.expected, raw) {
         if !pools.iter().any(|p| p.name == pool.name) {
             c.skip(format!(
