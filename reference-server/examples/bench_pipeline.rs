@@ -138,6 +138,8 @@ impl Drop for ServerProcess {
 /// metric: admission to the job's end, before the body is sent), and the body.
 struct Exchange {
     wall: Duration,
+    /// To the status line's arrival: the upload, the job and its set-up, before the transfer.
+    first_byte: Duration,
     run_ms: f64,
     body: Vec<u8>,
 }
@@ -167,6 +169,7 @@ fn digitize(addr: &str, png: &[u8]) -> Exchange {
     let mut reader = BufReader::with_capacity(1 << 16, stream);
     let mut status = String::new();
     reader.read_line(&mut status).expect("the status line");
+    let first_byte = started.elapsed();
     assert!(
         status.starts_with("HTTP/1.1 200"),
         "the server answered {status:?}"
@@ -210,6 +213,7 @@ fn digitize(addr: &str, png: &[u8]) -> Exchange {
     );
     Exchange {
         wall: started.elapsed(),
+        first_byte,
         run_ms,
         body,
     }
@@ -237,9 +241,9 @@ fn main() -> ExitCode {
         args.runs
     );
     println!(
-        "| MP | PNG KB | body MB | wall ms min | median | max | job run ms (median) | server peak RSS MB | body SHA-256 |"
+        "| MP | PNG KB | body MB | wall ms min | median | max | first byte ms (median) | job run ms (median) | server peak RSS MB | body SHA-256 |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut all_same = true;
     for &mp in &args.megapixels {
         let png = synthetic::poster_png(mp);
@@ -250,17 +254,20 @@ fn main() -> ExitCode {
         drop(first);
         let mut walls = Vec::with_capacity(args.runs);
         let mut runs = Vec::with_capacity(args.runs);
+        let mut first_bytes = Vec::with_capacity(args.runs);
         for _ in 0..args.runs {
             let exchange = digitize(&server.addr, &png);
             let same = sha256_hex(&exchange.body) == digest;
             assert!(same, "two runs of the same input answered different bodies");
             walls.push(exchange.wall);
             runs.push(exchange.run_ms);
+            first_bytes.push(exchange.first_byte);
         }
         runs.sort_by(f64::total_cmp);
         let peak = server.peak_rss_mb();
         drop(server);
         walls.sort();
+        first_bytes.sort();
         let verdict = match synthetic::recorded_body_sha256(mp) {
             Some(recorded) if recorded == digest => "as recorded".to_owned(),
             Some(_) => {
@@ -270,12 +277,13 @@ fn main() -> ExitCode {
             None => format!("{digest} (no recorded digest at this size)"),
         };
         println!(
-            "| {mp} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {peak:.0} | {verdict} |",
+            "| {mp} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {peak:.0} | {verdict} |",
             png.len() as f64 / 1024.0,
             body_mb,
             ms(walls[0]),
             ms(walls[walls.len() / 2]),
             ms(walls[walls.len() - 1]),
+            ms(first_bytes[first_bytes.len() / 2]),
             runs[runs.len() / 2],
         );
     }
