@@ -132,12 +132,17 @@ pub(crate) fn row_runs<'r, T>(runs: &'r [T], row_start: &[u32], y: u32) -> &'r [
 /// times the checkpoint interval), but moved into a new allocation slice by slice, with a
 /// checkpoint between slices. The contents are the same either way. As with `realloc`, the old
 /// buffer lives beside the new one during the copy; the charge is the new capacity, as before.
+#[inline]
 pub(crate) fn reserve_charged<T: Clone>(
     v: &mut Vec<T>,
     additional: usize,
     charge: &mut Charge<'_>,
     others: u64,
 ) -> Result<(), Interrupt> {
+    // Inlined so that the common case, room enough, costs a compare in a per-element loop.
+    if v.capacity() - v.len() >= additional {
+        return Ok(());
+    }
     let job = charge.job();
     reserve_ticked(v, additional, charge, others, &mut || job.checkpoint())
 }

@@ -237,11 +237,7 @@ impl Sewing<'_> {
                 stitches[0]
             };
             block.enter(program, to, self.pitch)?;
-            if reversed {
-                program.stitch_all(stitches.iter().rev())?;
-            } else {
-                program.stitch_all(stitches.iter())?;
-            }
+            program.stitch_all(stitches, reversed)?;
             ticker.tick(stitches.len() as u64 + 16)?;
         }
         Ok(())
@@ -314,6 +310,13 @@ impl<'a> Program<'a> {
     #[inline]
     fn push(&mut self, to: Point, cmd: StitchCommand) -> Result<(), StageError> {
         reserve_charged(&mut self.out, 1, &mut self.charge, 0)?;
+        self.put(to, cmd);
+        Ok(())
+    }
+
+    /// [`push`](Self::push) into room already charged and reserved.
+    #[inline]
+    fn put(&mut self, to: Point, cmd: StitchCommand) {
         self.out.push(Stitch {
             x: to.x,
             y: to.y,
@@ -327,7 +330,6 @@ impl<'a> Program<'a> {
         if cmd == StitchCommand::Stitch {
             self.stitch_count += 1;
         }
-        Ok(())
     }
 
     fn push_here(&mut self, cmd: StitchCommand) -> Result<(), StageError> {
@@ -371,14 +373,35 @@ impl<'a> Program<'a> {
         Ok(())
     }
 
-    fn stitch_all<'p>(
-        &mut self,
-        points: impl ExactSizeIterator<Item = &'p Point>,
-    ) -> Result<(), StageError> {
+    /// Stitches `points` in order: written in one pass, then the extents and the count
+    /// updated from the slice once, not per stitch (the stage's hottest loop).
+    fn stitch_all(&mut self, points: &[Point], reversed: bool) -> Result<(), StageError> {
+        let Some(&last) = (if reversed {
+            points.first()
+        } else {
+            points.last()
+        }) else {
+            return Ok(());
+        };
         reserve_charged(&mut self.out, points.len(), &mut self.charge, 0)?;
-        for &p in points {
-            self.push(p, StitchCommand::Stitch)?;
+        let stitch = |&Point { x, y }: &Point| Stitch {
+            x,
+            y,
+            cmd: StitchCommand::Stitch,
+        };
+        if reversed {
+            self.out.extend(points.iter().rev().map(stitch));
+        } else {
+            self.out.extend(points.iter().map(stitch));
         }
+        for p in points {
+            self.min.x = self.min.x.min(p.x);
+            self.min.y = self.min.y.min(p.y);
+            self.max.x = self.max.x.max(p.x);
+            self.max.y = self.max.y.max(p.y);
+        }
+        self.stitch_count += points.len() as u64;
+        self.at = last;
         Ok(())
     }
 
