@@ -12,6 +12,8 @@ pub(super) fn dist2(a: Point, b: Point) -> i64 {
 
 /// Greedy nearest-neighbour over a fixed set of points, with a uniform grid (about two points per
 /// cell) rebuilt as points are taken, so a search looks at a few cells rather than every point.
+/// A taken point leaves its cell's live prefix at once (swapped past its end), so a search reads
+/// only points still in.
 pub(super) struct NearestIndex<'a> {
     points: &'a [Point],
     alive: Vec<bool>,
@@ -25,10 +27,13 @@ struct Grid {
     cell: i64,
     cols: i64,
     rows: i64,
-    /// Points of cell `c` are `items[start[c]..start[c + 1]]`.
+    /// Points of cell `c` are `items[start[c]..start[c + 1]]`, those still in first: the first
+    /// `live[c]` of them.
     start: Vec<u32>,
     items: Vec<u32>,
     live: Vec<u32>,
+    /// Where each point is in `items` (points not in the grid: unused).
+    slot: Vec<u32>,
     built_with: usize,
 }
 
@@ -57,15 +62,11 @@ impl<'a> NearestIndex<'a> {
         for ring in 0..=max_ring {
             let mut visit = |x: i64, y: i64| {
                 let c = (y * g.cols + x) as usize;
-                if g.live[c] == 0 {
-                    return;
-                }
-                for &i in &g.items[g.start[c] as usize..g.start[c + 1] as usize] {
-                    if self.alive[i as usize] {
-                        let d = dist2(from, self.points[i as usize]);
-                        if best.is_none_or(|(bd, bi)| (d, i as usize) < (bd, bi)) {
-                            best = Some((d, i as usize));
-                        }
+                let first = g.start[c] as usize;
+                for &i in &g.items[first..first + g.live[c] as usize] {
+                    let d = dist2(from, self.points[i as usize]);
+                    if best.is_none_or(|(bd, bi)| (d, i as usize) < (bd, bi)) {
+                        best = Some((d, i as usize));
                     }
                 }
             };
@@ -104,8 +105,7 @@ impl<'a> NearestIndex<'a> {
         }
         self.alive[i] = false;
         self.remaining -= 1;
-        let cell = self.grid.cell_of(self.points[i]);
-        self.grid.live[cell] -= 1;
+        self.grid.take(i, self.points[i]);
         if self.remaining > 64 && self.remaining * 4 < self.grid.built_with {
             self.grid = Grid::build(self.points, &self.alive, self.remaining);
         }
@@ -145,6 +145,7 @@ impl Grid {
             start: vec![0; (cols * rows) as usize + 1],
             items: vec![0; live_count],
             live: vec![0; (cols * rows) as usize],
+            slot: vec![0; points.len()],
             built_with: live_count,
         };
         for p in live() {
@@ -159,10 +160,23 @@ impl Grid {
             if alive[i] {
                 let c = grid.cell_of(*p);
                 grid.items[at[c] as usize] = i as u32;
+                grid.slot[i] = at[c];
                 at[c] += 1;
             }
         }
         grid
+    }
+
+    /// Moves point `i` (at `p`, in the grid) past the end of its cell's live prefix.
+    fn take(&mut self, i: usize, p: Point) {
+        let c = self.cell_of(p);
+        self.live[c] -= 1;
+        let last = (self.start[c] + self.live[c]) as usize;
+        let at = self.slot[i] as usize;
+        let moved = self.items[last];
+        self.items.swap(at, last);
+        self.slot[moved as usize] = at as u32;
+        self.slot[i] = last as u32;
     }
 
     fn cell_of(&self, p: Point) -> usize {
