@@ -18,9 +18,11 @@ pub struct Server {
 
 impl Server {
     /// Prepares the temp root (removing job directories a crash left behind, and logging them)
-    /// and the log sink.
+    /// and the log sink, and sets the process's allocator to keep what jobs free for the next
+    /// job ([`plimsoll_engine::job::allocator`]): a server is its process's main work.
     pub fn new(config: Config) -> std::io::Result<Server> {
         plimsoll_engine::job::install_panic_hook();
+        plimsoll_engine::job::allocator::keep_freed_memory();
         std::fs::create_dir_all(&config.temp_root)?;
         let log = LogWriter::open(&config.log)?;
         let dispatch = config.components().log_format.dispatch(log.clone());

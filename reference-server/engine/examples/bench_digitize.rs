@@ -173,6 +173,8 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn run(args: &Args) {
+    // The server's allocator policy, so the stages' figures are the ones a server's job sees.
+    plimsoll_engine::job::allocator::keep_freed_memory();
     let side = synthetic::side(args.megapixels);
     let (width, height) = (side, side);
     let input = if args.jpeg {

@@ -8,6 +8,7 @@
 //! (success, interrupt, invalid input, error, panic) into one [`JobError`] that names the failed
 //! stage and the stages completed before it (clause F1).
 
+pub mod allocator;
 mod budget;
 mod error;
 mod panic;
