@@ -12,14 +12,20 @@ pub(super) fn dist2(a: Point, b: Point) -> i64 {
 
 /// Greedy nearest-neighbour over a fixed set of points, with a uniform grid (about two points per
 /// cell) rebuilt as points are taken, so a search looks at a few cells rather than every point.
-/// A taken point leaves its cell's live prefix at once (swapped past its end), so a search reads
-/// only points still in.
+/// A taken point leaves its cell's live prefix at once (swapped past its end), and each entry
+/// carries its point, so a search reads only points still in, one cell's contiguously.
 pub(super) struct NearestIndex<'a> {
     points: &'a [Point],
-    alive: Vec<bool>,
+    /// Per point: its cell in the current grid, or [`TAKEN`].
+    cell: Vec<u32>,
+    /// Per point still in: where it is in the grid's `entries`.
+    slot: Vec<u32>,
     remaining: usize,
     grid: Grid,
 }
+
+/// [`NearestIndex::cell`] of a point already taken.
+const TAKEN: u32 = u32::MAX;
 
 struct Grid {
     x0: i64,
@@ -27,29 +33,40 @@ struct Grid {
     cell: i64,
     cols: i64,
     rows: i64,
-    /// Points of cell `c` are `items[start[c]..start[c + 1]]`, those still in first: the first
-    /// `live[c]` of them.
+    /// Entries of cell `c` are `entries[start[c]..start[c + 1]]`, those still in first: the
+    /// first `live[c]` of them.
     start: Vec<u32>,
-    items: Vec<u32>,
     live: Vec<u32>,
-    /// Where each point is in `items` (points not in the grid: unused).
-    slot: Vec<u32>,
+    entries: Vec<Entry>,
     built_with: usize,
+}
+
+/// A point in the grid, with its index.
+#[derive(Clone, Copy)]
+struct Entry {
+    at: Point,
+    index: u32,
 }
 
 impl<'a> NearestIndex<'a> {
     pub(super) fn new(points: &'a [Point]) -> Self {
-        let alive = vec![true; points.len()];
-        let grid = Grid::build(points, &alive, points.len());
+        let mut cell = vec![0; points.len()];
+        let mut slot = vec![0; points.len()];
+        let all = points.iter().enumerate().map(|(i, &at)| Entry {
+            at,
+            index: i as u32,
+        });
+        let grid = Grid::build(all, points.len(), &mut cell, &mut slot);
         NearestIndex {
             points,
-            alive,
+            cell,
+            slot,
             remaining: points.len(),
             grid,
         }
     }
 
-    /// Removes and returns the point nearest to `from`.
+    /// Removes and returns the point nearest to `from` (the lowest index among equals).
     pub(super) fn take_nearest(&mut self, from: Point) -> Option<usize> {
         if self.remaining == 0 {
             return None;
@@ -57,16 +74,16 @@ impl<'a> NearestIndex<'a> {
         let g = &self.grid;
         let cx = ((i64::from(from.x) - g.x0) / g.cell).clamp(0, g.cols - 1);
         let cy = ((i64::from(from.y) - g.y0) / g.cell).clamp(0, g.rows - 1);
-        let mut best: Option<(i64, usize)> = None;
+        let mut best: Option<(i64, u32)> = None;
         let max_ring = g.cols.max(g.rows);
         for ring in 0..=max_ring {
             let mut visit = |x: i64, y: i64| {
                 let c = (y * g.cols + x) as usize;
                 let first = g.start[c] as usize;
-                for &i in &g.items[first..first + g.live[c] as usize] {
-                    let d = dist2(from, self.points[i as usize]);
-                    if best.is_none_or(|(bd, bi)| (d, i as usize) < (bd, bi)) {
-                        best = Some((d, i as usize));
+                for e in &g.entries[first..first + g.live[c] as usize] {
+                    let d = dist2(from, e.at);
+                    if best.is_none_or(|b| (d, e.index) < b) {
+                        best = Some((d, e.index));
                     }
                 }
             };
@@ -94,35 +111,58 @@ impl<'a> NearestIndex<'a> {
             }
         }
         let (_, i) = best?;
-        self.remove(i);
-        Some(i)
+        self.remove(i as usize);
+        Some(i as usize)
     }
 
     /// Takes point `i` out (if it is still in).
     pub(super) fn remove(&mut self, i: usize) {
-        if !self.alive[i] {
+        let c = self.cell[i];
+        if c == TAKEN {
             return;
         }
-        self.alive[i] = false;
+        self.cell[i] = TAKEN;
         self.remaining -= 1;
-        self.grid.take(i, self.points[i]);
-        if self.remaining > 64 && self.remaining * 4 < self.grid.built_with {
-            self.grid = Grid::build(self.points, &self.alive, self.remaining);
+        let g = &mut self.grid;
+        g.live[c as usize] -= 1;
+        let last = g.start[c as usize] + g.live[c as usize];
+        let at = self.slot[i];
+        let moved = g.entries[last as usize];
+        g.entries.swap(at as usize, last as usize);
+        self.slot[moved.index as usize] = at;
+        if self.remaining > 64 && self.remaining * 4 < g.built_with {
+            self.rebuild();
         }
+    }
+
+    /// A grid for the points still in, read from the old one's live prefixes.
+    fn rebuild(&mut self) {
+        let g = &self.grid;
+        let live = (0..g.live.len()).flat_map(|c| {
+            let first = g.start[c] as usize;
+            g.entries[first..first + g.live[c] as usize].iter().copied()
+        });
+        let live: Vec<Entry> = live.collect();
+        self.grid = Grid::build(
+            live.iter().copied(),
+            self.remaining,
+            &mut self.cell,
+            &mut self.slot,
+        );
+        debug_assert!(live.iter().all(|e| self.points[e.index as usize] == e.at));
     }
 }
 
 impl Grid {
-    fn build(points: &[Point], alive: &[bool], live_count: usize) -> Grid {
-        let live = || {
-            points
-                .iter()
-                .zip(alive)
-                .filter(|(_, a)| **a)
-                .map(|(p, _)| p)
-        };
+    /// A grid of `count` entries, noting each one's cell and slot.
+    fn build(
+        entries: impl Iterator<Item = Entry> + Clone,
+        count: usize,
+        cell_of_point: &mut [u32],
+        slot: &mut [u32],
+    ) -> Grid {
         let (mut x0, mut y0, mut x1, mut y1) = (i64::MAX, i64::MAX, i64::MIN, i64::MIN);
-        for p in live() {
+        for Entry { at: p, .. } in entries.clone() {
             x0 = x0.min(i64::from(p.x));
             y0 = y0.min(i64::from(p.y));
             x1 = x1.max(i64::from(p.x));
@@ -132,7 +172,7 @@ impl Grid {
             (x0, y0, x1, y1) = (0, 0, 0, 0);
         }
         let (w, h) = (x1 - x0 + 1, y1 - y0 + 1);
-        let cells_wanted = (live_count / 2).max(1) as f64;
+        let cells_wanted = (count / 2).max(1) as f64;
         let cell = (((w as f64) * (h as f64) / cells_wanted).sqrt().ceil() as i64).max(1);
         let cols = (w + cell - 1) / cell;
         let rows = (h + cell - 1) / cell;
@@ -143,40 +183,32 @@ impl Grid {
             cols,
             rows,
             start: vec![0; (cols * rows) as usize + 1],
-            items: vec![0; live_count],
             live: vec![0; (cols * rows) as usize],
-            slot: vec![0; points.len()],
-            built_with: live_count,
+            entries: vec![
+                Entry {
+                    at: Point { x: 0, y: 0 },
+                    index: 0
+                };
+                count
+            ],
+            built_with: count,
         };
-        for p in live() {
-            let c = grid.cell_of(*p);
+        for e in entries.clone() {
+            let c = grid.cell_of(e.at);
+            cell_of_point[e.index as usize] = c as u32;
             grid.live[c] += 1;
         }
         for c in 0..grid.live.len() {
             grid.start[c + 1] = grid.start[c] + grid.live[c];
         }
         let mut at = grid.start.clone();
-        for (i, p) in points.iter().enumerate() {
-            if alive[i] {
-                let c = grid.cell_of(*p);
-                grid.items[at[c] as usize] = i as u32;
-                grid.slot[i] = at[c];
-                at[c] += 1;
-            }
+        for e in entries {
+            let c = cell_of_point[e.index as usize] as usize;
+            grid.entries[at[c] as usize] = e;
+            slot[e.index as usize] = at[c];
+            at[c] += 1;
         }
         grid
-    }
-
-    /// Moves point `i` (at `p`, in the grid) past the end of its cell's live prefix.
-    fn take(&mut self, i: usize, p: Point) {
-        let c = self.cell_of(p);
-        self.live[c] -= 1;
-        let last = (self.start[c] + self.live[c]) as usize;
-        let at = self.slot[i] as usize;
-        let moved = self.items[last];
-        self.items.swap(at, last);
-        self.slot[moved as usize] = at as u32;
-        self.slot[i] = last as u32;
     }
 
     fn cell_of(&self, p: Point) -> usize {
