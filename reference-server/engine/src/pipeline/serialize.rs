@@ -11,7 +11,8 @@
 //! 1. the exact length of the whole text is counted first (the digits of every coordinate), so
 //!    the buffer is charged and allocated once, at its final size — never grown, never copied,
 //!    never more than the body;
-//! 2. each stitch is then written in place ([`Writer`]: digits from a two-digit table, every
+//! 2. each stitch is then written in place ([`Writer`]: a coordinate under 10,000 from a table of
+//!    four-digit entries, a larger one from a two-digit table, every
 //!    copy of a length known when compiled), in blocks of [`BLOCK`] stitches with a checkpoint
 //!    per block (B3), as the counting pass has too;
 //! 3. a design of [`PARALLEL_FROM`] stitches or more is counted and written by two threads
@@ -20,7 +21,7 @@
 //!    thread still passes one checkpoint per block, and the helper stops at its next block once
 //!    the job is interrupted.
 //!
-//! On the benchmark's 4 MP poster (714K stitches, 24 MB) this takes ~6 ms (~10 on one thread)
+//! On the benchmark's 4 MP poster (714K stitches, 24 MB) this takes ~4 ms on two threads
 //! where serde_json took ~30 ms on the same 2-core machine (docs/benchmarks.md).
 
 use std::mem::MaybeUninit;
@@ -70,7 +71,8 @@ pub fn serialize(ctx: &JobContext, design: &Design) -> Result<Vec<u8>, StageErro
     // the closing `]}` above, and between them `text`, which `write_stitches` returned `Ok` for
     // only once its writers had written every byte of it (each writes its part front to back
     // without a gap — every `put` writes the `N` bytes it advances by, every `int` each byte
-    // between its start and its end, which it asserts — and ends exactly at the part's end).
+    // between its start and its end (asserted, or four bytes from a table of them) — and ends
+    // exactly at the part's end).
     unsafe { out.set_len(total) };
     Ok(out)
 }
@@ -236,6 +238,32 @@ const PAIRS: [[u8; 2]; 100] = {
     pairs
 };
 
+/// `0` to `9999` as their digits, left-aligned in four bytes: one copy of a length known when
+/// compiled writes a coordinate of up to four digits (most of them: a design is at most
+/// 10,000 units across when it is under a metre), the bytes past its digits overwritten by what
+/// follows it.
+static SMALL: [[u8; 4]; 10_000] = {
+    let mut small = [[0u8; 4]; 10_000];
+    let mut n = 0;
+    while n < 10_000 {
+        let mut digits = [0u8; 4];
+        let (mut len, mut m) = (0, n);
+        while m > 0 || len == 0 {
+            len += 1;
+            m /= 10;
+        }
+        let (mut i, mut m) = (len, n);
+        while i > 0 {
+            i -= 1;
+            digits[i] = b'0' + (m % 10) as u8;
+            m /= 10;
+        }
+        small[n] = digits;
+        n += 1;
+    }
+    small
+};
+
 /// Writes into the output's spare capacity, already at its final size, front to back. Every copy
 /// has a length known when compiled (a constant, a digit pair), so none becomes a call to
 /// `memcpy`: appending each stitch's variable-length text with `extend_from_slice` was one such
@@ -258,6 +286,17 @@ impl Writer<'_> {
     /// as a call it was a sixth of the stage.
     #[inline(always)]
     fn int(&mut self, v: i32) {
+        // Four bytes written, the digits' count kept: the rest is overwritten by the next `put`
+        // (every `int` is followed by one of five bytes or more), so never at the part's end.
+        if let Ok(n) = u16::try_from(v)
+            && n < 10_000
+            && self.at + 4 <= self.buf.len()
+        {
+            let end = self.at + digits(u32::from(n));
+            self.put(&SMALL[usize::from(n)]);
+            self.at = end;
+            return;
+        }
         if v < 0 {
             self.put(b"-");
         }
@@ -334,6 +373,9 @@ mod tests {
             999,
             1000,
             8500,
+            9_999,
+            10_000,
+            -9_999,
             99_999,
             100_000,
             -1,
