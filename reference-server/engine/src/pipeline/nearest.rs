@@ -14,8 +14,7 @@ pub(super) fn dist2(a: Point, b: Point) -> i64 {
 /// cell) rebuilt as points are taken, so a search looks at a few cells rather than every point.
 /// A taken point leaves its cell's live prefix at once (swapped past its end), and each entry
 /// carries its point, so a search reads only points still in, one cell's contiguously.
-pub(super) struct NearestIndex<'a> {
-    points: &'a [Point],
+pub(super) struct NearestIndex {
     /// Per point: its cell in the current grid, or [`TAKEN`].
     cell: Vec<u32>,
     /// Per point still in: where it is in the grid's `entries`.
@@ -48,8 +47,8 @@ struct Entry {
     index: u32,
 }
 
-impl<'a> NearestIndex<'a> {
-    pub(super) fn new(points: &'a [Point]) -> Self {
+impl NearestIndex {
+    pub(super) fn new(points: &[Point]) -> Self {
         let mut cell = vec![0; points.len()];
         let mut slot = vec![0; points.len()];
         let all = points.iter().enumerate().map(|(i, &at)| Entry {
@@ -58,7 +57,6 @@ impl<'a> NearestIndex<'a> {
         });
         let grid = Grid::build(all, points.len(), &mut cell, &mut slot);
         NearestIndex {
-            points,
             cell,
             slot,
             remaining: points.len(),
@@ -144,12 +142,11 @@ impl<'a> NearestIndex<'a> {
         });
         let live: Vec<Entry> = live.collect();
         self.grid = Grid::build(
-            live.iter().copied(),
+            live.into_iter(),
             self.remaining,
             &mut self.cell,
             &mut self.slot,
         );
-        debug_assert!(live.iter().all(|e| self.points[e.index as usize] == e.at));
     }
 }
 

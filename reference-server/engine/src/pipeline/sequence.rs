@@ -310,13 +310,6 @@ impl<'a> Program<'a> {
     #[inline]
     fn push(&mut self, to: Point, cmd: StitchCommand) -> Result<(), StageError> {
         reserve_charged(&mut self.out, 1, &mut self.charge, 0)?;
-        self.put(to, cmd);
-        Ok(())
-    }
-
-    /// [`push`](Self::push) into room already charged and reserved.
-    #[inline]
-    fn put(&mut self, to: Point, cmd: StitchCommand) {
         self.out.push(Stitch {
             x: to.x,
             y: to.y,
@@ -330,6 +323,7 @@ impl<'a> Program<'a> {
         if cmd == StitchCommand::Stitch {
             self.stitch_count += 1;
         }
+        Ok(())
     }
 
     fn push_here(&mut self, cmd: StitchCommand) -> Result<(), StageError> {
@@ -421,7 +415,7 @@ impl<'a> Program<'a> {
 /// The pieces of one region, nearest end first. Most regions are one piece: that needs no index.
 enum PieceOrder<'a> {
     Single { ends: &'a [Point], done: bool },
-    Many(NearestIndex<'a>),
+    Many(NearestIndex),
 }
 
 impl<'a> PieceOrder<'a> {
