@@ -10,10 +10,11 @@
 //! For each size (1, 4 and 16 MP by default) the benchmark starts a fresh server — itself,
 //! re-run with `--serve`: the contract's defaults, its log to a temporary file —, sends one
 //! request to warm it, then `--runs` (default 7) more, each on a new connection, and reads every
-//! response to its last byte (`Content-Length`). It prints one row per size: the wall time of
-//! each run (min, median, max), the median of the job's own run time as the server reports it
-//! (`Server-Timing`; the rest of the wall time is the upload, the job's set-up and the 24 MB
-//! answer crossing loopback), the server's peak resident memory over the whole series
+//! response to its last byte (`Content-Length`) into one buffer. It prints one row per size: the
+//! wall time of each run (min, median, max), the median time to the first byte (the upload and
+//! the job; the rest is the 24 MB answer crossing loopback), the median of the job's own run time
+//! as the server reports it (`Server-Timing`; the first byte's time less the upload and the job's
+//! set-up), the server's peak resident memory over the whole series
 //! (`VmHWM`, read from `/proc` before the server is stopped), the body's size and whether its
 //! SHA-256 is the one recorded before the pipeline was made faster
 //! (`synthetic::BODY_SHA256`): a faster server must answer the same bytes. It exits 1 if any
