@@ -133,20 +133,17 @@ impl NearestIndex {
         }
     }
 
-    /// A grid for the points still in, read from the old one's live prefixes.
+    /// A grid for the points still in, read straight from the old one's live prefixes.
     fn rebuild(&mut self) {
-        let g = &self.grid;
-        let live = (0..g.live.len()).flat_map(|c| {
-            let first = g.start[c] as usize;
-            g.entries[first..first + g.live[c] as usize].iter().copied()
+        let old = &self.grid;
+        let live = (0..old.live.len()).flat_map(|c| {
+            let first = old.start[c] as usize;
+            old.entries[first..first + old.live[c] as usize]
+                .iter()
+                .copied()
         });
-        let live: Vec<Entry> = live.collect();
-        self.grid = Grid::build(
-            live.into_iter(),
-            self.remaining,
-            &mut self.cell,
-            &mut self.slot,
-        );
+        let grid = Grid::build(live, self.remaining, &mut self.cell, &mut self.slot);
+        self.grid = grid;
     }
 }
 
