@@ -24,6 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::connections::{ConnectionIo, ConnectionPolicy};
 use crate::http::Api;
+use crate::poll_again::PollAgain;
 
 /// Accepts connections on `listener` and serves `app` on each until `stop` is cancelled, then
 /// asks every open connection to finish its request in flight and close, and returns once they
@@ -95,10 +96,11 @@ async fn serve_one(
     let conn = builder
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
-    let mut conn = std::pin::pin!(conn);
+    let conn = std::pin::pin!(conn);
+    let mut conn = PollAgain::new(conn);
     tokio::select! {
-        _ = conn.as_mut() => return,
-        () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
+        _ = &mut conn => return,
+        () = stop.cancelled() => conn.get_mut().as_mut().graceful_shutdown(),
     }
     let _ = conn.await;
 }

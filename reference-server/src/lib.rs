@@ -36,6 +36,7 @@ mod media;
 pub mod metrics;
 #[cfg(feature = "mutants")]
 pub mod mutant;
+mod poll_again;
 mod problem;
 mod relay;
 mod retry_after;
