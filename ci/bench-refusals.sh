@@ -69,6 +69,8 @@ url="http://127.0.0.1:$port"
 for _ in $(seq 50); do curl -fs "$url/healthz" >/dev/null && break; sleep 0.1; done
 
 kb() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$server_pid/status"; }
+# The CPU time (user + system, clock ticks) the given processes have used so far, all threads.
+cpu_ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'; }
 mb() { awk -v kb="$1" 'BEGIN {printf "%.1f MB", kb / 1024}'; }
 metric() { curl -fs "$url/metrics" | awk -v m="$1" 'index($0, m) == 1 {print $2}'; }
 workers=$(metric 'plimsoll_workers_limit{pool="digitize"}')
@@ -127,8 +129,10 @@ if [ -n "${PERF:-}" ]; then
   perf record -F 999 --call-graph ${PERF_CALL_GRAPH:-fp} -o "$PERF" -p "$server_pid" 2>"$work/perf.err" &
   perf_pid=$!
 fi
+cpu_before=$(cpu_ticks "$server_pid")
 flood "$duration" | tee "$work/wrk.txt"
 ended=$(date +%s.%N)
+echo "$cpu_before $(cpu_ticks "$server_pid")" >"$work/cpu.txt"
 if [ -n "$perf_pid" ]; then
   kill -INT "$perf_pid"; wait "$perf_pid" || true
   echo "==> where the server's time went (perf report --no-children, top entries)"
@@ -214,28 +218,37 @@ mine, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert set(mine) == set(ref) and mine["code"] == "overloaded", (mine, ref)
 print("nginx answers the same problem body:", json.dumps(mine)[:110], "…")
 PY
+# nginx's workers answer; its master only waits.
+nginx_workers=$(pgrep -P "$nginx_pid" | tr '\n' ' ')
+cpu_before=$(cpu_ticks $nginx_workers)
 flood "$duration" "$nurl" | tee "$work/nginx-wrk.txt"
+echo "$cpu_before $(cpu_ticks $nginx_workers)" >"$work/nginx-cpu.txt"
 echo "nginx log: $(wc -l <"$work/nginx/access.log") lines"
 
 # Side by side.
-python3 - "$work/wrk.txt" "$work/nginx-wrk.txt" <<'PY'
+python3 - "$work/wrk.txt" "$work/nginx-wrk.txt" "$(getconf CLK_TCK)" <<'PY'
 import re, sys
+ticks_per_s = int(sys.argv[3])
 def read(path):
     text = open(path).read()
+    before, after = map(int, open(path.replace("wrk.txt", "cpu.txt")).read().split())
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
     lat = {}
     for p, v, unit in re.findall(r"^\s+(50|90|99)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M):
         lat[p] = float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
     non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
     total = re.search(r"(\d+) requests in", text)
-    return rate, lat, int(non.group(1)) if non else 0, int(total.group(1))
+    total = int(total.group(1))
+    cpu_us = (after - before) / ticks_per_s * 1e6 / total
+    return rate, lat, int(non.group(1)) if non else 0, total, cpu_us
 p, n = read(sys.argv[1]), read(sys.argv[2])
 print()
-print(f"{'':10} {'refusals/s':>11} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'503s':>10}")
-for name, (rate, lat, non, total) in (("plimsoll", p), ("nginx", n)):
-    print(f"{name:10} {rate:11,.0f} {lat['50']:8.2f} {lat['90']:8.2f} {lat['99']:8.2f} {non:>5}/{total}")
+print(f"{'':10} {'refusals/s':>11} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'CPU µs':>7} {'503s':>10}")
+for name, (rate, lat, non, total, cpu_us) in (("plimsoll", p), ("nginx", n)):
+    print(f"{name:10} {rate:11,.0f} {lat['50']:8.2f} {lat['90']:8.2f} {lat['99']:8.2f} {cpu_us:7.1f} {non:>5}/{total}")
 ratio = p[0] / n[0]
 rate_ok, p99_ok = ratio >= 1.0, p[1]["99"] <= n[1]["99"]
 print(f"ratio: {ratio:.2f}x nginx's rate ({'meets' if rate_ok else 'misses'} the 1.0x goal); "
-      f"p99 {p[1]['99']:.2f} ms vs nginx {n[1]['99']:.2f} ms ({'meets' if p99_ok else 'misses'} p99 <= nginx)")
+      f"p99 {p[1]['99']:.2f} ms vs nginx {n[1]['99']:.2f} ms ({'meets' if p99_ok else 'misses'} p99 <= nginx); "
+      f"CPU per answer {p[4]:.1f} µs vs nginx {n[4]:.1f} µs ({p[4] / n[4]:.2f}x)")
 PY
