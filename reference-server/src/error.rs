@@ -1,6 +1,8 @@
 //! Every failure the API answers, typed. [`crate::problem`] is the one place each becomes an
 //! HTTP response and an F3 log line.
 
+use std::borrow::Cow;
+
 use plimsoll_spec::{ErrorCode, Outcome, Pool, Stage};
 
 use plimsoll_engine::job::{Interrupt, JobError, JobErrorKind};
@@ -54,6 +56,17 @@ fn job_detail(e: &JobError) -> String {
 }
 
 impl ErrorKind {
+    /// The `Display` text, borrowed where the kind holds it whole (a refusal's, every time the
+    /// server is full: no formatting on the T3 path).
+    pub fn message(&self) -> Cow<'_, str> {
+        match self {
+            ErrorKind::Rejected { detail, .. } | ErrorKind::Overloaded { detail, .. } => {
+                Cow::Borrowed(detail)
+            }
+            other => Cow::Owned(other.to_string()),
+        }
+    }
+
     pub fn rejected(code: ErrorCode, detail: impl Into<String>) -> ErrorKind {
         ErrorKind::Rejected {
             code,

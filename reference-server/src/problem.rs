@@ -42,7 +42,7 @@ impl ErrorMapper for ContractAnswers {
     fn answer(&self, error: &ApiError, contract: &Contract) -> Answer {
         let code = error.code();
         let spec = contract.error(code);
-        let detail = error.to_string();
+        let detail = error.kind.message().into_owned();
         // clause: F1 — `failed_stage` and `completed_stages` name where the job stopped
         let (failed_stage, completed_stages) = match error.stages() {
             Some((stage, done)) => (Some(stage), Some(done.to_vec())),
@@ -131,7 +131,7 @@ impl Responder<'_> {
         ErrorLine {
             request_id: error.request_id.clone(),
             stage: answer.log_stage,
-            error: error.to_string(),
+            error: error.kind.message().into_owned(),
             stack,
             code: error.code(),
             pool: error.pool,

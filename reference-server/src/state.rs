@@ -205,6 +205,8 @@ pub struct ContractHeaders {
     pub retry_after: HeaderName,
     /// A job's queue and run times, so a checker can place it on a timeline.
     pub server_timing: HeaderName,
+    /// The test hooks' directives (read on every pipeline request).
+    pub hook: HeaderName,
 }
 
 impl ContractHeaders {
@@ -214,6 +216,7 @@ impl ContractHeaders {
             request_id: header_name(&c.observability().request_id_header),
             retry_after: header_name(&c.retry_after().header),
             server_timing: header_name(&c.observability().server_timing_header),
+            hook: header_name(&c.hooks().header),
         }
     }
 }

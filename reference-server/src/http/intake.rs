@@ -35,7 +35,7 @@ pub(super) fn prepare<P>(
     params: impl FnOnce(&HashMap<String, String>) -> Result<P, ErrorKind>,
 ) -> Result<Prepared<P>, ApiError> {
     let checked = || {
-        let name = state.config.contract.hooks().header.as_str();
+        let name = &state.headers.hook;
         let hook = match headers.get(name).map(|v| v.to_str()) {
             // Bytes outside visible ASCII are no directive list: refused like any malformed hook
             // (once hooks are on), never read as an empty header.
@@ -107,7 +107,7 @@ fn content_type(
         return Ok(());
     };
     let media = state.components().media_types.media_type(value);
-    if accepted.contains(&media) {
+    if accepted.iter().any(|a| *a == media) {
         Ok(())
     } else {
         Err(ErrorKind::rejected(
