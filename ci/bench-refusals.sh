@@ -13,7 +13,8 @@
 # Then, side by side (unless NGINX=0 or --refusals): nginx doing the same work — the same 503
 # problem+json body (copied from a real refusal, with nginx's own request id), the same headers
 # and one JSON access-log line per request — flooded by the same wrk run, and the ratio of the
-# two. nginx and wrk are installed with apt-get when missing.
+# two, with each side's CPU time per answer (its processes' user + system time over the flood,
+# divided by the requests wrk counted). nginx and wrk are installed with apt-get when missing.
 #
 # Settings: PLIMSOLL_BIN=path benchmarks that build of `plimsoll` instead of building this
 # tree's (release); WRK_THREADS (default 1) wrk threads; NGINX_WORKERS (default auto);
