@@ -227,12 +227,12 @@ echo "$cpu_before $(cpu_ticks $nginx_workers)" >"$work/nginx-cpu.txt"
 echo "nginx log: $(wc -l <"$work/nginx/access.log") lines"
 
 # Side by side.
-python3 - "$work/wrk.txt" "$work/nginx-wrk.txt" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$(getconf CLK_TCK)" "$work/wrk.txt" "$work/cpu.txt" "$work/nginx-wrk.txt" "$work/nginx-cpu.txt" <<'PY'
 import re, sys
-ticks_per_s = int(sys.argv[3])
-def read(path):
+ticks_per_s = int(sys.argv[1])
+def read(path, cpu_path):
     text = open(path).read()
-    before, after = map(int, open(path.replace("wrk.txt", "cpu.txt")).read().split())
+    before, after = map(int, open(cpu_path).read().split())
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
     lat = {}
     for p, v, unit in re.findall(r"^\s+(50|90|99)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M):
@@ -242,7 +242,7 @@ def read(path):
     total = int(total.group(1))
     cpu_us = (after - before) / ticks_per_s * 1e6 / total
     return rate, lat, int(non.group(1)) if non else 0, total, cpu_us
-p, n = read(sys.argv[1]), read(sys.argv[2])
+p, n = read(sys.argv[2], sys.argv[3]), read(sys.argv[4], sys.argv[5])
 print()
 print(f"{'':10} {'refusals/s':>11} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'CPU µs':>7} {'503s':>10}")
 for name, (rate, lat, non, total, cpu_us) in (("plimsoll", p), ("nginx", n)):
