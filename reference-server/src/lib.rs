@@ -31,6 +31,7 @@ pub mod embedded;
 mod error;
 mod hooks;
 mod http;
+mod json_text;
 pub mod logging;
 mod media;
 pub mod metrics;

@@ -4,9 +4,12 @@
 //! (`ci/bench-refusals.sh` with `PERF=`, docs/benchmarks.md). `tracing` keeps the server's other
 //! lines (lifecycle notes, warnings), which are rare.
 
+use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+
+use crate::json_text;
 
 /// What a request's line says: its id and status, the error's F3 fields if it failed, and its
 /// access fields if it passed through the API (`http::Api`).
@@ -78,39 +81,71 @@ impl RequestLine<'_> {
         out.extend_from_slice(b"\",\"message\":\"");
         out.extend_from_slice(self.message().as_bytes());
         out.push(b'"');
-        field(out, "request_id", self.request_id);
+        field_str(out, "request_id", self.request_id);
         field(out, "status", self.status);
         if let Some(e) = &self.error {
-            field(out, "stage", e.stage);
-            field(out, "error", e.error);
-            field(out, "stack", e.stack);
-            field(out, "code", e.code);
+            field_str(out, "stage", e.stage);
+            field_str(out, "error", e.error);
+            field_str(out, "stack", e.stack);
+            field_str(out, "code", e.code);
             if let Some(pool) = e.pool {
-                field(out, "pool", pool);
+                field_str(out, "pool", pool);
             }
         }
         if let Some(a) = &self.access {
-            field(out, "method", a.method);
-            field(out, "path", a.path);
+            field_str(out, "method", a.method);
+            field_str(out, "path", a.path);
             field(out, "duration_ms", a.duration_ms);
         }
         out.extend_from_slice(b"}\n");
     }
 }
 
-/// `,"name":value`, the value escaped by serde_json.
+/// `,"name":value`, the number written by serde_json.
 fn field(out: &mut Vec<u8>, name: &str, value: impl Serialize) {
+    push_name(out, name);
+    // Writing into a Vec cannot fail, and these values always serialize.
+    let _ = serde_json::to_writer(&mut *out, &value);
+}
+
+/// `,"name":"value"`, the string escaped as serde_json would ([`json_text::push_str`]).
+fn field_str(out: &mut Vec<u8>, name: &str, value: &str) {
+    push_name(out, name);
+    json_text::push_str(out, value);
+}
+
+/// `,"name":`.
+fn push_name(out: &mut Vec<u8>, name: &str) {
     out.extend_from_slice(b",\"");
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\":");
-    // Writing into a Vec cannot fail, and these values always serialize.
-    let _ = serde_json::to_writer(&mut *out, &value);
 }
 
 /// `2026-08-04T10:11:12.123456Z` (UTC, microseconds).
 pub fn write_rfc3339(t: SystemTime, out: &mut Vec<u8>) {
     let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
+    // Lines come by the thousand per second: the date and time to the second are written once
+    // per second on each thread and copied after.
+    LAST_SECOND.with_borrow_mut(|(second, text)| {
+        if *second != Some(secs) {
+            text.clear();
+            write_to_the_second(secs, text);
+            *second = Some(secs);
+        }
+        out.extend_from_slice(text);
+    });
+    push_padded(out, u64::from(since.subsec_micros()), 6);
+    out.push(b'Z');
+}
+
+thread_local! {
+    /// The second `write_rfc3339` wrote last on this thread, and its text up to the fraction.
+    static LAST_SECOND: RefCell<(Option<u64>, Vec<u8>)> = const { RefCell::new((None, Vec::new())) };
+}
+
+/// `2026-08-04T10:11:12.` for `secs` seconds since the epoch.
+fn write_to_the_second(secs: u64, out: &mut Vec<u8>) {
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
     let z = days + 719_468;
@@ -129,7 +164,6 @@ pub fn write_rfc3339(t: SystemTime, out: &mut Vec<u8>) {
         (rest / 3_600, 2, b':'),
         (rest / 60 % 60, 2, b':'),
         (rest % 60, 2, b'.'),
-        (u64::from(since.subsec_micros()), 6, b'Z'),
     ] {
         push_padded(out, n, width);
         out.push(then);
@@ -167,6 +201,26 @@ mod tests {
         assert_eq!(out.last(), Some(&b'\n'));
         assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
         serde_json::from_slice(&out).unwrap()
+    }
+
+    #[test]
+    fn timestamps_in_one_second_and_the_next_are_written_whole() {
+        let at = |micros| {
+            let mut out = Vec::new();
+            write_rfc3339(UNIX_EPOCH + Duration::from_micros(micros), &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        // The same second twice (the second from the cache), the next, a day later, and back.
+        for (micros, text) in [
+            (1_764_547_199_999_999, "2025-11-30T23:59:59.999999Z"),
+            (1_764_547_199_000_001, "2025-11-30T23:59:59.000001Z"),
+            (1_764_547_200_000_123, "2025-12-01T00:00:00.000123Z"),
+            (1_764_633_600_500_000, "2025-12-02T00:00:00.500000Z"),
+            (1_709_208_000_000_000, "2024-02-29T12:00:00.000000Z"),
+            (1_764_547_199_999_999, "2025-11-30T23:59:59.999999Z"),
+        ] {
+            assert_eq!(at(micros), text);
+        }
     }
 
     #[test]
