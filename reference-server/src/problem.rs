@@ -7,6 +7,7 @@
 //! to the API's front (`http::Api`), which writes them together with what the access line
 //! would have said; a response that never passes through it is logged by [`log_unrouted`].
 
+use std::cell::RefCell;
 use std::fmt::Debug;
 
 use axum::body::Body;
@@ -15,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use plimsoll_spec::{Contract, ErrorCode, PROBLEM_CONTENT_TYPE, Pool, Problem};
 
 use crate::error::{ApiError, ErrorKind};
+use crate::json_text;
 use crate::logging::{ErrorFields, RequestLine, RequestLog};
 use crate::metrics::Metrics;
 
@@ -99,12 +101,7 @@ impl Responder<'_> {
         if let Some(pool) = error.pool {
             self.metrics.outcome(pool, error.outcome());
         }
-        // A problem body is a few hundred bytes: one buffer of that size, no regrowth.
-        let mut body = Vec::with_capacity(512);
-        if let Err(e) = serde_json::to_writer(&mut body, &answer.body) {
-            // A `Problem` always serializes; were it ever not to, the client still gets a body.
-            body = format!("{{\"error\":\"{e}\"}}").into_bytes();
-        }
+        let body = render(answer.body);
         let mut response = (answer.status, Body::from(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(
@@ -137,6 +134,69 @@ impl Responder<'_> {
             pool: error.pool,
         }
     }
+}
+
+/// A problem body without its request id, as rendered last on this thread.
+///
+/// A flood of refusals answers one problem over and over but for the request id (the detail
+/// changes only with the pool's queue and its `Retry-After`); serializing the rest again was a
+/// tenth of a refusal's instructions (callgrind, docs/benchmarks.md). The cache is keyed by the
+/// whole problem, compared member by member, so a hit writes exactly the bytes serde_json would.
+struct Rendered {
+    /// The problem, its `request_id` empty.
+    problem: Problem,
+    /// Its body up to the request id's value: `{…,"request_id":`. `request_id` is the last
+    /// member, so the body ends with the id's string and `}`.
+    head: Vec<u8>,
+}
+
+thread_local! {
+    static LAST_RENDERED: RefCell<Option<Rendered>> = const { RefCell::new(None) };
+}
+
+/// The problem's body: serde_json's compact JSON of it.
+fn render(mut problem: Problem) -> Vec<u8> {
+    let id = std::mem::take(&mut problem.request_id);
+    LAST_RENDERED.with_borrow_mut(|last| {
+        let rendered = match last.take() {
+            Some(hit) if hit.problem == problem => hit,
+            _ => match head_of(render_whole(&problem)) {
+                Some(head) => Rendered { problem, head },
+                None => {
+                    problem.request_id = id;
+                    return render_whole(&problem);
+                }
+            },
+        };
+        // Exact for an id with nothing to escape (its quotes and the `}`): a full `Vec` becomes
+        // the response's `Bytes` without another allocation.
+        let mut body = Vec::with_capacity(rendered.head.len() + id.len() + 3);
+        body.extend_from_slice(&rendered.head);
+        json_text::push_str(&mut body, &id);
+        body.push(b'}');
+        *last = Some(rendered);
+        body
+    })
+}
+
+/// The head of a body rendered with an empty request id: the body without the empty id's `""`
+/// and the closing `}`; none should the body not end with the empty id (a member added after it).
+fn head_of(mut body: Vec<u8>) -> Option<Vec<u8>> {
+    if !body.ends_with(br#","request_id":""}"#) {
+        return None;
+    }
+    body.truncate(body.len() - br#"""}"#.len());
+    Some(body)
+}
+
+/// The problem's body through serde_json, in one buffer sized for it (a few hundred bytes).
+fn render_whole(problem: &Problem) -> Vec<u8> {
+    let mut body = Vec::with_capacity(512);
+    if let Err(e) = serde_json::to_writer(&mut body, problem) {
+        // A `Problem` always serializes; were it ever not to, the client still gets a body.
+        body = format!("{{\"error\":\"{e}\"}}").into_bytes();
+    }
+    body
 }
 
 /// The F3 fields of an error, carried on its response (an extension) to whoever writes the
@@ -176,5 +236,73 @@ pub(crate) fn log_unrouted(log: &RequestLog, response: &mut Response) {
             error: Some(line.fields()),
             access: None,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plimsoll_spec::Stage;
+
+    use super::*;
+
+    fn problem(code: ErrorCode, detail: &str, stages: Option<Vec<Stage>>, id: &str) -> Problem {
+        Problem {
+            type_uri: code.type_uri(),
+            title: format!("{code} title"),
+            status: 503,
+            detail: detail.into(),
+            error: detail.into(),
+            code,
+            failed_stage: stages.as_ref().map(|_| Stage::Fill),
+            completed_stages: stages,
+            request_id: id.into(),
+        }
+    }
+
+    /// Hits and misses alike write serde_json's bytes: a run of one problem with ids that do
+    /// and do not need escaping, then problems that differ from the cached one in one member.
+    #[test]
+    fn a_rendered_body_is_serde_jsons() {
+        let refusal = |id: &str| problem(ErrorCode::Overloaded, "all 4 busy", None, id);
+        let mut bodies = vec![
+            refusal("a1"),
+            refusal("a2"),
+            refusal("quote\"d"),
+            refusal(""),
+            refusal("a3"),
+        ];
+        bodies.push(problem(ErrorCode::Overloaded, "all 4 busy; 3 s", None, "b"));
+        bodies.push(problem(ErrorCode::Timeout, "all 4 busy; 3 s", None, "b"));
+        let done = Some(vec![Stage::Decode]);
+        bodies.push(problem(
+            ErrorCode::Timeout,
+            "all 4 busy; 3 s",
+            done.clone(),
+            "c",
+        ));
+        bodies.push(problem(
+            ErrorCode::Timeout,
+            "all 4 busy; 3 s",
+            Some(vec![]),
+            "c",
+        ));
+        bodies.push(problem(
+            ErrorCode::Timeout,
+            "tab\tand \"quote\"",
+            done,
+            "c\\d",
+        ));
+        let mut retitled = refusal("a4");
+        retitled.title.push('!');
+        bodies.push(retitled);
+        bodies.push(refusal("a5"));
+        for p in bodies {
+            let expected = serde_json::to_vec(&p).unwrap();
+            assert_eq!(
+                String::from_utf8(render(p.clone())).unwrap(),
+                String::from_utf8(expected).unwrap(),
+                "for {p:?}"
+            );
+        }
     }
 }
