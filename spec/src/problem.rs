@@ -77,9 +77,15 @@ impl ErrorCode {
         }
     }
 
-    /// The RFC 9457 `type` URI of this code.
+    /// The RFC 9457 `type` URI of this code. Every error answer builds one: concatenated
+    /// rather than formatted, as `core::fmt` costs several times the copy.
     pub fn type_uri(self) -> String {
-        format!("urn:plimsoll:error:{}", self.as_str())
+        const PREFIX: &str = "urn:plimsoll:error:";
+        let code = self.as_str();
+        let mut uri = String::with_capacity(PREFIX.len() + code.len());
+        uri.push_str(PREFIX);
+        uri.push_str(code);
+        uri
     }
 }
 
