@@ -196,7 +196,7 @@ fn plimsoll(dir: &Path, command: &[&str], contract: &Path) -> (Option<i32>, Valu
         .arg("--json")
         .arg(&report)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("plimsoll.err")).unwrap())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -210,12 +210,16 @@ fn plimsoll(dir: &Path, command: &[&str], contract: &Path) -> (Option<i32>, Valu
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let text = std::fs::read_to_string(&report).unwrap();
+    let text = std::fs::read_to_string(&report).unwrap_or_else(|e| {
+        let stderr = std::fs::read_to_string(dir.join("plimsoll.err")).unwrap_or_default();
+        panic!("plimsoll {command:?} wrote no report ({e}; {status}): {stderr}")
+    });
     (status.code(), serde_json::from_str(&text).unwrap())
 }
 
 /// The second service with `config` (hooks on) on a loopback port of its own, served from a
-/// thread with its own runtime for the rest of the test process. Returns its URL.
+/// thread with its own runtime for the rest of the test process. Returns its URL once the service
+/// has opened its error log (if it keeps one).
 fn second_service(config: plimsoll_example_service::Config) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -224,6 +228,7 @@ fn second_service(config: plimsoll_example_service::Config) -> String {
         hooks: true,
         ..config
     };
+    let error_log = config.error_log.clone();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async move {
@@ -233,6 +238,19 @@ fn second_service(config: plimsoll_example_service::Config) -> String {
                 .unwrap();
         });
     });
+    // Its error log is opened as it starts, on that thread; a check given `--server-log` reads
+    // the file at once, and refuses to start without it.
+    if let Some(log) = &error_log {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !log.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the second service did not open {} in 10 s",
+                log.display()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
     url
 }
 
