@@ -14,20 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-6}
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v valgrind >/dev/null || need+=(valgrind)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing ${need[*]} (apt-get)"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; } ||
-    { echo "needs ${need[*]} (apt-get install -y ${need[*]})" >&2; exit 2; }
-fi
-bin=${PLIMSOLL_BIN:-}
-if [ -z "$bin" ]; then
-  cargo build --release --quiet -p plimsoll
-  bin=target/release/plimsoll
-fi
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck source=ci/bench-server.sh
+source ci/bench-server.sh
+install_missing wrk valgrind
+bin=$(plimsoll_bin)
 work=$(mktemp -d)
 server_pid=""
 holders=""
@@ -35,35 +25,9 @@ flood_pid=""
 trap 'kill $server_pid $holders $flood_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 
 hold_s=$((seconds + 60))
-PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/jobs" PLIMSOLL_LOG_FILE="$work/server.log" \
-  DIGITIZE_TIMEOUT_MS=$(( (hold_s + 30) * 1000 )) \
-  valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$bin" serve --port "$port" \
-  2>"$work/serve.err" &
-server_pid=$!
-url="http://127.0.0.1:$port"
-for _ in $(seq 300); do curl -fs "$url/healthz" >/dev/null && break; sleep 0.1; done
-metric() { curl -fs "$url/metrics" | awk -v m="$1" 'index($0, m) == 1 {print $2}'; }
-refused() {
-  curl -fs "$url/metrics" | awk '/^plimsoll_requests_total\{/ && /pool="digitize"/ && /outcome="overloaded"/ {print $2}'
-}
-workers=$(metric 'plimsoll_workers_limit{pool="digitize"}')
-
-# Any body will do: the refusal comes before it is decoded.
-printf '\x89PNG\r\n\x1a\n%040d' 0 >"$work/tiny.png"
-cat >"$work/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "image/png"
-local f = io.open("$work/tiny.png", "rb"); wrk.body = f:read("*a"); f:close()
-LUA
-for _ in $(seq "$workers"); do
-  curl -s -o /dev/null -X POST -H 'content-type: image/png' -H "x-plimsoll-hook: hold=decode:$((hold_s * 1000))" \
-    --data-binary @"$work/tiny.png" "$url/v1/digitize" &
-  holders="$holders $!"
-done
-for _ in $(seq 300); do
-  [ "$(metric 'plimsoll_workers_busy{pool="digitize"}')" = "$workers" ] && break
-  sleep 0.1
-done
+start_server "$hold_s" valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$bin"
+write_request
+hold_every_slot "$hold_s"
 
 wrk -t1 -c8 -d$((seconds + 6))s -s "$work/post.lua" "$url/v1/digitize" >"$work/wrk.txt" &
 flood_pid=$!

@@ -35,24 +35,11 @@ fi
 duration=${1:-10}
 connections=${2:-32}
 calibration=3
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-if [ "${NGINX:-1}" = 1 ] && [ -z "$target_refusals" ] && ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
-  need+=(nginx)
-fi
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing ${need[*]} (apt-get)"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; } ||
-    { echo "needs ${need[*]} (apt-get install -y ${need[*]})" >&2; exit 2; }
-fi
+# shellcheck source=ci/bench-server.sh
+source ci/bench-server.sh
+if [ "${NGINX:-1}" = 1 ] && [ -z "$target_refusals" ]; then install_missing wrk nginx; else install_missing wrk; fi
 threads=${WRK_THREADS:-1}
-
-bin=${PLIMSOLL_BIN:-}
-if [ -z "$bin" ]; then
-  cargo build --release --quiet -p plimsoll
-  bin=target/release/plimsoll
-fi
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+bin=$(plimsoll_bin)
 work=$(mktemp -d)
 server_pid=""
 holders=""
@@ -65,38 +52,13 @@ trap 'kill $server_pid $holders $sampler $nginx_pid 2>/dev/null || true; rm -rf 
 max_flood=${duration}
 if [ -n "$target_refusals" ]; then max_flood=600; fi
 hold_s=$((calibration + max_flood + 10))
-PLIMSOLL_TEST_HOOKS=1 PLIMSOLL_TEMP_DIR="$work/jobs" PLIMSOLL_LOG_FILE="$work/server.log" \
-  DIGITIZE_TIMEOUT_MS=$(( (hold_s + 30) * 1000 )) \
-  "$bin" serve --port "$port" 2>"$work/serve.err" &
-server_pid=$!
-url="http://127.0.0.1:$port"
-for _ in $(seq 50); do curl -fs "$url/healthz" >/dev/null && break; sleep 0.1; done
+start_server "$hold_s" "$bin"
 
 kb() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$server_pid/status"; }
 # The CPU time (user + system, clock ticks) the given processes have used so far, all threads.
 cpu_ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s}'; }
 mb() { awk -v kb="$1" 'BEGIN {printf "%.1f MB", kb / 1024}'; }
-metric() { curl -fs "$url/metrics" | awk -v m="$1" 'index($0, m) == 1 {print $2}'; }
-workers=$(metric 'plimsoll_workers_limit{pool="digitize"}')
-refused() {
-  curl -fs "$url/metrics" | awk '/^plimsoll_requests_total\{/ && /pool="digitize"/ && /outcome="overloaded"/ {print $2}'
-}
-
-# A tiny PNG to send (the refusal happens before it is decoded).
-python3 - "$work/tiny.png" <<'PY'
-import struct, sys, zlib
-def chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-raw = b"".join(b"\x00" + b"\xff\x00\x00" * 8 for _ in range(8))
-png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-open(sys.argv[1], "wb").write(png)
-PY
-
-cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "image/png"
-local f = io.open("$work/tiny.png", "rb"); wrk.body = f:read("*a"); f:close()
-LUA
+write_request
 flood() { wrk -t"$threads" -c"$connections" -d"${1}s" --latency -s "$work/post.lua" "${2:-$url}/v1/digitize"; }
 # One slice of the flood against URL, answered by the processes PIDS: wrk's report goes to
 # wrk-SIDE-I.txt, the processes' CPU ticks before and after it to a line of cpu-SIDE.txt.
@@ -113,7 +75,7 @@ slice() {
 # request (written as nginx writes it by default: unbuffered, a write per request).
 start_nginx() {
   nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
-  nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  nport=$(free_port)
   body=$(python3 - "$work/refusal.json" <<'PY'
 import json, sys
 body = json.load(open(sys.argv[1]))
@@ -169,16 +131,7 @@ PY
 }
 
 # Hold every slot for longer than the flood.
-for _ in $(seq "$workers"); do
-  curl -s -o /dev/null -X POST -H 'content-type: image/png' -H "x-plimsoll-hook: hold=decode:$((hold_s * 1000))" \
-    --data-binary @"$work/tiny.png" "$url/v1/digitize" &
-  holders="$holders $!"
-done
-for _ in $(seq 100); do
-  busy=$(metric 'plimsoll_workers_busy{pool="digitize"}')
-  [ "$busy" = "$workers" ] && break
-  sleep 0.05
-done
+hold_every_slot "$hold_s"
 rss_before=$(kb VmRSS)
 echo "pool saturated: $busy/$workers busy; RSS before: $(mb "$rss_before")"
 # One real refusal, for nginx to answer in kind.
