@@ -43,7 +43,11 @@ sleep 1
 # The dump taken on request is the newest file beside the one written at exit.
 profile=$(ls -t "$work"/callgrind.out* | head -1)
 total=$(callgrind_annotate "$profile" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
-refusals=$((after - before))
+refusals=$((${after:-0} - ${before:-0}))
 echo "refusals counted: $refusals in ${seconds} s under callgrind"
+if [ "$refusals" -le 0 ] || [ -z "$total" ]; then
+  echo "nothing to divide: no refusal counted (is every slot held? $(tail -3 "$work/serve.err"))" >&2
+  exit 1
+fi
 echo "user-space instructions per refusal: $((total / refusals))"
 if [ -n "${KEEP:-}" ]; then cp "$profile" "$KEEP"; fi

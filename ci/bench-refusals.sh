@@ -13,10 +13,10 @@
 # Then, side by side (unless NGINX=0 or --refusals): nginx doing the same work — the same 503
 # problem+json body (copied from a real refusal, with nginx's own request id), the same headers
 # and one JSON access-log line per request — flooded by the same wrk command, in turns with the
-# server (SLICES slices each, default 4, adding up to DURATION_S per side, so that the machine's
-# drifting speed falls on both alike), and the ratio of the two, with each side's CPU time per
-# answer (its processes' user + system time over its slices, divided by the requests wrk
-# counted). nginx and wrk are installed with apt-get when missing.
+# server (SLICES slices each, default 4, of DURATION_S / SLICES whole seconds, so that the
+# machine's drifting speed falls on both alike), and the ratio of the two, with each side's CPU
+# time per answer (its processes' user + system time over its slices, divided by the requests
+# wrk counted). nginx and wrk are installed with apt-get when missing.
 #
 # Settings: PLIMSOLL_BIN=path benchmarks that build of `plimsoll` instead of building this
 # tree's (release); WRK_THREADS (default 1) wrk threads; NGINX_WORKERS (default auto); SLICES
@@ -158,10 +158,10 @@ if [ -n "${PERF:-}" ]; then
   perf record -F 999 --call-graph ${PERF_CALL_GRAPH:-fp} -o "$PERF" -p "$server_pid" 2>"$work/perf.err" &
   perf_pid=$!
 fi
-# Beside nginx the flood is cut into slices, each side's in turn (SLICES, default 4, each side's
-# slices adding up to DURATION_S): the machine's speed drifts by a fifth within a minute here, and
-# in turns the drift falls on both sides alike, where one side's whole flood after the other's
-# took it all. Each side's CPU time is summed over its own slices.
+# Beside nginx the flood is cut into slices, each side's in turn (SLICES, default 4, each of
+# DURATION_S / SLICES whole seconds, at least one): the machine's speed drifts by a fifth within a
+# minute here, and in turns the drift falls on both sides alike, where one side's whole flood
+# after the other's took it all. Each side's CPU time is summed over its own slices.
 slices=1
 [ -n "$nginx_workers" ] && slices=${SLICES:-4}
 slice_s=$(( duration / slices > 0 ? duration / slices : 1 ))
