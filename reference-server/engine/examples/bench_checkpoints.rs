@@ -254,7 +254,7 @@ fn measure(image: &[u8], repeat: usize, body_crc: &mut u32) -> Vec<StageFigures>
         let cpu = Arc::new(CpuGaps::default());
         ctx.observe(cpu.clone());
         let out = digitize(&mut ctx, image, &params).expect("digitize");
-        *body_crc = crc32fast::hash(&out.json);
+        *body_crc = crc32fast::hash(&out.json.to_vec());
         drop(out);
         let gaps = ctx.stage_checkpoint_gaps();
         let cpu_gaps = std::mem::take(&mut cpu.lock().stages);

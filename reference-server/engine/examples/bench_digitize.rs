@@ -228,7 +228,7 @@ fn run(args: &Args) {
     let encode_ms = ms(started.elapsed());
     let mut ctx = JobContext::new(config(temp_root.path())).expect("job");
     let started = Instant::now();
-    let exported = export(&mut ctx, &out.json, ExportFormat::Dst).expect("export");
+    let exported = export(&mut ctx, &out.json.to_vec(), ExportFormat::Dst).expect("export");
     let export_ms = ms(started.elapsed());
     assert_eq!(exported.bytes, dst);
     let export_stages: Vec<String> = ctx
@@ -248,7 +248,7 @@ fn run(args: &Args) {
             "\"heap_peak_bytes_per_pixel\":{:.2},\"charged_peak_mb\":{:.1},\"json_mb\":{:.1},",
             "\"dst_encode_ms\":{},\"dst_export_ms\":{},\"dst_export_stage_ms\":{{{}}},\"dst_bytes\":{}}}"
         ),
-        sha256_hex(&out.json),
+        sha256_hex(&out.json.to_vec()),
         if args.jpeg { "JPEG" } else { "PNG" },
         pixels as f64 / 1e6,
         width,

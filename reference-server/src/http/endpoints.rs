@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::Extension;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -22,6 +22,7 @@ use crate::upload::Upload;
 use plimsoll_engine::export::ExportOutput;
 use plimsoll_engine::job::{JobContext, JobError};
 use plimsoll_engine::pipeline::DigitizeParams;
+use plimsoll_engine::pipeline::serialize::Json;
 
 /// What one pipeline endpoint adds to the shared handler.
 pub(super) trait Endpoint {
@@ -106,7 +107,7 @@ pub(super) struct Digitize;
 
 impl Endpoint for Digitize {
     type Params = DigitizeParams;
-    type Output = Vec<u8>;
+    type Output = Json;
 
     const POOL: Pool = Pool::Digitize;
 
@@ -146,16 +147,26 @@ impl Endpoint for Digitize {
         Ok(params)
     }
 
-    fn work(
-        ctx: &mut JobContext,
-        image: Bytes,
-        params: DigitizeParams,
-    ) -> Result<Vec<u8>, JobError> {
+    fn work(ctx: &mut JobContext, image: Bytes, params: DigitizeParams) -> Result<Json, JobError> {
         plimsoll_engine::pipeline::digitize(ctx, &image, &params).map(|out| out.json)
     }
 
-    fn respond(json: Vec<u8>) -> Response {
-        ([(header::CONTENT_TYPE, "application/json")], json).into_response()
+    /// The parts one after the other, never joined (a 4 MP design is 24 MB in two parts), with
+    /// their whole length as `Content-Length`.
+    fn respond(json: Json) -> Response {
+        let length = json.len();
+        let parts = json
+            .into_parts()
+            .into_iter()
+            .map(|part| Ok::<_, std::convert::Infallible>(Bytes::from(part)));
+        (
+            [
+                (header::CONTENT_TYPE, "application/json".to_owned()),
+                (header::CONTENT_LENGTH, length.to_string()),
+            ],
+            Body::from_stream(futures_util::stream::iter(parts)),
+        )
+            .into_response()
     }
 }
 

@@ -52,8 +52,8 @@ pub struct DigitizeParams {
 pub struct DigitizeOutput {
     /// The design, for a caller that exports it without parsing the JSON back.
     pub design: Design,
-    /// The design as JSON, the response body.
-    pub json: Vec<u8>,
+    /// The design as JSON, the response body, in the parts it was written in.
+    pub json: serialize::Json,
 }
 
 /// Peak bytes the pipeline holds per image pixel, used by `decode` to refuse an image from its

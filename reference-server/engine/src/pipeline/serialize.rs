@@ -8,36 +8,71 @@
 //! written by serde_json, but the stitches, whose every member is an integer or one of five
 //! names, are written here:
 //!
-//! 1. the exact length of the whole text is counted first (the digits of every coordinate), so
-//!    the buffer is charged and allocated once, at its final size — never grown, never copied,
-//!    never more than the body;
-//! 2. each stitch is then written in place ([`Writer`]: a coordinate under 10,000 from a table of
-//!    four-digit entries, a larger one from a two-digit table, every
-//!    copy of a length known when compiled), in blocks of [`BLOCK`] stitches with a checkpoint
-//!    per block (B3), as the counting pass has too;
-//! 3. a design of [`PARALLEL_FROM`] stitches or more is counted and written by two threads
-//!    ([`in_two_halves`]): each half counted by its own, then each half written into its own
-//!    part of the buffer, split where the first half's text ends ([`write_stitches`]); the job's
-//!    thread still passes one checkpoint per block, and the helper stops at its next block once
-//!    the job is interrupted.
+//! 1. each stitch is written in place ([`Writer`]: a coordinate under 10,000 from a table of
+//!    four-digit entries, a larger one from a two-digit table, every copy of a length known when
+//!    compiled), in blocks of [`BLOCK`] stitches with a checkpoint per block (B3), into a buffer
+//!    charged and reserved once, before the first stitch, at the most the stitches can take when
+//!    their coordinates are within the design's extents ([`capacity`]); a design whose extents
+//!    understate its coordinates still comes out right, its buffer grown (charged, in slices with
+//!    checkpoints) where a block might not fit;
+//! 2. a design of [`PARALLEL_FROM`] stitches or more is written by two threads
+//!    ([`in_two_halves`]), each half into a buffer of its own, and the JSON is those two parts
+//!    ([`Json`]): the response sends one after the other, so they are never joined. No pass
+//!    counts the text first: the two halves need no common buffer to meet in (counting was as
+//!    long as writing, ~3 ms of a 4 MP job).
 //!
 //! On the benchmark's 4 MP poster (714K stitches, 24 MB) this takes ~4 ms on two threads
 //! where serde_json took ~30 ms on the same 2-core machine (docs/benchmarks.md).
 
 use std::mem::MaybeUninit;
 
-use plimsoll_spec::{Design, Stitch, StitchCommand};
+use plimsoll_spec::{Design, Extents, Stitch, StitchCommand};
 
 use super::halves::{GoOn, in_two_halves};
-use super::vec_bytes;
-use crate::job::{Interrupt, JobContext, StageError};
+use super::{reserve_ticked, vec_bytes};
+use crate::job::{Charge, Interrupt, JobContext, StageError};
 
 /// Stitches per block between checkpoints: ~0.1 ms of formatting in a release build, and a
 /// count well under `STITCHES_PER_MS` × the contract's interval.
 const BLOCK: usize = 4096;
 
-/// Writes the design as JSON, charging the buffer it writes into.
-pub fn serialize(ctx: &JobContext, design: &Design) -> Result<Vec<u8>, StageError> {
+/// A design's JSON as the parts its writers wrote: one, or two when two threads wrote it. The
+/// text is their concatenation; a response sends the parts one after the other, so a 24 MB
+/// body is never copied to join them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Json {
+    parts: Vec<Vec<u8>>,
+}
+
+impl Json {
+    /// The text's length in bytes (every part's).
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Vec::len).sum()
+    }
+
+    /// Whether there is no text at all (never, for a serialized design).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parts, in order.
+    pub fn parts(&self) -> &[Vec<u8>] {
+        &self.parts
+    }
+
+    /// The parts, in order, to send without copying them.
+    pub fn into_parts(self) -> Vec<Vec<u8>> {
+        self.parts
+    }
+
+    /// The whole text in one buffer (a copy), for a caller that needs one slice.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.parts.concat()
+    }
+}
+
+/// Writes the design as JSON, charging the buffers it writes into.
+pub fn serialize(ctx: &JobContext, design: &Design) -> Result<Json, StageError> {
     let _design = ctx.charge(vec_bytes(&design.stitches))?;
     let failed =
         |e: serde_json::Error| StageError::failed(format!("serialising the design failed: {e}"));
@@ -55,130 +90,134 @@ pub fn serialize(ctx: &JobContext, design: &Design) -> Result<Vec<u8>, StageErro
         ));
     }
     let stitches = &design.stitches;
-    let counted = count(ctx, stitches)?;
-    let commas = stitches.len().saturating_sub(1);
-    let stitches_len = counted.len;
-    let total = open.len() + stitches_len + commas + 2;
-    let _charge = ctx.charge(total as u64)?;
-    let mut out: Vec<u8> = Vec::with_capacity(total);
-    let buf = &mut out.spare_capacity_mut()[..total];
-    buf[..open.len()].write_copy_of_slice(open);
-    let (_, body) = buf.split_at_mut(open.len());
-    let (text, close) = body.split_at_mut(stitches_len + commas);
-    write_stitches(ctx, text, stitches, &counted)?;
-    close.write_copy_of_slice(b"]}");
-    // SAFETY: `out` has room for `total` bytes, and all of them are initialised: the head and
-    // the closing `]}` above, and between them `text`, which `write_stitches` returned `Ok` for
-    // only once its writers had written every byte of it (each writes its part front to back
-    // without a gap — every `put` writes the `N` bytes it advances by, every `int` each byte
-    // between its start and its end (asserted, or four bytes from a table of them) — and ends
-    // exactly at the part's end).
-    unsafe { out.set_len(total) };
-    Ok(out)
-}
-
-/// Stitches counted between two checkpoints: counting is a few times faster than writing.
-const COUNT_BLOCK: usize = 4 * BLOCK;
-
-/// The stitches' text, counted before a byte is written: its length without the commas between
-/// stitches, and where two writers split it — the first writer's stitches (all of them when one
-/// writes) and their text with its commas.
-struct Counted {
-    len: usize,
-    split: usize,
-    first_len: usize,
-}
-
-/// Counts `stitches`' text, checkpointing between blocks of [`COUNT_BLOCK`]; a design of
-/// [`PARALLEL_FROM`] stitches or more is split in two halves at a block's start, each counted by
-/// its own thread ([`in_two_halves`]).
-fn count(ctx: &JobContext, stitches: &[Stitch]) -> Result<Counted, Interrupt> {
+    let per_stitch = text_bound(&design.extents);
     let n = stitches.len();
     if n < PARALLEL_FROM {
-        let len = text_len(stitches, &mut || ctx.checkpoint())?;
-        return Ok(Counted {
-            len,
-            split: n,
-            first_len: len + n.saturating_sub(1),
+        let mut part = Part::new(ctx, open, n, per_stitch, &mut || ctx.checkpoint())?;
+        part.write(stitches, false, &mut || ctx.checkpoint())?;
+        part.close(&mut || ctx.checkpoint())?;
+        return Ok(Json {
+            parts: vec![part.text],
         });
     }
-    let split = n / 2 / COUNT_BLOCK * COUNT_BLOCK;
+    let split = n / 2 / BLOCK * BLOCK;
     let (first, second) = stitches.split_at(split);
-    let (first_text, second_text) = in_two_halves(
+    let (first, second) = in_two_halves(
         ctx,
-        |go_on| text_len(first, go_on),
-        |go_on| text_len(second, go_on),
+        |go_on| {
+            let mut part = Part::new(ctx, open, first.len(), per_stitch, go_on)?;
+            part.write(first, false, go_on)?;
+            Ok(part.text)
+        },
+        |go_on| {
+            let mut part = Part::new(ctx, b"", second.len(), per_stitch, go_on)?;
+            part.write(second, true, go_on)?;
+            part.close(go_on)?;
+            Ok(part.text)
+        },
     )?;
-    Ok(Counted {
-        len: first_text + second_text,
-        split,
-        first_len: first_text + split - 1,
+    Ok(Json {
+        parts: vec![first, second],
     })
-}
-
-/// The text of `stitches` without commas, asking `go_on` before each block of [`COUNT_BLOCK`].
-fn text_len(stitches: &[Stitch], go_on: GoOn<'_>) -> Result<usize, Interrupt> {
-    let mut len = 0;
-    for block in stitches.chunks(COUNT_BLOCK) {
-        go_on()?;
-        len += block.iter().map(stitch_len).sum::<usize>();
-    }
-    Ok(len)
 }
 
 /// The fewest stitches written by two threads: below it, starting the second thread costs about
 /// what it saves.
 const PARALLEL_FROM: usize = 16 * BLOCK;
 
-/// Writes `stitches`, comma-separated, into `text`, which is exactly their length. A design
-/// `counted` split in two is written by two threads ([`in_two_halves`]): the job's own writes
-/// the first half, a scoped helper the second into the other part of the buffer, and the job
-/// passes one checkpoint per block whichever thread writes it (B3). The bytes are the same
-/// either way: each writer must end exactly at its part's end, as counted.
-fn write_stitches(
-    ctx: &JobContext,
-    text: &mut [MaybeUninit<u8>],
-    stitches: &[Stitch],
-    counted: &Counted,
-) -> Result<(), Interrupt> {
-    if counted.split == stitches.len() {
-        return write_part(text, stitches, false, &mut || ctx.checkpoint());
-    }
-    let (first, second) = stitches.split_at(counted.split);
-    let (left, right) = text.split_at_mut(counted.first_len);
-    in_two_halves(
-        ctx,
-        |go_on| write_part(left, first, false, go_on),
-        |go_on| write_part(right, second, true, go_on),
-    )?;
-    Ok(())
+/// The longest text of one stitch and its comma: a coordinate of eleven characters
+/// (`-2147483648`) on both axes, and the longest command.
+const MAX_STITCH_TEXT: usize =
+    X.len() + 11 + Y.len() + 11 + CMD.len() + COLOR_CHANGE.len() + b",".len();
+
+/// The longest text of one stitch and its comma when its coordinates are within `extents`: what
+/// a part's buffer is reserved for, per stitch, before the first is written.
+fn text_bound(extents: &Extents) -> usize {
+    let digits = [extents.min_x, extents.max_x, extents.min_y, extents.max_y]
+        .into_iter()
+        .map(int_len)
+        .max()
+        .unwrap_or(11);
+    X.len() + digits + Y.len() + digits + CMD.len() + COLOR_CHANGE.len() + b",".len()
 }
 
-/// Writes `stitches` into `part` front to back, each but the first after a comma (the first too
-/// when `leading_comma`), asking `go_on` before every block of [`BLOCK`] stitches; its part is
-/// then written exactly to its end (asserted), unless `go_on` stopped it.
-fn write_part(
-    part: &mut [MaybeUninit<u8>],
-    stitches: &[Stitch],
-    leading_comma: bool,
-    go_on: GoOn<'_>,
-) -> Result<(), Interrupt> {
-    let mut w = Writer { buf: part, at: 0 };
-    for (b, block) in stitches.chunks(BLOCK).enumerate() {
-        go_on()?;
-        for (i, stitch) in block.iter().enumerate() {
-            if leading_comma || b > 0 || i > 0 {
-                w.put(b",");
-            }
-            w.stitch(stitch);
-        }
+/// One part of the text being written: its buffer and the charge that holds it.
+struct Part<'a> {
+    text: Vec<u8>,
+    charge: Charge<'a>,
+}
+
+impl<'a> Part<'a> {
+    /// A part that starts with `lead` and has room for `stitches` stitches of `per_stitch`
+    /// bytes, and a block of the longest, charged before it is allocated.
+    fn new(
+        ctx: &'a JobContext,
+        lead: &[u8],
+        stitches: usize,
+        per_stitch: usize,
+        go_on: GoOn<'_>,
+    ) -> Result<Self, Interrupt> {
+        let mut part = Part {
+            text: Vec::new(),
+            charge: ctx.charge(0)?,
+        };
+        let room = lead.len() + stitches.saturating_mul(per_stitch) + capacity(BLOCK) + 2;
+        reserve_ticked(&mut part.text, room, &mut part.charge, 0, go_on)?;
+        part.text.extend_from_slice(lead);
+        Ok(part)
     }
-    assert_eq!(
-        w.at,
-        w.buf.len(),
-        "the stitches written fill the part counted for them"
-    );
-    Ok(())
+
+    /// Writes `stitches`, comma-separated (and after a comma when `leading_comma`), asking
+    /// `go_on` before every block of [`BLOCK`] stitches; a block is written into room reserved
+    /// for the longest text it could have, so a buffer reserved too small is grown, never
+    /// overrun.
+    fn write(
+        &mut self,
+        stitches: &[Stitch],
+        leading_comma: bool,
+        go_on: GoOn<'_>,
+    ) -> Result<(), Interrupt> {
+        for (b, block) in stitches.chunks(BLOCK).enumerate() {
+            go_on()?;
+            reserve_ticked(
+                &mut self.text,
+                capacity(block.len()),
+                &mut self.charge,
+                0,
+                go_on,
+            )?;
+            let mut w = Writer {
+                buf: self.text.spare_capacity_mut(),
+                at: 0,
+            };
+            for (i, stitch) in block.iter().enumerate() {
+                if leading_comma || b > 0 || i > 0 {
+                    w.put(b",");
+                }
+                w.stitch(stitch);
+            }
+            let written = w.at;
+            // SAFETY: the writer wrote every byte of the spare capacity's first `written`, front
+            // to back without a gap — every `put` writes the `N` bytes it advances by, every
+            // `int` each byte between its start and its end (asserted, or four bytes from a
+            // table of them, the ones past its end overwritten by the `put` that always follows)
+            // — and `written` is within the spare capacity (each write is a checked slice).
+            unsafe { self.text.set_len(self.text.len() + written) };
+        }
+        Ok(())
+    }
+
+    /// Writes the `]}` that closes the stitches and the design.
+    fn close(&mut self, go_on: GoOn<'_>) -> Result<(), Interrupt> {
+        reserve_ticked(&mut self.text, 2, &mut self.charge, 0, go_on)?;
+        self.text.extend_from_slice(b"]}");
+        Ok(())
+    }
+}
+
+/// Room for `stitches` stitches of the longest text each.
+fn capacity(stitches: usize) -> usize {
+    stitches.saturating_mul(MAX_STITCH_TEXT)
 }
 
 fn without_stitches(design: &Design) -> Design {
@@ -193,17 +232,6 @@ fn without_stitches(design: &Design) -> Design {
     }
 }
 
-/// `"cmd"`'s value with its closing quote and brace, as serde writes the snake-case variant.
-fn command_tail(cmd: StitchCommand) -> &'static [u8] {
-    match cmd {
-        StitchCommand::Stitch => STITCH,
-        StitchCommand::Jump => JUMP,
-        StitchCommand::Trim => TRIM,
-        StitchCommand::ColorChange => COLOR_CHANGE,
-        StitchCommand::End => END,
-    }
-}
-
 const X: &[u8; 5] = b"{\"x\":";
 const Y: &[u8; 5] = b",\"y\":";
 const CMD: &[u8; 8] = b",\"cmd\":\"";
@@ -212,11 +240,6 @@ const JUMP: &[u8; 6] = b"jump\"}";
 const TRIM: &[u8; 6] = b"trim\"}";
 const COLOR_CHANGE: &[u8; 14] = b"color_change\"}";
 const END: &[u8; 5] = b"end\"}";
-
-/// The length of one stitch's JSON, without the comma between stitches.
-fn stitch_len(s: &Stitch) -> usize {
-    X.len() + int_len(s.x) + Y.len() + int_len(s.y) + CMD.len() + command_tail(s.cmd).len()
-}
 
 /// Decimal digits of `v`, with its minus sign.
 fn int_len(v: i32) -> usize {
@@ -264,7 +287,7 @@ static SMALL: [[u8; 4]; 10_000] = {
     small
 };
 
-/// Writes into the output's spare capacity, already at its final size, front to back. Every copy
+/// Writes into a part's spare capacity, reserved for the block's longest text, front to back. Every copy
 /// has a length known when compiled (a constant, a digit pair), so none becomes a call to
 /// `memcpy`: appending each stitch's variable-length text with `extend_from_slice` was one such
 /// call a stitch, formatting it in a stack buffer first stalled on reading back what had just
@@ -360,9 +383,10 @@ mod tests {
     }
 
     /// Every digit count, both signs and the extremes, with every command: the bytes are
-    /// serde_json's, and as many as were counted (else `serialize` fails).
+    /// serde_json's, though the extents (all zero) understate every coordinate, so each block
+    /// grows the buffer reserved for one-digit coordinates.
     #[test]
-    fn stitches_are_written_as_serde_json_writes_them_and_as_long_as_counted() {
+    fn stitches_are_written_as_serde_json_writes_them_beyond_the_extents() {
         let values = [
             0,
             1,
@@ -410,14 +434,17 @@ mod tests {
         };
         let root = tempfile::tempdir().unwrap();
         let ctx = job(root.path());
+        let json = serialize(&ctx, &design).unwrap();
+        assert_eq!(json.parts().len(), 1);
         assert_eq!(
-            String::from_utf8(serialize(&ctx, &design).unwrap()).unwrap(),
+            String::from_utf8(json.to_vec()).unwrap(),
             serde_json::to_string(&design).unwrap()
         );
     }
 
-    /// A design long enough to be written by two threads: the same bytes as serde_json's, the
-    /// halves meeting at a comma.
+    /// A design long enough to be written by two threads: two parts, whose text is serde_json's,
+    /// the second starting at a comma; with its extents stated, each part is the one buffer
+    /// reserved for it, never grown; with them understated, the same bytes.
     #[test]
     fn a_long_design_written_by_two_threads_is_serde_json_s_text() {
         let commands = [
@@ -432,7 +459,7 @@ mod tests {
                 cmd: commands[i as usize % 3],
             })
             .collect();
-        let design = Design {
+        let mut design = Design {
             format: plimsoll_spec::design::DESIGN_FORMAT.into(),
             width_mm: 850.0,
             height_mm: 0.4,
@@ -443,9 +470,29 @@ mod tests {
         };
         let root = tempfile::tempdir().unwrap();
         let ctx = job(root.path());
-        assert_eq!(
-            serialize(&ctx, &design).unwrap(),
-            serde_json::to_vec(&design).unwrap()
+        let understated = serialize(&ctx, &design).unwrap();
+        assert_eq!(understated.to_vec(), serde_json::to_vec(&design).unwrap());
+        let (xs, ys) = (
+            design.stitches.iter().map(|s| s.x),
+            design.stitches.iter().map(|s| s.y),
+        );
+        design.extents = Extents {
+            min_x: xs.clone().min().unwrap(),
+            max_x: xs.max().unwrap(),
+            min_y: ys.clone().min().unwrap(),
+            max_y: ys.max().unwrap(),
+        };
+        let json = serialize(&ctx, &design).unwrap();
+        assert_eq!(json.to_vec(), serde_json::to_vec(&design).unwrap());
+        let [first, second] = json.parts() else {
+            panic!("{} parts", json.parts().len())
+        };
+        assert!(second.starts_with(b",{") && first.ends_with(b"}"));
+        let per_stitch = text_bound(&design.extents);
+        let half = design.stitches.len() / 2 / BLOCK * BLOCK;
+        assert!(first.capacity() <= first.len() + half * per_stitch + capacity(BLOCK) + 2);
+        assert!(
+            second.capacity() <= (design.stitches.len() - half) * per_stitch + capacity(BLOCK) + 2
         );
     }
 }

@@ -127,8 +127,11 @@ fn colours_regions_specks_and_sequencing() {
         .collect();
     assert_eq!(order, ["#faf064", "#78828c", "#141414"]);
     // The JSON is exactly serde_json's rendering of the design.
-    assert_eq!(out.json, serde_json::to_vec(d).unwrap());
-    assert_eq!(serde_json::from_slice::<Design>(&out.json).unwrap(), *d);
+    assert_eq!(out.json.to_vec(), serde_json::to_vec(d).unwrap());
+    assert_eq!(
+        serde_json::from_slice::<Design>(&out.json.to_vec()).unwrap(),
+        *d
+    );
 }
 
 #[test]
@@ -221,6 +224,6 @@ proptest! {
         let root = tempfile::tempdir().unwrap();
         let ctx = JobContext::new(config(root.path())).unwrap();
         let ours = plimsoll_engine::pipeline::serialize::serialize(&ctx, &design).unwrap();
-        prop_assert_eq!(ours, serde_json::to_vec(&design).unwrap());
+        prop_assert_eq!(ours.to_vec(), serde_json::to_vec(&design).unwrap());
     }
 }

@@ -339,8 +339,8 @@ impl plimsoll_engine::job::CheckpointObserver for StopInside {
 /// no body — so the server answers B1's 504 or lets the client go, never half a design.
 #[test]
 fn a_cancellation_or_a_deadline_inside_the_serializers_loop_stops_the_job_at_serialize() {
-    // 300 mm wide: ~45K stitches, a dozen blocks of writing on the job's thread; past the
-    // counting pass (one checkpoint per 16,384 stitches) at its 6th checkpoint.
+    // 300 mm wide: ~45K stitches, a dozen blocks of writing on the job's thread: the 6th
+    // checkpoint is inside the writing.
     stops_inside_serialize(300.0, 6);
 }
 
@@ -350,7 +350,8 @@ fn a_cancellation_or_a_deadline_inside_the_serializers_loop_stops_the_job_at_ser
 /// the helper with it, and no half-written body comes out.
 #[test]
 fn a_cancellation_or_a_deadline_stops_serialize_written_by_two_threads() {
-    // 14 checkpoints of counting, then ~55 blocks of writing: the 24th is inside the writing.
+    // ~55 blocks of writing, one checkpoint each whichever thread writes it: the 24th is inside
+    // the writing, while both threads write.
     stops_inside_serialize(600.0, 24);
 }
 
