@@ -44,6 +44,42 @@ async fn pipeline_responses_carry_server_timing_and_export_writes_machine_files(
     }
 }
 
+/// A design long enough to be written by two threads is sent as its two parts, one after the
+/// other: the client still gets one body of the declared `Content-Length` (no chunked encoding),
+/// and it is serde_json's rendering of the design it holds, the parts meeting at a comma.
+#[tokio::test]
+async fn a_design_written_in_two_parts_is_one_body_of_its_content_length() {
+    let s = TestServer::start(&[]).await;
+    // 600 mm wide: ~200K stitches, past the serializer's two-thread threshold.
+    let r = s
+        .client
+        .post(s.url("/v1/digitize?width_mm=600"))
+        .header("content-type", "image/png")
+        .body(png(120, 90))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("transfer-encoding").is_none());
+    let length: usize = r.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let body = r.bytes().await.unwrap();
+    assert_eq!(body.len(), length);
+    let design: plimsoll_spec::Design = serde_json::from_slice(&body).unwrap();
+    assert!(
+        design.stitches.len() > 100_000,
+        "{} stitches",
+        design.stitches.len()
+    );
+    assert!(
+        serde_json::to_vec(&design).unwrap() == body,
+        "not serde_json's text"
+    );
+}
+
 #[tokio::test]
 async fn metrics_expose_exactly_the_contract_names_and_types() {
     let s = TestServer::start(&[]).await;
