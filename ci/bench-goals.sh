@@ -28,6 +28,8 @@ if [ "${1:-}" = "--judge" ]; then
 fi
 pairs=${1:-5}
 out=target/bench-goals
+# shellcheck source=ci/bench-server.sh
+source ci/bench-server.sh
 
 run() {
   local name=$1
@@ -50,7 +52,8 @@ measure() {
   cargo build --release --locked -q -p plimsoll --bin plimsoll --example bench_loadgen
   cargo build --release --locked -q -p plimsoll-server --example bench_pipeline
   cargo build --release --locked -q -p plimsoll-engine --example bench_checkpoints
-  local release=${CARGO_TARGET_DIR:-target}/release i
+  local release i
+  release=$(target_dir)/release
   for i in $(seq "$pairs"); do
     PLIMSOLL_BIN="$release/plimsoll" run "refusals-$i" bash ci/bench-refusals.sh 8 32
   done

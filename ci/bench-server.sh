@@ -22,8 +22,14 @@ plimsoll_bin() {
     echo "$PLIMSOLL_BIN"
   else
     cargo build --release --quiet -p plimsoll
-    echo target/release/plimsoll
+    echo "$(target_dir)/release/plimsoll"
   fi
+}
+
+# Where cargo builds: CARGO_TARGET_DIR or a configured target-dir moves it from target/.
+target_dir() {
+  cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])'
 }
 
 # A loopback port free right now.

@@ -36,7 +36,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ -z "${PLIMSOLL_BIN:-}" ]]; then
   echo "==> building plimsoll (cargo build --release -p plimsoll)"
   (cd "$root" && cargo build --release --quiet -p plimsoll) || exit 2
-  PLIMSOLL_BIN="$root/target/release/plimsoll"
+  # Where cargo put it: CARGO_TARGET_DIR or a configured target-dir moves it from target/.
+  target_dir=$(cd "$root" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') || exit 2
+  PLIMSOLL_BIN="$target_dir/release/plimsoll"
 fi
 if [[ ! -x "$PLIMSOLL_BIN" ]]; then
   echo "gate: $PLIMSOLL_BIN is not an executable plimsoll binary" >&2
