@@ -60,10 +60,21 @@ impl TestServer {
         format!("{}{}", self.server.url(), path)
     }
 
+    /// `POST /v1/digitize` of `png` at 40 mm wide: a small design, quick to digitize.
     pub fn digitize(&self, png: &[u8], hook: Option<&str>) -> reqwest::RequestBuilder {
+        self.digitize_at(40.0, png, hook)
+    }
+
+    /// `POST /v1/digitize` of `png` at `width_mm` wide (the stitches grow with the area).
+    pub fn digitize_at(
+        &self,
+        width_mm: f64,
+        png: &[u8],
+        hook: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         let mut r = self
             .client
-            .post(self.url("/v1/digitize?width_mm=40"))
+            .post(self.url(&format!("/v1/digitize?width_mm={width_mm}")))
             .header("content-type", "image/png")
             .body(png.to_vec());
         if let Some(h) = hook {

@@ -52,10 +52,7 @@ async fn a_design_written_in_two_parts_is_one_body_of_its_content_length() {
     let s = TestServer::start(&[]).await;
     // 600 mm wide: ~200K stitches, past the serializer's two-thread threshold.
     let r = s
-        .client
-        .post(s.url("/v1/digitize?width_mm=600"))
-        .header("content-type", "image/png")
-        .body(png(120, 90))
+        .digitize_at(600.0, &png(120, 90), None)
         .send()
         .await
         .unwrap();

@@ -133,11 +133,8 @@ const MAX_STITCH_TEXT: usize =
 /// The longest text of one stitch and its comma when its coordinates are within `extents`: what
 /// a part's buffer is reserved for, per stitch, before the first is written.
 fn text_bound(extents: &Extents) -> usize {
-    let digits = [extents.min_x, extents.max_x, extents.min_y, extents.max_y]
-        .into_iter()
-        .map(int_len)
-        .max()
-        .unwrap_or(11);
+    let [a, b, c, d] = [extents.min_x, extents.max_x, extents.min_y, extents.max_y].map(int_len);
+    let digits = a.max(b).max(c).max(d);
     X.len() + digits + Y.len() + digits + CMD.len() + COLOR_CHANGE.len() + b",".len()
 }
 
