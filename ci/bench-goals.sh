@@ -35,7 +35,8 @@ run() {
   local name=$1
   shift
   echo "==> $name: $*"
-  if ! "$@" >"$out/$name.txt" 2>&1; then
+  # Each benchmark is bounded (a hung server ends the run with timeout's exit status).
+  if ! timeout "${BENCH_TIMEOUT_S:-900}" "$@" >"$out/$name.txt" 2>&1; then
     # A benchmark that exits 1 with its figures printed (a body that changed) is judged below.
     grep -q . "$out/$name.txt" || {
       echo "bench-goals: $name printed nothing; see $out/$name.txt" >&2

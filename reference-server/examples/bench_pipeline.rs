@@ -156,6 +156,9 @@ fn run_metric() -> String {
         .clone()
 }
 
+/// The longest any read or write of an exchange may wait: far past a 16 MP job (~0.1 s).
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// One `POST /v1/digitize` on a new connection, its body read into `body` (grown to the body's
 /// length if it is shorter: the warm-up's exchange does that, outside the timed runs).
 fn digitize(addr: &str, png: &[u8], body: &mut Vec<u8>) -> Exchange {
@@ -167,6 +170,13 @@ fn digitize(addr: &str, png: &[u8], body: &mut Vec<u8>) -> Exchange {
     let started = Instant::now();
     let mut stream = TcpStream::connect(addr).expect("connect to the server");
     stream.set_nodelay(true).expect("TCP_NODELAY");
+    // A server that stops answering ends the run with a reason instead of hanging it.
+    stream
+        .set_read_timeout(Some(EXCHANGE_TIMEOUT))
+        .expect("a read timeout");
+    stream
+        .set_write_timeout(Some(EXCHANGE_TIMEOUT))
+        .expect("a write timeout");
     stream.write_all(head.as_bytes()).expect("send the head");
     stream.write_all(png).expect("send the image");
     let mut reader = BufReader::with_capacity(1 << 16, stream);
