@@ -53,7 +53,9 @@ async fn a_fast_request_completes_while_a_slow_one_is_in_flight() {
     assert_eq!(r.order, ["fast", "slow"]);
     let fast = r.done["fast"] - sent;
     let slow = r.done["slow"] - sent;
-    assert!(fast < Duration::from_millis(300), "fast took {fast:?}");
+    // Behind the slow one it would take its 800 ms: any less is not blocked (the order above
+    // says as much; a tighter bound would measure the machine).
+    assert!(fast < Duration::from_millis(800), "fast took {fast:?}");
     assert!(slow >= Duration::from_millis(800), "slow took {slow:?}");
 }
 
@@ -61,11 +63,12 @@ async fn a_fast_request_completes_while_a_slow_one_is_in_flight() {
 async fn shuffled_holds_complete_out_of_order_each_id_exactly_once() {
     let s = TestServer::start(&[]).await;
     let mut ws = Ws::connect(&s).await;
-    // Holds 100 ms apart, in an order unlike the sending order: the completions must follow the
+    // Holds 250 ms apart, in an order unlike the sending order: the completions must follow the
     // holds, which takes every envelope starting within the gap of the first. At 50 ms apart, a
     // CI run with the shared tests and the Python gates on two cores once started the seventh
-    // envelope more than 50 ms after the first (r3-0 of 350 ms finished before r3-6 of 300 ms).
-    let holds = [700u64, 100, 500, 0, 800, 300, 600, 200];
+    // envelope more than 50 ms after the first (r3-0 of 350 ms finished before r3-6 of 300 ms);
+    // the gap is now five times that spread.
+    let holds = [1750u64, 250, 1250, 0, 2000, 750, 1500, 500];
     let ids = ids("r3", holds.len());
     let sent = Instant::now();
     for (id, ms) in ids.iter().zip(holds) {
