@@ -264,11 +264,13 @@ async fn a_target_reset_arrives_after_the_bytes_sent_before_it() {
         socket.write_all(b"HTTP/1.1 413 \r\n\r\n").await.unwrap();
         // The RST follows once the proxy has read the bytes, while they wait out the latency
         // in its queue: an RST that reaches the proxy's socket before the proxy read them makes
-        // the kernel drop them unread (seen once on a loaded machine), which no proxy can undo.
-        tokio::time::sleep(MS(25)).await;
+        // the kernel drop them unread (seen once on a loaded machine, when the RST followed
+        // 25 ms after), which no proxy can undo. 200 ms for the proxy's read, 300 ms more of
+        // latency for the RST to arrive while the bytes wait.
+        tokio::time::sleep(MS(200)).await;
         socket.set_zero_linger().unwrap();
     });
-    let (_proxy, mut client) = through(target, "latency:latency=50").await;
+    let (_proxy, mut client) = through(target, "latency:latency=500").await;
     let mut got = Vec::new();
     let mut buf = [0u8; 64];
     let end = loop {
