@@ -14,8 +14,8 @@ use super::*;
 /// (timeout 1 s, one worker, one queue place). It is sent once the gauge shows the first job
 /// running, some time into its hold (polling `/metrics`: tens of milliseconds, more on a crowded
 /// machine), so it queues for 700 ms less that lag: a deadline counted from the job's start
-/// answers 1700 ms less the lag after it was sent. With a 500 ms job, a lag over 100 ms put the
-/// broken variant under the 1400 ms the test asks of it.
+/// answers 1700 ms less the lag after it was sent. With a 500 ms job, a lag over 100 ms would put
+/// the broken variant under the 1400 ms the test asks of it.
 async fn queued_timeout(mutant: Option<Mutant>) -> Duration {
     let s = start(
         mutant,

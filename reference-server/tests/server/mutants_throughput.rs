@@ -14,9 +14,9 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> u64 {
 /// The Retry-After of a refusal at light load (nothing has waited) and at heavy load (six
 /// refusals each waited 1 to 2 s for the slot), with one worker and no queue. The slot is held
 /// 1.6 s so that the last of the six refusals, sent up to 0.6 s after the hold began (six requests
-/// on new connections on a crowded machine), still waited over a second: with 1.2 s, a slow
-/// machine's last refusals waited under a second and the reference answered 1, as the broken
-/// variant does.
+/// on new connections on a crowded machine), still waited over a second: with 1.2 s, a lag of
+/// 0.2 s would leave the last refusals under a second and the reference answering 1, as the
+/// broken variant does.
 async fn retry_after_at_two_loads(s: &TestServer) -> (u64, u64) {
     let image = png(80, 60);
     let a = tokio::spawn(s.digitize(&image, Some("hold=decode:200")).send());
