@@ -274,10 +274,9 @@ async fn one_global_limit_holds_across_the_routes_of_a_pool() {
 }
 
 /// When a plain request on `/b`, sent a quarter of a hold after `/a`'s held one, is answered
-/// (from `/a`'s sending: one clock, so a late wake-up of the test cannot shorten it) while `/a`
-/// is held, in a one-worker pool whose limit is
-/// an axum middleware awaiting a semaphore (it admits in its future, not in `poll_ready`), with
-/// the hold inside the limit or outside it.
+/// (timed from `/a`'s sending: one clock, so a late wake-up of the test cannot shorten it), in a
+/// one-worker pool whose limit is an axum middleware awaiting a semaphore (it admits in its
+/// future, not in `poll_ready`), with the hold inside the limit or outside it.
 async fn plain_wait_beside_a_hold(hold_inside: bool) -> Duration {
     let permits = Arc::new(tokio::sync::Semaphore::new(1));
     let limit = axum::middleware::from_fn(
