@@ -44,7 +44,10 @@ pub const CHECK: Check = Check::clause(
      rounded up (within the jitter tolerance), so it moves with the load, no constant passes \
      and neither does another order statistic of the same window (when the values leave no \
      room to tell them apart, a skip says which). At each level a retry sent the advertised \
-     seconds after the refusal is admitted (200). The export pool's estimator is driven the \
+     seconds after the refusal is admitted (200); a retry that went out before the first of \
+     the checker's own held requests was answered (their holds overran the time planned for \
+     them, on a slow path or a crowded machine) is sent again once they all are, and that one \
+     must be admitted. The export pool's estimator is driven the \
      same way when its timeout leaves room for the levels; else it is refused and its retry \
      admitted.",
     |t, c| Box::pin(t3(t, c)),
