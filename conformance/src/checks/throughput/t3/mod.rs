@@ -286,14 +286,14 @@ fn spawn_retry(t: &Arc<Target>, pool: Pool, refused_at: Instant, n: u64) -> Retr
     Retry { n, task }
 }
 
-/// Waits for a retry and requires it to have been admitted (200). The advertised delay is
-/// honest only if a slot is free by then; but the slots were the checker's own holders', and a
-/// retry sent before the first of them was answered (`freed.latest`) may have reached a pool
-/// they still filled: their holds overran what the check planned for them (a slow path, a
-/// crowded machine: once, under the slicer, 1.3 s against the 0.85 s planned). A refusal then
-/// says nothing of the delay, so the retry goes again, once every holder has been answered,
-/// and that one must be admitted; the evidence says so. A retry sent after that answer, when a
-/// slot had surely freed, must be admitted itself.
+/// Waits for a retry and requires it to have been admitted (200). The advertised delay is honest
+/// only if a slot is free by then; but the slots were the checker's own holders', and a retry sent
+/// before the first of them was answered (`freed.latest`) and refused may have reached a pool they
+/// still filled: their holds overran what the check planned for them (a slow path, a crowded
+/// machine: once, under the slicer, 1.3 s against the 0.85 s planned). A refusal then says nothing
+/// of the delay, so the retry goes again, once every holder has been answered, and that one must
+/// be admitted; the evidence says so. A retry sent after that answer, when a slot had surely
+/// freed, must be admitted itself.
 async fn judge_retry(
     t: &Target,
     c: &mut Ctx,
@@ -312,7 +312,9 @@ async fn judge_retry(
         }
     };
     c.reply(t, label, &reply);
-    let early = freed.filter(|f| !reply.ok() && reply.sent < f.latest);
+    // Only a refusal can be the full pool's doing: any other answer is judged as it is.
+    let refused = t.is_error(&reply, ErrorCode::Overloaded);
+    let early = freed.filter(|f| refused && reply.sent < f.latest);
     let Some(freed) = early else {
         require_admitted(t, c, label, &reply, || {
             format!("a retry {n} s after the refusal")
