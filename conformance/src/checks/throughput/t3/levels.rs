@@ -223,24 +223,31 @@ impl Expectation {
 
     /// `mean 0.78 s → 1 s, p90 1.31 s → 2 s, max 1.52 s → 2 s`.
     pub(super) fn alternatives_text(&self) -> String {
-        let shown: Vec<String> = self
-            .alternatives
-            .iter()
-            .map(|a| {
-                let (x, y) = (a.rounds_to.start(), a.rounds_to.end());
-                let secs = if x == y {
-                    format!("{x}")
-                } else {
-                    format!("{x}..={y}")
-                };
-                format!(
-                    "{} {:.2} s → {secs} s",
-                    a.other.name(),
-                    a.value.as_secs_f64()
-                )
-            })
-            .collect();
+        let shown: Vec<String> = self.alternatives.iter().map(Alternative::text).collect();
         shown.join(", ")
+    }
+
+    /// `mean 0.78 s → 1 s`, for one of the other statistics.
+    pub(super) fn alternative_text(&self, other: Other) -> String {
+        let shown = self.alternatives.iter().find(|a| a.other == other);
+        shown.map_or_else(|| format!("{} unknown", other.name()), Alternative::text)
+    }
+}
+
+impl Alternative {
+    /// `p90 1.31 s → 2 s`: the statistic, its value on the late clock, the delays it rounds to.
+    fn text(&self) -> String {
+        let (x, y) = (self.rounds_to.start(), self.rounds_to.end());
+        let secs = if x == y {
+            format!("{x}")
+        } else {
+            format!("{x}..={y}")
+        };
+        format!(
+            "{} {:.2} s → {secs} s",
+            self.other.name(),
+            self.value.as_secs_f64()
+        )
     }
 }
 
