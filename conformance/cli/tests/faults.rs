@@ -180,6 +180,37 @@ async fn an_adjusted_bound_still_fails_a_broken_server() {
     );
 }
 
+/// A path so slow one way that the checker sees its saturation of a pool full only after its
+/// own holds have ended (every answer 700 ms late, the gauges' included: two polls of two
+/// gauges each take 2.8 s, the longest hold 1.5 s): no refusal can be timed into a full pool,
+/// and T3 says so (a skip) rather than failing the reference server for the 200s such refusals
+/// get, as it did before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saturation_seen_full_too_late_skips_t3_rather_than_failing_the_target() {
+    let args = CheckArgs {
+        trials: Some(2),
+        only: vec![CheckId::Clause(ClauseId::T3)],
+        fault: Some("latency:latency=700,stream=downstream".parse().unwrap()),
+        ..CheckArgs::embedded()
+    };
+    let subject = embedded::start(
+        embedded::check_config(false).unwrap(),
+        Some(args.relay_end()),
+    )
+    .await
+    .unwrap();
+    let report = execute(&args, subject).await.unwrap();
+    let t3 = report
+        .results
+        .iter()
+        .find(|r| r.id.check() == Some(CheckId::Clause(ClauseId::T3)))
+        .expect("T3 ran");
+    let Verdict::Skip(why) = &t3.verdict else {
+        panic!("{:?}\n{:#?}", t3.verdict, t3.evidence);
+    };
+    assert!(why.contains("too late for their"), "{why}");
+}
+
 /// `timeout` and `blackhole` withhold every answer: each check is not applicable, saying why,
 /// and the run sends nothing, so it ends at once instead of waiting out every bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

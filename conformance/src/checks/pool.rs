@@ -317,22 +317,24 @@ pub async fn drained(t: &Target, c: &Ctx) -> Result<Duration, WaitError> {
 
 /// Waits (pacing only) until `pool`'s busy gauge reaches `busy` and its queue gauge `queued`,
 /// for at most `limit`; the checker goes on either way, its verdicts rest on its own timings.
-pub async fn settle(t: &Target, pool: Pool, busy: usize, queued: usize, limit: Duration) {
+/// Whether the gauges were seen there (false also when there is none to read).
+pub async fn settle(t: &Target, pool: Pool, busy: usize, queued: usize, limit: Duration) -> bool {
     let until = Instant::now() + limit;
     let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);
     while Instant::now() < until {
         let b = t.metric(MetricName::WorkersBusy, pool).await;
         let q = t.metric(MetricName::QueueDepth, pool).await;
         match (b, q) {
-            (Ok(b), Ok(q)) if b >= busy as f64 && q >= queued as f64 => return,
+            (Ok(b), Ok(q)) if b >= busy as f64 && q >= queued as f64 => return true,
             (Err(_), _) | (_, Err(_)) => {
                 // No gauge to pace by: give the requests a moment instead.
                 tokio::time::sleep(limit.min(Duration::from_millis(100))).await;
-                return;
+                return false;
             }
             _ => tokio::time::sleep(poll).await,
         }
     }
+    false
 }
 
 /// How a burst of held requests to one pool was answered, by the client's own clock.

@@ -7,7 +7,8 @@ use super::*;
 /// raw replies, judged afterwards.
 pub(super) struct ExportRun {
     pub(super) holders: Vec<Result<Reply, TaskError>>,
-    pub(super) probe: Result<Reply, RequestError>,
+    /// The refusal, or why none was sent: the pool was not seen full in time.
+    pub(super) probe: Result<Result<Reply, RequestError>, String>,
     pub(super) retry: Option<Result<Reply, RequestError>>,
 }
 
@@ -20,11 +21,13 @@ pub(super) async fn export_run(t: Arc<Target>) -> ExportRun {
         .await;
     let hold = Duration::from_millis(500).min(t.deadline(pool) / 2);
     let s = saturate(&t, pool, hold).await;
-    let probe = t.send_pool(pool, None, give_up(&t, pool)).await;
+    let probe = match s.too_late(pool) {
+        Some(why) => Err(why),
+        None => Ok(t.send_pool(pool, None, give_up(&t, pool)).await),
+    };
     let t3 = t.expected.retry_after();
-    let advertised = probe
-        .as_ref()
-        .ok()
+    let advertised = (probe.as_ref().ok())
+        .and_then(|r| r.as_ref().ok())
         .and_then(|r| Some((r.sent, t3.format.parse(r.header(&t3.header)?)?)));
     let retry = match advertised {
         Some((at, n)) if n <= t.max_retry_after_s(pool) => {
@@ -56,11 +59,15 @@ pub(super) fn judge_export(
         }
     }
     let n = match &run.probe {
-        Ok(reply) => {
+        Err(why) => {
+            c.skip(why);
+            return "export: not refused (its pool was not seen full in time)".into();
+        }
+        Ok(Ok(reply)) => {
             latencies.push(ms(reply.elapsed));
             judge_refusal(t, c, pool, "export-probe", reply)
         }
-        Err(e) => {
+        Ok(Err(e)) => {
             c.fail(format!("export-probe: {e}"));
             None
         }

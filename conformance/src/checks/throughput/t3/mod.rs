@@ -40,7 +40,10 @@ pub const CHECK: Check = Check::clause(
      and the mean round higher). Where the pool's timeout caps {refusals.overloaded.hint.header} at 2 s (a \
      scaled deployment) the high level's p50 is about 1.25 s and its mean about 0.7 s. The \
      moments are timed on how long after its hold a held request's answer comes, measured \
-     first. The advertised delay must be the {refusals.overloaded.hint.estimator} of the waits the checker observed, \
+     first; a high level whose holders answered so late that its mean would round like its \
+     p50 is filled once more, before anything is read. A pool the checker sees full too late \
+     for its own holds (a slow path, slow gauges) leaves no refusal to time: a skip says so. \
+     The advertised delay must be the {refusals.overloaded.hint.estimator} of the waits the checker observed, \
      rounded up (within the jitter tolerance), so it moves with the load, no constant passes \
      and neither does another order statistic of the same window (when the values leave no \
      room to tell them apart, a skip says which). At each level a retry sent the advertised \
@@ -114,6 +117,8 @@ struct Saturation {
     /// When the pool was seen full (its gauges polled across the network: under a latency
     /// fault that takes a few round trips).
     ready: Instant,
+    /// Whether the gauges showed it full by then (else the wait for them was given up).
+    seen: bool,
     hold: Duration,
     holders: Vec<Pending>,
     queued: Vec<Pending>,
@@ -131,10 +136,11 @@ async fn saturate(t: &Arc<Target>, pool: Pool, hold: Duration) -> Saturation {
     let queued = (0..queue)
         .map(|_| spawn_in(t, pool, Some(hold_in(t, pool, Duration::from_millis(1)))))
         .collect();
-    settle(t, pool, workers, queue, SETTLE).await;
+    let seen = settle(t, pool, workers, queue, SETTLE).await;
     Saturation {
         sent,
         ready: Instant::now(),
+        seen,
         hold,
         holders,
         queued,
@@ -189,6 +195,44 @@ async fn finish(
         latest,
     });
     (freed, queued)
+}
+
+impl Saturation {
+    /// Why no refusal can be timed into this saturation, if so: the checker saw the pool full
+    /// less than `FILL` before the holds end, too late for a refusal to reach it still full.
+    /// (The gauges answered too slowly: a fault on the path, a slow or wrong `/metrics`.) A
+    /// refusal's 200 would then say nothing of the target.
+    fn too_late(&self, pool: Pool) -> Option<String> {
+        if self.ready + FILL < self.sent + self.hold {
+            return None;
+        }
+        let how = if self.seen {
+            "seen full"
+        } else {
+            "not seen full by its gauges, given up on"
+        };
+        Some(format!(
+            "the {pool} pool was {how} {:.0} ms after the checker's holders went out, too late for their {:.0} ms hold: no refusal could be timed to reach it full (a slow path, slow gauges)",
+            ms(self.ready - self.sent),
+            ms(self.hold)
+        ))
+    }
+}
+
+/// `s`, unless it is [`Saturation::too_late`]: then the check is skipped, saying why, and the
+/// replies go on the timeline.
+async fn full_in_time(
+    t: &Target,
+    c: &mut Ctx,
+    (pool, label): (Pool, &str),
+    s: Saturation,
+) -> Option<Saturation> {
+    let Some(why) = s.too_late(pool) else {
+        return Some(s);
+    };
+    c.skip(why);
+    finish(t, c, label, s).await;
+    None
 }
 
 /// Checks one refusal; returns its Retry-After seconds when well-formed.
@@ -401,7 +445,7 @@ async fn t3(t: &Arc<Target>, c: &mut Ctx) {
         ExportPart::Alone(task) => finish_export(t, c, task, &mut samples.latencies).await,
         ExportPart::NoDesign => "export: no design".into(),
     };
-    // A saturation that freed no slot has recorded its failure.
+    // A saturation that freed no slot has recorded its failure, one not seen full in time its skip.
     let Some(levels) = levels.into_iter().collect::<Option<Vec<Levels>>>() else {
         return;
     };
@@ -588,7 +632,7 @@ impl Levels {
 /// Drives `pool`'s estimator to the high level, reads it while filling the window for the low
 /// level, then reads the low level; each reading is retried after its advertised delay. Every
 /// moment is timed on the pool's `timing`, calibrated first. None when a saturation freed no
-/// slot (a failure is recorded).
+/// slot (a failure is recorded) or was not seen full in time (a skip).
 ///
 /// The high level is where the mean is told from the p50, and how far apart they sit depends
 /// on the overhead of the very saturation that fills it (the mean is read on the late clock):
@@ -615,7 +659,7 @@ async fn drive_levels(
     }
     let w = timing.overhead;
     let mut lo = read_high_fill_low(t, c, (pool, samples), w, &mut hi).await?;
-    read_low(t, c, (pool, w), &mut samples.latencies, &mut lo).await;
+    read_low(t, c, (pool, w), &mut samples.latencies, &mut lo).await?;
     Some(Levels { pool, lo, hi })
 }
 
@@ -637,6 +681,7 @@ async fn fill_high(
     let at_once = window.saturating_sub(long + workers);
     idle(t, c, pool).await;
     let s = saturate(t, pool, fill_hold(t, pool, plan, *timing)).await;
+    let s = full_in_time(t, c, (pool, &tag(pool, "high-fill")), s).await?;
     let refusals = (long + SPARE).saturating_sub(queue).max(1);
     let label = tag(pool, "high-long");
     let at = (s.sent + s.hold)
@@ -697,6 +742,7 @@ async fn read_high_fill_low(
     let queue = t.queue_capacity(pool);
     idle(t, c, pool).await;
     let s = saturate(t, pool, read_hold(t, pool, *hi.accepted.start(), w)).await;
+    let s = full_in_time(t, c, (pool, &tag(pool, "high-read")), s).await?;
     // When the first slot frees, by the calibrated overhead.
     let frees = s.sent + s.hold + w;
     // Admitted at once after these refusals: the holders of the low level's reading, and the
@@ -737,16 +783,17 @@ async fn read_high_fill_low(
     Some(expectation(t, pool, (&refused, &queued), freed, zeros))
 }
 
-/// Reads the low level and retries after it.
+/// Reads the low level and retries after it; None when the pool was not seen full in time.
 async fn read_low(
     t: &Arc<Target>,
     c: &mut Ctx,
     (pool, w): (Pool, Duration),
     latencies: &mut Vec<f64>,
     lo: &mut Expectation,
-) {
+) -> Option<()> {
     idle(t, c, pool).await;
     let s = saturate(t, pool, read_hold(t, pool, *lo.accepted.start(), w)).await;
+    let s = full_in_time(t, c, (pool, &tag(pool, "low-read")), s).await?;
     let label = tag(pool, "low-probe");
     let (probe_lo, _) = probe(t, c, (pool, s.sent + s.hold), &label, latencies).await;
     judge_level(t, c, &label, lo, probe_lo);
@@ -754,6 +801,7 @@ async fn read_low(
     let (freed, _) = finish(t, c, &tag(pool, "low-read"), s).await;
     let retried = judge_retry(t, c, (pool, &tag(pool, "low-retry")), retry_lo, freed).await;
     c.evidence.push(level_evidence(pool, "low", lo, &retried));
+    Some(())
 }
 
 /// A level's evidence: its refusals, the wait the checker observed and the delays it accepts,
