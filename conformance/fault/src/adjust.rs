@@ -206,6 +206,38 @@ impl Adjustments {
         ))
     }
 
+    /// The least and the most the fault adds to a round trip (a request up, its answer down).
+    /// A latency toxic adds its draw, `latency ± jitter` (never below 0), once per direction it
+    /// covers; the other toxics add nothing a small message would notice (a byte-shaping
+    /// toxic's pause falls between slices, a held-back close is no answer).
+    pub fn round_trip(&self) -> (Duration, Duration) {
+        let Some(Fault {
+            toxic: Toxic::Latency { latency, jitter },
+            stream,
+        }) = self.toxic
+        else {
+            return (Duration::ZERO, Duration::ZERO);
+        };
+        let legs = [Stream::Upstream, Stream::Downstream]
+            .into_iter()
+            .filter(|&d| stream.covers(d))
+            .count() as u32;
+        (
+            latency.saturating_sub(jitter) * legs,
+            (latency + jitter) * legs,
+        )
+    }
+
+    /// How far apart the fault can put two round trips: the most it adds to one less the least
+    /// it adds to another. A check that infers when a job ran from when its answer came (the
+    /// relay's held requests, R4 and R6) widens its slack by it, or names the inference as not
+    /// applicable when the spread swallows what it tells apart. Only jitter spreads: a
+    /// constant delay moves every answer alike.
+    pub fn round_trip_spread(&self) -> Duration {
+        let (least, most) = self.round_trip();
+        most - least
+    }
+
     /// What the fault adds to `bound` (zero without a fault).
     pub fn added(&self, bound: Bound) -> Duration {
         self.adjusted
@@ -353,6 +385,44 @@ mod tests {
         let up = adjustments("latency:latency=50,stream=upstream");
         assert_eq!(up.added(Bound::RefusalLatency), Duration::from_millis(50));
         assert_eq!(up.added(Bound::CloseLate), Duration::ZERO);
+    }
+
+    #[test]
+    fn only_jitter_spreads_round_trips() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            adjustments("latency:latency=50,jitter=10").round_trip_spread(),
+            ms(40)
+        );
+        assert_eq!(
+            adjustments("latency:latency=150,jitter=150,stream=downstream").round_trip_spread(),
+            ms(300)
+        );
+        // A draw is clamped at 0: 20 ± 50 ms spans 0 to 70 ms.
+        assert_eq!(
+            adjustments("latency:latency=20,jitter=50").round_trip_spread(),
+            ms(140)
+        );
+        for spec in [
+            "latency:latency=500",
+            "bandwidth:rate=10",
+            "slow_close:delay=300",
+        ] {
+            assert_eq!(
+                adjustments(spec).round_trip_spread(),
+                Duration::ZERO,
+                "{spec}"
+            );
+        }
+        assert_eq!(Adjustments::default().round_trip_spread(), Duration::ZERO);
+        assert_eq!(
+            adjustments("latency:latency=500,stream=upstream").round_trip(),
+            (ms(500), ms(500))
+        );
+        assert_eq!(
+            adjustments("latency:latency=20,jitter=5").round_trip(),
+            (ms(30), ms(50))
+        );
     }
 
     #[test]
