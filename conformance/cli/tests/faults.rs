@@ -11,6 +11,7 @@ use plimsoll::check::matrix::{self, FaultSet};
 use plimsoll::check::{CheckArgs, execute};
 use plimsoll::embedded;
 use plimsoll_conformance::checks::{CheckId, REGISTRY};
+use plimsoll_conformance::verdict::RunReport;
 use plimsoll_conformance::verdict::Verdict;
 use plimsoll_fault::standard;
 use plimsoll_server::Mutant;
@@ -261,13 +262,14 @@ fn check_ids(ids: &[CheckId]) -> BTreeSet<CheckId> {
     ids.iter().copied().collect()
 }
 
-/// The checks `mutant` failed among `only`, without a fault or under `fault`.
-async fn failed(
-    mutant: Mutant,
-    only: &BTreeSet<CheckId>,
-    fault: Option<&str>,
-) -> BTreeSet<CheckId> {
-    let config = embedded::check_config(false).unwrap().with_mutant(mutant);
+/// The checks `only`, run against the reference server (or its broken variant `mutant`),
+/// without a fault or under `fault` (a standard fault's name, or a spec).
+async fn run(mutant: Option<Mutant>, only: &BTreeSet<CheckId>, fault: Option<&str>) -> RunReport {
+    let config = embedded::check_config(false).unwrap();
+    let config = match mutant {
+        Some(mutant) => config.with_mutant(mutant),
+        None => config,
+    };
     let args = CheckArgs {
         trials: Some(2),
         only: only.iter().copied().collect(),
@@ -277,13 +279,64 @@ async fn failed(
     let subject = embedded::start(config, Some(args.relay_end()))
         .await
         .unwrap();
-    let report = execute(&args, subject).await.unwrap();
+    execute(&args, subject).await.unwrap()
+}
+
+/// The checks `mutant` failed among `only`, without a fault or under `fault`.
+async fn failed(
+    mutant: Mutant,
+    only: &BTreeSet<CheckId>,
+    fault: Option<&str>,
+) -> BTreeSet<CheckId> {
+    let report = run(Some(mutant), only, fault).await;
     report
         .results
         .iter()
         .filter(|r| r.verdict.is_fail())
         .filter_map(|r| r.id.check())
         .collect()
+}
+
+/// R4 and R6 tell when a relayed request ran from when its answer came: they allow for what
+/// the run's fault adds to a round trip. A constant 400 ms on every answer (R6's "ran at
+/// once" was 300 ms before, so the reference's bridge failed it) passes the reference and
+/// still fails a bridge that leaks a slot; a jitter as wide as the holds removes both
+/// inferences, each named in the evidence, and the busy gauge still fails an unbounded pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relay_checks_allow_for_a_faults_delay_and_name_what_its_jitter_removes() {
+    let relay = check_ids(&[CheckId::Clause(ClauseId::R4), CheckId::Clause(ClauseId::R6)]);
+    let (slow, wide) = (
+        "latency:latency=400,stream=downstream",
+        "latency:latency=150,jitter=150,stream=downstream",
+    );
+    for fault in [slow, wide] {
+        let report = run(None, &relay, Some(fault)).await;
+        let judged =
+            (report.results.iter()).filter(|r| r.id.check().is_some_and(|id| relay.contains(&id)));
+        for r in judged {
+            assert_eq!(
+                r.verdict,
+                Verdict::Pass,
+                "{} under {fault}: {}",
+                r.id,
+                r.observed
+            );
+            let removed = r
+                .observed
+                .contains("by response timing not applicable under");
+            assert_eq!(
+                removed,
+                fault == wide,
+                "{} under {fault}: {}",
+                r.id,
+                r.observed
+            );
+        }
+    }
+    let r6 = check_ids(&[CheckId::Clause(ClauseId::R6)]);
+    assert_eq!(failed(Mutant::RelayLeakSlot, &r6, Some(slow)).await, r6);
+    let r4 = check_ids(&[CheckId::Clause(ClauseId::R4)]);
+    assert_eq!(failed(Mutant::RelayUnbounded, &r4, Some(wide)).await, r4);
 }
 
 /// The variants only a fault reveals (`fault "name" [...]` in the server's table): each passes

@@ -36,7 +36,7 @@ pub const CHECK: Check = Check::clause(
 
 /// What R6 expects, in words: what the socket's source, the local handler and a bridge the
 /// checker started each make judgeable.
-fn expected(t: &Target, n: usize, bound: Duration) -> String {
+fn expected(t: &Target, n: usize, (hold, bound): (Duration, Duration)) -> String {
     let r6 = &t.expected.clauses().r6.value;
     let within = Duration::from_millis(r6.reconnect_within_ms);
     let socket = match t.relay.redial_within(within) {
@@ -55,22 +55,30 @@ fn expected(t: &Target, n: usize, bound: Duration) -> String {
         None => String::new(),
     };
     format!(
-        "after dropping a socket with {n} requests in flight (held {HOLD_MS} ms): {socket}, its requests answered{health}, nothing running ({}) within {} ms, {n} slots usable, no orphan's frame on the new socket{stop}",
+        "after dropping a socket with {n} requests in flight (held {} ms): {socket}, its requests answered{health}, nothing running ({}) within {} ms, {n} slots usable, no orphan's frame on the new socket{stop}",
+        hold.as_millis(),
         t.local.counts(),
         bound.as_millis()
     )
 }
 
+/// How long the orphans hold their slots: R1's hold, and the most the run's fault adds to a
+/// round trip, since the checker drops the socket only once it has seen them all running (the
+/// gauge's answer comes that late), and they must still be in flight then.
+fn orphan_hold(t: &Target) -> Duration {
+    Duration::from_millis(HOLD_MS) + t.adjustments.round_trip().1
+}
+
 async fn r6(t: &Arc<Target>, c: &mut Ctx) {
     let n = relay_workers(t).max(1);
-    let stop = t.stop_within();
-    let bound = stop + Duration::from_millis(HOLD_MS);
-    c.expected = expected(t, n, bound);
+    let hold = orphan_hold(t);
+    let bound = t.stop_within() + hold;
+    c.expected = expected(t, n, (hold, bound));
     let Some(first) = open(t, c).await else {
         return;
     };
     let tag = nonce();
-    let Some(dropped) = drop_in_flight(t, c, first, n, tag).await else {
+    let Some(dropped) = drop_in_flight(t, c, (first, hold), n, tag).await else {
         return;
     };
     let Some(mut second) = reconnect(t, c, tag, bound).await else {
@@ -84,21 +92,23 @@ async fn r6(t: &Arc<Target>, c: &mut Ctx) {
         None => None,
     };
     let _ = second.ws.close(None).await;
-    let usable = capacity.judge(c, n);
+    let usable = capacity.judge(t, c, n);
     c.observed = observed(&second, &recovery, usable, n, stopped);
 }
 
 /// Sends `n` held requests (the orphans) on the first socket, waits (bounded) until they all
 /// run, then drops the socket without a close handshake; returns when it was dropped, or None
-/// when the orphans could not be sent (a failure is recorded).
+/// when the orphans could not be sent (a failure is recorded) or their holds had ended by the
+/// checker's clock before the drop (nothing surely in flight: a skip says so).
 async fn drop_in_flight(
     t: &Target,
     c: &mut Ctx,
-    mut first: Ws,
+    (mut first, hold): (Ws, Duration),
     n: usize,
     tag: u64,
 ) -> Option<Instant> {
-    let orphans = held_batch(t, &format!("r6-{tag:x}-orphan"), n, HOLD_MS);
+    let hold_ms = hold.as_millis() as u64;
+    let orphans = held_batch(t, &format!("r6-{tag:x}-orphan"), n, hold_ms);
     let sent = match send_all(&mut first, &orphans).await {
         Ok(at) => at,
         Err(e) => {
@@ -106,7 +116,7 @@ async fn drop_in_flight(
             return None;
         }
     };
-    let running = Duration::from_millis(HOLD_MS / 2);
+    let running = Duration::from_millis(HOLD_MS / 2) + t.adjustments.round_trip().1;
     let all_running = t.local.running(t, running, &|v| v >= n as f64).await;
     match all_running {
         Ok(took) => c.evidence.push(format!(
@@ -122,6 +132,13 @@ async fn drop_in_flight(
     let dropped = Instant::now();
     for i in 0..orphans.len() {
         c.cancelled_lane(format!("orphan #{i}"), sent, dropped);
+    }
+    if dropped >= sent + hold {
+        c.skip(format!(
+            "the socket was dropped {:.0} ms after the orphans were sent, past their {hold_ms} ms hold: nothing was surely in flight (a slow path, slow gauges)",
+            ms(dropped - sent)
+        ));
+        return None;
     }
     Some(dropped)
 }
@@ -230,10 +247,11 @@ async fn recover(t: &Target, c: &mut Ctx, dropped: Instant, bound: Duration) -> 
 }
 
 /// The capacity probe on the new socket: `n` requests held briefly, and their exchange (None
-/// when the slots were not released, so the probe was not sent, or it failed).
+/// when the slots were not released, so the probe was not sent; an error when the socket
+/// failed under it).
 struct Capacity {
     probes: Vec<RelayRequest>,
-    exchanged: Option<Exchange>,
+    exchanged: Option<Result<Exchange, String>>,
 }
 
 impl Capacity {
@@ -244,28 +262,52 @@ impl Capacity {
     async fn probe(t: &Target, ws: &mut Ws, n: usize, tag: u64, idle: bool) -> Capacity {
         let short = Capacity::SHORT_MS;
         let probes = held_batch(t, &format!("r6-{tag:x}-cap"), n, short);
-        let cap_limit = Duration::from_millis(short * 3) + Duration::from_millis(500);
+        let cap_limit = Duration::from_millis(short * 3 + 500) + t.adjustments.round_trip().1;
         let exchanged = if idle {
-            exchange(ws, &probes, cap_limit).await.ok()
+            Some((exchange(ws, &probes, cap_limit).await).map_err(|e| e.to_string()))
         } else {
             None
         };
         Capacity { probes, exchanged }
     }
 
+    /// The latency under which a probe ran at once: half a hold past it, and whatever the run's
+    /// fault adds to a round trip (its middle: a probe that waited for a leaked slot is a whole
+    /// hold later). None when the fault's jitter leaves less than the timer slack either side,
+    /// and the evidence says that the fault removes the timing part.
+    fn at_once_within(t: &Target, c: &mut Ctx) -> Option<f64> {
+        let short = Capacity::SHORT_MS as f64;
+        let (least, most) = t.adjustments.round_trip();
+        let spread = ms(most - least);
+        if spread / 2.0 + SLACK_MS < short / 2.0 {
+            return Some(1.5 * short + (ms(least) + ms(most)) / 2.0);
+        }
+        c.fault_removes(
+            t,
+            Some("whether the held requests ran at once, by response timing"),
+            format!(
+                "its jitter can put {spread:.0} ms between two round trips, against the {short:.0} ms hold that tells a probe run at once from one that waited"
+            ),
+        );
+        None
+    }
+
     /// Requires all `n` probes to have run at once (no slot leaked) and no orphan's frame on
     /// the new socket; returns how many ran at once.
-    fn judge(&self, c: &mut Ctx, n: usize) -> usize {
-        let short = Capacity::SHORT_MS;
+    fn judge(&self, t: &Target, c: &mut Ctx, n: usize) -> usize {
         let mut usable = 0;
-        if let Some(cap) = &self.exchanged {
+        if let Some(Err(e)) = &self.exchanged {
+            c.fail(format!("the held requests on the new socket: {e}"));
+        }
+        if let Some(Ok(cap)) = &self.exchanged {
+            let within = Capacity::at_once_within(t, c);
             usable = self
                 .probes
                 .iter()
                 .filter(|r| cap.status(&r.request_id).is_some_and(is_success))
                 .filter(|r| {
-                    cap.latency(&r.request_id)
-                        .is_some_and(|l| ms(l) < short as f64 * 1.5)
+                    let latency = cap.latency(&r.request_id).map(ms);
+                    within.is_none_or(|w| latency.is_some_and(|l| l < w))
                 })
                 .count();
             c.require(usable == n, || format!("capacity not recovered: {usable} of {n} held requests ran at once after the reconnect"));
