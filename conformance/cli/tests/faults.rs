@@ -212,6 +212,32 @@ async fn a_saturation_seen_full_too_late_skips_t3_rather_than_failing_the_target
     assert!(why.contains("too late for their"), "{why}");
 }
 
+/// B4 fills the connection cap 32 connections at a time, a round trip per wave: through 150 ±
+/// 150 ms on every answer, 16 waves may take 4.8 s against the 2 s head timeout, which closes
+/// the first connections, idle, before the last opened. The cap is then named as not
+/// applicable under the fault (it failed the reference server before, "so the cap cannot be
+/// judged"); the idle closes are still judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_the_fault_leaves_no_time_to_fill_is_not_judged_and_says_why() {
+    let b4 = check_ids(&[CheckId::Clause(ClauseId::B4)]);
+    let report = run(
+        None,
+        &b4,
+        Some("latency:latency=150,jitter=150,stream=downstream"),
+    )
+    .await;
+    let r = (report.results.iter())
+        .find(|r| r.id.check() == Some(CheckId::Clause(ClauseId::B4)))
+        .expect("B4 ran");
+    assert_eq!(r.verdict, Verdict::Pass, "{}", r.observed);
+    assert!(
+        r.observed
+            .contains("the connection cap not applicable under"),
+        "{}",
+        r.observed
+    );
+}
+
 /// `timeout` and `blackhole` withhold every answer: each check is not applicable, saying why,
 /// and the run sends nothing, so it ends at once instead of waiting out every bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -63,6 +63,10 @@ const PROMPT: Duration = Duration::from_secs(1);
 /// rather than per connection, and a wave stays well inside a small accept backlog (a SYN
 /// dropped from a full one is sent again only a second later).
 const WAVE: usize = 32;
+
+/// How far inside the head timeout the cap's fill must end for the cap to be told from the
+/// timeout.
+const FILL_MARGIN: Duration = Duration::from_millis(100);
 /// Spacing of retries while a place frees.
 const RETRY_EVERY: Duration = Duration::from_millis(100);
 
@@ -99,19 +103,45 @@ async fn b4(t: &Arc<Target>, c: &mut Ctx) {
     let trickled = super::trickle::head(t, c, &at.probe.path).await;
     let (closes, never_closed) = head_timeouts(t, c, &at, head, (early, late)).await;
     let cap_note = match cap {
-        Some(cap) => {
-            let room = Room {
-                cap,
-                left_open: never_closed,
-            };
-            connection_cap(c, &at, room, head).await
-        }
+        Some(cap) => match unfillable(t, cap, head) {
+            Some(why) => {
+                c.fault_removes(t, Some("the connection cap"), why);
+                "connection cap not judged".to_owned()
+            }
+            None => {
+                let room = Room {
+                    cap,
+                    left_open: never_closed,
+                };
+                connection_cap(c, &at, room, head).await
+            }
+        },
         None => "no connection cap declared: not judged".to_owned(),
     };
     c.observed = format!("{closes}; {cap_note}");
     if let Some(note) = trickled {
         c.observed = format!("{}; {note}", c.observed);
     }
+}
+
+/// Why the run's fault leaves no time to fill `cap` connections within the head timeout, when
+/// its slowest round trips would not: the fill opens them [`WAVE`] at a time, each wave asked
+/// and answered before the next, and must end well inside the timeout (`connection_cap`), or the
+/// first connections' idle close (the server's right) ends the fill before the cap is reached.
+/// A fault-free run, or one whose round trips add nothing, always fills.
+fn unfillable(t: &Target, cap: usize, head: Duration) -> Option<String> {
+    let (_, most) = t.adjustments.round_trip();
+    let waves = u32::try_from(cap.div_ceil(WAVE)).unwrap_or(u32::MAX);
+    let slowest = most.saturating_mul(waves);
+    if most.is_zero() || slowest + FILL_MARGIN < head {
+        return None;
+    }
+    Some(format!(
+        "filling {cap} connections {WAVE} at a time takes {waves} round trips, each up to {} ms through it: up to {} ms, not well inside the {} ms head timeout, whose idle close would end the first connections before the last opened",
+        most.as_millis(),
+        slowest.as_millis(),
+        head.as_millis()
+    ))
 }
 
 /// What one idle connection showed: the time from opening (or from the answer's end) to the
@@ -435,7 +465,7 @@ async fn connection_cap(c: &mut Ctx, at: &Endpoint, room: Room, head: Duration) 
         Ok(filled) => filled,
         Err(ended) => return ended.to_string(),
     };
-    if filled + Duration::from_millis(100) >= head {
+    if filled + FILL_MARGIN >= head {
         c.fail(format!(
             "filling {cap} connections took {:.0} ms, near the {} ms head timeout: the cap cannot be told from the timeout",
             ms(filled),
