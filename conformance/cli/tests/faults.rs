@@ -238,6 +238,40 @@ async fn a_cap_the_fault_leaves_no_time_to_fill_is_not_judged_and_says_why() {
     );
 }
 
+/// A far client, 200 ms each way: T1's busy gauge, polled one round trip at a time, may not
+/// land a sample inside a burst's 400 ms hold; when none lands, that peak is named as not
+/// applicable under the fault (it failed the reference server before, "peaked at 0"), and when
+/// one does, it is judged. R2's fast request is judged against half the slow hold past the
+/// round trip (it failed before, "it waited"). Both still fail what they catch: a pool without
+/// an admission limit by the client's timings, a relay that serves one envelope at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_far_client_keeps_t1_and_r2_judging_what_the_round_trips_leave_judgeable() {
+    let far = "latency:latency=200";
+    let (t1, r2) = (CheckId::Clause(ClauseId::T1), CheckId::Clause(ClauseId::R2));
+    let both = check_ids(&[t1, r2]);
+    let report = run(None, &both, Some(far)).await;
+    let judged =
+        (report.results.iter()).filter(|r| r.id.check().is_some_and(|id| both.contains(&id)));
+    for r in judged {
+        assert_eq!(r.verdict, Verdict::Pass, "{}: {}", r.id, r.observed);
+        for note in r
+            .observed
+            .split("; ")
+            .filter(|n| n.contains("not applicable"))
+        {
+            assert!(
+                note.contains("peak not applicable under latency:latency=200"),
+                "{}: {note}",
+                r.id
+            );
+        }
+    }
+    let t1s = check_ids(&[t1]);
+    assert_eq!(failed(Mutant::NoAdmissionLimit, &t1s, Some(far)).await, t1s);
+    let r2s = check_ids(&[r2]);
+    assert_eq!(failed(Mutant::RelaySerial, &r2s, Some(far)).await, r2s);
+}
+
 /// `timeout` and `blackhole` withhold every answer: each check is not applicable, saying why,
 /// and the run sends nothing, so it ends at once instead of waiting out every bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -582,6 +582,36 @@ pub async fn capacity_recovered(t: &Arc<Target>, c: &mut Ctx) {
     c.evidence.push(note);
 }
 
+/// Requires a gauge polled through a burst to have peaked at `expected`, the state the server
+/// held `held` long by the client's clock. A peak above it is always a failure (the gauge shows
+/// more than can be); one below it too, unless the run's fault spaces the polls too far apart
+/// to be sure one landed inside `held`: each poll is a round trip, and when the fault's slowest
+/// ones, with the poll interval, take more than half of it, `part` is named as not applicable
+/// (`why` words the failure otherwise).
+pub fn require_peak(
+    t: &Target,
+    c: &mut Ctx,
+    (max, expected): (f64, usize),
+    (held, part): (Duration, &str),
+    why: impl FnOnce() -> String,
+) {
+    let (_, most) = t.adjustments.round_trip();
+    let poll = Duration::from_millis(t.expected.tolerances.metrics_poll_interval_ms);
+    if max < expected as f64 && !most.is_zero() && (most + poll) * 2 > held {
+        c.fault_removes(
+            t,
+            Some(part),
+            format!(
+                "each poll of the gauge is a round trip of up to {} ms through it, so its samples may be further apart than half the {} ms the state was held",
+                most.as_millis(),
+                held.as_millis()
+            ),
+        );
+        return;
+    }
+    c.require(max == expected as f64, why);
+}
+
 /// Polls a pool's gauge on its own task until finished, keeping the largest value it saw.
 pub struct GaugeWatch {
     stop: Arc<AtomicBool>,

@@ -41,6 +41,22 @@ pub const LONGEST_HOLD_MS: u64 = 600;
 /// Completion times are observed at the client: this much early/late is loopback noise.
 pub const SLACK_MS: f64 = 30.0;
 
+/// The latency that tells a relayed request answered at once from one that waited `wait_ms`
+/// first (behind a held one), allowing for the run's fault: half the wait past the middle of
+/// what the fault adds to a round trip. `Err`, in words for [`Ctx::fault_removes`], when the
+/// fault's jitter leaves less than the timer slack on either side of it.
+pub fn waited_line(t: &Target, wait_ms: u64) -> Result<f64, String> {
+    let (least, most) = t.adjustments.round_trip();
+    let spread = ms(most - least);
+    let wait = wait_ms as f64;
+    if spread / 2.0 + SLACK_MS < wait / 2.0 {
+        return Ok(wait / 2.0 + (ms(least) + ms(most)) / 2.0);
+    }
+    Err(format!(
+        "its jitter can put {spread:.0} ms between two round trips, against the {wait:.0} ms a request that waited is later"
+    ))
+}
+
 /// The relay workers the contract promises (R1).
 pub fn relay_workers(t: &Target) -> usize {
     t.expected.pool(Pool::Relay).workers as usize

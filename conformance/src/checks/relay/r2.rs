@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use plimsoll_spec::ClauseId;
 
-use super::client::{LONGEST_HOLD_MS, SLACK_MS, held, nonce, relay_workers, round};
+use super::client::{LONGEST_HOLD_MS, SLACK_MS, held, nonce, relay_workers, round, waited_line};
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
 use crate::remote::Target;
@@ -57,7 +57,18 @@ async fn r2(t: &Arc<Target>, c: &mut Ctx) {
     c.require(ex.order.first() == Some(&fast), || {
         format!("the fast request was answered after the slow one ({fast_ms:.0} ms vs {slow_ms:.0} ms): head-of-line blocking")
     });
-    c.require(fast_ms < SLOW_MS as f64 / 2.0, || {
-        format!("the fast request took {fast_ms:.0} ms while the slow one was in flight: it waited")
-    });
+    match waited_line(t, SLOW_MS) {
+        Ok(line) => {
+            c.require(fast_ms < line, || {
+                format!(
+                    "the fast request took {fast_ms:.0} ms while the slow one was in flight: it waited"
+                )
+            });
+        }
+        Err(why) => c.fault_removes(
+            t,
+            Some("whether the fast request waited, by its latency"),
+            why,
+        ),
+    }
 }

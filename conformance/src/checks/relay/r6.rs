@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 
 use super::client::{
     HOLD_MS, SLACK_MS, Ws, connect, exchange, held_batch, idle, nonce, open, relay_workers,
-    send_all,
+    send_all, waited_line,
 };
 use super::frames::Exchange;
 use crate::checks::ctx::{Ctx, ms};
@@ -62,11 +62,12 @@ fn expected(t: &Target, n: usize, (hold, bound): (Duration, Duration)) -> String
     )
 }
 
-/// How long the orphans hold their slots: R1's hold, and the most the run's fault adds to a
-/// round trip, since the checker drops the socket only once it has seen them all running (the
-/// gauge's answer comes that late), and they must still be in flight then.
+/// How long the orphans hold their slots: R1's hold, and twice the most the run's fault adds to
+/// a round trip, since the checker drops the socket only once it has seen them all running (a
+/// poll of the gauge sent as they go out may not see them yet, the next one's answer comes a
+/// round trip later), and they must still be in flight then.
 fn orphan_hold(t: &Target) -> Duration {
-    Duration::from_millis(HOLD_MS) + t.adjustments.round_trip().1
+    Duration::from_millis(HOLD_MS) + t.adjustments.round_trip().1 * 2
 }
 
 async fn r6(t: &Arc<Target>, c: &mut Ctx) {
@@ -116,7 +117,7 @@ async fn drop_in_flight(
             return None;
         }
     };
-    let running = Duration::from_millis(HOLD_MS / 2) + t.adjustments.round_trip().1;
+    let running = Duration::from_millis(HOLD_MS / 2) + t.adjustments.round_trip().1 * 2;
     let all_running = t.local.running(t, running, &|v| v >= n as f64).await;
     match all_running {
         Ok(took) => c.evidence.push(format!(
@@ -271,25 +272,19 @@ impl Capacity {
         Capacity { probes, exchanged }
     }
 
-    /// The latency under which a probe ran at once: half a hold past it, and whatever the run's
-    /// fault adds to a round trip (its middle: a probe that waited for a leaked slot is a whole
-    /// hold later). None when the fault's jitter leaves less than the timer slack either side,
-    /// and the evidence says that the fault removes the timing part.
+    /// The latency under which a probe ran at once: its own hold, and the line between none
+    /// and a whole hold of waiting ([`waited_line`]). None when the fault's jitter blurs that
+    /// line, and the evidence says that the fault removes the timing part.
     fn at_once_within(t: &Target, c: &mut Ctx) -> Option<f64> {
-        let short = Capacity::SHORT_MS as f64;
-        let (least, most) = t.adjustments.round_trip();
-        let spread = ms(most - least);
-        if spread / 2.0 + SLACK_MS < short / 2.0 {
-            return Some(1.5 * short + (ms(least) + ms(most)) / 2.0);
+        let short = Capacity::SHORT_MS;
+        match waited_line(t, short) {
+            Ok(line) => Some(short as f64 + line),
+            Err(why) => {
+                let part = "whether the held requests ran at once, by response timing";
+                c.fault_removes(t, Some(part), why);
+                None
+            }
         }
-        c.fault_removes(
-            t,
-            Some("whether the held requests ran at once, by response timing"),
-            format!(
-                "its jitter can put {spread:.0} ms between two round trips, against the {short:.0} ms hold that tells a probe run at once from one that waited"
-            ),
-        );
-        None
     }
 
     /// Requires all `n` probes to have run at once (no slot leaked) and no orphan's frame on

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use plimsoll_spec::model::{PoolMetrics, Series};
 
 use crate::checks::ctx::Ctx;
-use crate::checks::pool::{Burst, GaugeWatch};
+use crate::checks::pool::{Burst, GaugeWatch, require_peak};
 use crate::remote::{MetricError, Target};
 
 /// The series being watched while the burst runs.
@@ -86,7 +86,8 @@ impl Watch {
             };
             match watch.finish().await {
                 Ok((max, samples)) => {
-                    c.require(max == expected as f64, || {
+                    let part = format!("{series}'s peak");
+                    require_peak(t, c, (max, expected), (b.hold, &part), || {
                         format!(
                             "{name}: {series} peaked at {max} over {samples} samples; by the \
                              client's clock {expected} {what} ({})",

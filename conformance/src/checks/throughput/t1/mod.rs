@@ -13,8 +13,8 @@ use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
-    Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst, send_held,
-    send_held_elsewhere,
+    Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst, require_peak,
+    send_held, send_held_elsewhere,
 };
 use crate::checks::refusal::refused_as;
 use crate::checks::registry::Check;
@@ -198,7 +198,8 @@ async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
     let busy = series(MetricName::WorkersBusy, pool);
     let gauge_note = match gauge {
         Ok((max, samples)) => {
-            c.require(max == workers as f64, || {
+            let part = format!("{busy}'s peak");
+            require_peak(t, c, (max, workers), (hold, &part), || {
                 format!(
                     "{busy} peaked at {max} over {samples} samples while {} ran at once by the client's clock (limit {workers})",
                     b.ran.len()
