@@ -199,11 +199,12 @@ async fn finish(
 
 impl Saturation {
     /// Why no refusal can be timed into this saturation, if so: the checker saw the pool full
-    /// less than `FILL` before the holds end, too late for a refusal to reach it still full.
-    /// (The gauges answered too slowly: a fault on the path, a slow or wrong `/metrics`.) A
+    /// less than `PROBE_MARGIN` before the holds end (counted from sending: a holder and a
+    /// refusal cross the same path), too late for a refusal to reach it still full. (The
+    /// gauges answered too slowly: a fault on the path, a slow or wrong `/metrics`.) A
     /// refusal's 200 would then say nothing of the target.
     fn too_late(&self, pool: Pool) -> Option<String> {
-        if self.ready + FILL < self.sent + self.hold {
+        if self.ready + PROBE_MARGIN < self.sent + self.hold {
             return None;
         }
         let how = if self.seen {
