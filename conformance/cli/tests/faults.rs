@@ -188,23 +188,11 @@ async fn an_adjusted_bound_still_fails_a_broken_server() {
 /// get, as it did before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saturation_seen_full_too_late_skips_t3_rather_than_failing_the_target() {
-    let args = CheckArgs {
-        trials: Some(2),
-        only: vec![CheckId::Clause(ClauseId::T3)],
-        fault: Some("latency:latency=700,stream=downstream".parse().unwrap()),
-        ..CheckArgs::embedded()
-    };
-    let subject = embedded::start(
-        embedded::check_config(false).unwrap(),
-        Some(args.relay_end()),
-    )
-    .await
-    .unwrap();
-    let report = execute(&args, subject).await.unwrap();
-    let t3 = report
-        .results
-        .iter()
-        .find(|r| r.id.check() == Some(CheckId::Clause(ClauseId::T3)))
+    let t3 = CheckId::Clause(ClauseId::T3);
+    let slow = "latency:latency=700,stream=downstream";
+    let report = run(None, &check_ids(&[t3]), Some(slow)).await;
+    let t3 = (report.results.iter())
+        .find(|r| r.id.check() == Some(t3))
         .expect("T3 ran");
     let Verdict::Skip(why) = &t3.verdict else {
         panic!("{:?}\n{:#?}", t3.verdict, t3.evidence);
