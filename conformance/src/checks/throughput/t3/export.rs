@@ -9,7 +9,10 @@ pub(super) struct ExportRun {
     pub(super) holders: Vec<Result<Reply, TaskError>>,
     /// The refusal, or why none was sent: the pool was not seen full in time.
     pub(super) probe: Result<Result<Reply, RequestError>, String>,
-    pub(super) retry: Option<Result<Reply, RequestError>>,
+    /// The retry after the refusal's delay, judged as the levels' are ([`judge_retry`]).
+    pub(super) retry: Option<Retry>,
+    /// When the first of the checker's holders freed its slot.
+    pub(super) freed: Option<Freed>,
 }
 
 pub(super) async fn export_run(t: Arc<Target>) -> ExportRun {
@@ -30,22 +33,24 @@ pub(super) async fn export_run(t: Arc<Target>) -> ExportRun {
         .and_then(|r| r.as_ref().ok())
         .and_then(|r| Some((r.sent, t3.format.parse(r.header(&t3.header)?)?)));
     let retry = match advertised {
-        Some((at, n)) if n <= t.max_retry_after_s(pool) => {
-            sleep_until(at + Duration::from_secs(n)).await;
-            Some(t.send_pool(pool, None, give_up(&t, pool)).await)
-        }
+        Some((at, n)) if n <= t.max_retry_after_s(pool) => Some(spawn_retry(&t, pool, at, n)),
         _ => None,
     };
     let mut holders = join_all(s.holders).await;
+    let answered = holders.iter().filter_map(|r| r.as_ref().ok());
+    let freed = Freed::first(s.sent + s.hold, answered);
     holders.extend(join_all(s.queued).await);
     ExportRun {
         holders,
         probe,
         retry,
+        freed,
     }
 }
 
-pub(super) fn judge_export(
+/// Judges the export pool's lone part: its holders, its refusal, and the retry after the
+/// refusal's delay; its note for the observation.
+pub(super) async fn judge_export(
     t: &Target,
     c: &mut Ctx,
     run: ExportRun,
@@ -72,25 +77,10 @@ pub(super) fn judge_export(
             None
         }
     };
-    let header = &t.expected.retry_after().header;
     match (n, run.retry) {
-        (Some(n), Some(Ok(reply))) => {
-            c.reply(t, "export-retry", &reply);
-            c.require(reply.ok(), || {
-                format!(
-                    "export-retry: a retry {n} s after the refusal (its {header}) answered {} {}",
-                    reply.status,
-                    reply.code()
-                )
-            });
-            format!(
-                "export: refused with {n} s; retry after it: {}",
-                reply.status
-            )
-        }
-        (Some(_), Some(Err(e))) => {
-            c.fail(format!("export-retry: {e}"));
-            "export: retry failed".into()
+        (Some(n), Some(retry)) => {
+            let retried = judge_retry(t, c, (pool, "export-retry"), Some(retry), run.freed).await;
+            format!("export: refused with {n} s; {retried}")
         }
         _ => "export: no valid refusal".into(),
     }

@@ -157,6 +157,18 @@ struct Freed {
     latest: Instant,
 }
 
+impl Freed {
+    /// The bracket of the first slot's freeing: no earlier than the holds' end (`earliest`), no
+    /// later than the first of the holders' successful answers; None without one.
+    fn first<'a>(earliest: Instant, holders: impl Iterator<Item = &'a Reply>) -> Option<Freed> {
+        let latest = holders.filter(|r| r.ok()).map(Reply::answered).min()?;
+        Some(Freed {
+            earliest: earliest.min(latest),
+            latest,
+        })
+    }
+}
+
 /// Puts a saturation's replies on the timeline; returns when the first slot freed and the
 /// queued replies.
 async fn finish(
@@ -165,20 +177,17 @@ async fn finish(
     label: &str,
     s: Saturation,
 ) -> (Option<Freed>, Vec<Reply>) {
-    let mut freed = None::<Instant>;
     let holders = join_all(s.holders).await;
-    for (i, r) in holders.into_iter().enumerate() {
+    for (i, r) in holders.iter().enumerate() {
         match r {
-            Ok(reply) => {
-                c.reply(t, format!("{label}-held-{i}"), &reply);
-                if reply.ok() {
-                    let at = reply.answered();
-                    freed = Some(freed.map_or(at, |f| f.min(at)));
-                }
-            }
+            Ok(reply) => c.reply(t, format!("{label}-held-{i}"), reply),
             Err(e) => c.fail(format!("{label}-held-{i}: {e}")),
         }
     }
+    let freed = Freed::first(
+        s.sent + s.hold,
+        holders.iter().filter_map(|r| r.as_ref().ok()),
+    );
     let mut queued = Vec::new();
     for (i, r) in join_all(s.queued).await.into_iter().enumerate() {
         match r {
@@ -189,11 +198,6 @@ async fn finish(
             Err(e) => c.fail(format!("{label}-queued-{i}: {e}")),
         }
     }
-    let earliest = s.sent + s.hold;
-    let freed = freed.map(|latest| Freed {
-        earliest: earliest.min(latest),
-        latest,
-    });
     (freed, queued)
 }
 
@@ -566,7 +570,7 @@ async fn finish_export(
     latencies: &mut Vec<f64>,
 ) -> String {
     match task.await {
-        Ok(run) => judge_export(t, c, run, latencies),
+        Ok(run) => judge_export(t, c, run, latencies).await,
         Err(e) => {
             c.fail(format!("export: {e}"));
             "export: failed".into()
