@@ -47,13 +47,23 @@ pub const SLACK_MS: f64 = 30.0;
 /// fault's jitter leaves less than the timer slack on either side of it.
 pub fn waited_line(t: &Target, wait_ms: u64) -> Result<f64, String> {
     let (least, most) = t.adjustments.round_trip();
-    let spread = ms(most - least);
     let wait = wait_ms as f64;
-    if spread / 2.0 + SLACK_MS < wait / 2.0 {
-        return Ok(wait / 2.0 + (ms(least) + ms(most)) / 2.0);
+    timing_slack(t, wait_ms)?;
+    Ok(wait / 2.0 + (ms(least) + ms(most)) / 2.0)
+}
+
+/// How much a run placed by its answer's time may be off at either end: the timer slack and
+/// half the spread the run's fault can put between two round trips (two runs `span_ms` apart
+/// can then seem closer by the spread, no more). `Err`, in words for [`Ctx::fault_removes`],
+/// when that leaves nothing of `span_ms` to tell apart: the one rule R2, R4 and R6 place runs by.
+pub fn timing_slack(t: &Target, span_ms: u64) -> Result<f64, String> {
+    let spread = ms(t.adjustments.round_trip_spread());
+    let slack = SLACK_MS + spread / 2.0;
+    if 2.0 * slack < span_ms as f64 {
+        return Ok(slack);
     }
     Err(format!(
-        "its jitter can put {spread:.0} ms between two round trips, against the {wait:.0} ms a request that waited is later"
+        "its jitter can put {spread:.0} ms between two round trips, no less than {span_ms} ms less twice the timer slack ({SLACK_MS:.0} ms): no run can be placed by its answer's time"
     ))
 }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use plimsoll_spec::ClauseId;
 
-use super::client::{SLACK_MS, held_batch, nonce, relay_workers, round};
+use super::client::{self, held_batch, nonce, relay_workers, round};
 use super::frames::MAX_QUOTED;
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::registry::Check;
@@ -119,23 +119,15 @@ async fn r4(t: &Arc<Target>, c: &mut Ctx) {
 }
 
 /// How much of each end of a request's run, as its answer's time places it, the overlap leaves
-/// out: the timer slack and half of the spread the run's fault can put between two round trips
-/// (two runs that did not overlap can then seem to by that spread, no more). None when that
-/// leaves nothing of a hold: the fault removes the count by timing, and the evidence says so.
+/// out ([`timing_slack`] over a hold). None when that leaves nothing of a hold: the fault
+/// removes the count by timing, and the evidence says so.
 fn timing_slack(t: &Target, c: &mut Ctx) -> Option<f64> {
-    let spread = ms(t.adjustments.round_trip_spread());
-    let slack = SLACK_MS + spread / 2.0;
-    if 2.0 * slack < WAVE_MS as f64 {
-        return Some(slack);
-    }
-    c.fault_removes(
-        t,
-        Some("the count of running requests by response timing"),
-        format!(
-            "its jitter can put {spread:.0} ms between two round trips, no less than a hold ({WAVE_MS} ms) less twice the timer slack ({SLACK_MS:.0} ms): no run can be placed by its answer's time"
-        ),
-    );
-    None
+    client::timing_slack(t, WAVE_MS)
+        .map_err(|why| {
+            let part = "the count of running requests by response timing";
+            c.fault_removes(t, Some(part), why);
+        })
+        .ok()
 }
 
 /// The ids of `order` not in the wave of n their send position puts them in, described.
