@@ -10,10 +10,15 @@
 //! would read the whole file before decoding it), so a cancel or the deadline stops a decode
 //! mid-image.
 
-use std::io::Cursor;
+use std::io::{BufRead, Cursor, Seek};
 
-use image::error::LimitErrorKind;
-use image::{ColorType, DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
+use image::error::{
+    ImageFormatHint, LimitError, LimitErrorKind, UnsupportedError, UnsupportedErrorKind,
+};
+use image::{
+    ColorType, DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, ImageResult,
+    Limits,
+};
 use plimsoll_spec::ErrorCode;
 use zune_jpeg::errors::DecodeErrors;
 use zune_jpeg::zune_core::bytestream::ZCursor;
@@ -24,6 +29,7 @@ use super::{
     DigitizeParams, ESTIMATED_BYTES_PER_PIXEL, HeapSize, MAX_COORDINATE, UNITS_PER_MM,
     invalid_parameter, vec_bytes,
 };
+use crate::job::allocator::KeptBuffer;
 use crate::job::{Charge, Interrupt, JobContext, StageError};
 
 /// Name of the spooled upload inside the job's temp directory.
@@ -46,8 +52,8 @@ pub struct DecodedImage {
 /// memory) before `quantize` reads it.
 #[derive(Debug)]
 pub enum Samples {
-    /// 8 bits per channel.
-    U8(Vec<u8>),
+    /// 8 bits per channel, in a buffer the process keeps for the next job when it is large.
+    U8(KeptBuffer),
     /// 16 bits per channel.
     U16(Vec<u16>),
 }
@@ -55,7 +61,7 @@ pub enum Samples {
 impl HeapSize for DecodedImage {
     fn heap_bytes(&self) -> u64 {
         match &self.samples {
-            Samples::U8(v) => vec_bytes(v),
+            Samples::U8(v) => v.capacity() as u64,
             Samples::U16(v) => vec_bytes(v),
         }
     }
@@ -181,8 +187,7 @@ pub fn decode(
     if format == ImageFormat::Jpeg {
         return decode_jpeg(ctx, bytes, &header, output_bytes);
     }
-    let image = decode_checked(ctx, bytes, format, &header, output_bytes)?;
-    into_decoded(ctx, image)
+    decode_checked(ctx, bytes, format, &header, output_bytes)
 }
 
 /// Refuses an empty body, then keeps the upload in the job's temp directory. The upload is the
@@ -285,7 +290,7 @@ fn decode_checked(
     format: ImageFormat,
     header: &Header,
     output_bytes: u64,
-) -> Result<DynamicImage, StageError> {
+) -> Result<DecodedImage, StageError> {
     let (width, height) = (header.width, header.height);
     let mut limits = Limits::default();
     limits.max_image_width = Some(width);
@@ -298,21 +303,66 @@ fn decode_checked(
         interrupted: &interrupted,
     };
     let mut reader = ImageReader::with_format(input, format);
-    reader.limits(limits);
-    let decoded = reader.decode();
+    reader.limits(limits.clone());
+    let decoded = read_pixels(reader, limits);
     if let Some(interrupt) = interrupted.get() {
         return Err(interrupt.into());
     }
     let image = decoded.map_err(|e| map_image_error(e, ctx))?;
     ctx.checkpoint()?;
-    if (image.width(), image.height()) != (width, height) {
+    if (image.width, image.height) != (width, height) {
         return Err(malformed(format!(
             "header says {width}x{height}, data decodes to {}x{}",
-            image.width(),
-            image.height()
+            image.width, image.height
         )));
     }
     Ok(image)
+}
+
+/// Reads the pixels as `ImageReader::decode` does (the decoder's own allocations limited to what
+/// the output buffer leaves of `limits`), but an 8-bit image's into a [`KeptBuffer`]: a 16 MP
+/// image's pixels then reuse the last large job's mapped memory. 16-bit images (never kept:
+/// their samples are `u16`) go through the image crate's own buffers.
+fn read_pixels(
+    reader: ImageReader<impl BufRead + Seek>,
+    mut limits: Limits,
+) -> ImageResult<DecodedImage> {
+    let mut decoder = reader.into_decoder()?;
+    limits.reserve(decoder.total_bytes())?;
+    decoder.set_limits(limits)?;
+    let (width, height) = decoder.dimensions();
+    let color = decoder.color_type();
+    let channels = color.channel_count();
+    let samples = if color.bytes_per_pixel() == channels {
+        let len = usize::try_from(decoder.total_bytes()).map_err(|_| {
+            ImageError::Limits(LimitError::from_kind(LimitErrorKind::InsufficientMemory))
+        })?;
+        let mut pixels = KeptBuffer::zeroed(len);
+        decoder.read_image(&mut pixels)?;
+        Samples::U8(pixels)
+    } else {
+        match DynamicImage::from_decoder(decoder)? {
+            DynamicImage::ImageLuma16(b) => Samples::U16(b.into_raw()),
+            DynamicImage::ImageLumaA16(b) => Samples::U16(b.into_raw()),
+            DynamicImage::ImageRgb16(b) => Samples::U16(b.into_raw()),
+            DynamicImage::ImageRgba16(b) => Samples::U16(b.into_raw()),
+            // PNG's colour types are 8- and 16-bit luma, luma with alpha, RGB and RGBA.
+            other => {
+                return Err(ImageError::Unsupported(
+                    UnsupportedError::from_format_and_kind(
+                        ImageFormatHint::Exact(ImageFormat::Png),
+                        UnsupportedErrorKind::Color(other.color().into()),
+                    ),
+                ));
+            }
+        }
+    };
+    Ok(DecodedImage {
+        width,
+        height,
+        channels,
+        samples,
+    })
 }
 
 /// The upload as the PNG decoder's input, with a checkpoint whenever the decoder asks for more
@@ -409,7 +459,7 @@ fn decode_jpeg(
             ctx,
         ));
     };
-    let mut pixels = vec![0u8; len];
+    let mut pixels = KeptBuffer::zeroed(len);
     let mut input = JpegInput {
         inner: ZCursor::new(bytes),
         ctx,
@@ -525,29 +575,4 @@ impl std::io::Seek for JpegInput<'_> {
         self.refused()?;
         self.inner.seek(pos)
     }
-}
-
-fn into_decoded(ctx: &JobContext, image: DynamicImage) -> Result<DecodedImage, StageError> {
-    let (width, height) = (image.width(), image.height());
-    let (channels, samples) = match image {
-        DynamicImage::ImageLuma8(b) => (1, Samples::U8(b.into_raw())),
-        DynamicImage::ImageLumaA8(b) => (2, Samples::U8(b.into_raw())),
-        DynamicImage::ImageRgb8(b) => (3, Samples::U8(b.into_raw())),
-        DynamicImage::ImageRgba8(b) => (4, Samples::U8(b.into_raw())),
-        DynamicImage::ImageLuma16(b) => (1, Samples::U16(b.into_raw())),
-        DynamicImage::ImageLumaA16(b) => (2, Samples::U16(b.into_raw())),
-        DynamicImage::ImageRgb16(b) => (3, Samples::U16(b.into_raw())),
-        DynamicImage::ImageRgba16(b) => (4, Samples::U16(b.into_raw())),
-        other => {
-            // Float images do not come out of PNG or JPEG; convert rather than fail if one does.
-            let _converted = ctx.charge(u64::from(width) * u64::from(height) * 4)?;
-            (4, Samples::U8(other.into_rgba8().into_raw()))
-        }
-    };
-    Ok(DecodedImage {
-        width,
-        height,
-        channels,
-        samples,
-    })
 }

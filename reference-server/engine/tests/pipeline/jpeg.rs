@@ -18,7 +18,7 @@ fn engine_decode(bytes: &[u8]) -> Result<(u32, u32, u8, Vec<u8>), String> {
     let Samples::U8(samples) = image.samples else {
         panic!("a JPEG decoded to 16-bit samples");
     };
-    Ok((image.width, image.height, image.channels, samples))
+    Ok((image.width, image.height, image.channels, samples.to_vec()))
 }
 
 /// What the image crate makes of `bytes`, in the same terms.
