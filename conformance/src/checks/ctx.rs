@@ -1,4 +1,4 @@
-//! What one check builds up while it runs: its failures, a skip reason, the expected and
+//! What one check builds up while it runs: its failures, its skip reasons, the expected and
 //! observed values in words, evidence and the request timeline. Checks only add to it; the
 //! registry turns it into a [`crate::verdict::CheckResult`].
 
@@ -14,7 +14,8 @@ use crate::verdict::{Lane, LaneOutcome, NOT_APPLICABLE, NOT_APPLICABLE_UNDER, Ve
 pub struct Ctx {
     pub(super) started: Instant,
     failures: Vec<String>,
-    skip: Option<String>,
+    /// Every part of the check that could not gather its evidence, in the order found.
+    skips: Vec<String>,
     not_applicable: Option<String>,
     /// Parts of the check a fault (`check --fault`) removed the meaning of, each with its reason.
     fault_removed: Vec<String>,
@@ -85,7 +86,7 @@ impl Ctx {
             baseline_busy,
             started: Instant::now(),
             failures: Vec::new(),
-            skip: None,
+            skips: Vec::new(),
             not_applicable: None,
             fault_removed: Vec::new(),
             expected: String::new(),
@@ -186,9 +187,14 @@ impl Ctx {
     }
 
     /// The check could not gather its evidence (a file it was not given, a target that refuses
-    /// what the check needs): a skip, which `--strict` turns into a failure.
+    /// what the check needs): a skip, which `--strict` turns into a failure. Each part that
+    /// skips says why, and the verdict names every reason (once each), so a check with two
+    /// parts skipped does not hide the first behind the second.
     pub fn skip(&mut self, reason: impl Into<String>) {
-        self.skip = Some(reason.into());
+        let reason = reason.into();
+        if !self.skips.contains(&reason) {
+            self.skips.push(reason);
+        }
     }
 
     /// The clause cannot apply to the target's effective values or contract (T2 with no queue
@@ -223,8 +229,9 @@ impl Ctx {
 
     /// The verdict so far: failures win over a skip, a skip over not applicable.
     pub(super) fn verdict(&mut self) -> Verdict {
-        match (self.skip.take(), self.failures.is_empty()) {
-            (Some(reason), true) => Verdict::Skip(reason),
+        let skipped = (!self.skips.is_empty()).then(|| std::mem::take(&mut self.skips).join("; "));
+        match (skipped, self.failures.is_empty()) {
+            (Some(reasons), true) => Verdict::Skip(reasons),
             (_, true) => {
                 if let Some(why) = self.not_applicable.take() {
                     self.observed = format!("{NOT_APPLICABLE}{why}");
@@ -332,6 +339,16 @@ mod tests {
         assert_eq!(
             c.verdict().strict(),
             Verdict::Fail("skipped under --strict: no log".into())
+        );
+
+        // Two parts skipped: both reasons, in order, each once.
+        let mut c = Ctx::new(0.0);
+        c.skip("pool a seen full too late");
+        c.skip("pool b seen full too late");
+        c.skip("pool a seen full too late");
+        assert_eq!(
+            c.verdict(),
+            Verdict::Skip("pool a seen full too late; pool b seen full too late".into())
         );
     }
 }
