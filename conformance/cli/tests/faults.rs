@@ -25,18 +25,8 @@ const FAULT_RUN_WITHIN: Duration = Duration::from_secs(120);
 /// applicable with the reason the fault removes its meaning, the fault named), and the
 /// manifest names the fault. One test per fault, so the set's runs go side by side.
 async fn passes_under(name: &str) {
-    let args = CheckArgs {
-        fault: Some(standard::parse(name).unwrap()),
-        ..CheckArgs::embedded()
-    };
     let started = Instant::now();
-    let subject = embedded::start(
-        embedded::check_config(false).unwrap(),
-        Some(args.relay_end()),
-    )
-    .await
-    .unwrap();
-    let report = execute(&args, subject).await.unwrap();
+    let report = run_as(None, CheckArgs::embedded(), Some(name)).await;
     let took = started.elapsed();
     let fault = standard::named(name).unwrap().fault();
     let wrong: Vec<String> = report
@@ -155,23 +145,13 @@ async fn the_full_fault_set_runs_every_fault_and_prints_its_matrix() {
 /// is lengthened by the latency each way (shown), and the variant still fails it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_adjusted_bound_still_fails_a_broken_server() {
-    let config = embedded::check_config(false)
-        .unwrap()
-        .with_mutant(Mutant::RefusalWaits);
-    let args = CheckArgs {
-        trials: Some(2),
-        only: vec![CheckId::Clause(ClauseId::T3)],
-        fault: Some("latency:latency=20,jitter=5".parse().unwrap()),
-        ..CheckArgs::embedded()
-    };
-    let subject = embedded::start(config, Some(args.relay_end()))
-        .await
-        .unwrap();
-    let report = execute(&args, subject).await.unwrap();
+    let t3 = CheckId::Clause(ClauseId::T3);
+    let jitter = Some("latency:latency=20,jitter=5");
+    let report = run(Some(Mutant::RefusalWaits), &check_ids(&[t3]), jitter).await;
     let t3 = report
         .results
         .iter()
-        .find(|r| r.id.check() == Some(CheckId::Clause(ClauseId::T3)))
+        .find(|r| r.id.check() == Some(t3))
         .expect("T3 ran");
     assert!(t3.verdict.is_fail(), "{:?}", t3.verdict);
     assert!(
@@ -265,18 +245,8 @@ async fn a_far_client_keeps_t1_and_r2_judging_what_the_round_trips_leave_judgeab
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_that_drops_every_byte_leaves_nothing_to_judge() {
     for spec in ["blackhole", "timeout:timeout=500,stream=downstream"] {
-        let args = CheckArgs {
-            fault: Some(spec.parse().unwrap()),
-            ..CheckArgs::embedded()
-        };
-        let subject = embedded::start(
-            embedded::check_config(false).unwrap(),
-            Some(args.relay_end()),
-        )
-        .await
-        .unwrap();
         let started = Instant::now();
-        let report = execute(&args, subject).await.unwrap();
+        let report = run_as(None, CheckArgs::embedded(), Some(spec)).await;
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "{spec}: {:?}",
@@ -313,16 +283,25 @@ fn check_ids(ids: &[CheckId]) -> BTreeSet<CheckId> {
 /// The checks `only`, run against the reference server (or its broken variant `mutant`),
 /// without a fault or under `fault` (a standard fault's name, or a spec).
 async fn run(mutant: Option<Mutant>, only: &BTreeSet<CheckId>, fault: Option<&str>) -> RunReport {
+    let args = CheckArgs {
+        trials: Some(2),
+        only: only.iter().copied().collect(),
+        ..CheckArgs::embedded()
+    };
+    run_as(mutant, args, fault).await
+}
+
+/// The reference server (or its broken variant `mutant`) checked as `args` say, without a fault
+/// or under `fault` (a standard fault's name, or a spec).
+async fn run_as(mutant: Option<Mutant>, args: CheckArgs, fault: Option<&str>) -> RunReport {
     let config = embedded::check_config(false).unwrap();
     let config = match mutant {
         Some(mutant) => config.with_mutant(mutant),
         None => config,
     };
     let args = CheckArgs {
-        trials: Some(2),
-        only: only.iter().copied().collect(),
         fault: fault.map(|f| standard::parse(f).unwrap()),
-        ..CheckArgs::embedded()
+        ..args
     };
     let subject = embedded::start(config, Some(args.relay_end()))
         .await
