@@ -13,7 +13,7 @@ use plimsoll_spec::{ClauseId, Contract, MetricName, Pool};
 
 use crate::checks::ctx::{Ctx, ms};
 use crate::checks::pool::{
-    Burst, GaugeWatch, Held, HeldRequest, burst, fail_many, held, recipe_burst, require_peak,
+    Burst, GaugeWatch, Held, HeldRequest, clear_burst, fail_many, held, recipe_burst, require_peak,
     send_held, send_held_elsewhere,
 };
 use crate::checks::refusal::refused_as;
@@ -79,13 +79,18 @@ fn max_overlap(replies: &[&Reply], slack: Duration) -> usize {
 /// The hold of T1's burst: long beside scheduling jitter, and short enough that a queued
 /// request (two holds after it arrived) stays well inside the pool's deadline.
 fn burst_hold(t: &Target, pool: Pool) -> Duration {
+    Duration::from_millis(400).min(longest_hold(t, pool))
+}
+
+/// The longest hold a burst of the pool may use: a queued request (two holds after it arrived)
+/// well inside the deadline.
+fn longest_hold(t: &Target, pool: Pool) -> Duration {
     let deadline = t.deadline(pool);
-    let cap = if t.queue_capacity(pool) > 0 {
+    if t.queue_capacity(pool) > 0 {
         deadline / 5
     } else {
         deadline * 2 / 5
-    };
-    Duration::from_millis(400).min(cap)
+    }
 }
 
 /// Cross-checks the server's Server-Timing claims against the client's view of the burst:
@@ -188,10 +193,11 @@ async fn t1_pool(t: &Arc<Target>, c: &mut Ctx, pool: Pool) -> String {
         return format!("{pool}: no design to export");
     }
     let n = workers + queue + 2;
-    let hold = burst_hold(t, pool);
     let watch = GaugeWatch::start(t, MetricName::WorkersBusy, pool);
-    let b = burst(t, c, pool, pool.as_str(), n, hold).await;
+    let holds = (burst_hold(t, pool), longest_hold(t, pool));
+    let b = clear_burst(t, c, (pool, pool.as_str()), n, holds).await;
     let gauge = watch.finish().await;
+    let hold = b.hold;
     b.require_capacity(c, &format!("{pool} burst"), workers, queue);
     let header = t.server_timing_header();
     let overlap = judge_server_timing(t, c, (pool.as_str(), header), &b, workers);
