@@ -36,6 +36,7 @@ mod recovery;
 pub mod run;
 pub mod runner;
 pub mod scrape;
+pub mod stalls;
 pub mod verdicts;
 
 pub use plan::{EngineName, LoadPlan, ProfileName};

@@ -8,6 +8,7 @@ use plimsoll_fault::rng::SplitMix64;
 
 use super::Engine;
 use super::scrape::{Gauges, read_metrics};
+use super::stalls::Stall;
 
 /// Everything a finished run hands to the verdicts.
 pub struct RunOutput {
@@ -21,6 +22,9 @@ pub struct RunOutput {
     pub drain_failed: bool,
     /// Think time users spent waiting when the profile ended (their last think, cut short).
     pub censored_think_ms: f64,
+    /// The load generator's own stalls during the run ([`crate::stalls`]): watched on goose's
+    /// runtime; none for Locust, whose processes are not watched.
+    pub stalls: Vec<Stall>,
 }
 
 /// Settings of one goose run.

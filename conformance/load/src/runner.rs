@@ -21,6 +21,7 @@ use super::run::{
     Attempt, DrainWait, HoldPlan, Outcome, RequestTemplate, RunKind, RunOutput, RunSpec,
     problem_code,
 };
+use super::stalls::{self, Stall};
 
 /// Counters the progress display reads while the run goes on.
 #[derive(Debug, Default)]
@@ -170,13 +171,7 @@ pub async fn run(
         .register_transaction(own_connection(target, shared.keep_alive))
         .register_transaction(Transaction::new(function).set_name(&name));
     let started = Instant::now();
-    let metrics = on_goose_runtime(move || async move {
-        Ok(GooseAttack::initialize_with_config(config)?
-            .register_scenario(scenario)
-            .execute()
-            .await?)
-    })
-    .await?;
+    let (metrics, stalls) = attack_watched(config, scenario, t0).await?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     let attempts = std::mem::take(&mut *shared.records.lock().unwrap_or_else(|e| e.into_inner()));
     let drain_failed = match &shared.pacing {
@@ -189,7 +184,33 @@ pub async fn run(
         elapsed_ms,
         drain_failed,
         censored_think_ms: shared.censored_think_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        stalls,
     })
+}
+
+/// Runs the attack on goose's runtime with the runtime's stalls watched throughout
+/// ([`crate::stalls`], timed against `t0`): goose's metrics and the stalls seen.
+async fn attack_watched(
+    config: GooseConfiguration,
+    scenario: Scenario,
+    t0: Instant,
+) -> Result<(GooseMetrics, Vec<Stall>), GooseFailure> {
+    let stalls = Arc::new(Mutex::new(Vec::new()));
+    let watched = stalls.clone();
+    let metrics = on_goose_runtime(move || async move {
+        let watch = tokio::spawn(stalls::watch(t0, watched));
+        let attack =
+            GooseAttack::initialize_with_config(config).map(|a| a.register_scenario(scenario));
+        let metrics = match attack {
+            Ok(attack) => attack.execute().await,
+            Err(e) => Err(e),
+        };
+        watch.abort();
+        Ok(metrics?)
+    })
+    .await?;
+    let seen = std::mem::take(&mut *stalls.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok((metrics, seen))
 }
 
 /// Runs the goose attack `attack` makes on a runtime of its own, started on a thread of its

@@ -420,6 +420,8 @@ fn collect(
         elapsed_ms,
         drain_failed: false,
         censored_think_ms,
+        // Locust's processes are not watched: its runs leave no attempt out.
+        stalls: Vec::new(),
     })
 }
 

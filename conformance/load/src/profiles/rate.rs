@@ -354,6 +354,7 @@ impl<'a> Judged<'a> {
         verdicts::latency(
             &self.ctx.expect,
             &self.m.window,
+            &self.observed.out.stalls,
             l.steady.latency_overhead_p99_ms,
         )
     }
@@ -375,8 +376,12 @@ impl<'a> Judged<'a> {
     /// Overload: refusals come fast.
     fn refusal_latency(&self) -> CheckResult {
         let l = self.ctx.section();
-        let mut r =
-            verdicts::refusal_latency(&self.ctx.expect, &self.m.window, l.overload.refusal_p99_ms);
+        let mut r = verdicts::refusal_latency(
+            &self.ctx.expect,
+            &self.m.window,
+            &self.observed.out.stalls,
+            l.overload.refusal_p99_ms,
+        );
         r.timeline = self.lanes();
         r
     }
