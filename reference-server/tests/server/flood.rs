@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use plimsoll_engine::job::allocator;
 use plimsoll_spec::ErrorCode;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -14,9 +15,19 @@ use super::*;
 
 /// Uploads at once: half declare their length, half are chunked.
 const UPLOADS: usize = 240;
-/// The most resident memory may grow beyond the budget: the server's own buffers (hyper's read
-/// buffers, one per connection), the test's clients (one shared piece) and allocator slack.
+/// The most resident memory may grow beyond the budget, besides what the allocator keeps
+/// ([`KEPT_BY_POLICY`]): the server's own buffers (hyper's read buffers, one per connection),
+/// the test's clients (one shared piece) and allocator slack.
 const ALLOWANCE_MB: u64 = 256;
+/// What the process keeps of the memory it frees, by the allocator policy every server sets
+/// (`job/allocator`): a heap keeps up to its trim threshold free at its top for the next job,
+/// and blocks under the mapping threshold (a chunked body's buffer below 32 MB, and each smaller
+/// one it grew from) come from the heaps rather than from mappings returned when freed. The
+/// allowance above was set before that policy: with it, the flood's peak read 1153 to 1333 MB
+/// over 19 to 20 MB before (ten runs, at `f194712` and after), a budget of 1024 MB, and one in
+/// five went past the old bound of 1300; the memory the uploads hold is judged exactly by the
+/// server's own accounting (`peak held`), and a server without a budget holds the flood's 2 GB.
+const KEPT_BY_POLICY: u64 = allocator::TRIM_THRESHOLD as u64;
 /// How long one `/healthz` may take during the flood. It proves the server stays alive, not a
 /// latency (no clause bounds `/healthz`): 240 clients pushing 2 GB through loopback in this same
 /// process share two cores with it, and a 1 s bound was missed once when other work ran beside
@@ -188,11 +199,12 @@ async fn b5_a_flood_of_stalled_uploads_stays_within_the_upload_budget() {
     );
     assert!(peak_held <= budget, "held {peak_held} of {budget}");
     assert!(
-        peak_rss <= before + budget + (ALLOWANCE_MB << 20),
-        "RSS grew from {} MB to {} MB, past the {} MB budget and the {ALLOWANCE_MB} MB allowance",
+        peak_rss <= before + budget + (ALLOWANCE_MB << 20) + KEPT_BY_POLICY,
+        "RSS grew from {} MB to {} MB, past the {} MB budget, the {ALLOWANCE_MB} MB allowance and the {} MB the allocator keeps",
         before >> 20,
         peak_rss >> 20,
-        budget >> 20
+        budget >> 20,
+        KEPT_BY_POLICY >> 20
     );
     assert_eq!(healthz.0, healthz.1, "/healthz failed during the flood");
     let unanswered: Vec<_> = seen
